@@ -1,0 +1,71 @@
+# Nimbus-HA. `make quickstart` runs a local cluster; `make test` runs every test.
+SHELL := /bin/bash
+GO    ?= go
+PKG   := github.com/nimbusha/nimbus
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X $(PKG)/internal/version.Version=$(VERSION)
+TOOLS := $(CURDIR)/.tools
+BUF   := $(TOOLS)/node_modules/.bin/buf
+export PATH := $(TOOLS)/bin:$(PATH)
+
+# Versions of the code generators; regenerate with `make proto`.
+BUF_VERSION            := 1.75.0
+PROTOC_GEN_GO_VERSION  := v1.36.12
+PROTOC_GEN_GRPC_VERSION := v1.6.2
+
+TEST_TIMEOUT ?= 20m
+
+.PHONY: all build test test-deps verify proto lint-proto quickstart quickstart-down bench clean
+
+all: build
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./cmd/...
+
+## test: installs what the tests need (ZooKeeper, a JRE) and runs them all with -race.
+test: test-deps
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+test-deps:
+	@scripts/install-test-deps.sh
+
+## verify: formatting, vet, tidy go.mod, generated code in sync, buf lint.
+verify: $(BUF)
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	@cp go.mod /tmp/nimbus-go.mod.bak; cp go.sum /tmp/nimbus-go.sum.bak; \
+	  $(GO) mod tidy; \
+	  if ! git diff --quiet -- go.mod go.sum; then echo "go mod tidy changed go.mod/go.sum"; git diff -- go.mod go.sum; \
+	    cp /tmp/nimbus-go.mod.bak go.mod; cp /tmp/nimbus-go.sum.bak go.sum; exit 1; fi
+	$(BUF) lint
+	@$(MAKE) --no-print-directory proto
+	@if ! git diff --quiet -- proto; then echo "generated code out of sync: run make proto and commit"; git diff --stat -- proto; exit 1; fi
+	@echo verify: ok
+
+## proto: regenerates the Go code beside the .proto files.
+proto: $(BUF) $(TOOLS)/bin/protoc-gen-go $(TOOLS)/bin/protoc-gen-go-grpc
+	$(BUF) generate
+
+$(BUF):
+	@mkdir -p $(TOOLS)
+	cd $(TOOLS) && npm install --silent --no-audit --no-fund @bufbuild/buf@$(BUF_VERSION) >/dev/null
+
+$(TOOLS)/bin/protoc-gen-go:
+	GOBIN=$(TOOLS)/bin $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+
+$(TOOLS)/bin/protoc-gen-go-grpc:
+	GOBIN=$(TOOLS)/bin $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GRPC_VERSION)
+
+## quickstart: a local cluster on loopback (ZooKeeper, 3 nimbuses), then the cluster summary.
+quickstart: test-deps build
+	@scripts/quickstart.sh up
+
+quickstart-down:
+	@scripts/quickstart.sh down
+
+## bench: failover timings; results go to bench/RESULTS.md.
+bench: test-deps build
+	$(GO) run ./bench/failover -trials 20 -out bench/RESULTS.md
+
+clean:
+	rm -rf bin .quickstart

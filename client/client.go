@@ -1,0 +1,262 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/peer"
+
+	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
+)
+
+// Client talks to a Nimbus-HA cluster. It is safe for concurrent use.
+// New connects to nothing; connections are made on first use, one per
+// address, and kept until Close.
+type Client struct {
+	opts options
+	log  *slog.Logger
+
+	mu     sync.Mutex
+	addrs  []string // seeds, then addresses learned from redirects and GetLeader
+	next   int      // index in addrs where reads start: the last that answered
+	leader string   // cached leader address; "" when unknown
+	conns  map[string]*conn
+	closed bool
+}
+
+// conn is the cached connection to one address.
+type conn struct {
+	cc  *grpc.ClientConn
+	api nimbusv1.NimbusServiceClient
+
+	mu          sync.Mutex
+	lastDialErr error // why the last dial failed; nil once one succeeds
+}
+
+// New returns a Client for the cluster reachable through seeds, each a
+// host:port. At least one seed is required; an invalid one is named in the
+// error.
+func New(seeds []string, opts ...Option) (*Client, error) {
+	if len(seeds) == 0 {
+		return nil, errors.New("client: no seeds: need at least one nimbus host:port")
+	}
+	var addrs []string
+	for _, s := range seeds {
+		if err := validateAddr(s); err != nil {
+			return nil, fmt.Errorf("client: seed %q: %w", s, err)
+		}
+		if !slices.Contains(addrs, s) {
+			addrs = append(addrs, s)
+		}
+	}
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return &Client{
+		opts:  o,
+		log:   o.logger.With("component", "client"),
+		addrs: addrs,
+		conns: make(map[string]*conn),
+	}, nil
+}
+
+func validateAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return errors.New("want host:port")
+	}
+	if host == "" {
+		return errors.New("empty host")
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		return fmt.Errorf("port %q is not in 1-65535", port)
+	}
+	return nil
+}
+
+// Close closes every connection. Calls in flight fail; later calls return
+// ErrClosed.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	var errs []error
+	for addr, cn := range c.conns {
+		if err := cn.cc.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("client: closing %s: %w", addr, err))
+		}
+	}
+	clear(c.conns)
+	return errors.Join(errs...)
+}
+
+// conn returns the connection to addr, creating it on first use.
+func (c *Client) conn(addr string) (*conn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, ErrClosed
+	}
+	if cn, ok := c.conns[addr]; ok {
+		return cn, nil
+	}
+	cn := &conn{}
+	dialer := &net.Dialer{Timeout: c.opts.dialTimeout}
+	opts := append([]grpc.DialOption{
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		// Our dialer records why a dial failed, so errors can say
+		// "connection refused" rather than a transport message.
+		grpc.WithContextDialer(func(ctx context.Context, target string) (net.Conn, error) {
+			nc, err := dialer.DialContext(ctx, "tcp", target)
+			cn.mu.Lock()
+			cn.lastDialErr = err
+			cn.mu.Unlock()
+			return nc, err
+		}),
+		// gRPC's default reconnect backoff grows to 2 minutes; a nimbus
+		// that restarts should be reachable again within our retries.
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second},
+			MinConnectTimeout: c.opts.dialTimeout,
+		}),
+	}, c.opts.dialOptions...)
+	// passthrough: the dialer resolves the name, so a DNS failure is a
+	// dial error with a plain message too.
+	cc, err := grpc.NewClient("passthrough:///"+addr, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("client: %s: %w", addr, err)
+	}
+	cn.cc, cn.api = cc, nimbusv1.NewNimbusServiceClient(cc)
+	c.conns[addr] = cn
+	return cn, nil
+}
+
+func (cn *conn) dialErr() error {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	return cn.lastDialErr
+}
+
+// learn adds addr to the addresses reads may try.
+func (c *Client) learn(addr string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !slices.Contains(c.addrs, addr) {
+		c.addrs = append(c.addrs, addr)
+	}
+}
+
+// readOrder returns the addresses to try, starting with the last that
+// answered.
+func (c *Client) readOrder() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := len(c.addrs)
+	order := make([]string, 0, n)
+	for i := range n {
+		order = append(order, c.addrs[(c.next+i)%n])
+	}
+	return order
+}
+
+func (c *Client) answered(addr string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if i := slices.Index(c.addrs, addr); i >= 0 {
+		c.next = i
+	}
+}
+
+// unaryCall is one RPC on one connection.
+type unaryCall[Resp any] func(ctx context.Context, api nimbusv1.NimbusServiceClient, opts ...grpc.CallOption) (Resp, error)
+
+// callAt makes one attempt of call at addr, bounded by the call timeout.
+// On failure it also returns what went wrong there, for error messages.
+func callAt[Resp any](ctx context.Context, c *Client, addr string, call unaryCall[Resp]) (Resp, SeedFailure, error) {
+	var zero Resp
+	cn, err := c.conn(addr)
+	if err != nil {
+		return zero, SeedFailure{Addr: addr, Err: err}, err
+	}
+	if c.opts.callTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.opts.callTimeout)
+		defer cancel()
+	}
+	var p peer.Peer
+	resp, err := call(ctx, cn.api, grpc.Peer(&p))
+	if err == nil {
+		return resp, SeedFailure{}, nil
+	}
+	f := SeedFailure{Addr: addr, Err: err}
+	if p.Addr == nil { // no stream was opened: the connection failed
+		f.Dial = cn.dialErr()
+	}
+	return zero, f, err
+}
+
+// readAny tries call at each known address in turn, starting with the last
+// that answered, and returns the first answer. It moves on only when a
+// nimbus is unreachable, Unavailable or slow; any other status is the
+// answer.
+func readAny[Resp any](ctx context.Context, c *Client, rpc string, call unaryCall[Resp]) (Resp, error) {
+	var zero Resp
+	var failures []SeedFailure
+	for _, addr := range c.readOrder() {
+		resp, f, err := callAt(ctx, c, addr, call)
+		if err == nil {
+			c.answered(addr)
+			return resp, nil
+		}
+		if !transient(err, ctx.Err() != nil) {
+			return zero, err
+		}
+		c.log.Debug("nimbus did not answer; trying the next", "rpc", rpc, "addr", addr, "err", err)
+		failures = append(failures, f)
+	}
+	return zero, &NoSeedAnsweredError{Failures: failures}
+}
+
+// GetLeader returns the leader's summary from any nimbus. It blocks until
+// a nimbus answers or all have failed; when there is no leader, every
+// nimbus answers Unavailable and the error is a *NoSeedAnsweredError.
+func (c *Client) GetLeader(ctx context.Context) (*nimbusv1.GetLeaderResponse, error) {
+	resp, err := readAny(ctx, c, "GetLeader", func(ctx context.Context, api nimbusv1.NimbusServiceClient, opts ...grpc.CallOption) (*nimbusv1.GetLeaderResponse, error) {
+		return api.GetLeader(ctx, &nimbusv1.GetLeaderRequest{}, opts...)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if l := resp.GetLeader(); l.GetHost() != "" && l.GetPort() > 0 {
+		addr := net.JoinHostPort(l.GetHost(), strconv.Itoa(int(l.GetPort())))
+		c.learn(addr)
+		c.setLeader(addr)
+	}
+	return resp, nil
+}
+
+// GetClusterInfo returns the cluster summary from any nimbus.
+func (c *Client) GetClusterInfo(ctx context.Context) (*nimbusv1.GetClusterInfoResponse, error) {
+	return readAny(ctx, c, "GetClusterInfo", func(ctx context.Context, api nimbusv1.NimbusServiceClient, opts ...grpc.CallOption) (*nimbusv1.GetClusterInfoResponse, error) {
+		return api.GetClusterInfo(ctx, &nimbusv1.GetClusterInfoRequest{}, opts...)
+	})
+}
+
+// GetTopologyInfo returns the named topology's status, assignments and
+// replicas from any nimbus. An unknown name is NotFound.
+func (c *Client) GetTopologyInfo(ctx context.Context, name string) (*nimbusv1.GetTopologyInfoResponse, error) {
+	return readAny(ctx, c, "GetTopologyInfo", func(ctx context.Context, api nimbusv1.NimbusServiceClient, opts ...grpc.CallOption) (*nimbusv1.GetTopologyInfoResponse, error) {
+		return api.GetTopologyInfo(ctx, &nimbusv1.GetTopologyInfoRequest{Name: name}, opts...)
+	})
+}

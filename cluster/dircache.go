@@ -1,0 +1,220 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"maps"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"google.golang.org/protobuf/proto"
+)
+
+// retryDelay paces retries of ZooKeeper reads that failed for a reason
+// other than a session change (which wakes the cache by itself).
+const retryDelay = 250 * time.Millisecond
+
+// DirCache keeps the children of one ZooKeeper directory and their decoded
+// payloads current through watches: one watch on the directory and one on
+// each child, each re-armed only after it fires, so watches never pile up.
+// Reads are a pointer load; they never touch ZooKeeper.
+//
+// A child whose payload does not decode is left out and logged, never
+// fatal: one corrupt znode must not take a nimbus down.
+type DirCache[M proto.Message] struct {
+	sess   *Session
+	dir    string
+	newMsg func() M
+	log    *slog.Logger
+
+	snap   atomic.Pointer[map[string]M]
+	loaded chan struct{}
+
+	mu      sync.Mutex
+	changed chan struct{}
+}
+
+// NewDirCache returns a cache of dir whose payloads newMsg allocates.
+// It starts nothing: call Run.
+func NewDirCache[M proto.Message](sess *Session, dir string, newMsg func() M, log *slog.Logger) *DirCache[M] {
+	c := &DirCache[M]{
+		sess:    sess,
+		dir:     dir,
+		newMsg:  newMsg,
+		log:     log.With("component", "cache", "dir", dir),
+		loaded:  make(chan struct{}),
+		changed: make(chan struct{}),
+	}
+	empty := map[string]M{}
+	c.snap.Store(&empty)
+	return c
+}
+
+// Snapshot returns the current children by name. The map and its messages
+// are shared and must not be modified.
+func (c *DirCache[M]) Snapshot() map[string]M { return *c.snap.Load() }
+
+// Loaded is closed once the directory has been read completely.
+func (c *DirCache[M]) Loaded() <-chan struct{} { return c.loaded }
+
+// Changed returns a channel that is closed at the next change.
+func (c *DirCache[M]) Changed() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.changed
+}
+
+// watchFired says which watch fired: the directory's (child == "") or a
+// child's.
+type watchFired struct{ child string }
+
+// Run keeps the cache current until ctx ends. It returns ctx's error.
+func (c *DirCache[M]) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	var forwarders sync.WaitGroup
+	defer forwarders.Wait()
+	defer cancel()
+
+	fired := make(chan watchFired, 64)
+	forward := func(ch <-chan zk.Event, child string) {
+		forwarders.Go(func() {
+			select {
+			case <-ch:
+				select {
+				case fired <- watchFired{child}:
+				case <-ctx.Done():
+				}
+			case <-ctx.Done():
+			}
+		})
+	}
+
+	conn := c.sess.Conn()
+	var (
+		dirWatched   bool
+		childWatched = map[string]bool{}
+		current      = map[string]M{}
+		listed       []string
+	)
+	for {
+		dirty := false
+		err := func() error {
+			if !dirWatched {
+				children, _, ch, err := conn.ChildrenW(c.dir)
+				if errors.Is(err, zk.ErrNoNode) {
+					if err := EnsurePath(conn, c.dir); err != nil {
+						return err
+					}
+					children, _, ch, err = conn.ChildrenW(c.dir)
+				}
+				if err != nil {
+					return err
+				}
+				dirWatched, listed, dirty = true, children, true
+				forward(ch, "")
+				alive := make(map[string]bool, len(children))
+				for _, name := range children {
+					alive[name] = true
+				}
+				for name := range childWatched {
+					if !alive[name] {
+						delete(childWatched, name)
+					}
+				}
+				for name := range current {
+					if !alive[name] {
+						delete(current, name)
+					}
+				}
+			}
+			for i := 0; i < len(listed); i++ {
+				name := listed[i]
+				if childWatched[name] {
+					continue
+				}
+				p := c.dir + "/" + name
+				data, _, ch, err := conn.GetW(p)
+				if errors.Is(err, zk.ErrNoNode) {
+					// Gone since the listing; the directory watch fires too,
+					// and its relist reads the name again if it comes back.
+					delete(current, name)
+					listed = append(listed[:i], listed[i+1:]...)
+					i--
+					dirty = true
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				childWatched[name] = true
+				forward(ch, name)
+				m := c.newMsg()
+				if err := Decode(p, data, m); err != nil {
+					c.log.Warn("skipping undecodable node", "path", p, "err", err)
+					delete(current, name)
+				} else {
+					current[name] = m
+				}
+				dirty = true
+			}
+			return nil
+		}()
+		if dirty && err == nil {
+			c.publish(current)
+		}
+
+		var retry <-chan time.Time
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			c.log.Debug("cache refresh failed; retrying", "err", err)
+			retry = time.After(retryDelay)
+		}
+		_, _, sessionChanged := c.sess.State()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-retry:
+		case <-sessionChanged:
+		case f := <-fired:
+			c.markFired(f, &dirWatched, childWatched)
+			// Coalesce a burst of events into one refresh.
+			for drained := false; !drained; {
+				select {
+				case f := <-fired:
+					c.markFired(f, &dirWatched, childWatched)
+				default:
+					drained = true
+				}
+			}
+		}
+	}
+}
+
+func (c *DirCache[M]) markFired(f watchFired, dirWatched *bool, childWatched map[string]bool) {
+	if f.child == "" {
+		*dirWatched = false
+		// A relist re-arms the children it finds gone or new; children
+		// watched before keep their watches.
+		return
+	}
+	childWatched[f.child] = false
+}
+
+func (c *DirCache[M]) publish(current map[string]M) {
+	snap := maps.Clone(current)
+	c.snap.Store(&snap)
+	c.mu.Lock()
+	close(c.changed)
+	c.changed = make(chan struct{})
+	c.mu.Unlock()
+	select {
+	case <-c.loaded:
+	default:
+		close(c.loaded)
+	}
+}

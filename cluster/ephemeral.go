@@ -1,0 +1,108 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// KeepEphemeral keeps an ephemeral node at p holding data for as long as
+// ctx lasts: it creates the node, re-creates it after a session expiry or
+// a deletion by hand, and deletes it when ctx ends. A node left at p by an
+// earlier session (a previous run of this process that has not expired
+// yet) is replaced, so a restarted daemon rejoins at once.
+//
+// ready, if not nil, is called after each (re)creation. KeepEphemeral
+// returns when ctx ends.
+func KeepEphemeral(ctx context.Context, sess *Session, p string, data []byte, log *slog.Logger, ready func()) {
+	conn := sess.Conn()
+	// watch is re-armed only after it fired, so reconnects don't pile up
+	// watches on p.
+	var watch <-chan zk.Event
+	for {
+		sid, err := sess.WaitSession(ctx)
+		if err != nil {
+			break
+		}
+		if err = createOwned(conn, p, data, sid, log); err == nil {
+			if ready != nil {
+				ready()
+			}
+			if watch == nil {
+				var ok bool
+				ok, _, watch, err = conn.ExistsW(p)
+				if err == nil && !ok {
+					watch = nil
+					continue // deleted already: create again
+				}
+			}
+		}
+		var retry <-chan time.Time
+		if err != nil {
+			log.Warn("cannot register ephemeral node; retrying", "path", p, "err", err)
+			retry = time.After(retryDelay)
+		}
+		// Wait for a deletion, a session change or the end.
+		_, _, changed := sess.State()
+		select {
+		case <-ctx.Done():
+		case <-watch:
+			watch = nil
+		case <-changed:
+		case <-retry:
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	// Best effort: if this fails the node goes with the session.
+	if err := conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		log.Debug("cannot delete ephemeral node", "path", p, "err", err)
+	}
+}
+
+// createOwned makes sure p exists as an ephemeral node of session sid.
+func createOwned(conn *zk.Conn, p string, data []byte, sid int64, log *slog.Logger) error {
+	for range 3 {
+		_, err := conn.Create(p, data, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, zk.ErrNoNode):
+			if err := EnsurePath(conn, parentOf(p)); err != nil {
+				return err
+			}
+			continue
+		case !errors.Is(err, zk.ErrNodeExists):
+			return err
+		}
+		_, stat, err := conn.Get(p)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if stat.EphemeralOwner == sid {
+			return nil
+		}
+		log.Info("replacing node left by an earlier session", "path", p, "owner", fmt.Sprintf("%#x", stat.EphemeralOwner))
+		if err := conn.Delete(p, stat.Version); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+	}
+	return fmt.Errorf("cluster: %s keeps changing under us", p)
+}
+
+func parentOf(p string) string {
+	for i := len(p) - 1; i > 0; i-- {
+		if p[i] == '/' {
+			return p[:i]
+		}
+	}
+	return "/"
+}

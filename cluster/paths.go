@@ -1,0 +1,55 @@
+package cluster
+
+import (
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+)
+
+// Paths builds the ZooKeeper paths under storm.zookeeper.root.
+type Paths struct{ Root string }
+
+// LeaderLock is the directory of the leader election's lock nodes.
+func (p Paths) LeaderLock() string { return p.Root + "/leader-lock" }
+
+// Nimbuses is the directory where every live nimbus registers.
+func (p Paths) Nimbuses() string { return p.Root + "/nimbuses" }
+
+// Nimbus is one nimbus's registration node.
+func (p Paths) Nimbus(hostPort string) string { return p.Nimbuses() + "/" + hostPort }
+
+// Storms is the directory of active topologies.
+func (p Paths) Storms() string { return p.Root + "/storms" }
+
+// CodeDistributor is the directory of code replicas, by topology.
+func (p Paths) CodeDistributor() string { return p.Root + "/code-distributor" }
+
+// Assignments is the directory of assignments, by topology.
+func (p Paths) Assignments() string { return p.Root + "/assignments" }
+
+// Supervisors is the directory where every live supervisor registers.
+func (p Paths) Supervisors() string { return p.Root + "/supervisors" }
+
+// lockNodeSuffix precedes the sequence number of a lock node:
+// <protected-prefix>-lock-<seq>.
+const lockNodeSuffix = "lock-"
+
+// LockNodePrefix is what an election passes to a sequential create.
+func (p Paths) LockNodePrefix() string { return p.LeaderLock() + "/" + lockNodeSuffix }
+
+// LockSeq parses the sequence number of a lock node's name. ZooKeeper
+// appends ten digits; they run out at 2^31-1, which a cluster will not
+// reach by elections alone.
+func LockSeq(name string) (int64, error) {
+	name = path.Base(name)
+	i := strings.LastIndex(name, lockNodeSuffix)
+	if i < 0 {
+		return 0, fmt.Errorf("cluster: %q is not a lock node", name)
+	}
+	seq, err := strconv.ParseInt(name[i+len(lockNodeSuffix):], 10, 64)
+	if err != nil || seq < 0 {
+		return 0, fmt.Errorf("cluster: %q is not a lock node: bad sequence", name)
+	}
+	return seq, nil
+}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nimbusha/nimbus/client"
+	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
+)
+
+func newLeaderCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "leader",
+		Short: "Show the leader nimbus",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.withClient(cmd.Context(), func(ctx context.Context, c *client.Client) error {
+				resp, err := c.GetLeader(ctx)
+				if err != nil {
+					return err
+				}
+				if g.output == "json" {
+					return writeJSON(g.stdout, resp)
+				}
+				return writeNimbuses(g.stdout, []*nimbusv1.NimbusSummary{resp.GetLeader()})
+			})
+		},
+	}
+}
+
+func newNimbusesCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "nimbuses",
+		Short: "List the nimbuses and which one leads",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.withClient(cmd.Context(), func(ctx context.Context, c *client.Client) error {
+				resp, err := c.GetClusterInfo(ctx)
+				if err != nil {
+					return err
+				}
+				nimbuses := resp.GetCluster().GetNimbuses()
+				if g.output == "json" {
+					return writeJSONList(g.stdout, "nimbuses", nimbuses)
+				}
+				return writeNimbuses(g.stdout, nimbuses)
+			})
+		},
+	}
+}
+
+func newClusterCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "cluster",
+		Short: "Show the nimbuses, supervisors and topologies",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.withClient(cmd.Context(), func(ctx context.Context, c *client.Client) error {
+				resp, err := c.GetClusterInfo(ctx)
+				if err != nil {
+					return err
+				}
+				if g.output == "json" {
+					return writeJSON(g.stdout, resp)
+				}
+				return writeCluster(g.stdout, resp.GetCluster())
+			})
+		},
+	}
+}
+
+// writeCluster writes the summary as three titled tables.
+func writeCluster(w io.Writer, s *nimbusv1.ClusterSummary) error {
+	sections := []struct {
+		title string
+		write func(io.Writer) error
+	}{
+		{"NIMBUSES", func(w io.Writer) error { return writeNimbuses(w, s.GetNimbuses()) }},
+		{"SUPERVISORS", func(w io.Writer) error { return writeSupervisors(w, s.GetSupervisors()) }},
+		{"TOPOLOGIES", func(w io.Writer) error { return writeTopologies(w, s.GetTopologies()) }},
+	}
+	for i, sec := range sections {
+		sep := "\n"
+		if i == 0 {
+			sep = ""
+		}
+		if _, err := io.WriteString(w, sep+sec.title+"\n"); err != nil {
+			return err
+		}
+		if err := sec.write(w); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,272 @@
+package configs
+
+import (
+	"net"
+	"os"
+	"strconv"
+	"time"
+)
+
+// Keys, spelled as in Storm so an existing storm.yaml keeps working.
+const (
+	KeyZKServers              = "storm.zookeeper.servers"
+	KeyZKPort                 = "storm.zookeeper.port"
+	KeyZKRoot                 = "storm.zookeeper.root"
+	KeyZKSessionTimeout       = "storm.zookeeper.session.timeout"
+	KeyZKConnectionTimeout    = "storm.zookeeper.connection.timeout"
+	KeyLocalDir               = "storm.local.dir"
+	KeyNimbusHost             = "nimbus.host"
+	KeyNimbusGRPCPort         = "nimbus.grpc.port"
+	KeyNimbusMetricsPort      = "nimbus.metrics.port"
+	KeyNimbusSeeds            = "nimbus.seeds"
+	KeyNimbusDrainTimeout     = "nimbus.drain.timeout.secs"
+	KeyNimbusMaxArtifactBytes = "nimbus.max.artifact.bytes"
+	KeyCodeDistributorClass   = "storm.codedistributor.class"
+	KeyMinReplicationCount    = "topology.min.replication.count"
+	KeyMaxReplicationWait     = "topology.max.replication.wait.time.sec"
+	KeyTopologyMessageTimeout = "topology.message.timeout.secs"
+	KeyCodeSyncFreq           = "nimbus.code.sync.freq.secs"
+	KeyMonitorFreq            = "nimbus.monitor.freq.secs"
+	KeySupervisorTimeout      = "nimbus.supervisor.timeout.secs"
+	KeySupervisorSlotsPorts   = "supervisor.slots.ports"
+	KeySupervisorHeartbeat    = "supervisor.heartbeat.frequency.secs"
+	KeyHDFSStormDir           = "hdfs.storm.dir"
+	KeyHDFSNamenodeAddresses  = "hdfs.namenode.addresses"
+	KeyHDFSUser               = "hdfs.user"
+	KeyHDFSKerberosPrincipal  = "hdfs.kerberos.principal"
+	KeyHDFSKerberosKeytab     = "hdfs.kerberos.keytab"
+	KeyBittorrentPort         = "bittorrent.port"
+	KeyBittorrentTrackerURL   = "bittorrent.tracker.url"
+	KeyLogLevel               = "log.level"
+	KeyLogFormat              = "log.format"
+)
+
+// Defaults. List-valued defaults are spelled out in Default.
+const (
+	DefaultZKServer               = "localhost"
+	DefaultZKPort                 = 2181
+	DefaultZKRoot                 = "/storm"
+	DefaultZKSessionTimeout       = 20 * time.Second
+	DefaultZKConnectionTimeout    = 15 * time.Second
+	DefaultLocalDir               = "storm-local"
+	DefaultNimbusHost             = "localhost" // only when os.Hostname fails
+	DefaultNimbusGRPCPort         = 6627
+	DefaultNimbusMetricsPort      = 6628
+	DefaultNimbusSeed             = "localhost:6627"
+	DefaultNimbusDrainTimeout     = 10 * time.Second
+	DefaultNimbusMaxArtifactBytes = 512 << 20
+	DefaultCodeDistributorClass   = "localfs"
+	DefaultMinReplicationCount    = 1
+	DefaultMaxReplicationWaitSecs = 60
+	DefaultTopologyMessageTimeout = 30 * time.Second
+	DefaultCodeSyncFreq           = 120 * time.Second
+	DefaultMonitorFreq            = 10 * time.Second
+	DefaultSupervisorTimeout      = 60 * time.Second
+	DefaultSupervisorHeartbeat    = 5 * time.Second
+	DefaultHDFSStormDir           = "/storm"
+	DefaultBittorrentPort         = 6881
+	DefaultLogLevel               = "info"
+	DefaultLogFormat              = "text"
+)
+
+// Special values.
+const (
+	// MetricsDisabled as nimbus.metrics.port turns the metrics listener off.
+	MetricsDisabled = -1
+	// WaitForever as topology.max.replication.wait.time.sec waits for
+	// topology.min.replication.count without a time limit.
+	WaitForever = -1
+)
+
+// Code distributor names accepted by storm.codedistributor.class.
+const (
+	CodeDistributorLocalFS    = "localfs"
+	CodeDistributorHDFS       = "hdfs"
+	CodeDistributorBittorrent = "bittorrent"
+)
+
+// Config holds one field per key. Durations are already converted from the
+// key's unit; everything else is as written.
+type Config struct {
+	ZKHosts             []string      // storm.zookeeper.servers: host or host:port; see ZKServers
+	ZKPort              int           // storm.zookeeper.port: port for hosts without one
+	ZKRoot              string        // storm.zookeeper.root
+	ZKSessionTimeout    time.Duration // storm.zookeeper.session.timeout (ms)
+	ZKConnectionTimeout time.Duration // storm.zookeeper.connection.timeout (ms)
+	LocalDir            string        // storm.local.dir
+
+	NimbusHost             string        // nimbus.host: name others use to reach this nimbus
+	NimbusGRPCPort         int           // nimbus.grpc.port: 0 picks a free port
+	NimbusMetricsPort      int           // nimbus.metrics.port: 0 picks a free port, -1 disables
+	NimbusSeeds            []string      // nimbus.seeds: host or host:port; see SeedAddrs
+	NimbusDrainTimeout     time.Duration // nimbus.drain.timeout.secs: wait for in-flight RPCs on stop
+	NimbusMaxArtifactBytes int64         // nimbus.max.artifact.bytes
+
+	CodeDistributorClass   string        // storm.codedistributor.class
+	MinReplicationCount    int           // topology.min.replication.count
+	MaxReplicationWaitSecs int           // topology.max.replication.wait.time.sec: -1 = forever; see MaxReplicationWait
+	TopologyMessageTimeout time.Duration // topology.message.timeout.secs
+	CodeSyncFreq           time.Duration // nimbus.code.sync.freq.secs
+	MonitorFreq            time.Duration // nimbus.monitor.freq.secs
+	SupervisorTimeout      time.Duration // nimbus.supervisor.timeout.secs
+
+	SupervisorSlotsPorts []int         // supervisor.slots.ports
+	SupervisorHeartbeat  time.Duration // supervisor.heartbeat.frequency.secs
+
+	HDFSStormDir          string   // hdfs.storm.dir
+	HDFSNamenodeAddresses []string // hdfs.namenode.addresses
+	HDFSUser              string   // hdfs.user
+	HDFSKerberosPrincipal string   // hdfs.kerberos.principal: reserved, must be empty
+	HDFSKerberosKeytab    string   // hdfs.kerberos.keytab: reserved, must be empty
+
+	BittorrentPort       int    // bittorrent.port: 0 picks a free port
+	BittorrentTrackerURL string // bittorrent.tracker.url: http, https or udp; empty = no tracker
+
+	LogLevel  string // log.level: debug, info, warn, error
+	LogFormat string // log.format: text, json
+}
+
+// Default returns a Config holding every default. nimbus.host defaults to
+// this machine's hostname because peers must be able to dial it.
+func Default() *Config {
+	return &Config{
+		ZKHosts:                []string{DefaultZKServer},
+		ZKPort:                 DefaultZKPort,
+		ZKRoot:                 DefaultZKRoot,
+		ZKSessionTimeout:       DefaultZKSessionTimeout,
+		ZKConnectionTimeout:    DefaultZKConnectionTimeout,
+		LocalDir:               DefaultLocalDir,
+		NimbusHost:             defaultNimbusHost(),
+		NimbusGRPCPort:         DefaultNimbusGRPCPort,
+		NimbusMetricsPort:      DefaultNimbusMetricsPort,
+		NimbusSeeds:            []string{DefaultNimbusSeed},
+		NimbusDrainTimeout:     DefaultNimbusDrainTimeout,
+		NimbusMaxArtifactBytes: DefaultNimbusMaxArtifactBytes,
+		CodeDistributorClass:   DefaultCodeDistributorClass,
+		MinReplicationCount:    DefaultMinReplicationCount,
+		MaxReplicationWaitSecs: DefaultMaxReplicationWaitSecs,
+		TopologyMessageTimeout: DefaultTopologyMessageTimeout,
+		CodeSyncFreq:           DefaultCodeSyncFreq,
+		MonitorFreq:            DefaultMonitorFreq,
+		SupervisorTimeout:      DefaultSupervisorTimeout,
+		SupervisorSlotsPorts:   []int{6700, 6701, 6702, 6703},
+		SupervisorHeartbeat:    DefaultSupervisorHeartbeat,
+		HDFSStormDir:           DefaultHDFSStormDir,
+		HDFSNamenodeAddresses:  []string{},
+		BittorrentPort:         DefaultBittorrentPort,
+		LogLevel:               DefaultLogLevel,
+		LogFormat:              DefaultLogFormat,
+	}
+}
+
+func defaultNimbusHost() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return DefaultNimbusHost
+	}
+	return h
+}
+
+// field ties a key to its Config field, so defaults, loading and flags all
+// work from one list. unit is what a bare integer means for a duration field.
+type field struct {
+	key   string
+	unit  time.Duration
+	usage string
+	ptr   func(c *Config) any
+}
+
+var fields = []field{
+	{KeyZKServers, 0, "ZooKeeper servers, host or host:port, comma-separated", func(c *Config) any { return &c.ZKHosts }},
+	{KeyZKPort, 0, "ZooKeeper port for servers given without one", func(c *Config) any { return &c.ZKPort }},
+	{KeyZKRoot, 0, "ZooKeeper path under which all state lives", func(c *Config) any { return &c.ZKRoot }},
+	{KeyZKSessionTimeout, time.Millisecond, "ZooKeeper session timeout (ms or a duration like 20s)", func(c *Config) any { return &c.ZKSessionTimeout }},
+	{KeyZKConnectionTimeout, time.Millisecond, "ZooKeeper connection timeout (ms or a duration)", func(c *Config) any { return &c.ZKConnectionTimeout }},
+	{KeyLocalDir, 0, "local directory for state and artifacts", func(c *Config) any { return &c.LocalDir }},
+	{KeyNimbusHost, 0, "host name peers and clients use to reach this nimbus", func(c *Config) any { return &c.NimbusHost }},
+	{KeyNimbusGRPCPort, 0, "gRPC port (0 picks a free port)", func(c *Config) any { return &c.NimbusGRPCPort }},
+	{KeyNimbusMetricsPort, 0, "metrics HTTP port (0 picks a free port, -1 disables)", func(c *Config) any { return &c.NimbusMetricsPort }},
+	{KeyNimbusSeeds, 0, "nimbus addresses, host or host:port, comma-separated", func(c *Config) any { return &c.NimbusSeeds }},
+	{KeyNimbusDrainTimeout, time.Second, "how long a stopping nimbus waits for in-flight RPCs (secs or a duration)", func(c *Config) any { return &c.NimbusDrainTimeout }},
+	{KeyNimbusMaxArtifactBytes, 0, "largest topology artifact accepted, in bytes", func(c *Config) any { return &c.NimbusMaxArtifactBytes }},
+	{KeyCodeDistributorClass, 0, "code distributor: localfs, hdfs or bittorrent", func(c *Config) any { return &c.CodeDistributorClass }},
+	{KeyMinReplicationCount, 0, "nimbuses that must hold a topology's code before it is active", func(c *Config) any { return &c.MinReplicationCount }},
+	{KeyMaxReplicationWait, 0, "seconds to wait for min replication (-1 = forever)", func(c *Config) any { return &c.MaxReplicationWaitSecs }},
+	{KeyTopologyMessageTimeout, time.Second, "default topology message timeout (secs or a duration)", func(c *Config) any { return &c.TopologyMessageTimeout }},
+	{KeyCodeSyncFreq, time.Second, "how often a non-leader syncs missing code (secs or a duration)", func(c *Config) any { return &c.CodeSyncFreq }},
+	{KeyMonitorFreq, time.Second, "how often the leader checks assignments (secs or a duration)", func(c *Config) any { return &c.MonitorFreq }},
+	{KeySupervisorTimeout, time.Second, "silence after which a supervisor is dead (secs or a duration)", func(c *Config) any { return &c.SupervisorTimeout }},
+	{KeySupervisorSlotsPorts, 0, "worker slot ports, comma-separated", func(c *Config) any { return &c.SupervisorSlotsPorts }},
+	{KeySupervisorHeartbeat, time.Second, "supervisor heartbeat interval (secs or a duration)", func(c *Config) any { return &c.SupervisorHeartbeat }},
+	{KeyHDFSStormDir, 0, "HDFS directory for topology code", func(c *Config) any { return &c.HDFSStormDir }},
+	{KeyHDFSNamenodeAddresses, 0, "HDFS namenodes, host or host:port, comma-separated", func(c *Config) any { return &c.HDFSNamenodeAddresses }},
+	{KeyHDFSUser, 0, "HDFS user name", func(c *Config) any { return &c.HDFSUser }},
+	{KeyHDFSKerberosPrincipal, 0, "reserved: Kerberos is not yet supported", func(c *Config) any { return &c.HDFSKerberosPrincipal }},
+	{KeyHDFSKerberosKeytab, 0, "reserved: Kerberos is not yet supported", func(c *Config) any { return &c.HDFSKerberosKeytab }},
+	{KeyBittorrentPort, 0, "BitTorrent listen port (0 picks a free port)", func(c *Config) any { return &c.BittorrentPort }},
+	{KeyBittorrentTrackerURL, 0, "BitTorrent tracker URL (http, https or udp); empty = no tracker", func(c *Config) any { return &c.BittorrentTrackerURL }},
+	{KeyLogLevel, 0, "log level: debug, info, warn or error", func(c *Config) any { return &c.LogLevel }},
+	{KeyLogFormat, 0, "log format: text or json", func(c *Config) any { return &c.LogFormat }},
+}
+
+// Keys returns every key this package knows, in a stable order.
+func Keys() []string {
+	keys := make([]string, len(fields))
+	for i, f := range fields {
+		keys[i] = f.key
+	}
+	return keys
+}
+
+func lookupField(key string) (field, bool) {
+	for _, f := range fields {
+		if f.key == key {
+			return f, true
+		}
+	}
+	return field{}, false
+}
+
+// ZKServers returns storm.zookeeper.servers as host:port, giving hosts
+// without a port storm.zookeeper.port. Meant for a validated Config; an entry
+// it cannot parse is returned unchanged.
+func (c *Config) ZKServers() []string {
+	return withPorts(c.ZKHosts, c.ZKPort)
+}
+
+// SeedAddrs returns nimbus.seeds as host:port, giving hosts without a port
+// nimbus.grpc.port.
+func (c *Config) SeedAddrs() []string {
+	return withPorts(c.NimbusSeeds, c.NimbusGRPCPort)
+}
+
+// NimbusAddr returns the host:port this nimbus advertises. With
+// nimbus.grpc.port 0 the caller must substitute the port it actually bound.
+func (c *Config) NimbusAddr() string {
+	return net.JoinHostPort(c.NimbusHost, strconv.Itoa(c.NimbusGRPCPort))
+}
+
+// MaxReplicationWait returns topology.max.replication.wait.time.sec as a
+// duration, or forever=true when it is -1.
+func (c *Config) MaxReplicationWait() (wait time.Duration, forever bool) {
+	if c.MaxReplicationWaitSecs == WaitForever {
+		return 0, true
+	}
+	return time.Duration(c.MaxReplicationWaitSecs) * time.Second, false
+}
+
+func withPorts(entries []string, defaultPort int) []string {
+	out := make([]string, len(entries))
+	for i, e := range entries {
+		host, port, err := splitHostPort(e)
+		switch {
+		case err != nil:
+			out[i] = e
+		case port == 0:
+			out[i] = net.JoinHostPort(host, strconv.Itoa(defaultPort))
+		default:
+			out[i] = net.JoinHostPort(host, strconv.Itoa(port))
+		}
+	}
+	return out
+}

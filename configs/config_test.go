@@ -1,0 +1,467 @@
+package configs
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// isolate blanks every variable this package reads so the developer's
+// environment cannot leak into a test; viper treats empty as unset.
+func isolate(t *testing.T) {
+	t.Helper()
+	for _, k := range Keys() {
+		t.Setenv(EnvName(k), "")
+	}
+}
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "storm.yaml")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// loadArgs loads with every key registered as a flag and args parsed.
+func loadArgs(t *testing.T, args ...string) (*Config, []string, error) {
+	t.Helper()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	RegisterFlags(fs, Keys()...)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return Load(fs)
+}
+
+func mustLoad(t *testing.T, args ...string) *Config {
+	t.Helper()
+	c, warnings, err := loadArgs(t, args...)
+	if err != nil {
+		t.Fatalf("Load(%q): %v", args, err)
+	}
+	if len(warnings) != 0 {
+		t.Fatalf("Load(%q) warnings: %q", args, warnings)
+	}
+	return c
+}
+
+func TestDefaultIsValid(t *testing.T) {
+	if err := Default().Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPrecedence(t *testing.T) {
+	file := "nimbus.grpc.port: 7001\n"
+	for _, tc := range []struct {
+		name            string
+		file, env, flag bool
+		want            int
+	}{
+		{"defaults", false, false, false, DefaultNimbusGRPCPort},
+		{"file over defaults", true, false, false, 7001},
+		{"env over file", true, true, false, 7002},
+		{"flag over env", true, true, true, 7003},
+		{"flag over defaults", false, false, true, 7003},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			isolate(t)
+			var args []string
+			if tc.file {
+				args = append(args, "--config", writeFile(t, file))
+			}
+			if tc.env {
+				t.Setenv("STORM_NIMBUS_GRPC_PORT", "7002")
+			}
+			if tc.flag {
+				args = append(args, "--nimbus.grpc.port=7003")
+			}
+			if got := mustLoad(t, args...).NimbusGRPCPort; got != tc.want {
+				t.Fatalf("nimbus.grpc.port = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDurationForms(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		unit time.Duration
+		want time.Duration
+	}{
+		{"500", time.Millisecond, 500 * time.Millisecond},
+		{"10", time.Second, 10 * time.Second},
+		{" 10 ", time.Second, 10 * time.Second},
+		{"5s", time.Millisecond, 5 * time.Second},
+		{"1500ms", time.Second, 1500 * time.Millisecond},
+		{"1m30s", time.Second, 90 * time.Second},
+		{"-1", time.Second, -time.Second}, // Validate rejects it, not the parser
+	} {
+		got, err := parseDuration(tc.in, tc.unit)
+		if err != nil || got != tc.want {
+			t.Errorf("parseDuration(%q, %v) = %v, %v; want %v", tc.in, tc.unit, got, err, tc.want)
+		}
+	}
+	for _, in := range []string{"", "abc", "5 s", "1.5", "9223372036854775807"} {
+		if _, err := parseDuration(in, time.Second); err == nil {
+			t.Errorf("parseDuration(%q) succeeded", in)
+		}
+	}
+}
+
+func TestDurationFromEachSource(t *testing.T) {
+	isolate(t)
+	path := writeFile(t, strings.Join([]string{
+		"storm.zookeeper.session.timeout: 30000", // ms as a YAML integer
+		"nimbus.monitor.freq.secs: 7",            // secs as a YAML integer
+		`nimbus.code.sync.freq.secs: "2m"`,       // Go duration in YAML
+		"",
+	}, "\n"))
+	t.Setenv("STORM_ZOOKEEPER_CONNECTION_TIMEOUT", "2s")
+	t.Setenv("STORM_SUPERVISOR_HEARTBEAT_FREQUENCY_SECS", "3")
+	c := mustLoad(t, "--config", path, "--nimbus.drain.timeout.secs=250ms")
+
+	for key, want := range map[string]time.Duration{
+		KeyZKSessionTimeout:    30 * time.Second,
+		KeyMonitorFreq:         7 * time.Second,
+		KeyCodeSyncFreq:        2 * time.Minute,
+		KeyZKConnectionTimeout: 2 * time.Second,
+		KeySupervisorHeartbeat: 3 * time.Second,
+		KeyNimbusDrainTimeout:  250 * time.Millisecond,
+	} {
+		f, _ := lookupField(key)
+		if got := *f.ptr(c).(*time.Duration); got != want {
+			t.Errorf("%s = %v, want %v", key, got, want)
+		}
+	}
+}
+
+func TestListsAreCommaSeparated(t *testing.T) {
+	isolate(t)
+	t.Setenv("STORM_ZOOKEEPER_SERVERS", "a,b, c")
+	t.Setenv("STORM_SUPERVISOR_SLOTS_PORTS", "6800, 6801,")
+	c := mustLoad(t, "--nimbus.seeds", "n1, n2:7000")
+
+	if want := []string{"a", "b", "c"}; !slices.Equal(c.ZKHosts, want) {
+		t.Errorf("ZKHosts = %q, want %q", c.ZKHosts, want)
+	}
+	if want := []int{6800, 6801}; !slices.Equal(c.SupervisorSlotsPorts, want) {
+		t.Errorf("SupervisorSlotsPorts = %v, want %v", c.SupervisorSlotsPorts, want)
+	}
+	if want := []string{"n1:6627", "n2:7000"}; !slices.Equal(c.SeedAddrs(), want) {
+		t.Errorf("SeedAddrs() = %q, want %q", c.SeedAddrs(), want)
+	}
+}
+
+func TestEnvName(t *testing.T) {
+	for key, want := range map[string]string{
+		KeyZKServers:          "STORM_ZOOKEEPER_SERVERS",
+		KeyLocalDir:           "STORM_LOCAL_DIR",
+		KeyNimbusHost:         "STORM_NIMBUS_HOST",
+		KeyMaxReplicationWait: "STORM_TOPOLOGY_MAX_REPLICATION_WAIT_TIME_SEC",
+	} {
+		if got := EnvName(key); got != want {
+			t.Errorf("EnvName(%q) = %q, want %q", key, got, want)
+		}
+	}
+}
+
+func TestConversionErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		file string
+		env  [2]string
+		args []string
+		want string
+	}{
+		{name: "env int", env: [2]string{"STORM_ZOOKEEPER_PORT", "abc"},
+			want: `configs: storm.zookeeper.port: "abc" is not an integer`},
+		{name: "file int", file: "nimbus.max.artifact.bytes: 1.5\n",
+			want: `configs: nimbus.max.artifact.bytes: 1.5 is not an integer`},
+		{name: "file duration", file: "nimbus.monitor.freq.secs: 1.5\n",
+			want: `configs: nimbus.monitor.freq.secs: 1.5 is not a duration`},
+		{name: "env duration", env: [2]string{"STORM_ZOOKEEPER_SESSION_TIMEOUT", "soon"},
+			want: `configs: storm.zookeeper.session.timeout: "soon" is not a duration (whole milliseconds`},
+		{name: "flag int list", args: []string{"--supervisor.slots.ports=6700,x"},
+			want: `configs: supervisor.slots.ports: "x" is not an integer`},
+		{name: "file string from list", file: "nimbus.host: [a, b]\n",
+			want: `configs: nimbus.host: [a b] is not a string`},
+		{name: "file list from map", file: "nimbus.seeds: {a: 1}\n",
+			want: `configs: nimbus.seeds: map[a:1] is not a list`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			isolate(t)
+			args := tc.args
+			if tc.file != "" {
+				args = append(args, "--config", writeFile(t, tc.file))
+			}
+			if tc.env[0] != "" {
+				t.Setenv(tc.env[0], tc.env[1])
+			}
+			c, _, err := loadArgs(t, args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
+			}
+			if c != nil {
+				t.Fatal("Load returned a Config with an error")
+			}
+		})
+	}
+}
+
+func TestLoadValidates(t *testing.T) {
+	isolate(t)
+	path := writeFile(t, "nimbus.grpc.port: 70000\n")
+	c, _, err := LoadFile(path)
+	want := "configs: nimbus.grpc.port: 70000 is out of range 0..65535"
+	if c != nil || err == nil || err.Error() != want {
+		t.Fatalf("LoadFile = %v, %v; want nil, %q", c, err, want)
+	}
+}
+
+func TestBadFile(t *testing.T) {
+	isolate(t)
+
+	missing := filepath.Join(t.TempDir(), "nope.yaml")
+	_, _, err := loadArgs(t, "--config", missing)
+	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), missing) {
+		t.Errorf("missing file: err = %v, want not-exist naming %s", err, missing)
+	}
+
+	bad := writeFile(t, "storm.zookeeper.port: [1, 2\n")
+	_, _, err = loadArgs(t, "--config", bad)
+	if err == nil || !strings.Contains(err.Error(), bad) {
+		t.Errorf("bad YAML: err = %v, want one naming %s", err, bad)
+	}
+
+	empty := writeFile(t, "")
+	if _, _, err := LoadFile(empty); err != nil {
+		t.Errorf("empty file: %v", err)
+	}
+}
+
+func TestUnknownKeysWarn(t *testing.T) {
+	isolate(t)
+	path := writeFile(t, strings.Join([]string{
+		"storm.zookeeper.port: 2182",
+		"topology.workers: 4",
+		`nimbus.childopts: "-Xmx1024m"`,
+		"storm.auth:",
+		"  scheme: none",
+		"  user: x",
+		"",
+	}, "\n"))
+	c, warnings, err := LoadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ZKPort != 2182 {
+		t.Errorf("ZKPort = %d, want 2182", c.ZKPort)
+	}
+	want := []string{
+		"configs: " + path + `: unknown key "nimbus.childopts" ignored`,
+		"configs: " + path + `: unknown key "storm.auth" ignored`,
+		"configs: " + path + `: unknown key "topology.workers" ignored`,
+	}
+	if !slices.Equal(warnings, want) {
+		t.Errorf("warnings = %q\nwant %q", warnings, want)
+	}
+}
+
+// The sample must load cleanly and state the real defaults.
+func TestSampleIsDefaults(t *testing.T) {
+	isolate(t)
+	c, warnings, err := LoadFile("storm.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warnings) != 0 {
+		t.Errorf("warnings: %q", warnings)
+	}
+	if !reflect.DeepEqual(c, Default()) {
+		t.Errorf("storm.yaml differs from Default():\n got %+v\nwant %+v", c, Default())
+	}
+
+	body, err := os.ReadFile("storm.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range Keys() {
+		// nimbus.host is commented out: its default is the hostname.
+		if !strings.Contains(string(body), "\n"+key+":") && !strings.Contains(string(body), "# "+key+":") {
+			t.Errorf("storm.yaml does not document %s", key)
+		}
+	}
+}
+
+func TestValidateNamesTheKey(t *testing.T) {
+	covered := map[string]bool{}
+	for _, tc := range []struct {
+		key    string
+		mutate func(c *Config)
+	}{
+		{KeyZKServers, func(c *Config) { c.ZKHosts = nil }},
+		{KeyZKServers, func(c *Config) { c.ZKHosts = []string{"zk 1"} }},
+		{KeyZKServers, func(c *Config) { c.ZKHosts = []string{"zk1:0"} }},
+		{KeyZKServers, func(c *Config) { c.ZKHosts = []string{"zk1:99999"} }},
+		{KeyZKServers, func(c *Config) { c.ZKHosts = []string{"zk1:"} }},
+		{KeyZKServers, func(c *Config) { c.ZKHosts = []string{":2181"} }},
+		{KeyZKServers, func(c *Config) { c.ZKHosts = []string{"a:b:c"} }},
+		{KeyZKServers, func(c *Config) { c.ZKHosts = []string{"zk1/x"} }},
+		{KeyZKServers, func(c *Config) { c.ZKHosts = []string{""} }},
+		{KeyZKPort, func(c *Config) { c.ZKPort = 0 }},
+		{KeyZKPort, func(c *Config) { c.ZKPort = 70000 }},
+		{KeyZKRoot, func(c *Config) { c.ZKRoot = "" }},
+		{KeyZKRoot, func(c *Config) { c.ZKRoot = "storm" }},
+		{KeyZKRoot, func(c *Config) { c.ZKRoot = "/" }},
+		{KeyZKRoot, func(c *Config) { c.ZKRoot = "/storm/" }},
+		{KeyZKRoot, func(c *Config) { c.ZKRoot = "/a//b" }},
+		{KeyZKRoot, func(c *Config) { c.ZKRoot = "/a/./b" }},
+		{KeyZKRoot, func(c *Config) { c.ZKRoot = "/a/.." }},
+		{KeyZKRoot, func(c *Config) { c.ZKRoot = "/zookeeper/storm" }},
+		{KeyZKSessionTimeout, func(c *Config) { c.ZKSessionTimeout = 0 }},
+		{KeyZKSessionTimeout, func(c *Config) { c.ZKSessionTimeout = 25 * time.Hour }},
+		{KeyZKConnectionTimeout, func(c *Config) { c.ZKConnectionTimeout = -time.Second }},
+		{KeyLocalDir, func(c *Config) { c.LocalDir = "" }},
+		{KeyNimbusHost, func(c *Config) { c.NimbusHost = "" }},
+		{KeyNimbusHost, func(c *Config) { c.NimbusHost = "a b" }},
+		{KeyNimbusHost, func(c *Config) { c.NimbusHost = "a:6627" }},
+		{KeyNimbusGRPCPort, func(c *Config) { c.NimbusGRPCPort = -1 }},
+		{KeyNimbusGRPCPort, func(c *Config) { c.NimbusGRPCPort = 70000 }},
+		{KeyNimbusMetricsPort, func(c *Config) { c.NimbusMetricsPort = -2 }},
+		{KeyNimbusMetricsPort, func(c *Config) { c.NimbusMetricsPort = 70000 }},
+		{KeyNimbusMetricsPort, func(c *Config) { c.NimbusMetricsPort = c.NimbusGRPCPort }},
+		{KeyNimbusSeeds, func(c *Config) { c.NimbusSeeds = []string{} }},
+		{KeyNimbusSeeds, func(c *Config) { c.NimbusSeeds = []string{"bad host"} }},
+		{KeyNimbusSeeds, func(c *Config) { c.NimbusGRPCPort = 0; c.NimbusSeeds = []string{"localhost"} }},
+		{KeyNimbusDrainTimeout, func(c *Config) { c.NimbusDrainTimeout = 0 }},
+		{KeyNimbusMaxArtifactBytes, func(c *Config) { c.NimbusMaxArtifactBytes = 0 }},
+		{KeyCodeDistributorClass, func(c *Config) { c.CodeDistributorClass = "s3" }},
+		{KeyMinReplicationCount, func(c *Config) { c.MinReplicationCount = 0 }},
+		{KeyMaxReplicationWait, func(c *Config) { c.MaxReplicationWaitSecs = -2 }},
+		{KeyTopologyMessageTimeout, func(c *Config) { c.TopologyMessageTimeout = 0 }},
+		{KeyCodeSyncFreq, func(c *Config) { c.CodeSyncFreq = 0 }},
+		{KeyMonitorFreq, func(c *Config) { c.MonitorFreq = 0 }},
+		{KeySupervisorTimeout, func(c *Config) { c.SupervisorTimeout = 0 }},
+		{KeySupervisorTimeout, func(c *Config) { c.SupervisorTimeout = c.SupervisorHeartbeat }},
+		{KeySupervisorSlotsPorts, func(c *Config) { c.SupervisorSlotsPorts = []int{0} }},
+		{KeySupervisorSlotsPorts, func(c *Config) { c.SupervisorSlotsPorts = []int{70000} }},
+		{KeySupervisorSlotsPorts, func(c *Config) { c.SupervisorSlotsPorts = []int{6700, 6701, 6700} }},
+		{KeySupervisorHeartbeat, func(c *Config) { c.SupervisorHeartbeat = 0 }},
+		{KeyHDFSStormDir, func(c *Config) { c.HDFSStormDir = "" }},
+		{KeyHDFSStormDir, func(c *Config) { c.HDFSStormDir = "storm" }},
+		{KeyHDFSNamenodeAddresses, func(c *Config) { c.HDFSNamenodeAddresses = []string{"nn 1"} }},
+		{KeyHDFSNamenodeAddresses, func(c *Config) { c.CodeDistributorClass = CodeDistributorHDFS }},
+		{KeyHDFSKerberosPrincipal, func(c *Config) { c.HDFSKerberosPrincipal = "nimbus@EXAMPLE.COM" }},
+		{KeyHDFSKerberosKeytab, func(c *Config) { c.HDFSKerberosKeytab = "/etc/nimbus.keytab" }},
+		{KeyBittorrentPort, func(c *Config) { c.BittorrentPort = -1 }},
+		{KeyBittorrentPort, func(c *Config) { c.BittorrentPort = 70000 }},
+		{KeyBittorrentTrackerURL, func(c *Config) { c.BittorrentTrackerURL = "ftp://tracker/announce" }},
+		{KeyBittorrentTrackerURL, func(c *Config) { c.BittorrentTrackerURL = "http://" }},
+		{KeyBittorrentTrackerURL, func(c *Config) { c.BittorrentTrackerURL = "::bad" }},
+		{KeyLogLevel, func(c *Config) { c.LogLevel = "trace" }},
+		{KeyLogFormat, func(c *Config) { c.LogFormat = "xml" }},
+	} {
+		covered[tc.key] = true
+		c := Default()
+		tc.mutate(c)
+		err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), "configs: "+tc.key+": ") {
+			t.Errorf("%s: Validate() = %v, want an error naming the key", tc.key, err)
+		}
+	}
+	for _, key := range Keys() {
+		if !covered[key] && key != KeyHDFSUser { // any user name is valid
+			t.Errorf("no validation case for %s", key)
+		}
+	}
+}
+
+func TestValidateAccepts(t *testing.T) {
+	for name, mutate := range map[string]func(c *Config){
+		"IPv6 servers":       func(c *Config) { c.ZKHosts = []string{"::1", "[::1]:2182", "10.0.0.1"} },
+		"free ports":         func(c *Config) { c.NimbusGRPCPort = 0; c.NimbusMetricsPort = 0; c.BittorrentPort = 0 },
+		"metrics disabled":   func(c *Config) { c.NimbusMetricsPort = MetricsDisabled },
+		"wait forever":       func(c *Config) { c.MaxReplicationWaitSecs = WaitForever },
+		"no wait":            func(c *Config) { c.MaxReplicationWaitSecs = 0 },
+		"hdfs":               func(c *Config) { c.CodeDistributorClass = "hdfs"; c.HDFSNamenodeAddresses = []string{"nn1:8020"} },
+		"udp tracker":        func(c *Config) { c.BittorrentTrackerURL = "udp://tracker:6969/announce" },
+		"no slots":           func(c *Config) { c.SupervisorSlotsPorts = []int{} },
+		"nested root":        func(c *Config) { c.ZKRoot = "/apps/storm" },
+		"sub-second periods": func(c *Config) { c.MonitorFreq = 50 * time.Millisecond },
+	} {
+		c := Default()
+		mutate(c)
+		if err := c.Validate(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func TestValidateJoinsAll(t *testing.T) {
+	c := Default()
+	c.ZKPort = 0
+	c.LogLevel = "loud"
+	err := c.Validate()
+	for _, key := range []string{KeyZKPort, KeyLogLevel} {
+		if err == nil || !strings.Contains(err.Error(), "configs: "+key+": ") {
+			t.Errorf("Validate() = %v, want it to name %s", err, key)
+		}
+	}
+}
+
+func TestHelpers(t *testing.T) {
+	c := Default()
+	c.ZKHosts = []string{"zk1", "zk2:2182", "::1", "[::1]:2183"}
+	c.NimbusHost = "n1"
+	c.NimbusSeeds = []string{"n1", "n2:7000"}
+
+	if want := []string{"zk1:2181", "zk2:2182", "[::1]:2181", "[::1]:2183"}; !slices.Equal(c.ZKServers(), want) {
+		t.Errorf("ZKServers() = %q, want %q", c.ZKServers(), want)
+	}
+	if want := []string{"n1:6627", "n2:7000"}; !slices.Equal(c.SeedAddrs(), want) {
+		t.Errorf("SeedAddrs() = %q, want %q", c.SeedAddrs(), want)
+	}
+	if got := c.NimbusAddr(); got != "n1:6627" {
+		t.Errorf("NimbusAddr() = %q", got)
+	}
+	if d, forever := c.MaxReplicationWait(); d != time.Minute || forever {
+		t.Errorf("MaxReplicationWait() = %v, %v", d, forever)
+	}
+	c.MaxReplicationWaitSecs = WaitForever
+	if _, forever := c.MaxReplicationWait(); !forever {
+		t.Error("MaxReplicationWait() not forever for -1")
+	}
+}
+
+func TestRegisterFlags(t *testing.T) {
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	RegisterFlags(fs, KeyNimbusGRPCPort)
+	RegisterFlags(fs, KeyZKSessionTimeout) // --config only once
+	if f := fs.Lookup(KeyNimbusGRPCPort); f == nil || f.Value.Type() != "int" || f.DefValue != "6627" {
+		t.Errorf("flag %s = %+v", KeyNimbusGRPCPort, f)
+	}
+	if f := fs.Lookup(KeyZKSessionTimeout); f == nil || f.DefValue != "20s" {
+		t.Errorf("flag %s = %+v", KeyZKSessionTimeout, f)
+	}
+	if fs.Lookup(KeyLogLevel) != nil {
+		t.Error("registered a key that was not asked for")
+	}
+
+	defer func() {
+		if recover() == nil {
+			t.Error("RegisterFlags accepted an unknown key")
+		}
+	}()
+	RegisterFlags(fs, "no.such.key")
+}

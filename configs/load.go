@@ -1,0 +1,345 @@
+package configs
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+)
+
+// ConfigFlag names the flag that points at the YAML file.
+const ConfigFlag = "config"
+
+// envPrefix starts every environment variable name.
+const envPrefix = "STORM_"
+
+// EnvName returns the environment variable that sets key: STORM_ plus the key
+// in upper case with dots as underscores, without doubling a leading
+// "storm." (storm.zookeeper.port -> STORM_ZOOKEEPER_PORT, nimbus.host ->
+// STORM_NIMBUS_HOST).
+func EnvName(key string) string {
+	key = strings.TrimPrefix(key, "storm.")
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
+
+// RegisterFlags adds --config and one flag per given key, named exactly like
+// the key, so each daemon exposes only the keys it cares about. It panics on
+// a key this package does not know, which is a programming error.
+func RegisterFlags(fs *pflag.FlagSet, keys ...string) {
+	if fs.Lookup(ConfigFlag) == nil {
+		fs.String(ConfigFlag, "", "YAML file with Storm keys (see configs/storm.yaml)")
+	}
+	def := Default()
+	for _, key := range keys {
+		f, ok := lookupField(key)
+		if !ok {
+			panic(fmt.Sprintf("configs: RegisterFlags: unknown key %q", key))
+		}
+		typ, text := describe(f.ptr(def))
+		fs.Var(&flagValue{text: text, typ: typ}, key, f.usage+" (env "+EnvName(key)+")")
+	}
+}
+
+// flagValue keeps a flag's text as typed. Load converts it exactly like an
+// environment value, so both report the same errors; typ only shows in --help.
+type flagValue struct{ text, typ string }
+
+func (v *flagValue) String() string     { return v.text }
+func (v *flagValue) Set(s string) error { v.text = s; return nil }
+func (v *flagValue) Type() string       { return v.typ }
+
+// Load builds a Config from the defaults, the file named by --config (if
+// set), the environment and the flags in fs that were set on the command
+// line, each overriding the one before. Keys in the file this package does
+// not know are returned as warnings, since Storm files carry many more. The
+// Config returned has passed Validate. fs may be nil.
+func Load(fs *pflag.FlagSet) (*Config, []string, error) {
+	path := ""
+	if fs != nil {
+		if f := fs.Lookup(ConfigFlag); f != nil {
+			path = f.Value.String()
+		}
+	}
+	return load(path, fs)
+}
+
+// LoadFile is Load without flags: defaults, the file at path (none if path
+// is empty) and the environment.
+func LoadFile(path string) (*Config, []string, error) {
+	return load(path, nil)
+}
+
+func load(path string, fs *pflag.FlagSet) (*Config, []string, error) {
+	// "::" so that Storm's dotted keys are flat keys, not nested maps.
+	v := viper.NewWithOptions(viper.KeyDelimiter("::"))
+
+	var warnings []string
+	if path != "" {
+		var err error
+		if warnings, err = readFile(v, path); err != nil {
+			return nil, nil, err
+		}
+	}
+
+	// Defaults go in as text, so they take the same conversion path as
+	// environment and flag values.
+	def := Default()
+	for _, f := range fields {
+		_, text := describe(f.ptr(def))
+		v.SetDefault(f.key, text)
+		if err := v.BindEnv(f.key, EnvName(f.key)); err != nil {
+			return nil, nil, fmt.Errorf("configs: %s: %w", f.key, err)
+		}
+	}
+
+	if fs != nil {
+		// Visit sees only flags set on the command line, so a flag's
+		// default never hides the environment or the file.
+		fs.Visit(func(fl *pflag.Flag) {
+			if _, ok := lookupField(fl.Name); ok {
+				v.Set(fl.Name, fl.Value.String())
+			}
+		})
+	}
+
+	c := &Config{}
+	var errs []error
+	for _, f := range fields {
+		if err := decode(f.ptr(c), v.Get(f.key), f.unit); err != nil {
+			errs = append(errs, fmt.Errorf("configs: %s: %w", f.key, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, warnings, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, warnings, err
+	}
+	return c, warnings, nil
+}
+
+// readFile loads the YAML at path into v and returns a warning for each
+// top-level key it does not know.
+func readFile(v *viper.Viper, path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("configs: %w", err) // names the file
+	}
+	v.SetConfigType("yaml")
+	if err := v.ReadConfig(bytes.NewReader(b)); err != nil {
+		return nil, fmt.Errorf("configs: parse %s: %w", path, err)
+	}
+
+	var warnings []string
+	seen := map[string]bool{}
+	for _, k := range v.AllKeys() {
+		top, _, _ := strings.Cut(k, "::") // a map value flattens to key::sub
+		if _, ok := lookupField(top); ok || seen[top] {
+			continue
+		}
+		seen[top] = true
+		warnings = append(warnings, fmt.Sprintf("configs: %s: unknown key %q ignored", path, top))
+	}
+	sort.Strings(warnings)
+	return warnings, nil
+}
+
+// describe returns the flag type name and the text form of the field p
+// points to.
+func describe(p any) (typ, text string) {
+	switch p := p.(type) {
+	case *string:
+		return "string", *p
+	case *int:
+		return "int", strconv.Itoa(*p)
+	case *int64:
+		return "int", strconv.FormatInt(*p, 10)
+	case *time.Duration:
+		return "duration", p.String()
+	case *[]string:
+		return "strings", strings.Join(*p, ",")
+	case *[]int:
+		s := make([]string, len(*p))
+		for i, n := range *p {
+			s[i] = strconv.Itoa(n)
+		}
+		return "ints", strings.Join(s, ",")
+	}
+	panic(fmt.Sprintf("configs: unsupported field type %T", p))
+}
+
+// decode converts raw, as found by viper, into the field p points to. raw is
+// text (defaults, environment, flags) or whatever YAML produced.
+func decode(p any, raw any, unit time.Duration) error {
+	var err error
+	switch p := p.(type) {
+	case *string:
+		*p, err = toString(raw)
+	case *int:
+		*p, err = toInt(raw)
+	case *int64:
+		*p, err = toInt64(raw)
+	case *time.Duration:
+		*p, err = toDuration(raw, unit)
+	case *[]string:
+		*p, err = toStrings(raw)
+	case *[]int:
+		*p, err = toInts(raw)
+	default:
+		panic(fmt.Sprintf("configs: unsupported field type %T", p))
+	}
+	return err
+}
+
+func toString(raw any) (string, error) {
+	switch x := raw.(type) {
+	case nil:
+		return "", nil
+	case string:
+		return x, nil
+	case int, int64, uint64, float64, bool:
+		return fmt.Sprint(x), nil // e.g. hdfs.user: 1000
+	}
+	return "", notA(raw, "a string")
+}
+
+func toInt64(raw any) (int64, error) {
+	switch x := raw.(type) {
+	case int:
+		return int64(x), nil
+	case int64:
+		return x, nil
+	case float64:
+		if x == math.Trunc(x) && x >= math.MinInt64 && x < math.MaxInt64 {
+			return int64(x), nil
+		}
+	case string:
+		if n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64); err == nil {
+			return n, nil
+		}
+	}
+	return 0, notA(raw, "an integer")
+}
+
+func toInt(raw any) (int, error) {
+	n, err := toInt64(raw)
+	if err != nil {
+		return 0, err
+	}
+	if n < math.MinInt || n > math.MaxInt {
+		return 0, fmt.Errorf("%d is too large", n)
+	}
+	return int(n), nil
+}
+
+func toDuration(raw any, unit time.Duration) (time.Duration, error) {
+	if s, ok := raw.(string); ok {
+		return parseDuration(s, unit)
+	}
+	n, err := toInt64(raw)
+	if err != nil {
+		return 0, notA(raw, durationWant(unit))
+	}
+	return scale(n, unit)
+}
+
+// parseDuration reads s as a whole number of unit, as Storm writes it, or as
+// a Go duration such as "5s" or "500ms".
+func parseDuration(s string, unit time.Duration) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return scale(n, unit)
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		return d, nil
+	}
+	return 0, notA(s, durationWant(unit))
+}
+
+func scale(n int64, unit time.Duration) (time.Duration, error) {
+	if n > math.MaxInt64/int64(unit) || n < math.MinInt64/int64(unit) {
+		return 0, fmt.Errorf("%d is too large", n)
+	}
+	return time.Duration(n) * unit, nil
+}
+
+func durationWant(unit time.Duration) string {
+	name := "seconds"
+	if unit == time.Millisecond {
+		name = "milliseconds"
+	}
+	return `a duration (whole ` + name + ` or a Go duration like "5s")`
+}
+
+// toStrings accepts a YAML list or comma-separated text ("a,b, c"); blanks
+// around entries and empty entries in text are dropped.
+func toStrings(raw any) ([]string, error) {
+	switch x := raw.(type) {
+	case nil:
+		return []string{}, nil
+	case string:
+		return splitList(x), nil
+	case []any:
+		out := make([]string, len(x))
+		for i, e := range x {
+			s, err := toString(e)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = s
+		}
+		return out, nil
+	}
+	return nil, notA(raw, "a list")
+}
+
+func toInts(raw any) ([]int, error) {
+	var entries []any
+	switch x := raw.(type) {
+	case nil:
+	case string:
+		for _, s := range splitList(x) {
+			entries = append(entries, s)
+		}
+	case []any:
+		entries = x
+	default:
+		entries = []any{x} // a single number
+	}
+	out := make([]int, len(entries))
+	for i, e := range entries {
+		n, err := toInt(e)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = n
+	}
+	return out, nil
+}
+
+func splitList(s string) []string {
+	out := []string{}
+	for _, e := range strings.Split(s, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// notA reports that raw is not what was wanted, quoting text so that blanks
+// and empty values are visible.
+func notA(raw any, want string) error {
+	if s, ok := raw.(string); ok {
+		return fmt.Errorf("%q is not %s", s, want)
+	}
+	return fmt.Errorf("%v is not %s", raw, want)
+}

@@ -1,0 +1,239 @@
+package configs
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxZKSessionTimeout bounds storm.zookeeper.session.timeout. ZooKeeper
+// clamps the session to what the ensemble allows (20 ticks by default), so
+// anything longer than a day is a typo, not a wish.
+const maxZKSessionTimeout = 24 * time.Hour
+
+// Validate checks every key and returns all problems joined, each naming its
+// key, so an operator can fix a file in one pass. It returns nil when c is
+// usable.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+
+	// ZooKeeper.
+	if len(c.ZKHosts) == 0 {
+		add(invalid(KeyZKServers, "must not be empty"))
+	}
+	add(hostPorts(KeyZKServers, c.ZKHosts, false))
+	add(inRange(KeyZKPort, c.ZKPort, 1, 65535))
+	add(checkZKRoot(c.ZKRoot))
+	add(positive(KeyZKSessionTimeout, c.ZKSessionTimeout))
+	if c.ZKSessionTimeout > maxZKSessionTimeout {
+		add(invalid(KeyZKSessionTimeout, "%v is longer than %v", c.ZKSessionTimeout, maxZKSessionTimeout))
+	}
+	add(positive(KeyZKConnectionTimeout, c.ZKConnectionTimeout))
+	if c.LocalDir == "" {
+		add(invalid(KeyLocalDir, "must not be empty"))
+	}
+
+	// Nimbus.
+	if c.NimbusHost == "" || strings.ContainsAny(c.NimbusHost, " \t\r\n:/") {
+		add(invalid(KeyNimbusHost, "%q is not a host name (empty, or has a blank, ':' or '/')", c.NimbusHost))
+	}
+	add(inRange(KeyNimbusGRPCPort, c.NimbusGRPCPort, 0, 65535))
+	add(inRange(KeyNimbusMetricsPort, c.NimbusMetricsPort, MetricsDisabled, 65535))
+	if c.NimbusMetricsPort > 0 && c.NimbusMetricsPort == c.NimbusGRPCPort {
+		add(invalid(KeyNimbusMetricsPort, "%d is also %s", c.NimbusMetricsPort, KeyNimbusGRPCPort))
+	}
+	if len(c.NimbusSeeds) == 0 {
+		add(invalid(KeyNimbusSeeds, "must not be empty"))
+	}
+	// A bare seed takes nimbus.grpc.port, which means nothing when it is 0.
+	add(hostPorts(KeyNimbusSeeds, c.NimbusSeeds, c.NimbusGRPCPort == 0))
+	add(positive(KeyNimbusDrainTimeout, c.NimbusDrainTimeout))
+	if c.NimbusMaxArtifactBytes <= 0 {
+		add(invalid(KeyNimbusMaxArtifactBytes, "%d is not positive", c.NimbusMaxArtifactBytes))
+	}
+
+	// Topologies and scheduling.
+	add(oneOf(KeyCodeDistributorClass, c.CodeDistributorClass,
+		CodeDistributorLocalFS, CodeDistributorHDFS, CodeDistributorBittorrent))
+	if c.MinReplicationCount < 1 {
+		add(invalid(KeyMinReplicationCount, "%d is less than 1", c.MinReplicationCount))
+	}
+	if c.MaxReplicationWaitSecs < WaitForever {
+		add(invalid(KeyMaxReplicationWait, "%d is less than -1 (-1 waits forever)", c.MaxReplicationWaitSecs))
+	}
+	add(positive(KeyTopologyMessageTimeout, c.TopologyMessageTimeout))
+	add(positive(KeyCodeSyncFreq, c.CodeSyncFreq))
+	add(positive(KeyMonitorFreq, c.MonitorFreq))
+	add(positive(KeySupervisorTimeout, c.SupervisorTimeout))
+
+	// Supervisors.
+	add(checkSlots(c.SupervisorSlotsPorts))
+	add(positive(KeySupervisorHeartbeat, c.SupervisorHeartbeat))
+	// Otherwise every supervisor would look dead between two heartbeats.
+	if c.SupervisorHeartbeat > 0 && c.SupervisorTimeout > 0 && c.SupervisorTimeout <= c.SupervisorHeartbeat {
+		add(invalid(KeySupervisorTimeout, "%v is not longer than %s (%v)",
+			c.SupervisorTimeout, KeySupervisorHeartbeat, c.SupervisorHeartbeat))
+	}
+
+	// HDFS.
+	if !strings.HasPrefix(c.HDFSStormDir, "/") {
+		add(invalid(KeyHDFSStormDir, "%q is not an absolute path", c.HDFSStormDir))
+	}
+	add(hostPorts(KeyHDFSNamenodeAddresses, c.HDFSNamenodeAddresses, false))
+	if c.CodeDistributorClass == CodeDistributorHDFS && len(c.HDFSNamenodeAddresses) == 0 {
+		add(invalid(KeyHDFSNamenodeAddresses, "must not be empty when %s is %s", KeyCodeDistributorClass, CodeDistributorHDFS))
+	}
+	if c.HDFSKerberosPrincipal != "" {
+		add(invalid(KeyHDFSKerberosPrincipal, "Kerberos is not yet supported; leave it empty"))
+	}
+	if c.HDFSKerberosKeytab != "" {
+		add(invalid(KeyHDFSKerberosKeytab, "Kerberos is not yet supported; leave it empty"))
+	}
+
+	// BitTorrent.
+	add(inRange(KeyBittorrentPort, c.BittorrentPort, 0, 65535))
+	add(checkTrackerURL(c.BittorrentTrackerURL))
+
+	// Logging.
+	add(oneOf(KeyLogLevel, c.LogLevel, "debug", "info", "warn", "error"))
+	add(oneOf(KeyLogFormat, c.LogFormat, "text", "json"))
+
+	return errors.Join(errs...)
+}
+
+// invalid formats a validation error that names key.
+func invalid(key, format string, args ...any) error {
+	return fmt.Errorf("configs: %s: %s", key, fmt.Sprintf(format, args...))
+}
+
+func inRange(key string, v, lo, hi int) error {
+	if v < lo || v > hi {
+		return invalid(key, "%d is out of range %d..%d", v, lo, hi)
+	}
+	return nil
+}
+
+func positive(key string, d time.Duration) error {
+	if d <= 0 {
+		return invalid(key, "%v is not positive", d)
+	}
+	return nil
+}
+
+func oneOf(key, v string, valid ...string) error {
+	if !slices.Contains(valid, v) {
+		return invalid(key, "%q is not one of %s", v, strings.Join(valid, ", "))
+	}
+	return nil
+}
+
+// hostPorts checks each host or host:port entry; needPort rejects bare hosts.
+func hostPorts(key string, entries []string, needPort bool) error {
+	for _, e := range entries {
+		_, port, err := splitHostPort(e)
+		if err != nil {
+			return invalid(key, "%q is not host or host:port: %v", e, err)
+		}
+		if needPort && port == 0 {
+			return invalid(key, "%q has no port and %s is 0", e, KeyNimbusGRPCPort)
+		}
+	}
+	return nil
+}
+
+// splitHostPort parses host or host:port; port is 0 when absent. A bare
+// IPv6 address is a host; with a port it must be bracketed.
+func splitHostPort(s string) (host string, port int, err error) {
+	if net.ParseIP(s) != nil || (s != "" && !strings.Contains(s, ":")) {
+		return s, 0, checkHost(s)
+	}
+	host, portText, err := net.SplitHostPort(s)
+	if err != nil {
+		return "", 0, err
+	}
+	if err := checkHost(host); err != nil {
+		return "", 0, err
+	}
+	port, err = strconv.Atoi(portText)
+	if err != nil || port < 1 || port > 65535 {
+		return "", 0, fmt.Errorf("port %q is not in 1..65535", portText)
+	}
+	return host, port, nil
+}
+
+func checkHost(h string) error {
+	switch {
+	case h == "":
+		return errors.New("empty host")
+	case strings.ContainsAny(h, " \t\r\n/"):
+		return fmt.Errorf("host %q has a blank or '/'", h)
+	case strings.Contains(h, ":") && net.ParseIP(h) == nil:
+		return fmt.Errorf("host %q is not an IPv6 address", h)
+	}
+	return nil
+}
+
+// checkZKRoot accepts a normalised absolute ZooKeeper path below "/", so the
+// daemons can join child names onto it without surprises.
+func checkZKRoot(root string) error {
+	bad := func(why string) error { return invalid(KeyZKRoot, "%q %s", root, why) }
+	switch {
+	case !strings.HasPrefix(root, "/"):
+		return bad("does not start with '/'")
+	case root == "/":
+		return bad("is the ZooKeeper root; use a path below it")
+	case strings.HasSuffix(root, "/"):
+		return bad("ends with '/'")
+	}
+	segs := strings.Split(root[1:], "/")
+	for _, seg := range segs {
+		switch seg {
+		case "":
+			return bad("has an empty segment")
+		case ".", "..":
+			return bad("has a '.' or '..' segment")
+		}
+	}
+	if segs[0] == "zookeeper" {
+		return bad("is under /zookeeper, which ZooKeeper reserves")
+	}
+	return nil
+}
+
+func checkSlots(ports []int) error {
+	seen := map[int]bool{}
+	for _, p := range ports {
+		if err := inRange(KeySupervisorSlotsPorts, p, 1, 65535); err != nil {
+			return err
+		}
+		if seen[p] {
+			return invalid(KeySupervisorSlotsPorts, "%d is listed twice", p)
+		}
+		seen[p] = true
+	}
+	return nil
+}
+
+func checkTrackerURL(s string) error {
+	if s == "" {
+		return nil // no tracker
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return invalid(KeyBittorrentTrackerURL, "%q is not a URL: %v", s, err)
+	}
+	if !slices.Contains([]string{"http", "https", "udp"}, u.Scheme) || u.Host == "" {
+		return invalid(KeyBittorrentTrackerURL, "%q is not an http, https or udp URL with a host", s)
+	}
+	return nil
+}

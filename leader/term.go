@@ -1,0 +1,74 @@
+package leader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/nimbusha/nimbus/cluster"
+)
+
+// ErrFenced is returned by Term.Multi when the term's lock node is gone:
+// this nimbus no longer leads, and nothing was written.
+var ErrFenced = errors.New("leader: write fenced: this nimbus no longer leads")
+
+// Term is one stretch of leadership.
+type Term struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	sess   *cluster.Session
+	node   string // full path of this term's lock node
+	epoch  int64
+}
+
+// Context is cancelled when the term ends. Leader-only work runs under it.
+func (t *Term) Context() context.Context { return t.ctx }
+
+// Done is closed when the term ends.
+func (t *Term) Done() <-chan struct{} { return t.ctx.Done() }
+
+// Epoch is the sequence number of the term's lock node plus one (zero
+// means no leader). It increases strictly from one leader to the next. A term that resumes after a brief
+// disconnection keeps its epoch.
+func (t *Term) Epoch() int64 { return t.epoch }
+
+// Node is the path of the term's lock node.
+func (t *Term) Node() string { return t.node }
+
+// Multi applies ops atomically, only if the term's lock node still exists:
+// its first operation is a check on that node. It fails with ErrFenced when
+// the node is gone, whatever this process believes about its term; the
+// check runs in ZooKeeper, so a cancelled context is not consulted.
+//
+// Version -1 checks existence only: the node's version is not ours to
+// guard, and its existence alone proves the session that won the lock is
+// alive and still first in the queue (lower nodes can never reappear).
+func (t *Term) Multi(ops ...any) ([]zk.MultiResponse, error) {
+	all := make([]any, 0, len(ops)+1)
+	all = append(all, &zk.CheckVersionRequest{Path: t.node, Version: -1})
+	all = append(all, ops...)
+	res, err := t.sess.Conn().Multi(all...)
+	if len(res) > 0 && res[0].Error != nil {
+		if errors.Is(res[0].Error, zk.ErrNoNode) {
+			return nil, fmt.Errorf("%w (epoch %d)", ErrFenced, t.epoch)
+		}
+		return nil, fmt.Errorf("leader: fence check: %w", res[0].Error)
+	}
+	if err != nil {
+		return res, fmt.Errorf("leader: fenced write: %w", firstOpError(res, err))
+	}
+	return res[1:], nil
+}
+
+// firstOpError names the operation that failed a multi: ZooKeeper marks
+// the ops before it OK and those after it as not run.
+func firstOpError(res []zk.MultiResponse, err error) error {
+	for i, r := range res {
+		if r.Error != nil {
+			return fmt.Errorf("op %d: %w", i-1, r.Error) // op 0 is the fence
+		}
+	}
+	return err
+}

@@ -1,0 +1,72 @@
+package nimbus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/go-zookeeper/zk"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/nimbusha/nimbus/leader"
+)
+
+// Domain errors that handlers return; toStatus maps them to gRPC codes.
+var (
+	// ErrNoLeader: no nimbus leads right now (an election is under way).
+	ErrNoLeader = errors.New("nimbus: no leader elected")
+	// ErrNotReady: this nimbus has no ZooKeeper session or its caches are
+	// not loaded yet.
+	ErrNotReady = errors.New("nimbus: not ready")
+)
+
+// NotLeaderError is returned by leader-only work on a follower.
+type NotLeaderError struct{ Leader string } // host:port
+
+func (e *NotLeaderError) Error() string {
+	return fmt.Sprintf("nimbus: not the leader; the leader is %s", e.Leader)
+}
+
+// Reason and domain of the ErrorInfo detail that carries the leader's
+// address with a not-leader answer; package client reads them.
+const (
+	ErrorDomain       = "nimbus.v1"
+	ReasonNotLeader   = "NOT_LEADER"
+	MetadataLeaderKey = "leader"
+)
+
+// toStatus maps a domain error to a gRPC status error. It is the only
+// place that does.
+func toStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	var notLeader *NotLeaderError
+	switch {
+	case errors.As(err, &notLeader):
+		st, derr := status.New(codes.FailedPrecondition, err.Error()).WithDetails(&errdetails.ErrorInfo{
+			Reason:   ReasonNotLeader,
+			Domain:   ErrorDomain,
+			Metadata: map[string]string{MetadataLeaderKey: notLeader.Leader},
+		})
+		if derr != nil {
+			return status.Error(codes.FailedPrecondition, err.Error())
+		}
+		return st.Err()
+	case errors.Is(err, ErrNoLeader), errors.Is(err, ErrNotReady),
+		errors.Is(err, leader.ErrFenced),
+		errors.Is(err, zk.ErrNoServer), errors.Is(err, zk.ErrConnectionClosed):
+		return status.Error(codes.Unavailable, err.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, err.Error())
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, err.Error())
+	default:
+		return status.Error(codes.Internal, err.Error())
+	}
+}

@@ -1,0 +1,34 @@
+package nimbus
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// metrics are what an operator watches on a nimbus.
+type metrics struct {
+	isLeader      prometheus.Gauge
+	leaderChanges prometheus.Counter
+	epoch         prometheus.Gauge
+	zkConnected   prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		isLeader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "nimbus_is_leader",
+			Help: "1 while this nimbus leads, 0 otherwise.",
+		}),
+		leaderChanges: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "nimbus_leader_changes_seen_total",
+			Help: "Leader changes (new epochs) this nimbus has seen.",
+		}),
+		epoch: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "nimbus_leader_epoch",
+			Help: "The epoch of the current leader as this nimbus sees it; 0 when there is none.",
+		}),
+		zkConnected: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "nimbus_zookeeper_connected",
+			Help: "1 while this nimbus has a ZooKeeper session, 0 otherwise.",
+		}),
+	}
+	reg.MustRegister(m.isLeader, m.leaderChanges, m.epoch, m.zkConnected)
+	return m
+}

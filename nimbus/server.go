@@ -1,0 +1,331 @@
+package nimbus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+
+	"github.com/nimbusha/nimbus/cluster"
+	"github.com/nimbusha/nimbus/configs"
+	"github.com/nimbusha/nimbus/internal/version"
+	"github.com/nimbusha/nimbus/leader"
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
+	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
+)
+
+// LeaderHealthService is the grpc.health.v1 service name that is SERVING
+// only on the leader, so a load balancer can find it.
+const LeaderHealthService = "nimbus.v1.NimbusService.leader"
+
+// Server is one nimbus daemon. New builds it and starts nothing; Start
+// brings it up; Close takes it down.
+type Server struct {
+	cfg  *configs.Config
+	base *slog.Logger // for the parts, which add their own component
+	log  *slog.Logger
+	reg *prometheus.Registry
+
+	// Set by Start.
+	listener    net.Listener
+	metricsLn   net.Listener
+	grpc        *grpc.Server
+	metricsHTTP *http.Server
+	health      *health.Server
+	sess        *cluster.Session
+	election    *leader.Election
+	self        *clusterv1.NimbusInfo
+	cancel      context.CancelFunc
+	wg          sync.WaitGroup
+
+	ready     chan struct{}
+	errc      chan error
+	closeOnce sync.Once
+}
+
+// New returns a nimbus for cfg, which must be valid.
+func New(cfg *configs.Config, logger *slog.Logger) *Server {
+	return &Server{
+		cfg:   cfg,
+		base:  logger,
+		log:   logger.With("component", "nimbus"),
+		reg:   prometheus.NewRegistry(),
+		ready: make(chan struct{}),
+		errc:  make(chan error, 1),
+	}
+}
+
+// Start listens, connects to ZooKeeper, registers this nimbus, joins the
+// leader queue and serves gRPC. It returns once the session exists and the
+// goroutines run; ReadyNotify says when the caches are loaded and the
+// nimbus is registered. On error, everything started is stopped.
+func (s *Server) Start(ctx context.Context) (err error) {
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	cfg := s.cfg
+	// An IP literal binds that interface only (tests stay on loopback);
+	// a host name binds every interface and is what others dial.
+	bindHost := ""
+	if net.ParseIP(cfg.NimbusHost) != nil {
+		bindHost = cfg.NimbusHost
+	}
+	if s.listener, err = net.Listen("tcp", net.JoinHostPort(bindHost, strconv.Itoa(cfg.NimbusGRPCPort))); err != nil {
+		return fmt.Errorf("nimbus: listen on nimbus.grpc.port %d: %w", cfg.NimbusGRPCPort, err)
+	}
+	port := s.listener.Addr().(*net.TCPAddr).Port
+	s.self = &clusterv1.NimbusInfo{
+		Host:            cfg.NimbusHost,
+		Port:            int32(port),
+		StartTimeUnixMs: time.Now().UnixMilli(),
+		Version:         version.Version,
+	}
+	if cfg.NimbusMetricsPort >= 0 {
+		if s.metricsLn, err = net.Listen("tcp", net.JoinHostPort(bindHost, strconv.Itoa(cfg.NimbusMetricsPort))); err != nil {
+			return fmt.Errorf("nimbus: listen on nimbus.metrics.port %d: %w", cfg.NimbusMetricsPort, err)
+		}
+	}
+
+	s.sess, err = cluster.Connect(ctx, cluster.SessionConfig{
+		Servers:        cfg.ZKServers(),
+		SessionTimeout: cfg.ZKSessionTimeout,
+		ConnectTimeout: cfg.ZKConnectionTimeout,
+		Root:           cfg.ZKRoot,
+		Logger:         s.base,
+	})
+	if err != nil {
+		return err
+	}
+
+	runCtx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	m := newMetrics(s.reg)
+	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	v := &view{
+		nimbuses: cluster.NewNimbusCache(s.sess, s.base),
+		locks:    cluster.NewLockCache(s.sess, s.base),
+		now:      time.Now,
+	}
+	s.election = leader.New(leader.Config{Session: s.sess, Self: s.self, Logger: s.base})
+
+	s.health = health.NewServer()
+	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	s.health.SetServingStatus(LeaderHealthService, healthpb.HealthCheckResponse_NOT_SERVING)
+	s.grpc = grpc.NewServer()
+	nimbusv1.RegisterNimbusServiceServer(s.grpc, &service{view: v})
+	healthpb.RegisterHealthServer(s.grpc, s.health)
+	reflection.Register(s.grpc)
+
+	registered := make(chan struct{})
+	var registerOnce sync.Once
+	addr := cluster.HostPort(s.self)
+	s.wg.Go(func() { _ = v.nimbuses.Run(runCtx) })
+	s.wg.Go(func() { _ = v.locks.Run(runCtx) })
+	s.wg.Go(func() {
+		cluster.KeepEphemeral(runCtx, s.sess, s.sess.Paths().Nimbus(addr), cluster.Encode(s.self), s.log,
+			func() { registerOnce.Do(func() { close(registered) }) })
+	})
+	// The code gate of invariant 6 opens here once code exists to hold;
+	// until then every nimbus holds all of it.
+	s.election.Queue()
+	s.wg.Go(func() { _ = s.election.Run(runCtx) })
+	s.wg.Go(func() { s.watchStatus(runCtx, v, m) })
+	s.wg.Go(func() {
+		if err := s.grpc.Serve(s.listener); err != nil {
+			s.fail(fmt.Errorf("nimbus: grpc: %w", err))
+		}
+	})
+	if s.metricsLn != nil {
+		s.metricsHTTP = &http.Server{Handler: s.metricsMux(), ReadHeaderTimeout: 10 * time.Second}
+		s.wg.Go(func() {
+			if err := s.metricsHTTP.Serve(s.metricsLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.fail(fmt.Errorf("nimbus: metrics: %w", err))
+			}
+		})
+	}
+	s.wg.Go(func() {
+		for _, c := range []<-chan struct{}{registered, v.nimbuses.Loaded(), v.locks.Loaded()} {
+			select {
+			case <-c:
+			case <-runCtx.Done():
+				return
+			}
+		}
+		attrs := []any{"addr", addr, "listen", s.listener.Addr().String(), "version", version.Version}
+		if s.metricsLn != nil {
+			attrs = append(attrs, "metrics", s.metricsLn.Addr().String())
+		}
+		s.log.Info("nimbus ready", attrs...)
+		close(s.ready)
+	})
+	return nil
+}
+
+// watchStatus keeps health and metrics in step with the session, the
+// caches and this nimbus's own term, and logs leader changes it sees.
+func (s *Server) watchStatus(ctx context.Context, v *view, m *metrics) {
+	var lastEpoch int64 // zero: no leader seen yet
+	nimbusesLoaded, locksLoaded := v.nimbuses.Loaded(), v.locks.Loaded()
+	for {
+		state, _, sessChanged := s.sess.State()
+		connected := state == zk.StateHasSession
+		loaded := isClosed(v.nimbuses.Loaded()) && isClosed(v.locks.Loaded())
+		setServing(s.health, "", connected && loaded)
+		term := s.election.Current()
+		setServing(s.health, LeaderHealthService, term != nil)
+		m.isLeader.Set(boolFloat(term != nil))
+		m.zkConnected.Set(boolFloat(connected))
+
+		head, epoch, ok := v.leader()
+		if !ok {
+			epoch = 0
+		}
+		if epoch != lastEpoch {
+			m.epoch.Set(float64(epoch))
+			if ok {
+				m.leaderChanges.Inc()
+				s.log.Info("leader changed", "leader", cluster.HostPort(head), "epoch", epoch)
+			}
+			lastEpoch = epoch
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-sessChanged:
+		case <-s.election.Changed():
+		case <-v.locks.Changed():
+		case <-nimbusesLoaded:
+			nimbusesLoaded = nil
+		case <-locksLoaded:
+			locksLoaded = nil
+		}
+	}
+}
+
+func (s *Server) metricsMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
+}
+
+// Addr is the address other processes dial: nimbus.host and the bound
+// gRPC port. Valid after Start.
+func (s *Server) Addr() string { return cluster.HostPort(s.self) }
+
+// MetricsAddr is the bound metrics address, or "" when disabled.
+func (s *Server) MetricsAddr() string {
+	if s.metricsLn == nil {
+		return ""
+	}
+	return s.metricsLn.Addr().String()
+}
+
+// ReadyNotify is closed once the nimbus is registered and its caches are
+// loaded.
+func (s *Server) ReadyNotify() <-chan struct{} { return s.ready }
+
+// Err delivers a fatal error from a listener; the caller should Close.
+func (s *Server) Err() <-chan error { return s.errc }
+
+// Election is this nimbus's election, for tests and status.
+func (s *Server) Election() *leader.Election { return s.election }
+
+func (s *Server) fail(err error) {
+	select {
+	case s.errc <- err:
+	default:
+	}
+}
+
+// Close stops the nimbus in an order that hands leadership over at once:
+// it leaves the leader queue first (deleting its lock node, so a follower
+// leads within a ZooKeeper notification), then drains in-flight RPCs for
+// up to nimbus.drain.timeout.secs, then deregisters and ends the session.
+// It is idempotent and safe after a failed Start.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		if s.election != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ZKSessionTimeout)
+			if err := s.election.Leave(ctx); err != nil {
+				s.log.Warn("could not leave the leader queue; the session timeout hands over", "err", err)
+			}
+			cancel()
+		}
+		if s.health != nil {
+			s.health.Shutdown()
+		}
+		if s.grpc != nil {
+			drained := make(chan struct{})
+			go func() { s.grpc.GracefulStop(); close(drained) }()
+			select {
+			case <-drained:
+			case <-time.After(s.cfg.NimbusDrainTimeout):
+				s.log.Warn("drain timed out; closing connections", "timeout", s.cfg.NimbusDrainTimeout)
+				s.grpc.Stop()
+				<-drained
+			}
+		} else if s.listener != nil {
+			s.listener.Close()
+		}
+		if s.metricsHTTP != nil {
+			s.metricsHTTP.Close()
+		} else if s.metricsLn != nil {
+			s.metricsLn.Close()
+		}
+		if s.cancel != nil {
+			s.cancel()
+		}
+		s.wg.Wait()
+		if s.sess != nil {
+			s.sess.Close()
+		}
+		s.log.Info("nimbus stopped")
+	})
+}
+
+func setServing(h *health.Server, service string, ok bool) {
+	st := healthpb.HealthCheckResponse_NOT_SERVING
+	if ok {
+		st = healthpb.HealthCheckResponse_SERVING
+	}
+	h.SetServingStatus(service, st)
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# A local Nimbus-HA cluster on loopback: one ZooKeeper and three nimbuses.
+#   scripts/quickstart.sh up     start (idempotent: stops a previous run first)
+#   scripts/quickstart.sh down   stop everything it started, nothing else
+# State, logs and pid files live in .quickstart/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DIR=$PWD/.quickstart
+ZK_PORT=${QUICKSTART_ZK_PORT:-2191}
+NIMBUS_PORTS=(6627 6637 6647)
+
+zk_classpath() {
+  local cp=/etc/zookeeper/conf:/usr/share/java/zookeeper.jar:/usr/share/java/zookeeper-jute.jar:/usr/share/java/slf4j-api.jar:/usr/share/java/slf4j-simple.jar
+  local j
+  for j in /usr/share/java/netty-*.jar; do [ -e "$j" ] && cp+=":$j"; done
+  echo "$cp"
+}
+
+zk_mode() { # prints the server's Mode line, if it answers
+  exec 3<>"/dev/tcp/127.0.0.1/$ZK_PORT" 2>/dev/null || return 1
+  printf srvr >&3
+  grep -m1 '^Mode:' <&3 || true
+  exec 3<&- 3>&-
+}
+
+stop_pidfile() {
+  local f=$1 pid
+  [ -f "$f" ] || return 0
+  pid=$(cat "$f")
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -f "$f"
+}
+
+down() {
+  [ -d "$DIR" ] || { echo "quickstart: nothing running"; return 0; }
+  for f in "$DIR"/nimbus-*.pid; do [ -e "$f" ] && stop_pidfile "$f"; done
+  stop_pidfile "$DIR/zookeeper.pid"
+  echo "quickstart: stopped (state and logs kept in $DIR)"
+}
+
+up() {
+  down >/dev/null
+  mkdir -p "$DIR/zookeeper"
+  cat >"$DIR/zoo.cfg" <<CFG
+tickTime=500
+initLimit=10
+syncLimit=5
+dataDir=$DIR/zookeeper
+clientPort=$ZK_PORT
+clientPortAddress=127.0.0.1
+admin.enableServer=false
+4lw.commands.whitelist=*
+CFG
+  echo "quickstart: starting ZooKeeper on 127.0.0.1:$ZK_PORT"
+  setsid java -Xmx256m -cp "$(zk_classpath)" org.apache.zookeeper.server.quorum.QuorumPeerMain "$DIR/zoo.cfg" \
+    >"$DIR/zookeeper.log" 2>&1 </dev/null &
+  echo $! >"$DIR/zookeeper.pid"
+  for _ in $(seq 150); do zk_mode >/dev/null 2>&1 && [ -n "$(zk_mode)" ] && break; sleep 0.2; done
+  [ -n "$(zk_mode 2>/dev/null)" ] || { echo "quickstart: ZooKeeper did not start; see $DIR/zookeeper.log"; exit 1; }
+
+  local seeds=() i=0 port
+  for port in "${NIMBUS_PORTS[@]}"; do
+    i=$((i + 1))
+    mkdir -p "$DIR/nimbus-$i"
+    echo "quickstart: starting nimbus-$i on 127.0.0.1:$port (metrics :$((port + 1)))"
+    setsid bin/nimbus --config configs/storm.yaml \
+      --storm.zookeeper.servers "127.0.0.1:$ZK_PORT" --nimbus.host 127.0.0.1 \
+      --nimbus.grpc.port "$port" --nimbus.metrics.port "$((port + 1))" \
+      --storm.local.dir "$DIR/nimbus-$i" --storm.zookeeper.session.timeout 5s \
+      >"$DIR/nimbus-$i.log" 2>&1 </dev/null &
+    echo $! >"$DIR/nimbus-$i.pid"
+    seeds+=("127.0.0.1:$port")
+  done
+  local seedlist
+  seedlist=$(IFS=,; echo "${seeds[*]}")
+  for _ in $(seq 100); do bin/stormctl --seeds "$seedlist" leader >/dev/null 2>&1 && break; sleep 0.1; done
+  echo
+  bin/stormctl --seeds "$seedlist" cluster
+  cat <<MSG
+
+Nimbus-HA is running on loopback. Try:
+  bin/stormctl --seeds $seedlist leader
+  kill \$(cat $DIR/nimbus-1.pid)    # stop a nimbus: another leads at once
+Logs: $DIR/*.log
+Stop everything: make quickstart-down
+MSG
+}
+
+case "${1:-}" in
+  up) up ;;
+  down) down ;;
+  *) echo "usage: $0 up|down" >&2; exit 2 ;;
+esac
