@@ -39,7 +39,7 @@ type Server struct {
 	cfg  *configs.Config
 	base *slog.Logger // for the parts, which add their own component
 	log  *slog.Logger
-	reg *prometheus.Registry
+	reg  *prometheus.Registry
 
 	// Set by Start.
 	listener    net.Listener
