@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -37,14 +38,13 @@ type SessionConfig struct {
 // session id that differs from the one a part started with means the old
 // session expired and its ephemeral nodes and watches are gone.
 type Session struct {
-	conn    *zk.Conn
+	conn    atomic.Pointer[zk.Conn] // set once Connect returns from zk
 	paths   Paths
 	timeout time.Duration
 	log     *slog.Logger
 
 	mu      sync.Mutex
 	state   zk.State
-	id      int64
 	changed chan struct{}
 }
 
@@ -70,7 +70,7 @@ func Connect(ctx context.Context, cfg SessionConfig) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: connect to %v: %w", cfg.Servers, err)
 	}
-	s.conn = conn
+	s.conn.Store(conn)
 
 	wait := cfg.ConnectTimeout
 	if wait <= 0 {
@@ -96,33 +96,38 @@ func Connect(ctx context.Context, cfg SessionConfig) (*Session, error) {
 }
 
 // onEvent runs on go-zookeeper's connection goroutine: it must not block.
+// It may run before Connect has stored the connection, so it records only
+// the state; State reads the session id from the connection.
 func (s *Session) onEvent(ev zk.Event) {
 	if ev.Type != zk.EventSession {
 		return
 	}
-	var id int64
-	if s.conn != nil {
-		id = s.conn.SessionID()
-	}
 	s.mu.Lock()
-	s.state, s.id = ev.State, id
+	s.state = ev.State
 	close(s.changed)
 	s.changed = make(chan struct{})
 	s.mu.Unlock()
-	s.log.Debug("session state", "state", ev.State.String(), "session_id", fmt.Sprintf("%#x", id), "server", ev.Server)
+	s.log.Debug("session state", "state", ev.State.String(), "server", ev.Server)
 }
 
 // State returns the session's state, its id (zero while there is none),
-// and a channel closed at the next change.
+// and a channel closed at the next change. go-zookeeper stores a new id
+// before it reports StateHasSession, so a caller that sees HasSession
+// sees the id of that session or a later one.
 func (s *Session) State() (zk.State, int64, <-chan struct{}) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.state, s.id, s.changed
+	state, changed := s.state, s.changed
+	s.mu.Unlock()
+	var id int64
+	if conn := s.conn.Load(); conn != nil {
+		id = conn.SessionID()
+	}
+	return state, id, changed
 }
 
 // Conn is the underlying connection, for the typed operations of this
 // package and of package leader.
-func (s *Session) Conn() *zk.Conn { return s.conn }
+func (s *Session) Conn() *zk.Conn { return s.conn.Load() }
 
 // Paths are the cluster's ZooKeeper paths.
 func (s *Session) Paths() Paths { return s.paths }
@@ -147,7 +152,7 @@ func (s *Session) WaitSession(ctx context.Context) (int64, error) {
 }
 
 // Close ends the session: its ephemeral nodes disappear at once.
-func (s *Session) Close() { s.conn.Close() }
+func (s *Session) Close() { s.Conn().Close() }
 
 // zkLogger sends go-zookeeper's printf logging to slog at debug level.
 type zkLogger struct{ log *slog.Logger }

@@ -20,7 +20,7 @@ import (
 // flagKeys are the configuration keys that also have a flag.
 var flagKeys = []string{
 	"storm.zookeeper.servers", "storm.zookeeper.port", "storm.zookeeper.root",
-	"storm.zookeeper.session.timeout", "storm.local.dir",
+	"storm.zookeeper.session.timeout", "storm.zookeeper.connection.timeout", "storm.local.dir",
 	"nimbus.host", "nimbus.grpc.port", "nimbus.metrics.port",
 	"storm.codedistributor.class", "log.level", "log.format",
 }

@@ -1,0 +1,97 @@
+package integration
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nimbusha/nimbus/internal/testenv"
+)
+
+func TestStormctlAgainstARealCluster(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	c := newCluster(t, z.Addr(), 2*time.Second)
+	ps := startNimbuses(t, c, 3)
+	_, leader := waitLeader(t, c, ps, 10*time.Second)
+	seeds := "127.0.0.1:1," + ps[0].Addr() // a dead seed first: the next answers
+
+	out, _, code := stormctl(t, "--seeds", seeds, "leader")
+	if code != 0 || !strings.Contains(out, strings.Split(leader.Addr(), ":")[1]) {
+		t.Fatalf("leader: exit %d, output:\n%s", code, out)
+	}
+	out, _, code = stormctl(t, "--seeds", seeds, "nimbuses")
+	if code != 0 || strings.Count(out, "127.0.0.1") != 3 {
+		t.Fatalf("nimbuses: exit %d, output:\n%s", code, out)
+	}
+	out, _, code = stormctl(t, "--seeds", seeds, "cluster", "-o", "json")
+	if code != 0 {
+		t.Fatalf("cluster -o json: exit %d", code)
+	}
+	var doc struct {
+		Cluster struct {
+			Nimbuses []struct {
+				IsLeader bool   `json:"isLeader"`
+				Epoch    string `json:"epoch"`
+			} `json:"nimbuses"`
+		} `json:"cluster"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("cluster -o json is not JSON: %v\n%s", err, out)
+	}
+	if len(doc.Cluster.Nimbuses) != 3 {
+		t.Fatalf("cluster -o json lists %d nimbuses", len(doc.Cluster.Nimbuses))
+	}
+
+	_, errOut, code := stormctl(t, "--seeds", "127.0.0.1:1", "leader")
+	if code != 1 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.HasPrefix(errOut, "stormctl: ") {
+		t.Fatalf("no seed answering: exit %d, stderr %q; want 1 and one line", code, errOut)
+	}
+}
+
+func stormctl(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := exec.Command(bin.Path("stormctl"), append([]string{"--timeout", "5s"}, args...)...)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case err != nil:
+		t.Fatal(err)
+	}
+	return out.String(), errOut.String(), code
+}
+
+func TestBadConfigExitsBeforeTouchingZooKeeper(t *testing.T) {
+	// No ZooKeeper runs at this address: a nimbus that tried to connect
+	// would hang for the connection timeout; a bad config must fail first.
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--nimbus.grpc.port", "70000"}, "nimbus.grpc.port"},
+		{[]string{"--storm.zookeeper.root", "storm"}, "storm.zookeeper.root"},
+		{[]string{"--storm.zookeeper.session.timeout", "soon"}, "storm.zookeeper.session.timeout"},
+		{[]string{"--config", "/nonexistent/storm.yaml"}, "/nonexistent/storm.yaml"},
+	}
+	for _, tc := range cases {
+		args := append([]string{"--storm.zookeeper.servers", "127.0.0.1:1", "--storm.zookeeper.connection.timeout", "60s"}, tc.args...)
+		var errOut bytes.Buffer
+		cmd := exec.Command(bin.Path("nimbus"), args...)
+		cmd.Stderr = &errOut
+		err := cmd.Run()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+			t.Fatalf("%v: err %v, want a non-zero exit", tc.args, err)
+		}
+		if !strings.Contains(errOut.String(), tc.want) {
+			t.Fatalf("%v: stderr %q does not name %q", tc.args, errOut.String(), tc.want)
+		}
+	}
+}

@@ -1,0 +1,211 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/nimbusha/nimbus/internal/testenv"
+	"github.com/nimbusha/nimbus/nimbus"
+	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
+)
+
+func TestThreeNimbusesAgreeOnOneLeader(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	c := newCluster(t, z.Addr(), 2*time.Second)
+	ps := startNimbuses(t, c, 3)
+	epoch, leader := waitLeader(t, c, ps, 10*time.Second)
+	if epoch < 1 {
+		t.Fatalf("leader epoch %d, want >= 1", epoch)
+	}
+
+	// Every nimbus lists all three, exactly one as leader, with the epoch.
+	for _, p := range ps {
+		resp, err := c.API(p).GetClusterInfo(t.Context(), &nimbusv1.GetClusterInfoRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nimbuses := resp.GetCluster().GetNimbuses()
+		if len(nimbuses) != 3 {
+			t.Fatalf("%s lists %d nimbuses, want 3", p.Name, len(nimbuses))
+		}
+		var leaders int
+		for _, n := range nimbuses {
+			if n.GetVersion() == "" {
+				t.Errorf("%s: nimbus %s:%d has no version", p.Name, n.GetHost(), n.GetPort())
+			}
+			if n.GetIsLeader() {
+				leaders++
+				if n.GetEpoch() != epoch || fmt.Sprintf("%s:%d", n.GetHost(), n.GetPort()) != leader.Addr() {
+					t.Errorf("%s: leader entry %v, want %s epoch %d", p.Name, n, leader.Addr(), epoch)
+				}
+			} else if n.GetEpoch() != 0 {
+				t.Errorf("%s: follower %s:%d reports epoch %d", p.Name, n.GetHost(), n.GetPort(), n.GetEpoch())
+			}
+		}
+		if leaders != 1 {
+			t.Fatalf("%s lists %d leaders", p.Name, leaders)
+		}
+	}
+
+	// Health: overall SERVING everywhere; the leader service only on the leader.
+	for _, p := range ps {
+		testenv.WaitFor(t, 5*time.Second, p.Name+" health", func() error {
+			overall, err := c.Health(p, "")
+			if err != nil {
+				return err
+			}
+			lead, err := c.Health(p, nimbus.LeaderHealthService)
+			if err != nil {
+				return err
+			}
+			wantLead := healthpb.HealthCheckResponse_NOT_SERVING
+			if p == leader {
+				wantLead = healthpb.HealthCheckResponse_SERVING
+			}
+			if overall != healthpb.HealthCheckResponse_SERVING || lead != wantLead {
+				return fmt.Errorf("overall %v, leader service %v (want %v)", overall, lead, wantLead)
+			}
+			return nil
+		})
+	}
+
+	// Metrics: the leader gauge is 1 on the leader only.
+	for _, p := range ps {
+		want := "nimbus_is_leader 0"
+		if p == leader {
+			want = "nimbus_is_leader 1"
+		}
+		testenv.WaitFor(t, 5*time.Second, p.Name+" metrics", func() error {
+			body, err := get("http://" + p.MetricsAddr() + "/metrics")
+			if err != nil {
+				return err
+			}
+			if !strings.Contains(body, want) {
+				return errors.New("metrics lack " + want)
+			}
+			return nil
+		})
+	}
+
+	// Leader-only RPCs of later issues answer Unimplemented, not a crash.
+	_, err := c.API(leader).ActivateTopology(t.Context(), &nimbusv1.ActivateTopologyRequest{Name: "x"})
+	if err == nil || !strings.Contains(err.Error(), "Unimplemented") {
+		t.Fatalf("ActivateTopology: %v, want Unimplemented", err)
+	}
+}
+
+func get(url string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
+
+func TestSIGTERMLeaderHandsOverWithoutWaitingForTheSession(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	// A long session timeout: a new leader before it passes proves the
+	// stopping leader handed over by deleting its lock node.
+	const session = 20 * time.Second
+	c := newCluster(t, z.Addr(), session)
+	ps := startNimbuses(t, c, 3)
+	epoch, leader := waitLeader(t, c, ps, 10*time.Second)
+
+	if err := leader.Stop(syscall.SIGTERM, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := leader.ExitErr(); err != nil {
+		t.Fatalf("leader exited with %v after SIGTERM, want 0", err)
+	}
+	rest := without(ps, leader)
+	newEpoch, _ := waitLeader(t, c, rest, session/4)
+	if newEpoch <= epoch {
+		t.Fatalf("epoch %d after handover, want > %d", newEpoch, epoch)
+	}
+}
+
+func TestSIGKILLLeaderIsReplacedAfterSessionTimeout(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	const session = 2 * time.Second
+	c := newCluster(t, z.Addr(), session)
+	ps := startNimbuses(t, c, 3)
+	epoch, leader := waitLeader(t, c, ps, 10*time.Second)
+
+	if err := leader.Stop(syscall.SIGKILL, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	rest := without(ps, leader)
+	newEpoch, _ := waitLeader(t, c, rest, session+10*time.Second)
+	if newEpoch <= epoch {
+		t.Fatalf("epoch %d after crash, want > %d", newEpoch, epoch)
+	}
+}
+
+func TestRestartedNimbusRejoinsOnTheSameAddress(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	c := newCluster(t, z.Addr(), 2*time.Second)
+	ps := startNimbuses(t, c, 3)
+	_, leader := waitLeader(t, c, ps, 10*time.Second)
+	follower := without(ps, leader)[0]
+	port := follower.Addr()[strings.LastIndex(follower.Addr(), ":")+1:]
+
+	// Crash and restart at once: the old session still holds its nodes.
+	if err := follower.Stop(syscall.SIGKILL, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	var portNum int
+	fmt.Sscan(port, &portNum)
+	restarted, err := c.StartNimbus(NimbusOptions{Port: portNum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := append(without(ps, follower), restarted)
+	waitLeader(t, c, live, 10*time.Second)
+
+	// It is registered by its new session, and once the old session
+	// expires the queue holds exactly the three live nimbuses.
+	conn, _, err := zk.Connect([]string{z.Addr()}, 5*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	testenv.WaitFor(t, 15*time.Second, "the queue holds the three live nimbuses", func() error {
+		locks, _, err := conn.Children("/storm/leader-lock")
+		if err != nil {
+			return err
+		}
+		regs, _, err := conn.Children("/storm/nimbuses")
+		if err != nil {
+			return err
+		}
+		if len(locks) != 3 || len(regs) != 3 {
+			return fmt.Errorf("%d lock nodes and %d registrations, want 3 and 3", len(locks), len(regs))
+		}
+		return nil
+	})
+	resp, err := c.API(restarted).GetClusterInfo(t.Context(), &nimbusv1.GetClusterInfoRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(resp.GetCluster().GetNimbuses()); n != 3 {
+		t.Fatalf("restarted nimbus lists %d nimbuses, want 3", n)
+	}
+}

@@ -1,0 +1,107 @@
+package integration
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/nimbusha/nimbus/internal/testenv"
+	"github.com/nimbusha/nimbus/nimbus"
+)
+
+func TestLeaderSurvivesLossOfOneZooKeeperServer(t *testing.T) {
+	e := testenv.StartEnsemble(t, 3)
+	c := newCluster(t, e.ConnectString(), 4*time.Second)
+	ps := startNimbuses(t, c, 3)
+	epoch, leader := waitLeader(t, c, ps, 15*time.Second)
+
+	// Whichever server a nimbus uses, losing one of three keeps quorum:
+	// sessions move to another server and the leader stays.
+	for i := range e.Servers {
+		e.Servers[i].Stop()
+		testenv.WaitFor(t, 15*time.Second, "one nimbus acting as leader", func() error {
+			if n := actingLeaders(c, ps); n != 1 {
+				return fmt.Errorf("%d nimbuses act as leader", n)
+			}
+			return nil
+		})
+		gotEpoch, gotLeader := waitLeader(t, c, ps, 15*time.Second)
+		if gotEpoch != epoch || gotLeader != leader {
+			t.Fatalf("after stopping ZooKeeper server %d: leader %s epoch %d, want %s epoch %d",
+				i, gotLeader.Name, gotEpoch, leader.Name, epoch)
+		}
+		e.Servers[i].Start()
+		e.WaitQuorum(t)
+	}
+}
+
+func TestQuorumLossThenRecoveryLeavesExactlyOneLeader(t *testing.T) {
+	e := testenv.StartEnsemble(t, 3)
+	const session = 4 * time.Second
+	c := newCluster(t, e.ConnectString(), session)
+	ps := startNimbuses(t, c, 3)
+	waitLeader(t, c, ps, 15*time.Second)
+
+	// Two of three down: no quorum, so no session is served and no nimbus
+	// may act as leader.
+	e.Servers[0].Stop()
+	e.Servers[1].Stop()
+	testenv.WaitFor(t, 15*time.Second, "no nimbus acting as leader without quorum", func() error {
+		if n := actingLeaders(c, ps); n != 0 {
+			return fmt.Errorf("%d nimbuses act as leader", n)
+		}
+		return nil
+	})
+	// The fault lasts longer than the session timeout: that duration is
+	// the point of the test, not a wait for a condition.
+	<-time.After(session + time.Second)
+	e.StartAll()
+	e.WaitQuorum(t)
+
+	// Exactly one leader again, all agree, and nobody stuck outside the
+	// queue.
+	testenv.WaitFor(t, 30*time.Second, "exactly one nimbus acting as leader", func() error {
+		if n := actingLeaders(c, ps); n != 1 {
+			return fmt.Errorf("%d nimbuses act as leader", n)
+		}
+		return nil
+	})
+	waitLeader(t, c, ps, 30*time.Second)
+	conn, _, err := zk.Connect(e.Addrs(), 5*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	testenv.WaitFor(t, 30*time.Second, "all three nimbuses queued and registered", func() error {
+		locks, _, err := conn.Children("/storm/leader-lock")
+		if err != nil {
+			return err
+		}
+		regs, _, err := conn.Children("/storm/nimbuses")
+		if err != nil {
+			return err
+		}
+		if len(locks) != 3 || len(regs) != 3 {
+			return fmt.Errorf("%d lock nodes, %d registrations; want 3 and 3", len(locks), len(regs))
+		}
+		return nil
+	})
+	if n := actingLeaders(c, ps); n != 1 {
+		t.Fatalf("%d nimbuses act as leader, want 1", n)
+	}
+}
+
+// actingLeaders counts the nimbuses whose leader health service is
+// SERVING: those running a term, not merely reporting a cached leader.
+func actingLeaders(c *Cluster, ps []*Process) int {
+	n := 0
+	for _, p := range ps {
+		if st, err := c.Health(p, nimbus.LeaderHealthService); err == nil && st == healthpb.HealthCheckResponse_SERVING {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,88 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/nimbusha/nimbus/internal/testenv"
+)
+
+var bin Binaries
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "nimbus-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin, err = Build(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// newCluster returns a Cluster on zkConnect whose processes stop when the
+// test ends; their logs are printed if it failed.
+func newCluster(t *testing.T, zkConnect string, sessionTimeout time.Duration) *Cluster {
+	t.Helper()
+	c := &Cluster{
+		Bin:            bin,
+		ZooKeeper:      zkConnect,
+		Root:           "/storm",
+		SessionTimeout: sessionTimeout,
+		Dir:            t.TempDir(),
+		Logf:           t.Logf,
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log("\n" + c.Logs(60))
+		}
+		c.Close()
+	})
+	return c
+}
+
+func startNimbuses(t *testing.T, c *Cluster, n int) []*Process {
+	t.Helper()
+	var ps []*Process
+	for range n {
+		p, err := c.StartNimbus(NimbusOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+// waitLeader waits until every process in ps reports the same leader, one
+// of ps, and returns it.
+func waitLeader(t *testing.T, c *Cluster, ps []*Process, timeout time.Duration) (leaderEpoch int64, leader *Process) {
+	t.Helper()
+	testenv.WaitFor(t, timeout, "one leader all agree on", func() error {
+		s, p, err := c.AgreedLeader(ps)
+		if err != nil {
+			return err
+		}
+		leaderEpoch, leader = s.GetEpoch(), p
+		return nil
+	})
+	return leaderEpoch, leader
+}
+
+func without(ps []*Process, drop *Process) []*Process {
+	var out []*Process
+	for _, p := range ps {
+		if p != drop {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,175 @@
+package integration
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Process is one daemon process. Its stderr, in JSON log lines, goes to a
+// log file; the "nimbus ready" line gives its addresses.
+type Process struct {
+	Name    string
+	LogPath string
+
+	cmd    *exec.Cmd
+	ready  chan struct{}
+	exited chan struct{}
+
+	mu          sync.Mutex
+	addr        string
+	metricsAddr string
+	exitErr     error
+}
+
+// startProcess runs bin with args; stderr lines go to logPath.
+func startProcess(name, bin, logPath string, args []string, env []string) (*Process, error) {
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		logFile.Close()
+		return nil, err
+	}
+	cmd.Stdout = logFile
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &Process{Name: name, LogPath: logPath, cmd: cmd, ready: make(chan struct{}), exited: make(chan struct{})}
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		p.scan(stderr, logFile)
+	}()
+	go func() {
+		<-copied // Wait must follow the last read of the pipe
+		err := cmd.Wait()
+		logFile.Close()
+		p.mu.Lock()
+		p.exitErr = err
+		p.mu.Unlock()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// scan copies log lines and spots the ready line.
+func (p *Process) scan(r io.Reader, w io.Writer) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		line := sc.Bytes()
+		w.Write(append(line, '\n'))
+		var entry struct {
+			Msg     string `json:"msg"`
+			Addr    string `json:"addr"`
+			Metrics string `json:"metrics"`
+		}
+		if json.Unmarshal(line, &entry) == nil && strings.HasSuffix(entry.Msg, " ready") {
+			p.mu.Lock()
+			first := p.addr == ""
+			p.addr, p.metricsAddr = entry.Addr, entry.Metrics
+			p.mu.Unlock()
+			if first {
+				close(p.ready)
+			}
+		}
+	}
+}
+
+// WaitReady waits for the ready line, the process's exit, or timeout.
+func (p *Process) WaitReady(timeout time.Duration) error {
+	select {
+	case <-p.ready:
+		return nil
+	case <-p.exited:
+		return fmt.Errorf("%s exited before it was ready: %v\n%s", p.Name, p.ExitErr(), p.Tail(30))
+	case <-time.After(timeout):
+		return fmt.Errorf("%s not ready after %v\n%s", p.Name, timeout, p.Tail(30))
+	}
+}
+
+// Addr is the gRPC address from the ready line.
+func (p *Process) Addr() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.addr
+}
+
+// MetricsAddr is the metrics address from the ready line.
+func (p *Process) MetricsAddr() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.metricsAddr
+}
+
+// Pid is the process id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Signal sends sig to the process.
+func (p *Process) Signal(sig syscall.Signal) error { return p.cmd.Process.Signal(sig) }
+
+// Exited is closed when the process has exited.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// Running reports whether the process has not exited.
+func (p *Process) Running() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// ExitErr is the error of Wait once the process exited.
+func (p *Process) ExitErr() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.exitErr
+}
+
+// Stop sends sig and waits up to timeout for the exit; then SIGKILLs the
+// process group.
+func (p *Process) Stop(sig syscall.Signal, timeout time.Duration) error {
+	if !p.Running() {
+		return nil
+	}
+	_ = p.Signal(syscall.SIGCONT) // a stopped process cannot handle sig
+	_ = p.Signal(sig)
+	select {
+	case <-p.exited:
+		return nil
+	case <-time.After(timeout):
+		_ = syscall.Kill(-p.Pid(), syscall.SIGKILL)
+		<-p.exited
+		return errors.New(p.Name + " did not exit in time; killed")
+	}
+}
+
+// Tail returns the last n lines of the log.
+func (p *Process) Tail(n int) string {
+	data, err := os.ReadFile(p.LogPath)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

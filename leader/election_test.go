@@ -1,0 +1,307 @@
+package leader_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/nimbusha/nimbus/cluster"
+	"github.com/nimbusha/nimbus/internal/testenv"
+	"github.com/nimbusha/nimbus/leader"
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
+)
+
+const sessionTimeout = 1500 * time.Millisecond
+
+// candidate is one election on its own session.
+type candidate struct {
+	sess     *cluster.Session
+	election *leader.Election
+	net      *testenv.Cutter
+	stop     func()
+}
+
+func startCandidate(t *testing.T, zkAddr string, port int32, eligible func() error) *candidate {
+	return startCandidateWithSession(t, zkAddr, port, eligible, sessionTimeout)
+}
+
+func startCandidateWithSession(t *testing.T, zkAddr string, port int32, eligible func() error, session time.Duration) *candidate {
+	t.Helper()
+	cutter := testenv.NewCutter()
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	sess, err := cluster.Connect(t.Context(), cluster.SessionConfig{
+		Servers:        []string{zkAddr},
+		SessionTimeout: session,
+		ConnectTimeout: 10 * time.Second,
+		Root:           "/storm",
+		Logger:         logger,
+		Dialer:         cutter.Dial,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := leader.New(leader.Config{
+		Session:  sess,
+		Self:     &clusterv1.NimbusInfo{Host: "127.0.0.1", Port: port},
+		Eligible: eligible,
+		Logger:   logger,
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = e.Run(ctx) }()
+	e.Queue()
+	c := &candidate{sess: sess, election: e, net: cutter}
+	var once sync.Once
+	c.stop = func() {
+		once.Do(func() {
+			cancel()
+			<-done
+			sess.Close()
+		})
+	}
+	t.Cleanup(c.stop)
+	return c
+}
+
+func leaders(cs []*candidate) []*candidate {
+	var out []*candidate
+	for _, c := range cs {
+		if c.election.IsLeader() {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// waitOneLeader waits until exactly one of cs leads and returns it.
+func waitOneLeader(t *testing.T, cs []*candidate, timeout time.Duration) *candidate {
+	t.Helper()
+	var got *candidate
+	testenv.WaitFor(t, timeout, "exactly one leader", func() error {
+		ls := leaders(cs)
+		if len(ls) != 1 {
+			return fmt.Errorf("%d leaders", len(ls))
+		}
+		got = ls[0]
+		return nil
+	})
+	return got
+}
+
+func TestExactlyOneLeaderAndItHandsOverOnLeave(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	cs := []*candidate{
+		startCandidate(t, z.Addr(), 1, nil),
+		startCandidate(t, z.Addr(), 2, nil),
+		startCandidate(t, z.Addr(), 3, nil),
+	}
+	first := waitOneLeader(t, cs, 10*time.Second)
+	term := first.election.Current()
+	if term.Epoch() < 1 {
+		t.Fatalf("epoch %d, want >= 1", term.Epoch())
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if err := first.election.Leave(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-term.Done():
+	default:
+		t.Fatal("term still live after Leave returned")
+	}
+	// Leave deleted the node: the next candidate leads without waiting for
+	// a session timeout.
+	var rest []*candidate
+	for _, c := range cs {
+		if c != first {
+			rest = append(rest, c)
+		}
+	}
+	second := waitOneLeader(t, rest, sessionTimeout/2)
+	if e := second.election.Current().Epoch(); e <= term.Epoch() {
+		t.Fatalf("new epoch %d not above old %d", e, term.Epoch())
+	}
+	if first.election.IsLeader() {
+		t.Fatal("the nimbus that left still leads")
+	}
+
+	// Queue again: it waits behind the others and does not lead.
+	first.election.Queue()
+	testenv.WaitFor(t, 5*time.Second, "requeued", func() error {
+		children, _, err := first.sess.Conn().Children("/storm/leader-lock")
+		if err != nil {
+			return err
+		}
+		if len(children) != 3 {
+			return errors.New("want 3 lock nodes")
+		}
+		return nil
+	})
+	if l := leaders(cs); len(l) != 1 || l[0] != second {
+		t.Fatal("requeueing changed the leader")
+	}
+}
+
+func TestCrashedLeaderIsReplacedAfterSessionTimeout(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	cs := []*candidate{startCandidate(t, z.Addr(), 1, nil), startCandidate(t, z.Addr(), 2, nil)}
+	first := waitOneLeader(t, cs, 10*time.Second)
+	// A crash: the network goes and never returns; the session expires on
+	// the server.
+	first.net.Cut()
+	testenv.WaitFor(t, 2*time.Second, "old term ends at disconnection", func() error {
+		if first.election.IsLeader() {
+			return errors.New("still leads")
+		}
+		return nil
+	})
+	other := cs[0]
+	if other == first {
+		other = cs[1]
+	}
+	waitOneLeader(t, []*candidate{other}, sessionTimeout+5*time.Second)
+}
+
+func TestExpiredLeaderIsFencedAndRequeues(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	cs := []*candidate{startCandidate(t, z.Addr(), 1, nil), startCandidate(t, z.Addr(), 2, nil)}
+	old := waitOneLeader(t, cs, 10*time.Second)
+	oldTerm := old.election.Current()
+	conn := old.sess.Conn()
+	if _, err := conn.Create("/storm/fenced", []byte("v0"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	// A write in the term succeeds.
+	if _, err := oldTerm.Multi(&zk.SetDataRequest{Path: "/storm/fenced", Data: []byte("v1"), Version: -1}); err != nil {
+		t.Fatalf("fenced write by the live leader: %v", err)
+	}
+
+	// Cut the leader off for longer than the session timeout: it steps
+	// down at once and another nimbus leads once the session expires.
+	old.net.Cut()
+	testenv.WaitFor(t, 2*time.Second, "the cut-off leader steps down", func() error {
+		select {
+		case <-oldTerm.Done():
+			return nil
+		default:
+			return errors.New("term still live")
+		}
+	})
+	newLeader := cs[0]
+	if newLeader == old {
+		newLeader = cs[1]
+	}
+	waitOneLeader(t, []*candidate{newLeader}, sessionTimeout+5*time.Second)
+	newTerm := newLeader.election.Current()
+	if newTerm.Epoch() <= oldTerm.Epoch() {
+		t.Fatalf("new epoch %d not above old %d", newTerm.Epoch(), oldTerm.Epoch())
+	}
+
+	// The old leader comes back believing nothing; its session is gone.
+	old.net.Restore()
+	if _, err := old.sess.WaitSession(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	_, err := oldTerm.Multi(&zk.SetDataRequest{Path: "/storm/fenced", Data: []byte("stale"), Version: -1})
+	if !errors.Is(err, leader.ErrFenced) {
+		t.Fatalf("write with the expired term: err = %v, want ErrFenced", err)
+	}
+	data, _, err := newLeader.sess.Conn().Get("/storm/fenced")
+	if err != nil || string(data) != "v1" {
+		t.Fatalf("fenced node = %q, %v; want v1 unchanged", data, err)
+	}
+
+	// It re-queues behind the new leader by itself and does not lead.
+	testenv.WaitFor(t, 10*time.Second, "expired nimbus back in the queue", func() error {
+		children, _, err := newLeader.sess.Conn().Children("/storm/leader-lock")
+		if err != nil {
+			return err
+		}
+		if len(children) != 2 {
+			return errors.New("want 2 lock nodes")
+		}
+		return nil
+	})
+	if l := leaders(cs); len(l) != 1 || l[0] != newLeader {
+		t.Fatal("the expired nimbus took leadership back")
+	}
+}
+
+func TestBriefDisconnectionSuspendsThenResumesSameEpoch(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	// A long session: the cut below (about a second, go-zookeeper's
+	// reconnect pace) stays well inside it.
+	c := startCandidateWithSession(t, z.Addr(), 1, nil, 10*time.Second)
+	waitOneLeader(t, []*candidate{c}, 10*time.Second)
+	term := c.election.Current()
+	sid := sessionID(c)
+
+	c.net.Cut()
+	testenv.WaitFor(t, 2*time.Second, "term suspended at disconnection", func() error {
+		if c.election.IsLeader() {
+			return errors.New("still leads while disconnected")
+		}
+		return nil
+	})
+	c.net.Restore()
+	waitOneLeader(t, []*candidate{c}, 5*time.Second)
+	if got := sessionID(c); got != sid {
+		t.Fatalf("session changed during a brief cut (id %#x -> %#x)", sid, got)
+	}
+	if e := c.election.Current().Epoch(); e != term.Epoch() {
+		t.Fatalf("resumed with epoch %d, want %d", e, term.Epoch())
+	}
+}
+
+func sessionID(c *candidate) int64 {
+	_, id, _ := c.sess.State()
+	return id
+}
+
+func TestIneligibleWinnerGivesTheLockBack(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	notYet := errors.New("missing code for topology t-1")
+	var mu sync.Mutex
+	eligible := notYet
+	gate := func() error { mu.Lock(); defer mu.Unlock(); return eligible }
+
+	blocked := startCandidate(t, z.Addr(), 1, gate)
+	testenv.WaitFor(t, 5*time.Second, "ineligible candidate leaves the queue", func() error {
+		children, _, err := blocked.sess.Conn().Children("/storm/leader-lock")
+		if err != nil {
+			return err
+		}
+		if len(children) != 0 {
+			return errors.New("lock node still there")
+		}
+		return nil
+	})
+	if blocked.election.IsLeader() {
+		t.Fatal("ineligible candidate leads")
+	}
+	other := startCandidate(t, z.Addr(), 2, nil)
+	waitOneLeader(t, []*candidate{blocked, other}, 5*time.Second)
+	if !other.election.IsLeader() {
+		t.Fatal("the eligible candidate does not lead")
+	}
+
+	// Once it holds the code it queues again and waits its turn.
+	mu.Lock()
+	eligible = nil
+	mu.Unlock()
+	blocked.election.Queue()
+	other.stop()
+	waitOneLeader(t, []*candidate{blocked}, sessionTimeout+5*time.Second)
+}
+
+// The cutter fits zk.Dialer.
+var _ zk.Dialer = testenv.NewCutter().Dial
