@@ -24,7 +24,7 @@ var trials = flag.Int("trials", 20, "failover trials per kind")
 // session timeout. ZooKeeper runs with tickTime=500ms.
 func BenchmarkFailover(b *testing.B) {
 	dir := b.TempDir()
-	bins, err := integration.Build(dir)
+	bins, err := integration.Build(dir, false)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -22,8 +22,9 @@ const retryDelay = 250 * time.Millisecond
 // each child, each re-armed only after it fires, so watches never pile up.
 // Reads are a pointer load; they never touch ZooKeeper.
 //
-// A child whose payload does not decode is left out and logged, never
-// fatal: one corrupt znode must not take a nimbus down.
+// A child whose payload does not decode is kept with a nil payload and
+// logged, never fatal: one corrupt znode must not take a nimbus down, and
+// readers still see that the child exists.
 type DirCache[M proto.Message] struct {
 	sess   *Session
 	dir    string
@@ -53,8 +54,9 @@ func NewDirCache[M proto.Message](sess *Session, dir string, newMsg func() M, lo
 	return c
 }
 
-// Snapshot returns the current children by name. The map and its messages
-// are shared and must not be modified.
+// Snapshot returns the current children by name; a payload is nil when it
+// does not decode. The map and its messages are shared and must not be
+// modified.
 func (c *DirCache[M]) Snapshot() map[string]M { return *c.snap.Load() }
 
 // Loaded is closed once the directory has been read completely.
@@ -68,8 +70,12 @@ func (c *DirCache[M]) Changed() <-chan struct{} {
 }
 
 // watchFired says which watch fired: the directory's (child == "") or a
-// child's.
-type watchFired struct{ child string }
+// child's, and which generation of that child's watch, so an event that
+// arrives after its child was dropped and re-listed is recognised as stale.
+type watchFired struct {
+	child string
+	gen   uint64
+}
 
 // Run keeps the cache current until ctx ends. It returns ctx's error.
 func (c *DirCache[M]) Run(ctx context.Context) error {
@@ -79,12 +85,12 @@ func (c *DirCache[M]) Run(ctx context.Context) error {
 	defer cancel()
 
 	fired := make(chan watchFired, 64)
-	forward := func(ch <-chan zk.Event, child string) {
+	forward := func(ch <-chan zk.Event, f watchFired) {
 		forwarders.Go(func() {
 			select {
 			case <-ch:
 				select {
-				case fired <- watchFired{child}:
+				case fired <- f:
 				case <-ctx.Done():
 				}
 			case <-ctx.Done():
@@ -95,7 +101,8 @@ func (c *DirCache[M]) Run(ctx context.Context) error {
 	conn := c.sess.Conn()
 	var (
 		dirWatched   bool
-		childWatched = map[string]bool{}
+		childWatched = map[string]uint64{} // armed watches, by generation
+		gen          uint64
 		current      = map[string]M{}
 		listed       []string
 	)
@@ -114,7 +121,7 @@ func (c *DirCache[M]) Run(ctx context.Context) error {
 					return err
 				}
 				dirWatched, listed, dirty = true, children, true
-				forward(ch, "")
+				forward(ch, watchFired{})
 				alive := make(map[string]bool, len(children))
 				for _, name := range children {
 					alive[name] = true
@@ -132,7 +139,7 @@ func (c *DirCache[M]) Run(ctx context.Context) error {
 			}
 			for i := 0; i < len(listed); i++ {
 				name := listed[i]
-				if childWatched[name] {
+				if _, armed := childWatched[name]; armed {
 					continue
 				}
 				p := c.dir + "/" + name
@@ -149,15 +156,16 @@ func (c *DirCache[M]) Run(ctx context.Context) error {
 				if err != nil {
 					return err
 				}
-				childWatched[name] = true
-				forward(ch, name)
+				gen++
+				childWatched[name] = gen
+				forward(ch, watchFired{name, gen})
 				m := c.newMsg()
 				if err := Decode(p, data, m); err != nil {
-					c.log.Warn("skipping undecodable node", "path", p, "err", err)
-					delete(current, name)
-				} else {
-					current[name] = m
+					c.log.Warn("undecodable node", "path", p, "err", err)
+					var none M
+					m = none
 				}
+				current[name] = m
 				dirty = true
 			}
 			return nil
@@ -195,14 +203,16 @@ func (c *DirCache[M]) Run(ctx context.Context) error {
 	}
 }
 
-func (c *DirCache[M]) markFired(f watchFired, dirWatched *bool, childWatched map[string]bool) {
+func (c *DirCache[M]) markFired(f watchFired, dirWatched *bool, childWatched map[string]uint64) {
 	if f.child == "" {
 		*dirWatched = false
 		// A relist re-arms the children it finds gone or new; children
 		// watched before keep their watches.
 		return
 	}
-	childWatched[f.child] = false
+	if childWatched[f.child] == f.gen {
+		delete(childWatched, f.child)
+	}
 }
 
 func (c *DirCache[M]) publish(current map[string]M) {

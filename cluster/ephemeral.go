@@ -59,9 +59,13 @@ func KeepEphemeral(ctx context.Context, sess *Session, p string, data []byte, lo
 			break
 		}
 	}
-	// Best effort: if this fails the node goes with the session.
-	if err := conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
-		log.Debug("cannot delete ephemeral node", "path", p, "err", err)
+	// Only while connected: a request to an unreachable ZooKeeper can
+	// block for several session timeouts. The node goes with the session
+	// anyway.
+	if state, _, _ := sess.State(); state == zk.StateHasSession {
+		if err := conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			log.Debug("cannot delete ephemeral node", "path", p, "err", err)
+		}
 	}
 }
 

@@ -31,23 +31,20 @@ func (p Paths) Assignments() string { return p.Root + "/assignments" }
 // Supervisors is the directory where every live supervisor registers.
 func (p Paths) Supervisors() string { return p.Root + "/supervisors" }
 
-// lockNodeSuffix precedes the sequence number of a lock node:
+// LockNodeSuffix precedes the sequence number of a lock node:
 // <protected-prefix>-lock-<seq>.
-const lockNodeSuffix = "lock-"
-
-// LockNodePrefix is what an election passes to a sequential create.
-func (p Paths) LockNodePrefix() string { return p.LeaderLock() + "/" + lockNodeSuffix }
+const LockNodeSuffix = "lock-"
 
 // LockSeq parses the sequence number of a lock node's name. ZooKeeper
 // appends ten digits; they run out at 2^31-1, which a cluster will not
 // reach by elections alone.
 func LockSeq(name string) (int64, error) {
 	name = path.Base(name)
-	i := strings.LastIndex(name, lockNodeSuffix)
+	i := strings.LastIndex(name, LockNodeSuffix)
 	if i < 0 {
 		return 0, fmt.Errorf("cluster: %q is not a lock node", name)
 	}
-	seq, err := strconv.ParseInt(name[i+len(lockNodeSuffix):], 10, 64)
+	seq, err := strconv.ParseInt(name[i+len(LockNodeSuffix):], 10, 64)
 	if err != nil || seq < 0 {
 		return 0, fmt.Errorf("cluster: %q is not a lock node: bad sequence", name)
 	}

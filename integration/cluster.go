@@ -23,10 +23,14 @@ import (
 // Binaries are the daemons a test run builds once.
 type Binaries struct{ Dir string }
 
-// Build compiles the daemons into dir, with the race detector so that the
-// processes under test are checked too.
-func Build(dir string) (Binaries, error) {
-	cmd := exec.Command("go", "build", "-race", "-o", dir+"/", "./cmd/...")
+// Build compiles the daemons into dir; tests build with the race detector
+// so that the processes under test are checked too, benchmarks without.
+func Build(dir string, race bool) (Binaries, error) {
+	args := []string{"build", "-o", dir + "/"}
+	if race {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command("go", append(args, "./cmd/...")...)
 	cmd.Dir = moduleRoot()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return Binaries{}, fmt.Errorf("build: %v\n%s", err, out)

@@ -2,10 +2,13 @@ package leader
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"path"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,11 +42,12 @@ type Election struct {
 	cfg Config
 	log *slog.Logger
 
-	mu      sync.Mutex
-	queued  bool   // whether to be in the queue
-	node    string // the lock node this process holds, if any
-	current *Term
-	changed chan struct{} // closed when any of the above changes
+	mu       sync.Mutex
+	queued   bool   // whether to be in the queue
+	queueGen uint64 // counts Queue calls
+	node     string // the lock node this process holds, if any
+	current  *Term
+	changed  chan struct{} // closed when any of the above changes
 }
 
 // New returns an election that is not yet queued.
@@ -60,7 +64,18 @@ func New(cfg Config) *Election {
 
 // Queue puts this nimbus in the leader-lock queue (a no-op if it is in
 // already). It does not block.
-func (e *Election) Queue() { e.update(func() { e.queued = true }) }
+func (e *Election) Queue() {
+	e.update(func() {
+		e.queued = true
+		e.queueGen++
+	})
+}
+
+func (e *Election) queueGeneration() uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.queueGen
+}
 
 // Leave takes this nimbus out of the queue: the current term, if any, ends
 // and the lock node is deleted at once, so the next candidate leads
@@ -136,30 +151,26 @@ func (e *Election) snapshot() (queued bool, changed <-chan struct{}) {
 	return e.queued, e.changed
 }
 
-// Run takes part in the election until ctx ends; then it ends any term,
-// deletes its lock node (best effort) and returns ctx's error.
+// Run takes part in the election until ctx ends, then returns ctx's
+// error. A lock node still held then goes with the session, which the
+// caller closes; call Leave first for an immediate hand-over.
 func (e *Election) Run(ctx context.Context) error {
 	sess := e.cfg.Session
 	conn := sess.Conn()
 	lockDir := sess.Paths().LeaderLock()
 	var (
 		node        string // our lock node, "" when we hold none
-		nodeSession int64  // the session that created it
+		nodeSession int64  // the session that owns it: its ephemeral owner
+		guid        string // protected-create id of a node not yet found
 		pred        string // the predecessor we watch
 		predWatch   <-chan zk.Event
+		ownWatch    <-chan zk.Event // on node; kept across terms
 	)
-	setNode := func(n string, sid int64) {
-		node, nodeSession = n, sid
+	setNode := func(n string, owner int64) {
+		node, nodeSession, pred, predWatch, ownWatch = n, owner, "", nil, nil
 		e.update(func() { e.node = n })
 	}
-	defer func() {
-		if node != "" {
-			if err := conn.Delete(node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
-				e.log.Debug("cannot delete lock node; it goes with the session", "node", node, "err", err)
-			}
-			setNode("", 0)
-		}
-	}()
+	defer e.update(func() { e.node = "" })
 
 	for {
 		if ctx.Err() != nil {
@@ -167,6 +178,7 @@ func (e *Election) Run(ctx context.Context) error {
 		}
 		queued, wake := e.snapshot()
 		state, sid, sessChanged := sess.State()
+		hasSession := state == zk.StateHasSession && sid != 0
 		var retry <-chan time.Time
 		wait := func() {
 			select {
@@ -178,65 +190,66 @@ func (e *Election) Run(ctx context.Context) error {
 				pred, predWatch = "", nil
 			}
 		}
-		hasSession := state == zk.StateHasSession && sid != 0
-
-		// A node of an expired session is gone with it.
-		if node != "" && hasSession && sid != nodeSession {
-			e.log.Info("session expired; lock node lost", "node", node)
-			setNode("", 0)
-			pred, predWatch = "", nil
-		}
-
-		if !queued {
-			if node != "" && hasSession {
-				if err := conn.Delete(node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
-					e.log.Warn("cannot delete lock node; retrying", "node", node, "err", err)
-					retry = time.After(retryDelay)
-				} else {
-					e.log.Info("left the leader queue", "node", node)
-					setNode("", 0)
-					pred, predWatch = "", nil
-					continue
-				}
-			}
+		failed := func(msg string, err error) {
+			e.log.Warn(msg, "err", err)
+			retry = time.After(retryDelay)
 			wait()
-			continue
 		}
 		if !hasSession {
 			wait()
 			continue
 		}
+		// ZooKeeper deleted the node with the session that owned it.
+		if node != "" && sid != nodeSession {
+			e.log.Info("session expired; lock node lost", "node", node)
+			setNode("", 0)
+		}
+		// A create whose answer was lost may have made a node: find it by
+		// its protected id before anything else, so none is orphaned.
+		if node == "" && guid != "" {
+			n, owner, err := findProtected(conn, lockDir, guid)
+			if err != nil {
+				failed("cannot look for our lock node; retrying", err)
+				continue
+			}
+			guid = ""
+			if n != "" {
+				setNode(n, owner)
+			}
+		}
+
+		if !queued {
+			if node != "" {
+				if err := conn.Delete(node, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+					failed("cannot delete lock node; retrying", err)
+					continue
+				}
+				e.log.Info("left the leader queue", "node", node)
+				setNode("", 0)
+				continue
+			}
+			wait()
+			continue
+		}
 
 		if node == "" {
-			data := cluster.Encode(&clusterv1.NimbusInfo{Host: e.cfg.Self.GetHost(), Port: e.cfg.Self.GetPort()})
-			if err := cluster.EnsurePath(conn, lockDir); err != nil {
-				e.log.Warn("cannot create leader-lock directory; retrying", "err", err)
-				retry = time.After(retryDelay)
-				wait()
-				continue
-			}
-			created, err := conn.CreateProtectedEphemeralSequential(sess.Paths().LockNodePrefix(), data, zk.WorldACL(zk.PermAll))
+			guid = newGUID()
+			n, owner, err := createProtected(conn, lockDir, guid, e.cfg.Self)
 			if err != nil {
-				e.log.Warn("cannot join the leader queue; retrying", "err", err)
-				retry = time.After(retryDelay)
-				wait()
+				failed("cannot join the leader queue; retrying", err)
 				continue
 			}
-			setNode(created, sid)
-			e.log.Info("joined the leader queue", "node", created)
+			guid = ""
+			setNode(n, owner)
+			e.log.Info("joined the leader queue", "node", n)
 		}
 
 		children, _, err := conn.Children(lockDir)
 		if err != nil {
-			retry = time.After(retryDelay)
-			wait()
+			failed("cannot list the leader queue; retrying", err)
 			continue
 		}
-		queue := make(map[string]*clusterv1.NimbusInfo, len(children))
-		for _, c := range children {
-			queue[c] = nil
-		}
-		order := cluster.Queue(queue)
+		order := cluster.LockOrder(children)
 		me := -1
 		for i, entry := range order {
 			if lockDir+"/"+entry.Name == node {
@@ -250,16 +263,18 @@ func (e *Election) Run(ctx context.Context) error {
 			setNode("", 0)
 		case me == 0:
 			pred, predWatch = "", nil
-			e.lead(ctx, node, order[0].Epoch(), nodeSession)
+			ownWatch = e.lead(ctx, node, order[0].Epoch(), nodeSession, ownWatch)
 		default:
 			p := lockDir + "/" + order[me-1].Name
 			if p != pred || predWatch == nil {
-				ok, _, w, err := conn.ExistsW(p)
-				if err != nil {
+				// GetW, not ExistsW: it leaves no watch on a missing node.
+				_, _, w, err := conn.GetW(p)
+				switch {
+				case errors.Is(err, zk.ErrNoNode):
+					continue // gone already: look again
+				case err != nil:
 					retry = time.After(retryDelay)
-				} else if !ok {
-					continue // predecessor already gone: look again
-				} else {
+				default:
 					pred, predWatch = p, w
 				}
 			}
@@ -268,21 +283,88 @@ func (e *Election) Run(ctx context.Context) error {
 	}
 }
 
-// lead runs one term. It returns when the term ends: ctx ends, the session
-// leaves the connected state or changes, the lock node is deleted, this
-// nimbus leaves the queue, or it is not eligible.
-func (e *Election) lead(ctx context.Context, node string, epoch, sid int64) {
-	sess := e.cfg.Session
-	if e.cfg.Eligible != nil {
-		if err := e.cfg.Eligible(); err != nil {
-			e.log.Warn("won the leader lock but may not lead; giving it back", "err", err, "epoch", epoch)
-			e.update(func() { e.queued = false })
-			return
+// protectedPrefix marks lock nodes with a creation id, as Curator and
+// go-zookeeper do, so a create whose answer was lost can be found.
+const protectedPrefix = "_c_"
+
+func newGUID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on Linux
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// createProtected creates our lock node with id guid, or finds it if an
+// earlier attempt made it, and returns its path and owning session.
+func createProtected(conn *zk.Conn, dir, guid string, self *clusterv1.NimbusInfo) (string, int64, error) {
+	if err := cluster.EnsurePath(conn, dir); err != nil {
+		return "", 0, err
+	}
+	data := cluster.Encode(&clusterv1.NimbusInfo{Host: self.GetHost(), Port: self.GetPort()})
+	created, err := conn.Create(dir+"/"+protectedPrefix+guid+"-"+cluster.LockNodeSuffix, data,
+		zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+	if err != nil {
+		return "", 0, err
+	}
+	_, stat, err := conn.Get(created)
+	if err != nil {
+		return "", 0, err
+	}
+	return created, stat.EphemeralOwner, nil
+}
+
+// findProtected returns the lock node with id guid and its owner, or ""
+// if there is none.
+func findProtected(conn *zk.Conn, dir, guid string) (string, int64, error) {
+	children, _, err := conn.Children(dir)
+	if errors.Is(err, zk.ErrNoNode) {
+		return "", 0, nil
+	}
+	if err != nil {
+		return "", 0, err
+	}
+	for _, c := range children {
+		if strings.HasPrefix(c, protectedPrefix+guid+"-") {
+			_, stat, err := conn.Get(dir + "/" + c)
+			if errors.Is(err, zk.ErrNoNode) {
+				return "", 0, nil
+			}
+			if err != nil {
+				return "", 0, err
+			}
+			return dir + "/" + c, stat.EphemeralOwner, nil
 		}
 	}
-	ok, _, nodeWatch, err := sess.Conn().ExistsW(node)
-	if err != nil || !ok {
-		return
+	return "", 0, nil
+}
+
+// lead runs one term on node, watched through ownWatch (armed here if
+// nil). It returns when the term ends: ctx ends, the session leaves the
+// connected state or changes, the node is deleted, this nimbus leaves the
+// queue, or it is not eligible. It returns the watch on node if that is
+// still armed, so reconnections don't pile watches up.
+func (e *Election) lead(ctx context.Context, node string, epoch, sid int64, ownWatch <-chan zk.Event) <-chan zk.Event {
+	sess := e.cfg.Session
+	if e.cfg.Eligible != nil {
+		gen := e.queueGeneration()
+		if err := e.cfg.Eligible(); err != nil {
+			e.log.Warn("won the leader lock but may not lead; giving it back", "err", err, "epoch", epoch)
+			// A Queue call made meanwhile wins: it came after the check.
+			e.update(func() {
+				if e.queueGen == gen {
+					e.queued = false
+				}
+			})
+			return ownWatch
+		}
+	}
+	if ownWatch == nil {
+		_, _, w, err := sess.Conn().GetW(node)
+		if err != nil {
+			return nil
+		}
+		ownWatch = w
 	}
 	tctx, cancel := context.WithCancel(ctx)
 	t := &Term{ctx: tctx, cancel: cancel, sess: sess, node: node, epoch: epoch}
@@ -304,15 +386,19 @@ func (e *Election) lead(ctx context.Context, node string, epoch, sid int64) {
 			select {
 			case <-ctx.Done():
 				return "stopping"
-			case ev := <-nodeWatch:
+			case <-tctx.Done():
+				return "a write was fenced"
+			case ev := <-ownWatch:
+				ownWatch = nil
 				if ev.Type == zk.EventNodeDeleted {
 					return "lock node deleted"
 				}
-				// Any other event (data changed, watch invalidated): re-arm.
-				ok, _, nodeWatch, err = sess.Conn().ExistsW(node)
-				if err != nil || !ok {
+				// Data changed or the watch was dropped: re-arm.
+				_, _, w, err := sess.Conn().GetW(node)
+				if err != nil {
 					return "lock node lost"
 				}
+				ownWatch = w
 			case <-wake:
 			case <-sessChanged:
 			}
@@ -321,4 +407,5 @@ func (e *Election) lead(ctx context.Context, node string, epoch, sid int64) {
 	cancel()
 	e.update(func() { e.current = nil })
 	e.log.Info("leadership ended", "epoch", epoch, "reason", reason)
+	return ownWatch
 }

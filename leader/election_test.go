@@ -215,6 +215,12 @@ func TestExpiredLeaderIsFencedAndRequeues(t *testing.T) {
 	if !errors.Is(err, leader.ErrFenced) {
 		t.Fatalf("write with the expired term: err = %v, want ErrFenced", err)
 	}
+	// ZooKeeper itself rejects it too: a process paused through its expiry
+	// would not have seen its term end.
+	_, err = leader.FencedMulti(old.sess.Conn(), oldTerm.Node(), &zk.SetDataRequest{Path: "/storm/fenced", Data: []byte("stale"), Version: -1})
+	if !errors.Is(err, leader.ErrFenced) {
+		t.Fatalf("write through the expired lock node: err = %v, want ErrFenced", err)
+	}
 	data, _, err := newLeader.sess.Conn().Get("/storm/fenced")
 	if err != nil || string(data) != "v1" {
 		t.Fatalf("fenced node = %q, %v; want v1 unchanged", data, err)

@@ -37,22 +37,36 @@ func (t *Term) Epoch() int64 { return t.epoch }
 // Node is the path of the term's lock node.
 func (t *Term) Node() string { return t.node }
 
-// Multi applies ops atomically, only if the term's lock node still exists:
-// its first operation is a check on that node. It fails with ErrFenced when
-// the node is gone, whatever this process believes about its term; the
-// check runs in ZooKeeper, so a cancelled context is not consulted.
-//
-// Version -1 checks existence only: the node's version is not ours to
-// guard, and its existence alone proves the session that won the lock is
-// alive and still first in the queue (lower nodes can never reappear).
+// Multi applies ops atomically while the term lasts. It fails with
+// ErrFenced, writing nothing, when the term has ended, and when ZooKeeper
+// finds the term's lock node gone: its first operation is a check on that
+// node, so a deposed leader is stopped by ZooKeeper itself, whatever this
+// process believes (say it was paused and has not yet seen its session
+// expire). A fenced write ends the term at once.
 func (t *Term) Multi(ops ...any) ([]zk.MultiResponse, error) {
+	if t.ctx.Err() != nil {
+		return nil, fmt.Errorf("%w (epoch %d ended)", ErrFenced, t.epoch)
+	}
+	res, err := fencedMulti(t.sess.Conn(), t.node, ops...)
+	if errors.Is(err, ErrFenced) {
+		t.cancel()
+		return nil, fmt.Errorf("%w (epoch %d)", err, t.epoch)
+	}
+	return res, err
+}
+
+// fencedMulti applies ops only if the lock node exists. Version -1 checks
+// existence only: the node's version is not ours to guard, and its
+// existence alone proves that the session that won the lock is alive and
+// still first in the queue (lower nodes can never reappear).
+func fencedMulti(conn *zk.Conn, lockNode string, ops ...any) ([]zk.MultiResponse, error) {
 	all := make([]any, 0, len(ops)+1)
-	all = append(all, &zk.CheckVersionRequest{Path: t.node, Version: -1})
+	all = append(all, &zk.CheckVersionRequest{Path: lockNode, Version: -1})
 	all = append(all, ops...)
-	res, err := t.sess.Conn().Multi(all...)
+	res, err := conn.Multi(all...)
 	if len(res) > 0 && res[0].Error != nil {
 		if errors.Is(res[0].Error, zk.ErrNoNode) {
-			return nil, fmt.Errorf("%w (epoch %d)", ErrFenced, t.epoch)
+			return nil, ErrFenced
 		}
 		return nil, fmt.Errorf("leader: fence check: %w", res[0].Error)
 	}

@@ -60,8 +60,13 @@ func toStatus(err error) error {
 		return st.Err()
 	case errors.Is(err, ErrNoLeader), errors.Is(err, ErrNotReady),
 		errors.Is(err, leader.ErrFenced),
-		errors.Is(err, zk.ErrNoServer), errors.Is(err, zk.ErrConnectionClosed):
+		errors.Is(err, zk.ErrNoServer), errors.Is(err, zk.ErrSessionExpired), errors.Is(err, zk.ErrClosing):
+		// Nothing was written: safe to retry.
 		return status.Error(codes.Unavailable, err.Error())
+	case errors.Is(err, zk.ErrConnectionClosed):
+		// The request was sent and its answer lost: it may have been
+		// applied, so the client must not retry blindly.
+		return status.Error(codes.Unknown, "outcome unknown: "+err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.Error(codes.DeadlineExceeded, err.Error())
 	case errors.Is(err, context.Canceled):

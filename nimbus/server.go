@@ -120,8 +120,8 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	v := &view{
-		nimbuses: cluster.NewNimbusCache(s.sess, s.base),
-		locks:    cluster.NewLockCache(s.sess, s.base),
+		nimbuses: cluster.NewNimbusInfoCache(s.sess, s.sess.Paths().Nimbuses(), s.base),
+		locks:    cluster.NewNimbusInfoCache(s.sess, s.sess.Paths().LeaderLock(), s.base),
 		now:      time.Now,
 	}
 	s.election = leader.New(leader.Config{Session: s.sess, Self: s.self, Logger: s.base})
@@ -183,7 +183,6 @@ func (s *Server) Start(ctx context.Context) (err error) {
 // caches and this nimbus's own term, and logs leader changes it sees.
 func (s *Server) watchStatus(ctx context.Context, v *view, m *metrics) {
 	var lastEpoch int64 // zero: no leader seen yet
-	nimbusesLoaded, locksLoaded := v.nimbuses.Loaded(), v.locks.Loaded()
 	for {
 		state, _, sessChanged := s.sess.State()
 		connected := state == zk.StateHasSession
@@ -211,11 +210,8 @@ func (s *Server) watchStatus(ctx context.Context, v *view, m *metrics) {
 			return
 		case <-sessChanged:
 		case <-s.election.Changed():
-		case <-v.locks.Changed():
-		case <-nimbusesLoaded:
-			nimbusesLoaded = nil
-		case <-locksLoaded:
-			locksLoaded = nil
+		case <-v.locks.Changed(): // also closed when a cache loads
+		case <-v.nimbuses.Changed():
 		}
 	}
 }

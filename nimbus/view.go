@@ -12,16 +12,16 @@ import (
 // view answers read RPCs from the watch-maintained caches: no request
 // costs a ZooKeeper read.
 type view struct {
-	nimbuses *cluster.DirCache[*clusterv1.NimbusInfo] // /nimbuses
-	locks    *cluster.DirCache[*clusterv1.NimbusInfo] // /leader-lock
+	nimbuses *cluster.DirCache[*clusterv1.NimbusInfo] // /nimbuses, by host:port
+	locks    *cluster.DirCache[*clusterv1.NimbusInfo] // /leader-lock, by node name
 	now      func() time.Time
 }
 
 // leader returns the head of the lock queue and its epoch.
 func (v *view) leader() (*clusterv1.NimbusInfo, int64, bool) {
 	q := cluster.Queue(v.locks.Snapshot())
-	if len(q) == 0 {
-		return nil, 0, false
+	if len(q) == 0 || q[0].Info == nil {
+		return nil, 0, false // none, or the head's payload is unreadable
 	}
 	return q[0].Info, q[0].Epoch(), true
 }
@@ -49,6 +49,9 @@ func (v *view) nimbusSummaries() []*nimbusv1.NimbusSummary {
 	regs := v.nimbuses.Snapshot()
 	out := make([]*nimbusv1.NimbusSummary, 0, len(regs)+1)
 	for addr, reg := range regs {
+		if reg == nil {
+			continue // undecodable registration, logged by the cache
+		}
 		s := v.summary(reg, reg)
 		if addr == leaderAddr {
 			s.IsLeader, s.Epoch = true, epoch
