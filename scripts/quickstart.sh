@@ -77,7 +77,12 @@ CFG
   done
   local seedlist
   seedlist=$(IFS=,; echo "${seeds[*]}")
-  for _ in $(seq 100); do bin/stormctl --seeds "$seedlist" leader >/dev/null 2>&1 && break; sleep 0.1; done
+  # Ready when a leader is elected and every nimbus is registered.
+  for _ in $(seq 100); do
+    [ "$(bin/stormctl --seeds "$seedlist" nimbuses 2>/dev/null | grep -c '127.0.0.1')" = "${#NIMBUS_PORTS[@]}" ] &&
+      bin/stormctl --seeds "$seedlist" leader >/dev/null 2>&1 && break
+    sleep 0.1
+  done
   echo
   bin/stormctl --seeds "$seedlist" cluster
   cat <<MSG
