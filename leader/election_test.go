@@ -127,6 +127,10 @@ func TestExactlyOneLeaderAndItHandsOverOnLeave(t *testing.T) {
 		}
 	}
 	second := waitOneLeader(t, rest, sessionTimeout/2)
+	awaited, err := second.election.Await(ctx)
+	if err != nil || awaited != second.election.Current() {
+		t.Fatalf("Await = %v, %v; want the live term", awaited, err)
+	}
 	if e := second.election.Current().Epoch(); e <= term.Epoch() {
 		t.Fatalf("new epoch %d not above old %d", e, term.Epoch())
 	}
