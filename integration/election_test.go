@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/nimbusha/nimbus/internal/testenv"
@@ -182,25 +181,7 @@ func TestRestartedNimbusRejoinsOnTheSameAddress(t *testing.T) {
 
 	// It is registered by its new session, and once the old session
 	// expires the queue holds exactly the three live nimbuses.
-	conn, _, err := zk.Connect([]string{z.Addr()}, 5*time.Second, zk.WithLogInfo(false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	testenv.WaitFor(t, 15*time.Second, "the queue holds the three live nimbuses", func() error {
-		locks, _, err := conn.Children("/storm/leader-lock")
-		if err != nil {
-			return err
-		}
-		regs, _, err := conn.Children("/storm/nimbuses")
-		if err != nil {
-			return err
-		}
-		if len(locks) != 3 || len(regs) != 3 {
-			return fmt.Errorf("%d lock nodes and %d registrations, want 3 and 3", len(locks), len(regs))
-		}
-		return nil
-	})
+	waitQueued(t, []string{z.Addr()}, 3, 15*time.Second)
 	resp, err := c.API(restarted).GetClusterInfo(t.Context(), &nimbusv1.GetClusterInfoRequest{})
 	if err != nil {
 		t.Fatal(err)

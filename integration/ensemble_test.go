@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/nimbusha/nimbus/internal/testenv"
@@ -70,25 +69,7 @@ func TestQuorumLossThenRecoveryLeavesExactlyOneLeader(t *testing.T) {
 		return nil
 	})
 	waitLeader(t, c, ps, 30*time.Second)
-	conn, _, err := zk.Connect(e.Addrs(), 5*time.Second, zk.WithLogInfo(false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	testenv.WaitFor(t, 30*time.Second, "all three nimbuses queued and registered", func() error {
-		locks, _, err := conn.Children("/storm/leader-lock")
-		if err != nil {
-			return err
-		}
-		regs, _, err := conn.Children("/storm/nimbuses")
-		if err != nil {
-			return err
-		}
-		if len(locks) != 3 || len(regs) != 3 {
-			return fmt.Errorf("%d lock nodes, %d registrations; want 3 and 3", len(locks), len(regs))
-		}
-		return nil
-	})
+	waitQueued(t, e.Addrs(), 3, 30*time.Second)
 	if n := actingLeaders(c, ps); n != 1 {
 		t.Fatalf("%d nimbuses act as leader, want 1", n)
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/nimbusha/nimbus/internal/testenv"
 )
 
@@ -85,4 +87,29 @@ func without(ps []*Process, drop *Process) []*Process {
 		}
 	}
 	return out
+}
+
+// waitQueued waits until exactly n nimbuses are registered and queued for
+// leadership: no stale node of a dead session left, nobody stuck outside.
+func waitQueued(t *testing.T, zkAddrs []string, n int, timeout time.Duration) {
+	t.Helper()
+	conn, _, err := zk.Connect(zkAddrs, 5*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	testenv.WaitFor(t, timeout, fmt.Sprintf("%d nimbuses registered and queued", n), func() error {
+		locks, _, err := conn.Children("/storm/leader-lock")
+		if err != nil {
+			return err
+		}
+		regs, _, err := conn.Children("/storm/nimbuses")
+		if err != nil {
+			return err
+		}
+		if len(locks) != n || len(regs) != n {
+			return fmt.Errorf("%d lock nodes and %d registrations", len(locks), len(regs))
+		}
+		return nil
+	})
 }
