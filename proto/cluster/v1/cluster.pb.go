@@ -482,6 +482,72 @@ func (x *CodeMeta) GetBackendMeta() []byte {
 	return nil
 }
 
+// CodeDistribution is the payload of /code-distributor/<topology-id>: the
+// leader created it to have every nimbus fetch the code with this digest.
+// It exists before /storms/<topology-id> (written once enough nimbuses
+// hold the code) and outlives it until the kill's cleanup.
+type CodeDistribution struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	CodeMetaDigest []byte                 `protobuf:"bytes,1,opt,name=code_meta_digest,json=codeMetaDigest,proto3" json:"code_meta_digest,omitempty"`
+	// The epoch of the leader that created it; a later leader removes
+	// distributions of submissions that never committed.
+	Epoch         int64 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	CreatedUnixMs int64 `protobuf:"varint,3,opt,name=created_unix_ms,json=createdUnixMs,proto3" json:"created_unix_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CodeDistribution) Reset() {
+	*x = CodeDistribution{}
+	mi := &file_cluster_v1_cluster_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CodeDistribution) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CodeDistribution) ProtoMessage() {}
+
+func (x *CodeDistribution) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_v1_cluster_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CodeDistribution.ProtoReflect.Descriptor instead.
+func (*CodeDistribution) Descriptor() ([]byte, []int) {
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *CodeDistribution) GetCodeMetaDigest() []byte {
+	if x != nil {
+		return x.CodeMetaDigest
+	}
+	return nil
+}
+
+func (x *CodeDistribution) GetEpoch() int64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *CodeDistribution) GetCreatedUnixMs() int64 {
+	if x != nil {
+		return x.CreatedUnixMs
+	}
+	return 0
+}
+
 // ReplicaInfo is the payload of /code-distributor/<topology-id>/<host:port>:
 // that nimbus holds, verified, the code whose meta has this digest.
 type ReplicaInfo struct {
@@ -495,7 +561,7 @@ type ReplicaInfo struct {
 
 func (x *ReplicaInfo) Reset() {
 	*x = ReplicaInfo{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[5]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -507,7 +573,7 @@ func (x *ReplicaInfo) String() string {
 func (*ReplicaInfo) ProtoMessage() {}
 
 func (x *ReplicaInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[5]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -520,7 +586,7 @@ func (x *ReplicaInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaInfo.ProtoReflect.Descriptor instead.
 func (*ReplicaInfo) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{5}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ReplicaInfo) GetHost() string {
@@ -556,7 +622,7 @@ type Executor struct {
 
 func (x *Executor) Reset() {
 	*x = Executor{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[6]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -568,7 +634,7 @@ func (x *Executor) String() string {
 func (*Executor) ProtoMessage() {}
 
 func (x *Executor) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[6]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -581,7 +647,7 @@ func (x *Executor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Executor.ProtoReflect.Descriptor instead.
 func (*Executor) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{6}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Executor) GetComponentId() string {
@@ -616,7 +682,7 @@ type Slot struct {
 
 func (x *Slot) Reset() {
 	*x = Slot{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[7]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -628,7 +694,7 @@ func (x *Slot) String() string {
 func (*Slot) ProtoMessage() {}
 
 func (x *Slot) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[7]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -641,7 +707,7 @@ func (x *Slot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Slot.ProtoReflect.Descriptor instead.
 func (*Slot) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{7}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Slot) GetSupervisorId() string {
@@ -670,7 +736,7 @@ type ExecutorAssignment struct {
 
 func (x *ExecutorAssignment) Reset() {
 	*x = ExecutorAssignment{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[8]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -682,7 +748,7 @@ func (x *ExecutorAssignment) String() string {
 func (*ExecutorAssignment) ProtoMessage() {}
 
 func (x *ExecutorAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[8]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -695,7 +761,7 @@ func (x *ExecutorAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutorAssignment.ProtoReflect.Descriptor instead.
 func (*ExecutorAssignment) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{8}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ExecutorAssignment) GetExecutor() *Executor {
@@ -733,7 +799,7 @@ type Assignment struct {
 
 func (x *Assignment) Reset() {
 	*x = Assignment{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[9]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -745,7 +811,7 @@ func (x *Assignment) String() string {
 func (*Assignment) ProtoMessage() {}
 
 func (x *Assignment) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[9]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -758,7 +824,7 @@ func (x *Assignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignment.ProtoReflect.Descriptor instead.
 func (*Assignment) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{9}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Assignment) GetExecutors() []*ExecutorAssignment {
@@ -805,7 +871,7 @@ type WorkerState struct {
 
 func (x *WorkerState) Reset() {
 	*x = WorkerState{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[10]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -817,7 +883,7 @@ func (x *WorkerState) String() string {
 func (*WorkerState) ProtoMessage() {}
 
 func (x *WorkerState) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[10]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -830,7 +896,7 @@ func (x *WorkerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerState.ProtoReflect.Descriptor instead.
 func (*WorkerState) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{10}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *WorkerState) GetTopologyId() string {
@@ -894,7 +960,7 @@ type SupervisorInfo struct {
 
 func (x *SupervisorInfo) Reset() {
 	*x = SupervisorInfo{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[11]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -906,7 +972,7 @@ func (x *SupervisorInfo) String() string {
 func (*SupervisorInfo) ProtoMessage() {}
 
 func (x *SupervisorInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[11]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -919,7 +985,7 @@ func (x *SupervisorInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SupervisorInfo.ProtoReflect.Descriptor instead.
 func (*SupervisorInfo) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{11}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SupervisorInfo) GetSupervisorId() string {
@@ -1031,7 +1097,11 @@ const file_cluster_v1_cluster_proto_rawDesc = "" +
 	"topologyId\x12 \n" +
 	"\vdistributor\x18\x02 \x01(\tR\vdistributor\x12*\n" +
 	"\x05files\x18\x03 \x03(\v2\x14.cluster.v1.CodeFileR\x05files\x12!\n" +
-	"\fbackend_meta\x18\x04 \x01(\fR\vbackendMeta\"_\n" +
+	"\fbackend_meta\x18\x04 \x01(\fR\vbackendMeta\"z\n" +
+	"\x10CodeDistribution\x12(\n" +
+	"\x10code_meta_digest\x18\x01 \x01(\fR\x0ecodeMetaDigest\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\x12&\n" +
+	"\x0fcreated_unix_ms\x18\x03 \x01(\x03R\rcreatedUnixMs\"_\n" +
 	"\vReplicaInfo\x12\x12\n" +
 	"\x04host\x18\x01 \x01(\tR\x04host\x12\x12\n" +
 	"\x04port\x18\x02 \x01(\x05R\x04port\x12(\n" +
@@ -1098,7 +1168,7 @@ func file_cluster_v1_cluster_proto_rawDescGZIP() []byte {
 }
 
 var file_cluster_v1_cluster_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_cluster_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_cluster_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_cluster_v1_cluster_proto_goTypes = []any{
 	(TopologyStatus)(0),        // 0: cluster.v1.TopologyStatus
 	(*NimbusInfo)(nil),         // 1: cluster.v1.NimbusInfo
@@ -1106,29 +1176,30 @@ var file_cluster_v1_cluster_proto_goTypes = []any{
 	(*RebalancePlan)(nil),      // 3: cluster.v1.RebalancePlan
 	(*CodeFile)(nil),           // 4: cluster.v1.CodeFile
 	(*CodeMeta)(nil),           // 5: cluster.v1.CodeMeta
-	(*ReplicaInfo)(nil),        // 6: cluster.v1.ReplicaInfo
-	(*Executor)(nil),           // 7: cluster.v1.Executor
-	(*Slot)(nil),               // 8: cluster.v1.Slot
-	(*ExecutorAssignment)(nil), // 9: cluster.v1.ExecutorAssignment
-	(*Assignment)(nil),         // 10: cluster.v1.Assignment
-	(*WorkerState)(nil),        // 11: cluster.v1.WorkerState
-	(*SupervisorInfo)(nil),     // 12: cluster.v1.SupervisorInfo
-	nil,                        // 13: cluster.v1.StormBase.ComponentExecutorsEntry
-	nil,                        // 14: cluster.v1.RebalancePlan.ComponentExecutorsEntry
-	nil,                        // 15: cluster.v1.Assignment.SupervisorHostsEntry
+	(*CodeDistribution)(nil),   // 6: cluster.v1.CodeDistribution
+	(*ReplicaInfo)(nil),        // 7: cluster.v1.ReplicaInfo
+	(*Executor)(nil),           // 8: cluster.v1.Executor
+	(*Slot)(nil),               // 9: cluster.v1.Slot
+	(*ExecutorAssignment)(nil), // 10: cluster.v1.ExecutorAssignment
+	(*Assignment)(nil),         // 11: cluster.v1.Assignment
+	(*WorkerState)(nil),        // 12: cluster.v1.WorkerState
+	(*SupervisorInfo)(nil),     // 13: cluster.v1.SupervisorInfo
+	nil,                        // 14: cluster.v1.StormBase.ComponentExecutorsEntry
+	nil,                        // 15: cluster.v1.RebalancePlan.ComponentExecutorsEntry
+	nil,                        // 16: cluster.v1.Assignment.SupervisorHostsEntry
 }
 var file_cluster_v1_cluster_proto_depIdxs = []int32{
 	0,  // 0: cluster.v1.StormBase.status:type_name -> cluster.v1.TopologyStatus
-	13, // 1: cluster.v1.StormBase.component_executors:type_name -> cluster.v1.StormBase.ComponentExecutorsEntry
+	14, // 1: cluster.v1.StormBase.component_executors:type_name -> cluster.v1.StormBase.ComponentExecutorsEntry
 	0,  // 2: cluster.v1.StormBase.previous_status:type_name -> cluster.v1.TopologyStatus
 	3,  // 3: cluster.v1.StormBase.pending_rebalance:type_name -> cluster.v1.RebalancePlan
-	14, // 4: cluster.v1.RebalancePlan.component_executors:type_name -> cluster.v1.RebalancePlan.ComponentExecutorsEntry
+	15, // 4: cluster.v1.RebalancePlan.component_executors:type_name -> cluster.v1.RebalancePlan.ComponentExecutorsEntry
 	4,  // 5: cluster.v1.CodeMeta.files:type_name -> cluster.v1.CodeFile
-	7,  // 6: cluster.v1.ExecutorAssignment.executor:type_name -> cluster.v1.Executor
-	8,  // 7: cluster.v1.ExecutorAssignment.slot:type_name -> cluster.v1.Slot
-	9,  // 8: cluster.v1.Assignment.executors:type_name -> cluster.v1.ExecutorAssignment
-	15, // 9: cluster.v1.Assignment.supervisor_hosts:type_name -> cluster.v1.Assignment.SupervisorHostsEntry
-	11, // 10: cluster.v1.SupervisorInfo.workers:type_name -> cluster.v1.WorkerState
+	8,  // 6: cluster.v1.ExecutorAssignment.executor:type_name -> cluster.v1.Executor
+	9,  // 7: cluster.v1.ExecutorAssignment.slot:type_name -> cluster.v1.Slot
+	10, // 8: cluster.v1.Assignment.executors:type_name -> cluster.v1.ExecutorAssignment
+	16, // 9: cluster.v1.Assignment.supervisor_hosts:type_name -> cluster.v1.Assignment.SupervisorHostsEntry
+	12, // 10: cluster.v1.SupervisorInfo.workers:type_name -> cluster.v1.WorkerState
 	11, // [11:11] is the sub-list for method output_type
 	11, // [11:11] is the sub-list for method input_type
 	11, // [11:11] is the sub-list for extension type_name
@@ -1147,7 +1218,7 @@ func file_cluster_v1_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_v1_cluster_proto_rawDesc), len(file_cluster_v1_cluster_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   15,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1018,9 +1018,13 @@ type GetTopologyInfoResponse struct {
 	Topology  *TopologySummary       `protobuf:"bytes,1,opt,name=topology,proto3" json:"topology,omitempty"`
 	Executors []*ExecutorSummary     `protobuf:"bytes,2,rep,name=executors,proto3" json:"executors,omitempty"`
 	// The nimbuses that hold the topology's verified code.
-	Replicas      []*ReplicaSummary `protobuf:"bytes,3,rep,name=replicas,proto3" json:"replicas,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Replicas []*ReplicaSummary `protobuf:"bytes,3,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	// SHA-256 of the topology's code meta.
+	CodeMetaDigest []byte `protobuf:"bytes,4,opt,name=code_meta_digest,json=codeMetaDigest,proto3" json:"code_meta_digest,omitempty"`
+	// Component id to parallelism.
+	ComponentParallelism map[string]int32 `protobuf:"bytes,5,rep,name=component_parallelism,json=componentParallelism,proto3" json:"component_parallelism,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *GetTopologyInfoResponse) Reset() {
@@ -1074,6 +1078,20 @@ func (x *GetTopologyInfoResponse) GetReplicas() []*ReplicaSummary {
 	return nil
 }
 
+func (x *GetTopologyInfoResponse) GetCodeMetaDigest() []byte {
+	if x != nil {
+		return x.CodeMetaDigest
+	}
+	return nil
+}
+
+func (x *GetTopologyInfoResponse) GetComponentParallelism() map[string]int32 {
+	if x != nil {
+		return x.ComponentParallelism
+	}
+	return nil
+}
+
 // NimbusSummary describes one nimbus, as Storm's NimbusSummary does.
 type NimbusSummary struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
@@ -1082,10 +1100,16 @@ type NimbusSummary struct {
 	UptimeSecs int64                  `protobuf:"varint,3,opt,name=uptime_secs,json=uptimeSecs,proto3" json:"uptime_secs,omitempty"`
 	IsLeader   bool                   `protobuf:"varint,4,opt,name=is_leader,json=isLeader,proto3" json:"is_leader,omitempty"`
 	Version    string                 `protobuf:"bytes,5,opt,name=version,proto3" json:"version,omitempty"`
-	// The sequence number of the leader's lock node; zero on followers.
-	Epoch         int64 `protobuf:"varint,6,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The leader's epoch (its lock node's sequence number plus one); zero on
+	// followers.
+	Epoch int64 `protobuf:"varint,6,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// Whether this nimbus holds, verified, the code of every topology in
+	// /storms: only then may it lead.
+	HoldsAllCode bool `protobuf:"varint,7,opt,name=holds_all_code,json=holdsAllCode,proto3" json:"holds_all_code,omitempty"`
+	// The active topologies whose code it lacks.
+	MissingTopologyIds []string `protobuf:"bytes,8,rep,name=missing_topology_ids,json=missingTopologyIds,proto3" json:"missing_topology_ids,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *NimbusSummary) Reset() {
@@ -1158,6 +1182,20 @@ func (x *NimbusSummary) GetEpoch() int64 {
 		return x.Epoch
 	}
 	return 0
+}
+
+func (x *NimbusSummary) GetHoldsAllCode() bool {
+	if x != nil {
+		return x.HoldsAllCode
+	}
+	return false
+}
+
+func (x *NimbusSummary) GetMissingTopologyIds() []string {
+	if x != nil {
+		return x.MissingTopologyIds
+	}
+	return nil
 }
 
 // SupervisorSummary describes one supervisor.
@@ -1348,12 +1386,18 @@ func (x *TopologySummary) GetReplicationCount() int32 {
 
 // ClusterSummary is the whole cluster at a glance.
 type ClusterSummary struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Supervisors   []*SupervisorSummary   `protobuf:"bytes,1,rep,name=supervisors,proto3" json:"supervisors,omitempty"`
-	Topologies    []*TopologySummary     `protobuf:"bytes,2,rep,name=topologies,proto3" json:"topologies,omitempty"`
-	Nimbuses      []*NimbusSummary       `protobuf:"bytes,3,rep,name=nimbuses,proto3" json:"nimbuses,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Supervisors []*SupervisorSummary   `protobuf:"bytes,1,rep,name=supervisors,proto3" json:"supervisors,omitempty"`
+	Topologies  []*TopologySummary     `protobuf:"bytes,2,rep,name=topologies,proto3" json:"topologies,omitempty"`
+	Nimbuses    []*NimbusSummary       `protobuf:"bytes,3,rep,name=nimbuses,proto3" json:"nimbuses,omitempty"`
+	// Live nimbuses other than the leader that hold all code: how many
+	// failures the cluster survives. Zero means it is not highly available.
+	EligibleStandbys int32 `protobuf:"varint,4,opt,name=eligible_standbys,json=eligibleStandbys,proto3" json:"eligible_standbys,omitempty"`
+	// Topologies that no live nimbus holds: until one does, no nimbus can
+	// take over leadership (see the README's operator guide).
+	LeadershipBlockedBy []string `protobuf:"bytes,5,rep,name=leadership_blocked_by,json=leadershipBlockedBy,proto3" json:"leadership_blocked_by,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *ClusterSummary) Reset() {
@@ -1403,6 +1447,20 @@ func (x *ClusterSummary) GetTopologies() []*TopologySummary {
 func (x *ClusterSummary) GetNimbuses() []*NimbusSummary {
 	if x != nil {
 		return x.Nimbuses
+	}
+	return nil
+}
+
+func (x *ClusterSummary) GetEligibleStandbys() int32 {
+	if x != nil {
+		return x.EligibleStandbys
+	}
+	return 0
+}
+
+func (x *ClusterSummary) GetLeadershipBlockedBy() []string {
+	if x != nil {
+		return x.LeadershipBlockedBy
 	}
 	return nil
 }
@@ -1682,8 +1740,11 @@ func (x *GetCodeMetaRequest) GetTopologyId() string {
 
 // GetCodeMetaResponse carries the code meta.
 type GetCodeMetaResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Meta          *v1.CodeMeta           `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A serialized cluster.v1.CodeMeta, as stored: its SHA-256 is the digest
+	// in the topology's CodeDistribution and StormBase, so the receiver
+	// verifies exactly these bytes.
+	Meta          []byte `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1718,7 +1779,7 @@ func (*GetCodeMetaResponse) Descriptor() ([]byte, []int) {
 	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{28}
 }
 
-func (x *GetCodeMetaResponse) GetMeta() *v1.CodeMeta {
+func (x *GetCodeMetaResponse) GetMeta() []byte {
 	if x != nil {
 		return x.Meta
 	}
@@ -1791,11 +1852,16 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\x11GetLeaderResponse\x120\n" +
 	"\x06leader\x18\x01 \x01(\v2\x18.nimbus.v1.NimbusSummaryR\x06leader\",\n" +
 	"\x16GetTopologyInfoRequest\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\xc2\x01\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xa8\x03\n" +
 	"\x17GetTopologyInfoResponse\x126\n" +
 	"\btopology\x18\x01 \x01(\v2\x1a.nimbus.v1.TopologySummaryR\btopology\x128\n" +
 	"\texecutors\x18\x02 \x03(\v2\x1a.nimbus.v1.ExecutorSummaryR\texecutors\x125\n" +
-	"\breplicas\x18\x03 \x03(\v2\x19.nimbus.v1.ReplicaSummaryR\breplicas\"\xa5\x01\n" +
+	"\breplicas\x18\x03 \x03(\v2\x19.nimbus.v1.ReplicaSummaryR\breplicas\x12(\n" +
+	"\x10code_meta_digest\x18\x04 \x01(\fR\x0ecodeMetaDigest\x12q\n" +
+	"\x15component_parallelism\x18\x05 \x03(\v2<.nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntryR\x14componentParallelism\x1aG\n" +
+	"\x19ComponentParallelismEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\xfd\x01\n" +
 	"\rNimbusSummary\x12\x12\n" +
 	"\x04host\x18\x01 \x01(\tR\x04host\x12\x12\n" +
 	"\x04port\x18\x02 \x01(\x05R\x04port\x12\x1f\n" +
@@ -1803,7 +1869,9 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"uptimeSecs\x12\x1b\n" +
 	"\tis_leader\x18\x04 \x01(\bR\bisLeader\x12\x18\n" +
 	"\aversion\x18\x05 \x01(\tR\aversion\x12\x14\n" +
-	"\x05epoch\x18\x06 \x01(\x03R\x05epoch\"\xd2\x01\n" +
+	"\x05epoch\x18\x06 \x01(\x03R\x05epoch\x12$\n" +
+	"\x0eholds_all_code\x18\a \x01(\bR\fholdsAllCode\x120\n" +
+	"\x14missing_topology_ids\x18\b \x03(\tR\x12missingTopologyIds\"\xd2\x01\n" +
 	"\x11SupervisorSummary\x12#\n" +
 	"\rsupervisor_id\x18\x01 \x01(\tR\fsupervisorId\x12\x12\n" +
 	"\x04host\x18\x02 \x01(\tR\x04host\x12\x1f\n" +
@@ -1823,13 +1891,15 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"numWorkers\x12\x1f\n" +
 	"\vuptime_secs\x18\a \x01(\x03R\n" +
 	"uptimeSecs\x12+\n" +
-	"\x11replication_count\x18\b \x01(\x05R\x10replicationCount\"\xc2\x01\n" +
+	"\x11replication_count\x18\b \x01(\x05R\x10replicationCount\"\xa3\x02\n" +
 	"\x0eClusterSummary\x12>\n" +
 	"\vsupervisors\x18\x01 \x03(\v2\x1c.nimbus.v1.SupervisorSummaryR\vsupervisors\x12:\n" +
 	"\n" +
 	"topologies\x18\x02 \x03(\v2\x1a.nimbus.v1.TopologySummaryR\n" +
 	"topologies\x124\n" +
-	"\bnimbuses\x18\x03 \x03(\v2\x18.nimbus.v1.NimbusSummaryR\bnimbuses\"\xb1\x01\n" +
+	"\bnimbuses\x18\x03 \x03(\v2\x18.nimbus.v1.NimbusSummaryR\bnimbuses\x12+\n" +
+	"\x11eligible_standbys\x18\x04 \x01(\x05R\x10eligibleStandbys\x122\n" +
+	"\x15leadership_blocked_by\x18\x05 \x03(\tR\x13leadershipBlockedBy\"\xb1\x01\n" +
 	"\x0fExecutorSummary\x120\n" +
 	"\bexecutor\x18\x01 \x01(\v2\x14.cluster.v1.ExecutorR\bexecutor\x12#\n" +
 	"\rsupervisor_id\x18\x02 \x01(\tR\fsupervisorId\x12\x12\n" +
@@ -1848,9 +1918,9 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\x05chunk\x18\x01 \x01(\fR\x05chunk\"5\n" +
 	"\x12GetCodeMetaRequest\x12\x1f\n" +
 	"\vtopology_id\x18\x01 \x01(\tR\n" +
-	"topologyId\"?\n" +
-	"\x13GetCodeMetaResponse\x12(\n" +
-	"\x04meta\x18\x01 \x01(\v2\x14.cluster.v1.CodeMetaR\x04meta*g\n" +
+	"topologyId\")\n" +
+	"\x13GetCodeMetaResponse\x12\x12\n" +
+	"\x04meta\x18\x01 \x01(\fR\x04meta*g\n" +
 	"\rInitialStatus\x12\x1e\n" +
 	"\x1aINITIAL_STATUS_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15INITIAL_STATUS_ACTIVE\x10\x01\x12\x1b\n" +
@@ -1881,7 +1951,7 @@ func file_nimbus_v1_nimbus_proto_rawDescGZIP() []byte {
 }
 
 var file_nimbus_v1_nimbus_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_nimbus_v1_nimbus_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_nimbus_v1_nimbus_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_nimbus_v1_nimbus_proto_goTypes = []any{
 	(InitialStatus)(0),                 // 0: nimbus.v1.InitialStatus
 	(*ComponentSpec)(nil),              // 1: nimbus.v1.ComponentSpec
@@ -1915,9 +1985,9 @@ var file_nimbus_v1_nimbus_proto_goTypes = []any{
 	(*GetCodeMetaResponse)(nil),        // 29: nimbus.v1.GetCodeMetaResponse
 	nil,                                // 30: nimbus.v1.TopologySpec.ConfigEntry
 	nil,                                // 31: nimbus.v1.RebalanceTopologyRequest.ComponentParallelismEntry
-	(v1.TopologyStatus)(0),             // 32: cluster.v1.TopologyStatus
-	(*v1.Executor)(nil),                // 33: cluster.v1.Executor
-	(*v1.CodeMeta)(nil),                // 34: cluster.v1.CodeMeta
+	nil,                                // 32: nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
+	(v1.TopologyStatus)(0),             // 33: cluster.v1.TopologyStatus
+	(*v1.Executor)(nil),                // 34: cluster.v1.Executor
 }
 var file_nimbus_v1_nimbus_proto_depIdxs = []int32{
 	1,  // 0: nimbus.v1.TopologySpec.components:type_name -> nimbus.v1.ComponentSpec
@@ -1931,12 +2001,12 @@ var file_nimbus_v1_nimbus_proto_depIdxs = []int32{
 	22, // 8: nimbus.v1.GetTopologyInfoResponse.topology:type_name -> nimbus.v1.TopologySummary
 	24, // 9: nimbus.v1.GetTopologyInfoResponse.executors:type_name -> nimbus.v1.ExecutorSummary
 	25, // 10: nimbus.v1.GetTopologyInfoResponse.replicas:type_name -> nimbus.v1.ReplicaSummary
-	32, // 11: nimbus.v1.TopologySummary.status:type_name -> cluster.v1.TopologyStatus
-	21, // 12: nimbus.v1.ClusterSummary.supervisors:type_name -> nimbus.v1.SupervisorSummary
-	22, // 13: nimbus.v1.ClusterSummary.topologies:type_name -> nimbus.v1.TopologySummary
-	20, // 14: nimbus.v1.ClusterSummary.nimbuses:type_name -> nimbus.v1.NimbusSummary
-	33, // 15: nimbus.v1.ExecutorSummary.executor:type_name -> cluster.v1.Executor
-	34, // 16: nimbus.v1.GetCodeMetaResponse.meta:type_name -> cluster.v1.CodeMeta
+	32, // 11: nimbus.v1.GetTopologyInfoResponse.component_parallelism:type_name -> nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
+	33, // 12: nimbus.v1.TopologySummary.status:type_name -> cluster.v1.TopologyStatus
+	21, // 13: nimbus.v1.ClusterSummary.supervisors:type_name -> nimbus.v1.SupervisorSummary
+	22, // 14: nimbus.v1.ClusterSummary.topologies:type_name -> nimbus.v1.TopologySummary
+	20, // 15: nimbus.v1.ClusterSummary.nimbuses:type_name -> nimbus.v1.NimbusSummary
+	34, // 16: nimbus.v1.ExecutorSummary.executor:type_name -> cluster.v1.Executor
 	4,  // 17: nimbus.v1.NimbusService.SubmitTopology:input_type -> nimbus.v1.SubmitTopologyRequest
 	6,  // 18: nimbus.v1.NimbusService.KillTopology:input_type -> nimbus.v1.KillTopologyRequest
 	8,  // 19: nimbus.v1.NimbusService.ActivateTopology:input_type -> nimbus.v1.ActivateTopologyRequest
@@ -1982,7 +2052,7 @@ func file_nimbus_v1_nimbus_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nimbus_v1_nimbus_proto_rawDesc), len(file_nimbus_v1_nimbus_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   31,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
