@@ -22,6 +22,26 @@ var (
 	ErrNotReady = errors.New("nimbus: not ready")
 )
 
+// ErrNotFound: no topology has that name (or id).
+var ErrNotFound = errors.New("nimbus: topology not found")
+
+// ErrAlreadyExists: a topology with that name is in /storms.
+var ErrAlreadyExists = errors.New("nimbus: topology name in use")
+
+// ValidationError is a request field that fails validation. Nothing has
+// been written when one is returned.
+type ValidationError struct {
+	Field  string // e.g. "spec.components[1].parallelism"
+	Reason string // e.g. "must be at least 1, got 0"
+}
+
+func (e *ValidationError) Error() string { return e.Field + ": " + e.Reason }
+
+// invalid returns a ValidationError.
+func invalid(field, format string, args ...any) error {
+	return &ValidationError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
 // NotLeaderError is returned by leader-only work on a follower.
 type NotLeaderError struct{ Leader string } // host:port
 
@@ -47,7 +67,20 @@ func toStatus(err error) error {
 		return err
 	}
 	var notLeader *NotLeaderError
+	var bad *ValidationError
 	switch {
+	case errors.As(err, &bad):
+		st, derr := status.New(codes.InvalidArgument, err.Error()).WithDetails(&errdetails.BadRequest{
+			FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: bad.Field, Description: bad.Reason}},
+		})
+		if derr != nil {
+			return status.Error(codes.InvalidArgument, err.Error())
+		}
+		return st.Err()
+	case errors.Is(err, ErrNotFound):
+		return status.Error(codes.NotFound, err.Error())
+	case errors.Is(err, ErrAlreadyExists):
+		return status.Error(codes.AlreadyExists, err.Error())
 	case errors.As(err, &notLeader):
 		st, derr := status.New(codes.FailedPrecondition, err.Error()).WithDetails(&errdetails.ErrorInfo{
 			Reason:   ReasonNotLeader,

@@ -25,6 +25,9 @@ func TestToStatus(t *testing.T) {
 		{zk.ErrSessionExpired, codes.Unavailable},
 		{zk.ErrConnectionClosed, codes.Unknown}, // may have been applied
 		{errors.New("boom"), codes.Internal},
+		{invalid("spec.name", "must not be empty"), codes.InvalidArgument},
+		{fmt.Errorf("kill: %w", ErrNotFound), codes.NotFound},
+		{ErrAlreadyExists, codes.AlreadyExists},
 		{status.Error(codes.InvalidArgument, "name: empty"), codes.InvalidArgument},
 	} {
 		if got := status.Code(toStatus(tc.err)); got != tc.want {
