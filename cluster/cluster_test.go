@@ -52,6 +52,15 @@ func TestDirCacheFollowsChildrenAndData(t *testing.T) {
 		}
 	})
 
+	// The directory does not exist yet: the cache reads it as empty, and
+	// never creates it; it follows it once someone does.
+	if ok, _, _ := conn.Exists(dir); ok {
+		t.Fatal("the cache created its directory")
+	}
+	if err := cluster.EnsurePath(conn, dir); err != nil {
+		t.Fatal(err)
+	}
+
 	put := func(name string, port int32) {
 		t.Helper()
 		data := cluster.Encode(&clusterv1.NimbusInfo{Host: "h", Port: port})

@@ -20,7 +20,8 @@ const retryDelay = 250 * time.Millisecond
 // DirCache keeps the children of one ZooKeeper directory and their decoded
 // payloads current through watches: one watch on the directory and one on
 // each child, each re-armed only after it fires, so watches never pile up.
-// Reads are a pointer load; they never touch ZooKeeper.
+// Reads are a pointer load; they never touch ZooKeeper. A directory that
+// does not exist reads as empty until it is created.
 //
 // A child whose payload does not decode is kept with a nil payload and
 // logged, never fatal: one corrupt znode must not take a nimbus down, and
@@ -112,8 +113,18 @@ func (c *DirCache[M]) Run(ctx context.Context) error {
 			if !dirWatched {
 				children, _, ch, err := conn.ChildrenW(c.dir)
 				if errors.Is(err, zk.ErrNoNode) {
-					if err := EnsurePath(conn, c.dir); err != nil {
-						return err
+					// Never create it: that could resurrect a deleted
+					// topology's directory. Wait for it to appear.
+					exists, _, ech, eerr := conn.ExistsW(c.dir)
+					if eerr != nil {
+						return eerr
+					}
+					if !exists {
+						dirWatched, listed, dirty = true, nil, true
+						clear(current)
+						clear(childWatched)
+						forward(ech, watchFired{})
+						return nil
 					}
 					children, _, ch, err = conn.ChildrenW(c.dir)
 				}

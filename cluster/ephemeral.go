@@ -12,7 +12,8 @@ import (
 
 // KeepEphemeral keeps an ephemeral node at p holding data for as long as
 // ctx lasts: it creates the node, re-creates it after a session expiry or
-// a deletion by hand, and deletes it when ctx ends. A node left at p by an
+// a deletion by hand, and deletes it when ctx ends. While p's parent does
+// not exist it waits for it; it never creates it. A node left at p by an
 // earlier session (a previous run of this process that has not expired
 // yet) is replaced, so a restarted daemon rejoins at once.
 //
@@ -28,7 +29,17 @@ func KeepEphemeral(ctx context.Context, sess *Session, p string, data []byte, lo
 		if err != nil {
 			break
 		}
-		if err = createOwned(conn, p, data, sid, log); err == nil {
+		err = createOwned(conn, p, data, sid, log)
+		if errors.Is(err, errNoParent) {
+			// Never create the parent (it may have been deleted on
+			// purpose, say a killed topology's): wait for it.
+			var exists bool
+			exists, _, watch, err = conn.ExistsW(parentOf(p))
+			if err == nil && exists {
+				watch = nil
+				continue
+			}
+		} else if err == nil {
 			if ready != nil {
 				ready()
 			}
@@ -69,6 +80,9 @@ func KeepEphemeral(ctx context.Context, sess *Session, p string, data []byte, lo
 	}
 }
 
+// errNoParent: the node's parent does not exist.
+var errNoParent = errors.New("cluster: parent node missing")
+
 // createOwned makes sure p exists as an ephemeral node of session sid.
 func createOwned(conn *zk.Conn, p string, data []byte, sid int64, log *slog.Logger) error {
 	for range 3 {
@@ -77,10 +91,7 @@ func createOwned(conn *zk.Conn, p string, data []byte, sid int64, log *slog.Logg
 		case err == nil:
 			return nil
 		case errors.Is(err, zk.ErrNoNode):
-			if err := EnsurePath(conn, parentOf(p)); err != nil {
-				return err
-			}
-			continue
+			return errNoParent
 		case !errors.Is(err, zk.ErrNodeExists):
 			return err
 		}

@@ -25,6 +25,21 @@ func (p Paths) Storms() string { return p.Root + "/storms" }
 // CodeDistributor is the directory of code replicas, by topology.
 func (p Paths) CodeDistributor() string { return p.Root + "/code-distributor" }
 
+// Distribution is the node that asks every nimbus to hold a topology's
+// code; its children are the replicas.
+func (p Paths) Distribution(topologyID string) string { return p.CodeDistributor() + "/" + topologyID }
+
+// Replica is one node's claim to hold a topology's verified code.
+func (p Paths) Replica(topologyID, hostPort string) string {
+	return p.Distribution(topologyID) + "/" + hostPort
+}
+
+// Storm is one topology's StormBase.
+func (p Paths) Storm(topologyID string) string { return p.Storms() + "/" + topologyID }
+
+// Assignment is one topology's assignment.
+func (p Paths) Assignment(topologyID string) string { return p.Assignments() + "/" + topologyID }
+
 // Assignments is the directory of assignments, by topology.
 func (p Paths) Assignments() string { return p.Root + "/assignments" }
 

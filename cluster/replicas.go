@@ -1,0 +1,113 @@
+package cluster
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
+)
+
+// ReplicaCache keeps /code-distributor current: every distribution and
+// the replicas under each, by topology id. It runs one DirCache per
+// distribution, started and stopped as distributions come and go.
+type ReplicaCache struct {
+	sess *Session
+	log  *slog.Logger
+	// Distributions is /code-distributor itself, by topology id.
+	Distributions *DirCache[*clusterv1.CodeDistribution]
+
+	mu       sync.Mutex
+	replicas map[string]*DirCache[*clusterv1.ReplicaInfo]
+	changed  chan struct{}
+}
+
+// NewReplicaCache returns a cache of /code-distributor; it starts nothing.
+func NewReplicaCache(sess *Session, log *slog.Logger) *ReplicaCache {
+	return &ReplicaCache{
+		sess:          sess,
+		log:           log,
+		Distributions: NewDirCache(sess, sess.Paths().CodeDistributor(), func() *clusterv1.CodeDistribution { return new(clusterv1.CodeDistribution) }, log),
+		replicas:      map[string]*DirCache[*clusterv1.ReplicaInfo]{},
+		changed:       make(chan struct{}),
+	}
+}
+
+// Replicas returns the replicas of a topology by host:port (a nil payload
+// is an undecodable node). The map is shared and must not be modified.
+func (r *ReplicaCache) Replicas(topologyID string) map[string]*clusterv1.ReplicaInfo {
+	r.mu.Lock()
+	c := r.replicas[topologyID]
+	r.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	return c.Snapshot()
+}
+
+// Changed returns a channel closed at the next change of any replica list
+// or distribution.
+func (r *ReplicaCache) Changed() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.changed
+}
+
+func (r *ReplicaCache) notify() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+// Run keeps the cache current until ctx ends.
+func (r *ReplicaCache) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wg.Go(func() { _ = r.Distributions.Run(ctx) })
+
+	stops := map[string]context.CancelFunc{}
+	for {
+		changed := r.Distributions.Changed()
+		dists := r.Distributions.Snapshot()
+		for id := range dists {
+			if _, ok := stops[id]; ok {
+				continue
+			}
+			c := NewDirCache(r.sess, r.sess.Paths().Distribution(id), func() *clusterv1.ReplicaInfo { return new(clusterv1.ReplicaInfo) }, r.log)
+			cctx, stop := context.WithCancel(ctx)
+			stops[id] = stop
+			r.mu.Lock()
+			r.replicas[id] = c
+			r.mu.Unlock()
+			wg.Go(func() { _ = c.Run(cctx) })
+			wg.Go(func() { // forward the child's changes
+				for {
+					select {
+					case <-c.Changed():
+						r.notify()
+					case <-cctx.Done():
+						return
+					}
+				}
+			})
+		}
+		for id, stop := range stops {
+			if _, ok := dists[id]; !ok {
+				stop()
+				delete(stops, id)
+				r.mu.Lock()
+				delete(r.replicas, id)
+				r.mu.Unlock()
+			}
+		}
+		r.notify()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}

@@ -1,0 +1,98 @@
+package codedistributor
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+
+	"github.com/nimbusha/nimbus/cluster"
+	"github.com/nimbusha/nimbus/configs"
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
+)
+
+// Code names a topology's bundle and its meta.
+type Code struct {
+	TopologyID string
+	Meta       *clusterv1.CodeMeta
+	Digest     []byte // the meta's digest; set for downloads
+}
+
+// Distributor stores a bundle where other nodes can fetch it, and fetches
+// bundles. Every node keeps a verified local copy in its Store whatever
+// the backend; the backend only moves bytes.
+type Distributor interface {
+	// Upload makes the bundle in dir available to other nodes and returns
+	// its meta, completed with what the backend needs to find it again
+	// (locations, backend meta). code.Meta already lists the files with
+	// sizes and SHA-256s.
+	Upload(ctx context.Context, dir string, code Code) (*clusterv1.CodeMeta, error)
+	// Download writes the files of code.Meta into dir, each verified
+	// against its SHA-256; a source that sends bad bytes is logged and the
+	// next one is tried. It returns an error wrapping ErrCorrupt or
+	// ErrNotHeld when no source gives good bytes.
+	Download(ctx context.Context, dir string, code Code) error
+	// Cleanup removes what Upload stored outside the nodes' stores.
+	Cleanup(ctx context.Context, topologyID string) error
+	// Close releases connections.
+	Close() error
+}
+
+// Params is what a backend gets to build itself (Storm's prepare(conf)).
+type Params struct {
+	Config  *configs.Config
+	Session *cluster.Session
+	Peers   *Peers
+	// Self is this node's CodeService address (host:port); downloads skip
+	// it. Empty on nodes that serve no code.
+	Self   string
+	Logger *slog.Logger
+}
+
+// Factory builds a backend.
+type Factory func(Params) (Distributor, error)
+
+var (
+	registryMu sync.Mutex
+	registry   = map[string]Factory{}
+)
+
+// Register makes a backend available under name (the value of
+// storm.codedistributor.class). It panics on a duplicate: two backends
+// claiming one name is a programming error.
+func Register(name string, f Factory) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if _, dup := registry[name]; dup {
+		panic("codedistributor: backend registered twice: " + name)
+	}
+	registry[name] = f
+}
+
+// Names lists the registered backends.
+func Names() []string {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// New builds the backend called name.
+func New(name string, p Params) (Distributor, error) {
+	registryMu.Lock()
+	f, ok := registry[name]
+	registryMu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("codedistributor: storm.codedistributor.class %q is not available (have %v)", name, Names())
+	}
+	if p.Logger == nil {
+		p.Logger = slog.New(slog.DiscardHandler)
+	}
+	p.Logger = p.Logger.With("component", "codedistributor", "backend", name)
+	return f(p)
+}

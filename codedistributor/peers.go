@@ -1,0 +1,45 @@
+package codedistributor
+
+import (
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
+)
+
+// Peers holds one gRPC connection per node this one downloads from.
+type Peers struct {
+	mu    sync.Mutex
+	conns map[string]*grpc.ClientConn
+}
+
+// NewPeers returns an empty pool.
+func NewPeers() *Peers { return &Peers{conns: map[string]*grpc.ClientConn{}} }
+
+// Code returns the CodeService at addr (host:port).
+func (p *Peers) Code(addr string) (nimbusv1.CodeServiceClient, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cc, ok := p.conns[addr]
+	if !ok {
+		var err error
+		cc, err = grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return nil, err
+		}
+		p.conns[addr] = cc
+	}
+	return nimbusv1.NewCodeServiceClient(cc), nil
+}
+
+// Close closes every connection.
+func (p *Peers) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, cc := range p.conns {
+		cc.Close()
+	}
+	p.conns = map[string]*grpc.ClientConn{}
+}

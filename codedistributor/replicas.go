@@ -1,0 +1,118 @@
+package codedistributor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/nimbusha/nimbus/cluster"
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
+)
+
+// Replica is a node that holds a topology's verified code.
+type Replica struct {
+	Addr   string // host:port of its CodeService
+	Digest []byte
+}
+
+// ErrNoDistribution: the topology's distribution node is gone (killed, or
+// an abandoned submission was cleaned up).
+var ErrNoDistribution = errors.New("codedistributor: no code distribution for topology")
+
+// Replicas reads the replicas of a topology from ZooKeeper and, if watch,
+// sets a watch on the list. Unreadable replica nodes are skipped.
+func Replicas(sess *cluster.Session, topologyID string, watch bool) ([]Replica, <-chan zk.Event, error) {
+	conn := sess.Conn()
+	dir := sess.Paths().Distribution(topologyID)
+	var (
+		names []string
+		ch    <-chan zk.Event
+		err   error
+	)
+	if watch {
+		names, _, ch, err = conn.ChildrenW(dir)
+	} else {
+		names, _, err = conn.Children(dir)
+	}
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil, fmt.Errorf("%w %s", ErrNoDistribution, topologyID)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]Replica, 0, len(names))
+	for _, name := range names {
+		data, _, err := conn.Get(dir + "/" + name)
+		if err != nil {
+			continue // gone meanwhile
+		}
+		info := new(clusterv1.ReplicaInfo)
+		if cluster.Decode(dir+"/"+name, data, info) != nil {
+			continue
+		}
+		out = append(out, Replica{Addr: name, Digest: info.GetCodeMetaDigest()})
+	}
+	return out, ch, nil
+}
+
+// Sources returns, in random order so downloads spread over the replicas,
+// the replicas other than self that hold exactly digest.
+func Sources(sess *cluster.Session, topologyID string, digest []byte, self string) ([]string, error) {
+	replicas, _, err := Replicas(sess, topologyID, false)
+	if err != nil {
+		return nil, err
+	}
+	var addrs []string
+	for _, r := range replicas {
+		if r.Addr != self && bytes.Equal(r.Digest, digest) {
+			addrs = append(addrs, r.Addr)
+		}
+	}
+	rand.Shuffle(len(addrs), func(i, j int) { addrs[i], addrs[j] = addrs[j], addrs[i] })
+	return addrs, nil
+}
+
+// ReplicationCount counts the replicas that hold exactly digest.
+func ReplicationCount(sess *cluster.Session, topologyID string, digest []byte) (int, error) {
+	replicas, _, err := Replicas(sess, topologyID, false)
+	return countMatching(replicas, digest), err
+}
+
+func countMatching(replicas []Replica, digest []byte) int {
+	n := 0
+	for _, r := range replicas {
+		if bytes.Equal(r.Digest, digest) {
+			n++
+		}
+	}
+	return n
+}
+
+// WaitReplication blocks until at least min replicas hold digest, driven
+// by a watch on the replica list, or until ctx ends. It returns the count
+// reached either way; the error is ctx's when it ended first.
+func WaitReplication(ctx context.Context, sess *cluster.Session, topologyID string, digest []byte, min int) (int, error) {
+	for {
+		replicas, ch, err := Replicas(sess, topologyID, true)
+		n := countMatching(replicas, digest)
+		if errors.Is(err, ErrNoDistribution) {
+			return n, err
+		}
+		if err == nil && n >= min {
+			return n, nil
+		}
+		// A failed read (disconnected) is retried on the next session
+		// change; a watch is armed otherwise.
+		_, _, changed := sess.State()
+		select {
+		case <-ctx.Done():
+			return n, ctx.Err()
+		case <-ch:
+		case <-changed:
+		}
+	}
+}

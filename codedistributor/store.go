@@ -1,0 +1,232 @@
+package codedistributor
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
+)
+
+// Errors of the local store.
+var (
+	ErrNotHeld = errors.New("codedistributor: code not held")
+	ErrCorrupt = errors.New("codedistributor: code corrupt")
+)
+
+// Store is a node's local copy of topology code: <root>/code/<topology-id>/
+// holds the bundle's files and meta.pb; <root>/tmp holds bundles being
+// written, which Install moves into place with a rename, so a crash never
+// leaves a half-written bundle where a reader would trust it.
+//
+// Verification hashes every file; its result is remembered per file by
+// size and modification time, so a bundle is re-hashed only after
+// something touched it.
+type Store struct {
+	root string
+
+	mu       sync.Mutex
+	verified map[string]verifiedBundle // by topology id
+}
+
+type verifiedBundle struct {
+	digest []byte
+	files  map[string]fileStamp
+}
+
+type fileStamp struct {
+	size  int64
+	mtime time.Time
+}
+
+// OpenStore opens (creating if needed) the store at root and removes
+// leftovers of writes a crash interrupted.
+func OpenStore(root string) (*Store, error) {
+	if err := os.RemoveAll(filepath.Join(root, "tmp")); err != nil {
+		return nil, fmt.Errorf("codedistributor: clean %s: %w", root, err)
+	}
+	for _, d := range []string{"code", "tmp"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			return nil, fmt.Errorf("codedistributor: open store: %w", err)
+		}
+	}
+	return &Store{root: root, verified: map[string]verifiedBundle{}}, nil
+}
+
+// Dir is where a topology's bundle lives once installed.
+func (s *Store) Dir(id string) string { return filepath.Join(s.root, "code", id) }
+
+// NewTemp returns a fresh directory to write a bundle into.
+func (s *Store) NewTemp() (string, error) {
+	return os.MkdirTemp(filepath.Join(s.root, "tmp"), "bundle-")
+}
+
+// Install moves the bundle written in tmp into place as topology id,
+// replacing any earlier copy, and returns the meta's digest. The caller
+// vouches that the files in tmp match meta (it hashed them as it wrote
+// them); Install makes them durable before it returns.
+func (s *Store) Install(tmp, id string, meta *clusterv1.CodeMeta) ([]byte, error) {
+	data, digest := EncodeMeta(meta)
+	if err := os.WriteFile(filepath.Join(tmp, metaFile), data, 0o644); err != nil {
+		return nil, err
+	}
+	stamps := make(map[string]fileStamp, len(meta.GetFiles()))
+	for _, f := range append(meta.GetFiles(), &clusterv1.CodeFile{Name: metaFile}) {
+		st, err := syncFile(filepath.Join(tmp, f.GetName()))
+		if err != nil {
+			return nil, fmt.Errorf("codedistributor: install %s: %w", id, err)
+		}
+		if f.GetName() != metaFile {
+			stamps[f.GetName()] = st
+		}
+	}
+	dst := s.Dir(id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// A directory cannot be renamed over a non-empty one: move the old
+	// copy aside first, then drop it.
+	var old string
+	if _, err := os.Stat(dst); err == nil {
+		if old, err = os.MkdirTemp(filepath.Join(s.root, "tmp"), "old-"); err != nil {
+			return nil, err
+		}
+		if err := os.Rename(dst, filepath.Join(old, "bundle")); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		return nil, fmt.Errorf("codedistributor: install %s: %w", id, err)
+	}
+	if _, err := syncFile(filepath.Dir(dst)); err != nil {
+		return nil, err
+	}
+	if old != "" {
+		os.RemoveAll(old)
+	}
+	s.verified[id] = verifiedBundle{digest: digest, files: stamps}
+	return digest, nil
+}
+
+// syncFile flushes a file (or directory) to disk and returns its stamp.
+func syncFile(path string) (fileStamp, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return fileStamp{}, err
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fileStamp{}, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return fileStamp{}, err
+	}
+	return fileStamp{size: st.Size(), mtime: st.ModTime()}, nil
+}
+
+// Meta returns a bundle's stored meta bytes, parsed meta and digest.
+func (s *Store) Meta(id string) ([]byte, *clusterv1.CodeMeta, []byte, error) {
+	data, err := os.ReadFile(filepath.Join(s.Dir(id), metaFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil, nil, fmt.Errorf("%w: %s", ErrNotHeld, id)
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	sum := sha256.Sum256(data)
+	digest := sum[:]
+	meta, err := DecodeMeta(data, digest)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return data, meta, digest, nil
+}
+
+// Verify checks that the bundle of id is complete and every file matches
+// its meta, and, if want is not nil, that the meta's digest is want. It
+// returns nil, or an error wrapping ErrNotHeld or ErrCorrupt.
+func (s *Store) Verify(id string, want []byte) error {
+	_, meta, digest, err := s.Meta(id)
+	if err != nil {
+		return err
+	}
+	if want != nil && !bytes.Equal(digest, want) {
+		return fmt.Errorf("%w: %s holds meta %s, want %s", ErrNotHeld, id, Hex(digest), Hex(want))
+	}
+	dir := s.Dir(id)
+	s.mu.Lock()
+	cached, ok := s.verified[id]
+	s.mu.Unlock()
+	stamps := make(map[string]fileStamp, len(meta.GetFiles()))
+	for _, f := range meta.GetFiles() {
+		path := filepath.Join(dir, f.GetName())
+		st, err := os.Stat(path)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrCorrupt, id, err)
+		}
+		stamp := fileStamp{size: st.Size(), mtime: st.ModTime()}
+		if ok && bytes.Equal(cached.digest, digest) && cached.files[f.GetName()] == stamp {
+			stamps[f.GetName()] = stamp
+			continue
+		}
+		size, sum, err := HashFile(path)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrCorrupt, id, err)
+		}
+		if size != f.GetSize() || !bytes.Equal(sum, f.GetSha256()) {
+			return fmt.Errorf("%w: %s/%s has %d bytes with SHA-256 %s, meta says %d bytes, %s",
+				ErrCorrupt, id, f.GetName(), size, Hex(sum), f.GetSize(), Hex(f.GetSha256()))
+		}
+		stamps[f.GetName()] = stamp
+	}
+	s.mu.Lock()
+	s.verified[id] = verifiedBundle{digest: digest, files: stamps}
+	s.mu.Unlock()
+	return nil
+}
+
+// Open opens one file of a bundle, by a name its meta lists.
+func (s *Store) Open(id, name string) (*os.File, *clusterv1.CodeFile, error) {
+	_, meta, _, err := s.Meta(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, f := range meta.GetFiles() {
+		if f.GetName() == name {
+			file, err := os.Open(filepath.Join(s.Dir(id), name))
+			if err != nil {
+				return nil, nil, fmt.Errorf("%w: %s/%s: %v", ErrCorrupt, id, name, err)
+			}
+			return file, f, nil
+		}
+	}
+	return nil, nil, fmt.Errorf("%w: %s has no file %q", ErrNotHeld, id, name)
+}
+
+// Remove deletes a bundle; removing one that is not there is not an error.
+func (s *Store) Remove(id string) error {
+	s.mu.Lock()
+	delete(s.verified, id)
+	s.mu.Unlock()
+	return os.RemoveAll(s.Dir(id))
+}
+
+// IDs lists the topologies with a bundle in the store (verified or not).
+func (s *Store) IDs() ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(s.root, "code"))
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(entries))
+	for _, e := range entries {
+		if e.IsDir() {
+			ids = append(ids, e.Name())
+		}
+	}
+	return ids, nil
+}
