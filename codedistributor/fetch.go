@@ -86,4 +86,3 @@ func (f *Fetcher) meta(ctx context.Context, addr, topologyID string, digest []by
 
 // IsCorruption reports whether err means a source sent bad bytes.
 func IsCorruption(err error) bool { return errors.Is(err, ErrCorrupt) }
-
