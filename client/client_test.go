@@ -29,6 +29,10 @@ type fakeNimbus struct {
 	getLeader      func() (*nimbusv1.GetLeaderResponse, error)
 	getClusterInfo func() (*nimbusv1.GetClusterInfoResponse, error)
 	activate       func(*nimbusv1.ActivateTopologyRequest) error
+	deactivate     func(*nimbusv1.DeactivateTopologyRequest) error
+	kill           func(*nimbusv1.KillTopologyRequest) error
+	rebalance      func(*nimbusv1.RebalanceTopologyRequest) error
+	topologyInfo   func(*nimbusv1.GetTopologyInfoRequest) (*nimbusv1.GetTopologyInfoResponse, error)
 	submit         func(grpc.ClientStreamingServer[nimbusv1.SubmitTopologyRequest, nimbusv1.SubmitTopologyResponse]) error
 
 	calls sync.Map // rpc name -> *atomic.Int32
@@ -66,6 +70,38 @@ func (f *fakeNimbus) ActivateTopology(_ context.Context, req *nimbusv1.ActivateT
 		return nil, status.Error(codes.Unimplemented, "ActivateTopology")
 	}
 	return &nimbusv1.ActivateTopologyResponse{}, f.activate(req)
+}
+
+func (f *fakeNimbus) DeactivateTopology(_ context.Context, req *nimbusv1.DeactivateTopologyRequest) (*nimbusv1.DeactivateTopologyResponse, error) {
+	f.called("DeactivateTopology")
+	if f.deactivate == nil {
+		return nil, status.Error(codes.Unimplemented, "DeactivateTopology")
+	}
+	return &nimbusv1.DeactivateTopologyResponse{}, f.deactivate(req)
+}
+
+func (f *fakeNimbus) KillTopology(_ context.Context, req *nimbusv1.KillTopologyRequest) (*nimbusv1.KillTopologyResponse, error) {
+	f.called("KillTopology")
+	if f.kill == nil {
+		return nil, status.Error(codes.Unimplemented, "KillTopology")
+	}
+	return &nimbusv1.KillTopologyResponse{}, f.kill(req)
+}
+
+func (f *fakeNimbus) RebalanceTopology(_ context.Context, req *nimbusv1.RebalanceTopologyRequest) (*nimbusv1.RebalanceTopologyResponse, error) {
+	f.called("RebalanceTopology")
+	if f.rebalance == nil {
+		return nil, status.Error(codes.Unimplemented, "RebalanceTopology")
+	}
+	return &nimbusv1.RebalanceTopologyResponse{}, f.rebalance(req)
+}
+
+func (f *fakeNimbus) GetTopologyInfo(_ context.Context, req *nimbusv1.GetTopologyInfoRequest) (*nimbusv1.GetTopologyInfoResponse, error) {
+	f.called("GetTopologyInfo")
+	if f.topologyInfo == nil {
+		return nil, status.Error(codes.Unimplemented, "GetTopologyInfo")
+	}
+	return f.topologyInfo(req)
 }
 
 func (f *fakeNimbus) SubmitTopology(stream grpc.ClientStreamingServer[nimbusv1.SubmitTopologyRequest, nimbusv1.SubmitTopologyResponse]) error {

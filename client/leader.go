@@ -164,9 +164,11 @@ func callLeader[Resp any](ctx context.Context, c *Client, rpc string, call unary
 	}
 }
 
-// KillTopology kills the named topology at the leader: it is deactivated,
-// and removed after wait_secs. Safe to retry: killing a topology that is
-// already being killed does no harm. An unknown name is NotFound.
+// KillTopology kills the named topology at the leader: the leader marks it
+// KILLED and answers at once; it removes the topology wait_secs later
+// (unset: topology.message.timeout.secs). So each attempt is bounded by the
+// call timeout like any unary call. Safe to retry: killing a topology that
+// is already being killed does no harm. An unknown name is NotFound.
 func (c *Client) KillTopology(ctx context.Context, req *nimbusv1.KillTopologyRequest) error {
 	_, err := callLeader(ctx, c, "KillTopology", func(ctx context.Context, api nimbusv1.NimbusServiceClient, opts ...grpc.CallOption) (*nimbusv1.KillTopologyResponse, error) {
 		return api.KillTopology(ctx, req, opts...)
@@ -175,7 +177,8 @@ func (c *Client) KillTopology(ctx context.Context, req *nimbusv1.KillTopologyReq
 }
 
 // ActivateTopology sets the named topology's status to ACTIVE at the
-// leader.
+// leader. It is idempotent, so it is retried like every leader-only call.
+// An unknown name is NotFound.
 func (c *Client) ActivateTopology(ctx context.Context, name string) error {
 	_, err := callLeader(ctx, c, "ActivateTopology", func(ctx context.Context, api nimbusv1.NimbusServiceClient, opts ...grpc.CallOption) (*nimbusv1.ActivateTopologyResponse, error) {
 		return api.ActivateTopology(ctx, &nimbusv1.ActivateTopologyRequest{Name: name}, opts...)
@@ -184,7 +187,8 @@ func (c *Client) ActivateTopology(ctx context.Context, name string) error {
 }
 
 // DeactivateTopology sets the named topology's status to INACTIVE at the
-// leader.
+// leader. It is idempotent, so it is retried like every leader-only call.
+// An unknown name is NotFound.
 func (c *Client) DeactivateTopology(ctx context.Context, name string) error {
 	_, err := callLeader(ctx, c, "DeactivateTopology", func(ctx context.Context, api nimbusv1.NimbusServiceClient, opts ...grpc.CallOption) (*nimbusv1.DeactivateTopologyResponse, error) {
 		return api.DeactivateTopology(ctx, &nimbusv1.DeactivateTopologyRequest{Name: name}, opts...)

@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 
 	"github.com/nimbusha/nimbus/internal/testenv"
 	"github.com/nimbusha/nimbus/nimbus"
@@ -96,10 +98,16 @@ func TestThreeNimbusesAgreeOnOneLeader(t *testing.T) {
 		})
 	}
 
-	// Leader-only RPCs of later issues answer Unimplemented, not a crash.
-	_, err := c.API(leader).ActivateTopology(t.Context(), &nimbusv1.ActivateTopologyRequest{Name: "x"})
-	if err == nil || !strings.Contains(err.Error(), "Unimplemented") {
-		t.Fatalf("ActivateTopology: %v, want Unimplemented", err)
+	// Leader-only RPCs: the leader answers (NotFound for an unknown name),
+	// a follower answers with the leader's address.
+	_, err := c.API(leader).ActivateTopology(t.Context(), &nimbusv1.ActivateTopologyRequest{Name: "nosuch"})
+	if status.Code(err) != codes.NotFound {
+		t.Fatalf("ActivateTopology of an unknown name on the leader: %v, want NotFound", err)
+	}
+	follower := without(ps, leader)[0]
+	_, err = c.API(follower).ActivateTopology(t.Context(), &nimbusv1.ActivateTopologyRequest{Name: "nosuch"})
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(status.Convert(err).String(), leader.Addr()) {
+		t.Fatalf("ActivateTopology on a follower: %v, want FailedPrecondition naming %s", err, leader.Addr())
 	}
 }
 

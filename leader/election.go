@@ -62,6 +62,13 @@ func New(cfg Config) *Election {
 	}
 }
 
+// SetEligible sets the Eligible gate; call it before Run.
+func (e *Election) SetEligible(f func() error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.cfg.Eligible = f
+}
+
 // Queue puts this nimbus in the leader-lock queue (a no-op if it is in
 // already). It does not block.
 func (e *Election) Queue() {
@@ -77,13 +84,23 @@ func (e *Election) queueGeneration() uint64 {
 	return e.queueGen
 }
 
-// Leave takes this nimbus out of the queue: the current term, if any, ends
-// and the lock node is deleted at once, so the next candidate leads
-// without waiting for a session timeout. It blocks until the node is
-// deleted or ctx ends; while ZooKeeper is unreachable the node goes with
-// the session instead.
+// Withdraw takes this nimbus out of the queue without waiting: the current
+// term, if any, ends and the lock node is deleted as soon as ZooKeeper
+// answers.
+func (e *Election) Withdraw() { e.update(func() { e.queued = false }) }
+
+// Queued reports whether this nimbus means to be in the queue.
+func (e *Election) Queued() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.queued
+}
+
+// Leave is Withdraw, then waits until the lock node is deleted, so the
+// next candidate leads without waiting for a session timeout; or until ctx
+// ends (while ZooKeeper is unreachable the node goes with the session).
 func (e *Election) Leave(ctx context.Context) error {
-	e.update(func() { e.queued = false })
+	e.Withdraw()
 	for {
 		e.mu.Lock()
 		node, changed := e.node, e.changed
@@ -346,9 +363,12 @@ func findProtected(conn *zk.Conn, dir, guid string) (string, int64, error) {
 // still armed, so reconnections don't pile watches up.
 func (e *Election) lead(ctx context.Context, node string, epoch, sid int64, ownWatch <-chan zk.Event) <-chan zk.Event {
 	sess := e.cfg.Session
-	if e.cfg.Eligible != nil {
+	e.mu.Lock()
+	eligible := e.cfg.Eligible
+	e.mu.Unlock()
+	if eligible != nil {
 		gen := e.queueGeneration()
-		if err := e.cfg.Eligible(); err != nil {
+		if err := eligible(); err != nil {
 			e.log.Warn("won the leader lock but may not lead; giving it back", "err", err, "epoch", epoch)
 			// A Queue call made meanwhile wins: it came after the check.
 			e.update(func() {

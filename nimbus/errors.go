@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/nimbusha/nimbus/codedistributor"
 	"github.com/nimbusha/nimbus/leader"
 )
 
@@ -27,6 +28,15 @@ var ErrNotFound = errors.New("nimbus: topology not found")
 
 // ErrAlreadyExists: a topology with that name is in /storms.
 var ErrAlreadyExists = errors.New("nimbus: topology name in use")
+
+// ErrNotCommitted: a submission stopped before its topology was committed
+// (this nimbus lost leadership during the replication wait). Nothing
+// remains of it, so submitting again is safe.
+var ErrNotCommitted = errors.New("nimbus: submission not committed")
+
+// ErrWrongStatus: the topology's status forbids the action (activating a
+// topology that is being killed, say).
+var ErrWrongStatus = errors.New("nimbus: action not allowed in the topology's status")
 
 // ValidationError is a request field that fails validation. Nothing has
 // been written when one is returned.
@@ -81,6 +91,15 @@ func toStatus(err error) error {
 		return status.Error(codes.NotFound, err.Error())
 	case errors.Is(err, ErrAlreadyExists):
 		return status.Error(codes.AlreadyExists, err.Error())
+	case errors.Is(err, codedistributor.ErrNotHeld):
+		return status.Error(codes.NotFound, err.Error())
+	case errors.Is(err, codedistributor.ErrCorrupt):
+		return status.Error(codes.DataLoss, err.Error())
+	case errors.Is(err, ErrNotCommitted):
+		// Nothing was committed: the client may submit again.
+		return status.Error(codes.Aborted, err.Error())
+	case errors.Is(err, ErrWrongStatus):
+		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.As(err, &notLeader):
 		st, derr := status.New(codes.FailedPrecondition, err.Error()).WithDetails(&errdetails.ErrorInfo{
 			Reason:   ReasonNotLeader,

@@ -8,6 +8,8 @@ type metrics struct {
 	leaderChanges prometheus.Counter
 	epoch         prometheus.Gauge
 	zkConnected   prometheus.Gauge
+	// Set by the leader: standbys that could take over right now.
+	eligibleStandbys prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -28,7 +30,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "nimbus_zookeeper_connected",
 			Help: "1 while this nimbus has a ZooKeeper session, 0 otherwise.",
 		}),
+		eligibleStandbys: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "nimbus_eligible_standbys",
+			Help: "On the leader: live nimbuses other than the leader that hold all code (0 = no failover possible).",
+		}),
 	}
-	reg.MustRegister(m.isLeader, m.leaderChanges, m.epoch, m.zkConnected)
+	reg.MustRegister(m.isLeader, m.leaderChanges, m.epoch, m.zkConnected, m.eligibleStandbys)
 	return m
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -22,6 +23,9 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	"github.com/nimbusha/nimbus/cluster"
+	"github.com/nimbusha/nimbus/codedistributor"
+	_ "github.com/nimbusha/nimbus/codedistributor/localfs" // the default backend
+	"github.com/nimbusha/nimbus/codesync"
 	"github.com/nimbusha/nimbus/configs"
 	"github.com/nimbusha/nimbus/internal/version"
 	"github.com/nimbusha/nimbus/leader"
@@ -50,6 +54,13 @@ type Server struct {
 	sess        *cluster.Session
 	election    *leader.Election
 	self        *clusterv1.NimbusInfo
+	view        *view
+	metrics     *metrics
+	store       *codedistributor.Store
+	peers       *codedistributor.Peers
+	dist        codedistributor.Distributor
+	syncer      *codesync.Syncer
+	actions     chan struct{} // wakes the leader loop
 	cancel      context.CancelFunc
 	wg          sync.WaitGroup
 
@@ -103,6 +114,9 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		}
 	}
 
+	if s.store, err = codedistributor.OpenStore(filepath.Join(cfg.LocalDir, "nimbus")); err != nil {
+		return fmt.Errorf("nimbus: storm.local.dir %s: %w", cfg.LocalDir, err)
+	}
 	s.sess, err = cluster.Connect(ctx, cluster.SessionConfig{
 		Servers:        cfg.ZKServers(),
 		SessionTimeout: cfg.ZKSessionTimeout,
@@ -113,40 +127,81 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	paths := s.sess.Paths()
+	for _, dir := range []string{paths.LeaderLock(), paths.Nimbuses(), paths.Storms(), paths.CodeDistributor(), paths.Assignments(), paths.Supervisors()} {
+		if err := cluster.EnsurePath(s.sess.Conn(), dir); err != nil {
+			return fmt.Errorf("nimbus: create %s: %w", dir, err)
+		}
+	}
+	addr := cluster.HostPort(s.self)
+	s.peers = codedistributor.NewPeers()
+	distParams := codedistributor.Params{Config: cfg, Session: s.sess, Peers: s.peers, Self: addr, Logger: s.base}
+	if s.dist, err = codedistributor.New(cfg.CodeDistributorClass, distParams); err != nil {
+		return err
+	}
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	m := newMetrics(s.reg)
+	s.metrics = newMetrics(s.reg)
+	m := s.metrics
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	v := &view{
-		nimbuses: cluster.NewNimbusInfoCache(s.sess, s.sess.Paths().Nimbuses(), s.base),
-		locks:    cluster.NewNimbusInfoCache(s.sess, s.sess.Paths().LeaderLock(), s.base),
+		nimbuses: cluster.NewNimbusInfoCache(s.sess, paths.Nimbuses(), s.base),
+		locks:    cluster.NewNimbusInfoCache(s.sess, paths.LeaderLock(), s.base),
+		storms:   cluster.NewDirCache(s.sess, paths.Storms(), func() *clusterv1.StormBase { return new(clusterv1.StormBase) }, s.base),
+		replicas: cluster.NewReplicaCache(s.sess, s.base),
 		now:      time.Now,
 	}
+	s.view = v
 	s.election = leader.New(leader.Config{Session: s.sess, Self: s.self, Logger: s.base})
+	s.syncer = codesync.New(codesync.Config{
+		Session:    s.sess,
+		Store:      s.store,
+		Fetcher:    &codedistributor.Fetcher{Params: distParams, Dist: s.dist, Store: s.store},
+		Storms:     v.storms,
+		Replicas:   v.replicas,
+		Self:       s.self,
+		Election:   s.election,
+		SweepEvery: cfg.CodeSyncFreq,
+		Logger:     s.base,
+	})
+	// The gate of invariant 6: a nimbus that wins the lock leads only if it
+	// holds every active topology's code, checked afresh.
+	s.election.SetEligible(s.syncer.Eligible)
+	s.actions = make(chan struct{}, 1)
 
 	s.health = health.NewServer()
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	s.health.SetServingStatus(LeaderHealthService, healthpb.HealthCheckResponse_NOT_SERVING)
 	s.grpc = grpc.NewServer()
-	nimbusv1.RegisterNimbusServiceServer(s.grpc, &service{view: v})
+	nimbusv1.RegisterNimbusServiceServer(s.grpc, &service{
+		cfg: cfg, log: s.log, self: addr, view: v, sess: s.sess, election: s.election,
+		store: s.store, dist: s.dist, syncer: s.syncer, inFlight: map[string]bool{},
+		actionsChanged: func() {
+			select {
+			case s.actions <- struct{}{}:
+			default:
+			}
+		},
+	})
+	nimbusv1.RegisterCodeServiceServer(s.grpc, &codeService{store: s.store, syncer: s.syncer})
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
 
 	registered := make(chan struct{})
 	var registerOnce sync.Once
-	addr := cluster.HostPort(s.self)
-	s.wg.Go(func() { _ = v.nimbuses.Run(runCtx) })
-	s.wg.Go(func() { _ = v.locks.Run(runCtx) })
+	for _, c := range []interface{ Run(context.Context) error }{v.nimbuses, v.locks, v.storms, v.replicas} {
+		s.wg.Go(func() { _ = c.Run(runCtx) })
+	}
 	s.wg.Go(func() {
-		cluster.KeepEphemeral(runCtx, s.sess, s.sess.Paths().Nimbus(addr), cluster.Encode(s.self), s.log,
+		cluster.KeepEphemeral(runCtx, s.sess, paths.Nimbus(addr), cluster.Encode(s.self), s.log,
 			func() { registerOnce.Do(func() { close(registered) }) })
 	})
-	// The code gate of invariant 6 opens here once code exists to hold;
-	// until then every nimbus holds all of it.
-	s.election.Queue()
+	// codesync queues the election once this nimbus holds all code.
+	s.wg.Go(func() { _ = s.syncer.Run(runCtx) })
 	s.wg.Go(func() { _ = s.election.Run(runCtx) })
+	s.wg.Go(func() { s.leadTerms(runCtx) })
 	s.wg.Go(func() { s.watchStatus(runCtx, v, m) })
 	s.wg.Go(func() {
 		if err := s.grpc.Serve(s.listener); err != nil {
@@ -162,7 +217,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		})
 	}
 	s.wg.Go(func() {
-		for _, c := range []<-chan struct{}{registered, v.nimbuses.Loaded(), v.locks.Loaded()} {
+		for _, c := range []<-chan struct{}{registered, v.nimbuses.Loaded(), v.locks.Loaded(), v.storms.Loaded(), v.replicas.Distributions.Loaded()} {
 			select {
 			case <-c:
 			case <-runCtx.Done():
@@ -186,7 +241,7 @@ func (s *Server) watchStatus(ctx context.Context, v *view, m *metrics) {
 	for {
 		state, _, sessChanged := s.sess.State()
 		connected := state == zk.StateHasSession
-		loaded := isClosed(v.nimbuses.Loaded()) && isClosed(v.locks.Loaded())
+		loaded := isClosed(v.nimbuses.Loaded()) && isClosed(v.locks.Loaded()) && isClosed(v.storms.Loaded())
 		setServing(s.health, "", connected && loaded)
 		term := s.election.Current()
 		setServing(s.health, LeaderHealthService, term != nil)
@@ -246,6 +301,10 @@ func (s *Server) ReadyNotify() <-chan struct{} { return s.ready }
 // Err delivers a fatal error from a listener; the caller should Close.
 func (s *Server) Err() <-chan error { return s.errc }
 
+// nimbusesChanged wakes the leader loop when nimbuses come and go, which
+// changes how many standbys could take over.
+func (s *Server) nimbusesChanged() <-chan struct{} { return s.view.nimbuses.Changed() }
+
 // Election is this nimbus's election, for tests and status.
 func (s *Server) Election() *leader.Election { return s.election }
 
@@ -295,6 +354,12 @@ func (s *Server) Close() {
 			s.cancel()
 		}
 		s.wg.Wait()
+		if s.dist != nil {
+			s.dist.Close()
+		}
+		if s.peers != nil {
+			s.peers.Close()
+		}
 		if s.sess != nil {
 			s.sess.Close()
 		}

@@ -2,27 +2,149 @@ package nimbus
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
 
+	"github.com/go-zookeeper/zk"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/nimbusha/nimbus/cluster"
+	"github.com/nimbusha/nimbus/codedistributor"
+	"github.com/nimbusha/nimbus/codesync"
+	"github.com/nimbusha/nimbus/configs"
+	"github.com/nimbusha/nimbus/leader"
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
-// service implements nimbus.v1.NimbusService. RPCs that later issues
-// build answer Unimplemented through the embedded type.
+// service implements nimbus.v1.NimbusService. Handlers validate, call the
+// domain code and map errors with toStatus; RPCs that later issues build
+// answer Unimplemented through the embedded type.
 type service struct {
 	nimbusv1.UnimplementedNimbusServiceServer
-	view *view
+	cfg      *configs.Config
+	log      *slog.Logger
+	self     string // host:port
+	view     *view
+	sess     *cluster.Session
+	election *leader.Election
+	store    *codedistributor.Store
+	dist     codedistributor.Distributor
+	syncer   *codesync.Syncer
+	// actionsChanged wakes the leader loop after a kill.
+	actionsChanged func()
+
+	mu       sync.Mutex
+	inFlight map[string]bool // names being submitted through this nimbus
 }
 
 func (s *service) GetLeader(context.Context, *nimbusv1.GetLeaderRequest) (*nimbusv1.GetLeaderResponse, error) {
-	leader, err := s.view.leaderSummary()
+	l, err := s.view.leaderSummary()
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &nimbusv1.GetLeaderResponse{Leader: leader}, nil
+	return &nimbusv1.GetLeaderResponse{Leader: l}, nil
 }
 
 func (s *service) GetClusterInfo(context.Context, *nimbusv1.GetClusterInfoRequest) (*nimbusv1.GetClusterInfoResponse, error) {
-	return &nimbusv1.GetClusterInfoResponse{Cluster: &nimbusv1.ClusterSummary{
-		Nimbuses: s.view.nimbusSummaries(),
-	}}, nil
+	return &nimbusv1.GetClusterInfoResponse{Cluster: s.view.clusterSummary()}, nil
+}
+
+func (s *service) GetTopologyInfo(_ context.Context, req *nimbusv1.GetTopologyInfoRequest) (*nimbusv1.GetTopologyInfoResponse, error) {
+	if err := validateGetTopologyInfo(req); err != nil {
+		return nil, toStatus(err)
+	}
+	resp, err := s.view.topologyInfo(req.GetName())
+	return resp, toStatus(err)
+}
+
+// leaderTerm returns the live term, or what a follower answers with: the
+// leader's address, or no leader.
+func (s *service) leaderTerm() (*leader.Term, error) {
+	if t := s.election.Current(); t != nil {
+		return t, nil
+	}
+	if head, _, ok := s.view.leader(); ok && cluster.HostPort(head) != s.self {
+		return nil, &NotLeaderError{Leader: cluster.HostPort(head)}
+	}
+	// Nobody, or this nimbus while its term is suspended: retry shortly.
+	return nil, ErrNoLeader
+}
+
+func (s *service) KillTopology(_ context.Context, req *nimbusv1.KillTopologyRequest) (*nimbusv1.KillTopologyResponse, error) {
+	if err := validateKill(req); err != nil {
+		return nil, toStatus(err)
+	}
+	wait := s.cfg.TopologyMessageTimeout
+	if req.WaitSecs != nil {
+		wait = time.Duration(req.GetWaitSecs()) * time.Second
+	}
+	err := s.transition(req.GetName(), func(base *clusterv1.StormBase) (bool, error) {
+		if base.GetStatus() == clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED {
+			return false, nil // already being killed: keep the first deadline
+		}
+		base.PreviousStatus = base.GetStatus()
+		base.Status = clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED
+		base.ActionDeadlineUnixMs = time.Now().Add(wait).UnixMilli()
+		return true, nil
+	})
+	if err == nil {
+		s.log.Info("topology killed", "topology", req.GetName(), "removal_in", wait)
+		s.actionsChanged()
+	}
+	return &nimbusv1.KillTopologyResponse{}, toStatus(err)
+}
+
+func (s *service) ActivateTopology(_ context.Context, req *nimbusv1.ActivateTopologyRequest) (*nimbusv1.ActivateTopologyResponse, error) {
+	if err := validateActivate(req); err != nil {
+		return nil, toStatus(err)
+	}
+	err := s.transition(req.GetName(), setStatus(clusterv1.TopologyStatus_TOPOLOGY_STATUS_ACTIVE))
+	return &nimbusv1.ActivateTopologyResponse{}, toStatus(err)
+}
+
+func (s *service) DeactivateTopology(_ context.Context, req *nimbusv1.DeactivateTopologyRequest) (*nimbusv1.DeactivateTopologyResponse, error) {
+	if err := validateDeactivate(req); err != nil {
+		return nil, toStatus(err)
+	}
+	err := s.transition(req.GetName(), setStatus(clusterv1.TopologyStatus_TOPOLOGY_STATUS_INACTIVE))
+	return &nimbusv1.DeactivateTopologyResponse{}, toStatus(err)
+}
+
+// setStatus moves between ACTIVE and INACTIVE; repeating one is a no-op.
+func setStatus(to clusterv1.TopologyStatus) func(*clusterv1.StormBase) (bool, error) {
+	return func(base *clusterv1.StormBase) (bool, error) {
+		switch base.GetStatus() {
+		case to:
+			return false, nil
+		case clusterv1.TopologyStatus_TOPOLOGY_STATUS_ACTIVE, clusterv1.TopologyStatus_TOPOLOGY_STATUS_INACTIVE:
+			base.Status = to
+			return true, nil
+		default:
+			return false, fmt.Errorf("%w: %s is %s", ErrWrongStatus, base.GetName(), base.GetStatus())
+		}
+	}
+}
+
+// transition applies change to the named topology's StormBase on the
+// leader, with a fenced write. change reports whether it changed anything.
+func (s *service) transition(name string, change func(*clusterv1.StormBase) (bool, error)) error {
+	term, err := s.leaderTerm()
+	if err != nil {
+		return err
+	}
+	id, cached, err := s.view.byName(name)
+	if err != nil {
+		return err
+	}
+	base := proto.Clone(cached).(*clusterv1.StormBase)
+	changed, err := change(base)
+	if err != nil || !changed {
+		return err
+	}
+	base.Epoch = term.Epoch()
+	_, err = term.Multi(&zk.SetDataRequest{Path: s.sess.Paths().Storm(id), Data: cluster.Encode(base), Version: -1})
+	return err
 }

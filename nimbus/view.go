@@ -1,6 +1,8 @@
 package nimbus
 
 import (
+	"bytes"
+	"fmt"
 	"sort"
 	"time"
 
@@ -14,6 +16,8 @@ import (
 type view struct {
 	nimbuses *cluster.DirCache[*clusterv1.NimbusInfo] // /nimbuses, by host:port
 	locks    *cluster.DirCache[*clusterv1.NimbusInfo] // /leader-lock, by node name
+	storms   *cluster.DirCache[*clusterv1.StormBase]  // /storms, by topology id
+	replicas *cluster.ReplicaCache                    // /code-distributor
 	now      func() time.Time
 }
 
@@ -33,14 +37,35 @@ func (v *view) leaderSummary() (*nimbusv1.NimbusSummary, error) {
 		return nil, ErrNoLeader
 	}
 	reg := v.nimbuses.Snapshot()[cluster.HostPort(head)]
-	s := v.summary(head, reg)
+	s := v.summary(head, reg, v.storms.Snapshot())
 	s.IsLeader, s.Epoch = true, epoch
 	return s, nil
 }
 
+// clusterSummary is GetClusterInfo's answer.
+func (v *view) clusterSummary() *nimbusv1.ClusterSummary {
+	storms := v.storms.Snapshot()
+	c := &nimbusv1.ClusterSummary{Nimbuses: v.nimbusSummaries(storms)}
+	for _, n := range c.Nimbuses {
+		if n.HoldsAllCode && !n.IsLeader {
+			c.EligibleStandbys++
+		}
+	}
+	for id, base := range storms {
+		t := v.topologySummary(id, base)
+		c.Topologies = append(c.Topologies, t)
+		if t.ReplicationCount == 0 {
+			c.LeadershipBlockedBy = append(c.LeadershipBlockedBy, id)
+		}
+	}
+	sort.Slice(c.Topologies, func(i, j int) bool { return c.Topologies[i].Name < c.Topologies[j].Name })
+	sort.Strings(c.LeadershipBlockedBy)
+	return c
+}
+
 // nimbusSummaries lists every registered nimbus, by address, and the
 // leader even if its registration is not visible yet.
-func (v *view) nimbusSummaries() []*nimbusv1.NimbusSummary {
+func (v *view) nimbusSummaries(storms map[string]*clusterv1.StormBase) []*nimbusv1.NimbusSummary {
 	head, epoch, hasLeader := v.leader()
 	leaderAddr := ""
 	if hasLeader {
@@ -52,14 +77,14 @@ func (v *view) nimbusSummaries() []*nimbusv1.NimbusSummary {
 		if reg == nil {
 			continue // undecodable registration, logged by the cache
 		}
-		s := v.summary(reg, reg)
+		s := v.summary(reg, reg, storms)
 		if addr == leaderAddr {
 			s.IsLeader, s.Epoch = true, epoch
 		}
 		out = append(out, s)
 	}
 	if _, ok := regs[leaderAddr]; hasLeader && !ok {
-		s := v.summary(head, nil)
+		s := v.summary(head, nil, storms)
 		s.IsLeader, s.Epoch = true, epoch
 		out = append(out, s)
 	}
@@ -73,8 +98,8 @@ func (v *view) nimbusSummaries() []*nimbusv1.NimbusSummary {
 }
 
 // summary describes the nimbus at id's address; reg, its registration,
-// may be nil.
-func (v *view) summary(id, reg *clusterv1.NimbusInfo) *nimbusv1.NimbusSummary {
+// may be nil. Whether it holds all code comes from the replica lists.
+func (v *view) summary(id, reg *clusterv1.NimbusInfo, storms map[string]*clusterv1.StormBase) *nimbusv1.NimbusSummary {
 	s := &nimbusv1.NimbusSummary{Host: id.GetHost(), Port: id.GetPort()}
 	if reg != nil {
 		s.Version = reg.GetVersion()
@@ -82,5 +107,75 @@ func (v *view) summary(id, reg *clusterv1.NimbusInfo) *nimbusv1.NimbusSummary {
 			s.UptimeSecs = int64(v.now().Sub(time.UnixMilli(start)) / time.Second)
 		}
 	}
+	addr := cluster.HostPort(id)
+	for tid, base := range storms {
+		r := v.replicas.Replicas(tid)[addr]
+		if r == nil || !bytes.Equal(r.GetCodeMetaDigest(), base.GetCodeMetaDigest()) {
+			s.MissingTopologyIds = append(s.MissingTopologyIds, tid)
+		}
+	}
+	sort.Strings(s.MissingTopologyIds)
+	s.HoldsAllCode = len(s.MissingTopologyIds) == 0
 	return s
+}
+
+// replicaAddrs lists the replicas of id that hold digest, sorted.
+func (v *view) replicaAddrs(id string, digest []byte) []*clusterv1.ReplicaInfo {
+	var out []*clusterv1.ReplicaInfo
+	for _, r := range v.replicas.Replicas(id) {
+		if r != nil && bytes.Equal(r.GetCodeMetaDigest(), digest) {
+			out = append(out, r)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return cluster.HostPort(nimbusInfo(out[i])) < cluster.HostPort(nimbusInfo(out[j]))
+	})
+	return out
+}
+
+func nimbusInfo(r *clusterv1.ReplicaInfo) *clusterv1.NimbusInfo {
+	return &clusterv1.NimbusInfo{Host: r.GetHost(), Port: r.GetPort()}
+}
+
+func (v *view) topologySummary(id string, base *clusterv1.StormBase) *nimbusv1.TopologySummary {
+	t := &nimbusv1.TopologySummary{Id: id}
+	if base == nil {
+		return t // undecodable: shown by id only
+	}
+	t.Name, t.Status, t.Owner, t.NumWorkers = base.GetName(), base.GetStatus(), base.GetOwner(), base.GetNumWorkers()
+	for _, n := range base.GetComponentExecutors() {
+		t.NumExecutors += n
+	}
+	if launch := base.GetLaunchTimeUnixSecs(); launch > 0 {
+		t.UptimeSecs = int64(v.now().Sub(time.Unix(launch, 0)) / time.Second)
+	}
+	t.ReplicationCount = int32(len(v.replicaAddrs(id, base.GetCodeMetaDigest())))
+	return t
+}
+
+// byName finds a topology in /storms by name.
+func (v *view) byName(name string) (string, *clusterv1.StormBase, error) {
+	for id, base := range v.storms.Snapshot() {
+		if base != nil && base.GetName() == name {
+			return id, base, nil
+		}
+	}
+	return "", nil, fmt.Errorf("%w: %q", ErrNotFound, name)
+}
+
+// topologyInfo is GetTopologyInfo's answer.
+func (v *view) topologyInfo(name string) (*nimbusv1.GetTopologyInfoResponse, error) {
+	id, base, err := v.byName(name)
+	if err != nil {
+		return nil, err
+	}
+	resp := &nimbusv1.GetTopologyInfoResponse{
+		Topology:             v.topologySummary(id, base),
+		CodeMetaDigest:       base.GetCodeMetaDigest(),
+		ComponentParallelism: base.GetComponentExecutors(),
+	}
+	for _, r := range v.replicaAddrs(id, base.GetCodeMetaDigest()) {
+		resp.Replicas = append(resp.Replicas, &nimbusv1.ReplicaSummary{Host: r.GetHost(), Port: r.GetPort()})
+	}
+	return resp, nil
 }

@@ -1,11 +1,13 @@
 // Command stormctl is the command-line client of a Nimbus-HA cluster: it
-// reads the cluster's state (and, as commands are added, submits and
-// manages topologies) through package client, which finds the leader and
-// retries what is safe to retry.
+// reads the cluster's state, submits topologies and manages them through
+// package client, which finds the leader and retries what is safe to
+// retry.
 //
-// Files: main.go starts it; root.go owns the global flags, the client and
-// exit codes; read.go holds the read commands; output.go renders tables
-// and JSON.
+// Files: main.go starts it; root.go owns the global flags, the client,
+// error lines and exit codes; read.go holds the read commands; submit.go
+// the upload (progress.go its progress bar, split.go the worker command's
+// quoting); manage.go kill, activate, deactivate and rebalance; flags.go
+// parses flag values; output.go renders tables and JSON.
 package main
 
 import "os"

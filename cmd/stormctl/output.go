@@ -2,9 +2,13 @@ package main
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -12,6 +16,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
@@ -79,11 +84,23 @@ func writeNimbuses(w io.Writer, ns []*nimbusv1.NimbusSummary) error {
 			leader, epoch = "yes", strconv.FormatInt(n.GetEpoch(), 10)
 		}
 		rows = append(rows, []string{
-			n.GetHost(), strconv.Itoa(int(n.GetPort())), leader, epoch,
+			n.GetHost(), strconv.Itoa(int(n.GetPort())), leader, epoch, eligible(n),
 			uptime(n.GetUptimeSecs()), orDash(n.GetVersion()),
 		})
 	}
-	return table(w, []string{"HOST", "PORT", "LEADER", "EPOCH", "UPTIME", "VERSION"}, rows)
+	return table(w, []string{"HOST", "PORT", "LEADER", "EPOCH", "ELIGIBLE", "UPTIME", "VERSION"}, rows)
+}
+
+// eligible says whether a nimbus may lead: "yes" when it holds all code,
+// "no (missing N)" when it lacks N topologies' code.
+func eligible(n *nimbusv1.NimbusSummary) string {
+	if missing := len(n.GetMissingTopologyIds()); missing > 0 {
+		return fmt.Sprintf("no (missing %d)", missing)
+	}
+	if n.GetHoldsAllCode() {
+		return "yes"
+	}
+	return "no"
 }
 
 func writeSupervisors(w io.Writer, ss []*nimbusv1.SupervisorSummary) error {
@@ -102,12 +119,34 @@ func writeTopologies(w io.Writer, ts []*nimbusv1.TopologySummary) error {
 	rows := make([][]string, 0, len(ts))
 	for _, t := range ts {
 		rows = append(rows, []string{
-			t.GetName(), t.GetId(), strings.TrimPrefix(t.GetStatus().String(), "TOPOLOGY_STATUS_"),
-			orDash(t.GetOwner()), strconv.Itoa(int(t.GetNumWorkers())), strconv.Itoa(int(t.GetNumExecutors())),
-			strconv.Itoa(int(t.GetReplicationCount())), uptime(t.GetUptimeSecs()),
+			t.GetName(), t.GetId(), statusName(t.GetStatus()),
+			strconv.Itoa(int(t.GetNumWorkers())), strconv.Itoa(int(t.GetNumExecutors())),
+			strconv.Itoa(int(t.GetReplicationCount())), uptime(t.GetUptimeSecs()), orDash(t.GetOwner()),
 		})
 	}
-	return table(w, []string{"NAME", "ID", "STATUS", "OWNER", "WORKERS", "EXECUTORS", "REPLICAS", "UPTIME"}, rows)
+	return table(w, []string{"NAME", "ID", "STATUS", "WORKERS", "EXECUTORS", "REPLICAS", "UPTIME", "OWNER"}, rows)
+}
+
+// statusName is "active" for TOPOLOGY_STATUS_ACTIVE.
+func statusName(s clusterv1.TopologyStatus) string {
+	return strings.ToLower(strings.TrimPrefix(s.String(), "TOPOLOGY_STATUS_"))
+}
+
+// fields writes "key: value" lines, the values aligned.
+func fields(w io.Writer, kvs [][2]string) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, kv := range kvs {
+		fmt.Fprintf(tw, "%s:\t%s\n", kv[0], kv[1])
+	}
+	return tw.Flush()
+}
+
+// hostPort is "host:port", or "-" when the host is unknown.
+func hostPort(host string, port int32) string {
+	if host == "" {
+		return "-"
+	}
+	return net.JoinHostPort(host, strconv.Itoa(int(port)))
 }
 
 // uptime renders seconds with the two largest units, as "3m12s", "5h3m" or
@@ -134,4 +173,66 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// writeTopologyInfo writes a header block, then the replicas and the
+// executors' placement.
+func writeTopologyInfo(w io.Writer, info *nimbusv1.GetTopologyInfoResponse) error {
+	t := info.GetTopology()
+	digest := hex.EncodeToString(info.GetCodeMetaDigest())
+	if len(digest) > 16 {
+		digest = digest[:16]
+	}
+	components := make([]string, 0, len(info.GetComponentParallelism()))
+	for _, id := range slices.Sorted(maps.Keys(info.GetComponentParallelism())) {
+		components = append(components, fmt.Sprintf("%s=%d", id, info.GetComponentParallelism()[id]))
+	}
+	err := fields(w, [][2]string{
+		{"name", t.GetName()},
+		{"id", t.GetId()},
+		{"status", statusName(t.GetStatus())},
+		{"owner", orDash(t.GetOwner())},
+		{"workers", strconv.Itoa(int(t.GetNumWorkers()))},
+		{"executors", strconv.Itoa(int(t.GetNumExecutors()))},
+		{"components", orDash(strings.Join(components, ", "))},
+		{"uptime", uptime(t.GetUptimeSecs())},
+		{"replication count", strconv.Itoa(int(t.GetReplicationCount()))},
+		{"digest", orDash(digest)},
+	})
+	if err != nil {
+		return err
+	}
+
+	replicas := make([][]string, 0, len(info.GetReplicas()))
+	for _, r := range info.GetReplicas() {
+		replicas = append(replicas, []string{hostPort(r.GetHost(), r.GetPort())})
+	}
+	if _, err := io.WriteString(w, "\nREPLICAS\n"); err != nil {
+		return err
+	}
+	if err := table(w, []string{"HOST:PORT"}, replicas); err != nil {
+		return err
+	}
+
+	// By component, then task: the server's order is not promised.
+	execs := slices.Clone(info.GetExecutors())
+	slices.SortStableFunc(execs, func(a, b *nimbusv1.ExecutorSummary) int {
+		if c := strings.Compare(a.GetExecutor().GetComponentId(), b.GetExecutor().GetComponentId()); c != 0 {
+			return c
+		}
+		return int(a.GetExecutor().GetTaskStart()) - int(b.GetExecutor().GetTaskStart())
+	})
+	rows := make([][]string, 0, len(execs))
+	for _, e := range execs {
+		x := e.GetExecutor()
+		tasks := strconv.Itoa(int(x.GetTaskStart()))
+		if x.GetTaskEnd() != x.GetTaskStart() {
+			tasks += "-" + strconv.Itoa(int(x.GetTaskEnd()))
+		}
+		rows = append(rows, []string{x.GetComponentId(), tasks, hostPort(e.GetHost(), e.GetPort())})
+	}
+	if _, err := io.WriteString(w, "\nEXECUTORS\n"); err != nil {
+		return err
+	}
+	return table(w, []string{"COMPONENT", "TASKS", "HOST:PORT"}, rows)
 }

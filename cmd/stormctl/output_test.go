@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
@@ -22,8 +23,9 @@ func TestUptime(t *testing.T) {
 func testCluster() *nimbusv1.ClusterSummary {
 	return &nimbusv1.ClusterSummary{
 		Nimbuses: []*nimbusv1.NimbusSummary{
-			{Host: "nimbus-1.example.com", Port: 6627, UptimeSecs: 192, IsLeader: true, Epoch: 7, Version: "0.1.0"},
-			{Host: "nimbus-2", Port: 16627, UptimeSecs: 18180},
+			{Host: "nimbus-1.example.com", Port: 6627, UptimeSecs: 192, IsLeader: true, Epoch: 7, Version: "0.1.0", HoldsAllCode: true},
+			{Host: "nimbus-2", Port: 16627, UptimeSecs: 18180, MissingTopologyIds: []string{"a-1-1", "b-2-2"}},
+			{Host: "nimbus-3", Port: 6627, UptimeSecs: 5},
 		},
 		Supervisors: []*nimbusv1.SupervisorSummary{
 			{SupervisorId: "a1b2", Host: "worker-1", UptimeSecs: 190800, NumWorkers: 4, NumUsedWorkers: 2, Version: "0.1.0"},
@@ -37,9 +39,10 @@ func TestWriteNimbuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "" +
-		"HOST                  PORT   LEADER  EPOCH  UPTIME  VERSION\n" +
-		"nimbus-1.example.com  6627   yes     7      3m12s   0.1.0\n" +
-		"nimbus-2              16627  no      -      5h3m    -\n"
+		"HOST                  PORT   LEADER  EPOCH  ELIGIBLE        UPTIME  VERSION\n" +
+		"nimbus-1.example.com  6627   yes     7      yes             3m12s   0.1.0\n" +
+		"nimbus-2              16627  no      -      no (missing 2)  5h3m    -\n" +
+		"nimbus-3              6627   no      -      no              5s      -\n"
 	if b.String() != want {
 		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
 	}
@@ -58,16 +61,56 @@ func TestWriteCluster(t *testing.T) {
 	}
 	want := "" +
 		"NIMBUSES\n" +
-		"HOST                  PORT   LEADER  EPOCH  UPTIME  VERSION\n" +
-		"nimbus-1.example.com  6627   yes     7      3m12s   0.1.0\n" +
-		"nimbus-2              16627  no      -      5h3m    -\n" +
+		"HOST                  PORT   LEADER  EPOCH  ELIGIBLE        UPTIME  VERSION\n" +
+		"nimbus-1.example.com  6627   yes     7      yes             3m12s   0.1.0\n" +
+		"nimbus-2              16627  no      -      no (missing 2)  5h3m    -\n" +
+		"nimbus-3              6627   no      -      no              5s      -\n" +
+		"eligible standbys: 0\n" +
 		"\n" +
 		"SUPERVISORS\n" +
 		"(none)\n" +
 		"\n" +
 		"TOPOLOGIES\n" +
-		"NAME       ID                      STATUS  OWNER  WORKERS  EXECUTORS  REPLICAS  UPTIME\n" +
-		"wordcount  wordcount-1-1700000000  ACTIVE  alice  2        6          3         45s\n"
+		"NAME       ID                      STATUS  WORKERS  EXECUTORS  REPLICAS  UPTIME  OWNER\n" +
+		"wordcount  wordcount-1-1700000000  active  2        6          3         45s     alice\n"
+	if b.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
+
+func TestWriteClusterLeadershipBlocked(t *testing.T) {
+	s := testCluster()
+	s.EligibleStandbys = 2
+	s.LeadershipBlockedBy = []string{"a-1-1", "b-2-2"}
+	var b bytes.Buffer
+	if err := writeCluster(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	want := "" +
+		"nimbus-3              6627   no      -      no              5s      -\n" +
+		"eligible standbys: 2\n" +
+		"WARNING: no live nimbus holds: a-1-1, b-2-2 — no failover possible until one does (see README: \"Leadership blocked\")\n" +
+		"\n" +
+		"SUPERVISORS\n"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("got:\n%s\nwant it to contain:\n%s", b.String(), want)
+	}
+}
+
+func TestWriteTopologies(t *testing.T) {
+	var b bytes.Buffer
+	err := writeTopologies(&b, []*nimbusv1.TopologySummary{
+		{Id: "wordcount-1-1700000000", Name: "wordcount", Status: clusterv1.TopologyStatus_TOPOLOGY_STATUS_REBALANCING,
+			Owner: "alice", NumExecutors: 6, NumWorkers: 2, UptimeSecs: 3700, ReplicationCount: 3},
+		{Id: "x-2-1700000001", Name: "x", Status: clusterv1.TopologyStatus_TOPOLOGY_STATUS_INACTIVE},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "" +
+		"NAME       ID                      STATUS       WORKERS  EXECUTORS  REPLICAS  UPTIME  OWNER\n" +
+		"wordcount  wordcount-1-1700000000  rebalancing  2        6          3         1h1m    alice\n" +
+		"x          x-2-1700000001          inactive     0        0          0         0s      -\n"
 	if b.String() != want {
 		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
 	}

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -77,7 +79,7 @@ func writeCluster(w io.Writer, s *nimbusv1.ClusterSummary) error {
 		title string
 		write func(io.Writer) error
 	}{
-		{"NIMBUSES", func(w io.Writer) error { return writeNimbuses(w, s.GetNimbuses()) }},
+		{"NIMBUSES", func(w io.Writer) error { return writeNimbusesAndFailover(w, s) }},
 		{"SUPERVISORS", func(w io.Writer) error { return writeSupervisors(w, s.GetSupervisors()) }},
 		{"TOPOLOGIES", func(w io.Writer) error { return writeTopologies(w, s.GetTopologies()) }},
 	}
@@ -94,4 +96,63 @@ func writeCluster(w io.Writer, s *nimbusv1.ClusterSummary) error {
 		}
 	}
 	return nil
+}
+
+// writeNimbusesAndFailover writes the nimbuses table, then how many
+// standbys could take over, and a warning when none can.
+func writeNimbusesAndFailover(w io.Writer, s *nimbusv1.ClusterSummary) error {
+	if err := writeNimbuses(w, s.GetNimbuses()); err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(w, "eligible standbys: %d\n", s.GetEligibleStandbys()); err != nil {
+		return err
+	}
+	if blocked := s.GetLeadershipBlockedBy(); len(blocked) > 0 {
+		_, err := fmt.Fprintf(w, "WARNING: no live nimbus holds: %s — no failover possible until one does (see README: \"Leadership blocked\")\n",
+			strings.Join(blocked, ", "))
+		return err
+	}
+	return nil
+}
+
+func newListCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List the topologies",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.withClient(cmd.Context(), func(ctx context.Context, c *client.Client) error {
+				resp, err := c.GetClusterInfo(ctx)
+				if err != nil {
+					return err
+				}
+				topologies := resp.GetCluster().GetTopologies()
+				if g.output == "json" {
+					return writeJSONList(g.stdout, "topologies", topologies)
+				}
+				return writeTopologies(g.stdout, topologies)
+			})
+		},
+	}
+}
+
+func newTopologyCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "topology NAME",
+		Short: "Show a topology: status, code replicas and where its executors run",
+		Args:  exactArgs("NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			return g.withClient(cmd.Context(), func(ctx context.Context, c *client.Client) error {
+				resp, err := c.GetTopologyInfo(ctx, name)
+				if err != nil {
+					return &opError{op: "topology " + name, err: err}
+				}
+				if g.output == "json" {
+					return writeJSON(g.stdout, resp)
+				}
+				return writeTopologyInfo(g.stdout, resp)
+			})
+		},
+	}
 }

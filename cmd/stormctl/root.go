@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/status"
 
 	"github.com/nimbusha/nimbus/client"
@@ -29,12 +30,17 @@ const (
 	defaultTimeout = 10 * time.Second
 )
 
-// globals are the flags every command shares.
+// globals are the flags every command shares, and what the commands write
+// to.
 type globals struct {
-	seeds   string
-	output  string
-	timeout time.Duration
-	stdout  io.Writer
+	seeds      string
+	output     string
+	timeout    time.Duration
+	timeoutSet bool // --timeout was given (submit has no time limit otherwise)
+
+	stdout, stderr io.Writer
+	terminal       func(io.Writer) bool // whether a person watches this writer
+	now            func() time.Time
 }
 
 // usageError marks an error in the command line, which exits 2.
@@ -46,23 +52,29 @@ func (e *usageError) Unwrap() error { return e.err }
 // run executes one stormctl command line and returns the exit code. Errors
 // are one line on stderr.
 func run(args []string, stdout, stderr io.Writer) int {
+	return execute(args, &globals{stdout: stdout, stderr: stderr, terminal: isTerminal, now: time.Now})
+}
+
+// execute is run with the writers, terminal test and clock in g, so tests
+// can stand in for a terminal.
+func execute(args []string, g *globals) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 
-	root := newRootCommand(&globals{stdout: stdout})
+	root := newRootCommand(g)
 	root.SetArgs(args)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	root.SetOut(g.stdout)
+	root.SetErr(g.stderr)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return exitOK
 	}
 	var usage *usageError
 	if errors.As(err, &usage) {
-		fmt.Fprintf(stderr, "stormctl: %v (see 'stormctl --help')\n", usage.err)
+		fmt.Fprintf(g.stderr, "stormctl: %v (see 'stormctl --help')\n", usage.err)
 		return exitUsage
 	}
-	fmt.Fprintf(stderr, "stormctl: %s\n", describe(err))
+	fmt.Fprintf(g.stderr, "stormctl: %s\n", describe(err))
 	return exitError
 }
 
@@ -85,13 +97,14 @@ func newRootCommand(g *globals) *cobra.Command {
 			}
 			return &usageError{fmt.Errorf("unknown command %q", args[0])}
 		},
-		PersistentPreRunE: func(*cobra.Command, []string) error {
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			if g.output != "table" && g.output != "json" {
 				return &usageError{fmt.Errorf("--output %q: want table or json", g.output)}
 			}
 			if g.timeout <= 0 {
 				return &usageError{fmt.Errorf("--timeout %s: want a positive duration", g.timeout)}
 			}
+			g.timeoutSet = cmd.Flags().Changed("timeout")
 			return nil
 		},
 		SilenceErrors:     true,
@@ -103,9 +116,14 @@ func newRootCommand(g *globals) *cobra.Command {
 	f := root.PersistentFlags()
 	f.StringVar(&g.seeds, "seeds", seeds, "nimbus addresses, host:port[,host:port...] (env "+seedsEnv+")")
 	f.StringVarP(&g.output, "output", "o", "table", "output format: table or json")
-	f.DurationVar(&g.timeout, "timeout", defaultTimeout, "time limit of the whole command")
+	f.DurationVar(&g.timeout, "timeout", defaultTimeout, "time limit of the whole command (submit: none unless given)")
 
-	root.AddCommand(newLeaderCommand(g), newNimbusesCommand(g), newClusterCommand(g))
+	root.AddCommand(
+		newLeaderCommand(g), newNimbusesCommand(g), newClusterCommand(g),
+		newListCommand(g), newTopologyCommand(g),
+		newSubmitCommand(g), newKillCommand(g), newActivateCommand(g), newDeactivateCommand(g),
+		newRebalanceCommand(g),
+	)
 	return root
 }
 
@@ -119,6 +137,12 @@ func noArgs(cmd *cobra.Command, args []string) error {
 
 // withClient runs fn with a client for --seeds under --timeout.
 func (g *globals) withClient(ctx context.Context, fn func(context.Context, *client.Client) error) error {
+	return g.withClientTimeout(ctx, g.timeout, fn)
+}
+
+// withClientTimeout runs fn with a client for --seeds under timeout; zero
+// means no time limit but the caller's (Ctrl-C).
+func (g *globals) withClientTimeout(ctx context.Context, timeout time.Duration, fn func(context.Context, *client.Client) error) error {
 	var seeds []string
 	for s := range strings.SplitSeq(g.seeds, ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -130,13 +154,34 @@ func (g *globals) withClient(ctx context.Context, fn func(context.Context, *clie
 		return &usageError{fmt.Errorf("--seeds: %w", err)}
 	}
 	defer c.Close()
-	ctx, cancel := context.WithTimeout(ctx, g.timeout)
-	defer cancel()
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
 	return fn(ctx, c)
 }
 
+// opError says what a command was doing when err happened, such as "kill
+// wordcount", and may add a hint for what to do about it.
+type opError struct {
+	op   string
+	err  error
+	hint string
+}
+
+func (e *opError) Error() string { return e.op + ": " + e.err.Error() }
+func (e *opError) Unwrap() error { return e.err }
+
 // describe renders err as the one line stormctl prints.
 func describe(err error) string {
+	if op, ok := err.(*opError); ok {
+		s := op.op + ": " + describe(op.err)
+		if op.hint != "" {
+			s += " (" + op.hint + ")"
+		}
+		return s
+	}
 	// The client's own message carries a "client:" prefix for logs; a
 	// user reads the list of seeds and why each failed.
 	if none, ok := err.(*client.NoSeedAnsweredError); ok {
@@ -147,9 +192,23 @@ func describe(err error) string {
 		return "no nimbus answered at " + strings.Join(parts, ", ")
 	}
 	// A server's status, unwrapped: its code and message, without gRPC's
-	// "rpc error: code = ... desc = ..." framing.
+	// "rpc error: code = ... desc = ..." framing, and the fields a
+	// BadRequest detail names that the message does not.
 	if st, ok := err.(interface{ GRPCStatus() *status.Status }); ok {
-		return fmt.Sprintf("%s: %s", st.GRPCStatus().Code(), st.GRPCStatus().Message())
+		s := st.GRPCStatus()
+		msg := s.Message()
+		for _, d := range s.Details() {
+			br, ok := d.(*errdetails.BadRequest)
+			if !ok {
+				continue
+			}
+			for _, v := range br.GetFieldViolations() {
+				if !strings.Contains(msg, v.GetField()) {
+					msg += fmt.Sprintf(" (%s: %s)", v.GetField(), v.GetDescription())
+				}
+			}
+		}
+		return fmt.Sprintf("%s: %s", s.Code(), msg)
 	}
 	return err.Error()
 }

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
+	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
+)
+
+func testTopology() *nimbusv1.GetTopologyInfoResponse {
+	return &nimbusv1.GetTopologyInfoResponse{
+		Topology: &nimbusv1.TopologySummary{
+			Id: "wordcount-1-1700000000", Name: "wordcount", Status: clusterv1.TopologyStatus_TOPOLOGY_STATUS_ACTIVE,
+			Owner: "alice", NumExecutors: 3, NumWorkers: 2, UptimeSecs: 45, ReplicationCount: 2,
+		},
+		Executors: []*nimbusv1.ExecutorSummary{
+			{Executor: &clusterv1.Executor{ComponentId: "split", TaskStart: 3, TaskEnd: 4}, SupervisorId: "s2", Host: "worker-2", Port: 6701},
+			{Executor: &clusterv1.Executor{ComponentId: "count", TaskStart: 1, TaskEnd: 1}, SupervisorId: "s1", Host: "worker-1", Port: 6700},
+			{Executor: &clusterv1.Executor{ComponentId: "split", TaskStart: 2, TaskEnd: 2}}, // not placed yet
+		},
+		Replicas: []*nimbusv1.ReplicaSummary{
+			{Host: "nimbus-1.example.com", Port: 6627},
+			{Host: "::1", Port: 6628},
+		},
+		CodeMetaDigest:       []byte{0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0xff, 0xff},
+		ComponentParallelism: map[string]int32{"split": 2, "count": 1},
+	}
+}
+
+func testTopologies() *nimbusv1.ClusterSummary {
+	c := testCluster()
+	c.Topologies = []*nimbusv1.TopologySummary{
+		testTopology().GetTopology(),
+		{Id: "x-2-1700000001", Name: "x", Status: clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED, NumWorkers: 1, NumExecutors: 1, UptimeSecs: 3700, ReplicationCount: 1, Owner: "bob"},
+	}
+	return c
+}
+
+func TestRunList(t *testing.T) {
+	cluster := testTopologies()
+	addr := serve(t, cluster)
+
+	got := runOK(t, "--seeds", addr, "list")
+	want := "" +
+		"NAME       ID                      STATUS  WORKERS  EXECUTORS  REPLICAS  UPTIME  OWNER\n" +
+		"wordcount  wordcount-1-1700000000  active  2        3          2         45s     alice\n" +
+		"x          x-2-1700000001          killed  1        1          1         1h1m    bob\n"
+	if got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+
+	var list nimbusv1.ClusterSummary
+	unmarshal(t, runOK(t, "--seeds", addr, "-o", "json", "list"), &list)
+	if !proto.Equal(&list, &nimbusv1.ClusterSummary{Topologies: cluster.GetTopologies()}) {
+		t.Errorf("json: got %v", &list)
+	}
+
+	if got := runOK(t, "--seeds", serve(t, testCluster()), "list"); got != "(none)\n" {
+		t.Errorf("no topologies: got %q", got)
+	}
+}
+
+func TestRunTopology(t *testing.T) {
+	info := testTopology()
+	addr := serveFake(t, &fakeNimbus{cluster: testCluster(), topologies: map[string]*nimbusv1.GetTopologyInfoResponse{"wordcount": info}})
+
+	got := runOK(t, "--seeds", addr, "topology", "wordcount")
+	want := "" +
+		"name:               wordcount\n" +
+		"id:                 wordcount-1-1700000000\n" +
+		"status:             active\n" +
+		"owner:              alice\n" +
+		"workers:            2\n" +
+		"executors:          3\n" +
+		"components:         count=1, split=2\n" +
+		"uptime:             45s\n" +
+		"replication count:  2\n" +
+		"digest:             0123456789abcdef\n" +
+		"\n" +
+		"REPLICAS\n" +
+		"HOST:PORT\n" +
+		"nimbus-1.example.com:6627\n" +
+		"[::1]:6628\n" +
+		"\n" +
+		"EXECUTORS\n" +
+		"COMPONENT  TASKS  HOST:PORT\n" +
+		"count      1      worker-1:6700\n" +
+		"split      2      -\n" +
+		"split      3-4    worker-2:6701\n"
+	if got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+
+	var resp nimbusv1.GetTopologyInfoResponse
+	unmarshal(t, runOK(t, "--seeds", addr, "-o", "json", "topology", "wordcount"), &resp)
+	if !proto.Equal(&resp, info) {
+		t.Errorf("json: got %v, want %v", &resp, info)
+	}
+
+	stderr := runFails(t, exitError, "--seeds", addr, "topology", "nosuch")
+	if want := "stormctl: topology nosuch: NotFound: nimbus: topology not found\n"; stderr != want {
+		t.Errorf("unknown name: stderr %q, want %q", stderr, want)
+	}
+}
+
+func TestRunTopologyEmpty(t *testing.T) {
+	info := &nimbusv1.GetTopologyInfoResponse{Topology: &nimbusv1.TopologySummary{Name: "new", Id: "new-3-1"}}
+	addr := serveFake(t, &fakeNimbus{topologies: map[string]*nimbusv1.GetTopologyInfoResponse{"new": info}})
+	got := runOK(t, "--seeds", addr, "topology", "new")
+	want := "" +
+		"name:               new\n" +
+		"id:                 new-3-1\n" +
+		"status:             unspecified\n" +
+		"owner:              -\n" +
+		"workers:            0\n" +
+		"executors:          0\n" +
+		"components:         -\n" +
+		"uptime:             0s\n" +
+		"replication count:  0\n" +
+		"digest:             -\n" +
+		"\n" +
+		"REPLICAS\n" +
+		"(none)\n" +
+		"\n" +
+		"EXECUTORS\n" +
+		"(none)\n"
+	if got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestRunReadUsageErrors(t *testing.T) {
+	addr := closedAddr(t) // a usage error makes no RPC, so nothing need listen
+	for _, args := range [][]string{
+		{"topology"},
+		{"topology", "a", "b"},
+		{"list", "extra"},
+	} {
+		runFails(t, exitUsage, append([]string{"--seeds", addr}, args...)...)
+	}
+}

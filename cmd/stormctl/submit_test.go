@@ -1,0 +1,281 @@
+package main
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
+)
+
+// writeArtifact writes size random bytes to a file and returns its path
+// and contents.
+func writeArtifact(t *testing.T, size int) (string, []byte) {
+	t.Helper()
+	b := make([]byte, size)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "wordcount.bin")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, b
+}
+
+// submitLeader serves a leader that stores submissions and answers resp.
+func submitLeader(t *testing.T, resp *nimbusv1.SubmitTopologyResponse) (string, *fakeNimbus) {
+	t.Helper()
+	f := &fakeNimbus{submitResp: resp}
+	return serveLeader(t, f), f
+}
+
+var submitted = &nimbusv1.SubmitTopologyResponse{TopologyId: "wordcount-1-1700000000", ReplicationCount: 2}
+
+// checkArtifact fails unless f's last submission carried artifact and its
+// SHA-256.
+func checkArtifact(t *testing.T, f *fakeNimbus, artifact []byte) {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !bytes.Equal(f.artifact, artifact) {
+		t.Errorf("the leader received %d bytes that differ from the %d-byte artifact", len(f.artifact), len(artifact))
+	}
+	if sum := sha256.Sum256(artifact); !bytes.Equal(f.trailer, sum[:]) {
+		t.Errorf("trailer %x, want %x", f.trailer, sum)
+	}
+}
+
+func TestRunSubmit(t *testing.T) {
+	t.Setenv("USER", "alice")
+	addr, f := submitLeader(t, submitted)
+	path, artifact := writeArtifact(t, 3<<20+17)
+	args := []string{
+		"--seeds", addr, "submit", "wordcount", path, "--workers", "2",
+		"--component", "sentences=2", "--component", "count=4",
+		"--worker-command", `java -jar '{code_dir}/app.jar' --name "word count" --port {port}`,
+		"--conf", "topology.debug=true", "--conf", "opts=-Da=b -Dc=d", "--conf", "empty=",
+	}
+
+	got := runOK(t, args...)
+	want := "" +
+		"topology id:                 wordcount-1-1700000000\n" +
+		"replication count:           2\n" +
+		"replication wait timed out:  no\n"
+	if got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+	checkArtifact(t, f, artifact)
+
+	var resp nimbusv1.SubmitTopologyResponse
+	unmarshal(t, runOK(t, append([]string{"-o", "json"}, args...)...), &resp)
+	if !proto.Equal(&resp, submitted) {
+		t.Errorf("json: got %v, want %v", &resp, submitted)
+	}
+
+	spec := &nimbusv1.TopologySpec{
+		Name:          "wordcount",
+		NumWorkers:    2,
+		Components:    []*nimbusv1.ComponentSpec{{Id: "sentences", Parallelism: 2}, {Id: "count", Parallelism: 4}},
+		WorkerCommand: []string{"java", "-jar", "{code_dir}/app.jar", "--name", "word count", "--port", "{port}"},
+		Config:        map[string]string{"topology.debug": "true", "opts": "-Da=b -Dc=d", "empty": ""},
+		InitialStatus: nimbusv1.InitialStatus_INITIAL_STATUS_ACTIVE,
+		Owner:         "alice",
+	}
+	checkRequests(t, f, spec, spec)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.hadDeadline {
+		t.Error("the submission had a deadline without --timeout: a long replication wait would cut it")
+	}
+}
+
+func TestRunSubmitDefaults(t *testing.T) {
+	t.Setenv("USER", "bob")
+	addr, f := submitLeader(t, submitted)
+	path, artifact := writeArtifact(t, 0)
+	runOK(t, "--seeds", addr, "submit", "wordcount", path, "--component", "spout=1")
+	runOK(t, "--seeds", addr, "--timeout", "5s", "submit", "wordcount", path, "--component", "spout=1",
+		"--inactive", "--owner", "carol")
+	checkArtifact(t, f, artifact)
+	base := &nimbusv1.TopologySpec{
+		Name:          "wordcount",
+		NumWorkers:    1,
+		Components:    []*nimbusv1.ComponentSpec{{Id: "spout", Parallelism: 1}},
+		WorkerCommand: []string{"{code_dir}/artifact"},
+		InitialStatus: nimbusv1.InitialStatus_INITIAL_STATUS_ACTIVE,
+		Owner:         "bob",
+	}
+	inactive := proto.CloneOf(base)
+	inactive.InitialStatus = nimbusv1.InitialStatus_INITIAL_STATUS_INACTIVE
+	inactive.Owner = "carol"
+	checkRequests(t, f, base, inactive)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.hadDeadline {
+		t.Error("--timeout did not bound the submission")
+	}
+}
+
+func TestRunSubmitReplicationTimedOut(t *testing.T) {
+	addr, _ := submitLeader(t, &nimbusv1.SubmitTopologyResponse{
+		TopologyId: "wordcount-1-1700000000", ReplicationCount: 1, ReplicationWaitTimedOut: true,
+	})
+	path, _ := writeArtifact(t, 100)
+	code, stdout, stderr := runArgs("--seeds", addr, "submit", "wordcount", path, "--component", "spout=1")
+	if code != exitOK {
+		t.Fatalf("exit code %d, want %d: the topology was stored", code, exitOK)
+	}
+	if !strings.Contains(stdout, "replication wait timed out:  yes\n") {
+		t.Errorf("stdout:\n%s", stdout)
+	}
+	want := "WARNING: the replication wait timed out: the code of wordcount-1-1700000000 is on 1 nimbus(es), " +
+		"fewer than topology.min.replication.count; it is lost if they fail before others fetch it\n"
+	if stderr != want {
+		t.Errorf("stderr %q, want %q", stderr, want)
+	}
+}
+
+func TestRunSubmitFollowsRedirect(t *testing.T) {
+	leaderAddr, leader := submitLeader(t, submitted)
+	// A follower with a stale view: it names itself, then redirects after
+	// the spec and the first chunk, so the file must be read again.
+	follower := &fakeNimbus{redirectTo: leaderAddr}
+	followerAddr := serveLeader(t, follower)
+	path, artifact := writeArtifact(t, 2<<20+5)
+	runOK(t, "--seeds", followerAddr, "submit", "wordcount", path, "--component", "spout=1")
+	checkArtifact(t, leader, artifact)
+	if n := len(leader.recorded()); n != 1 {
+		t.Errorf("the leader got %d submissions, want 1", n)
+	}
+}
+
+func TestRunSubmitErrors(t *testing.T) {
+	path, _ := writeArtifact(t, 10)
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{
+			status.Error(codes.AlreadyExists, "nimbus: topology name in use"),
+			"stormctl: submit wordcount: AlreadyExists: nimbus: topology name in use\n",
+		},
+		{
+			status.Error(codes.Unavailable, "nimbus: leadership lost"),
+			"stormctl: submit wordcount: Unavailable: nimbus: leadership lost " +
+				"(it may have been stored: check with 'stormctl topology wordcount' before submitting again)\n",
+		},
+	} {
+		addr, f := submitLeader(t, submitted)
+		f.err = tc.err
+		if stderr := runFails(t, exitError, "--seeds", addr, "submit", "wordcount", path, "--component", "spout=1"); stderr != tc.want {
+			t.Errorf("stderr %q, want %q", stderr, tc.want)
+		}
+		if n := len(f.recorded()); n != 1 {
+			t.Errorf("the leader got %d submissions, want 1: a submission is not retried", n)
+		}
+	}
+}
+
+func TestRunSubmitBadArtifact(t *testing.T) {
+	addr, f := submitLeader(t, submitted)
+	missing := filepath.Join(t.TempDir(), "nope.jar")
+	stderr := runFails(t, exitError, "--seeds", addr, "submit", "wordcount", missing, "--component", "spout=1")
+	if want := "stormctl: submit wordcount: artifact: open " + missing + ": no such file or directory\n"; stderr != want {
+		t.Errorf("stderr %q, want %q", stderr, want)
+	}
+	dir := t.TempDir()
+	stderr = runFails(t, exitError, "--seeds", addr, "submit", "wordcount", dir, "--component", "spout=1")
+	if want := "stormctl: submit wordcount: artifact " + dir + ": not a regular file\n"; stderr != want {
+		t.Errorf("stderr %q, want %q", stderr, want)
+	}
+	if n := len(f.recorded()); n != 0 {
+		t.Errorf("the leader got %d submissions, want none", n)
+	}
+}
+
+func TestRunSubmitUsageErrors(t *testing.T) {
+	path, _ := writeArtifact(t, 10)
+	addr := closedAddr(t) // a usage error makes no RPC, so nothing need listen
+	for _, tc := range []struct {
+		args []string
+		want string // in the error line
+	}{
+		{[]string{}, "submit: missing NAME and ARTIFACT"},
+		{[]string{"wordcount"}, "submit: missing ARTIFACT"},
+		{[]string{"wordcount", path, "extra", "--component", "a=1"}, `extra argument "extra"`},
+		{[]string{"wordcount", path}, "at least one --component ID=PARALLELISM is required"},
+		{[]string{"wordcount", "/nonexistent"}, "at least one --component"}, // flags are checked first
+		{[]string{"wordcount", path, "--component", "a"}, `--component "a": want ID=PARALLELISM`},
+		{[]string{"wordcount", path, "--component", "a:1"}, `--component "a:1": want ID=PARALLELISM`},
+		{[]string{"wordcount", path, "--component", "=1"}, `--component "=1": want ID=PARALLELISM`},
+		{[]string{"wordcount", path, "--component", "a=-3"}, `parallelism "-3"`},
+		{[]string{"wordcount", path, "--component", "a=0"}, `parallelism "0"`},
+		{[]string{"wordcount", path, "--component", "a=2147483648"}, `parallelism "2147483648"`},
+		{[]string{"wordcount", path, "--component", "a= 1"}, `parallelism " 1"`},
+		{[]string{"wordcount", path, "--component", "a=1", "--component", "a=2"}, `component "a" given twice`},
+		{[]string{"wordcount", path, "--component", "a=1", "--workers", "-1"}, "--workers -1"},
+		{[]string{"wordcount", path, "--component", "a=1", "--workers", "0"}, "--workers 0"},
+		{[]string{"wordcount", path, "--component", "a=1", "--workers", "two"}, "--workers"},
+		{[]string{"wordcount", path, "--component", "a=1", "--worker-command", `run 'x`}, "unterminated single quote"},
+		{[]string{"wordcount", path, "--component", "a=1", "--worker-command", `run x\`}, "trailing backslash"},
+		{[]string{"wordcount", path, "--component", "a=1", "--worker-command", "  "}, "empty command"},
+		{[]string{"wordcount", path, "--component", "a=1", "--conf", "debug"}, `--conf "debug": want KEY=VALUE`},
+		{[]string{"wordcount", path, "--component", "a=1", "--conf", "=x"}, `--conf "=x": want KEY=VALUE`},
+		{[]string{"wordcount", path, "--component", "a=1", "--conf", "k=1", "--conf", "k=2"}, `key "k" given twice`},
+		{[]string{"wordcount", path, "--component", "a=1", "--inactive=maybe"}, "--inactive"},
+	} {
+		stderr := runFails(t, exitUsage, append([]string{"--seeds", addr, "submit"}, tc.args...)...)
+		if !strings.Contains(stderr, tc.want) {
+			t.Errorf("%q: stderr %q, want it to contain %q", tc.args, stderr, tc.want)
+		}
+	}
+}
+
+// runTerminal runs a command line as if stderr were a terminal, with a
+// clock that advances 30 ms at each reading.
+func runTerminal(args ...string) (code int, stdout, stderr string) {
+	var out, errOut bytes.Buffer
+	code = execute(args, &globals{
+		stdout: &out, stderr: &errOut,
+		terminal: func(io.Writer) bool { return true },
+		now:      fakeClock(30 * time.Millisecond),
+	})
+	return code, out.String(), errOut.String()
+}
+
+func TestRunSubmitProgress(t *testing.T) {
+	addr, f := submitLeader(t, submitted)
+	big, artifact := writeArtifact(t, 5<<20+1) // 6 chunks
+	small, _ := writeArtifact(t, 4<<20)
+
+	code, _, stderr := runTerminal("--seeds", addr, "submit", "wordcount", big, "--component", "spout=1")
+	if code != exitOK {
+		t.Fatalf("exit code %d, stderr %q", code, stderr)
+	}
+	checkArtifact(t, f, artifact)
+	if !strings.HasPrefix(stderr, "\ruploading [") || !strings.HasSuffix(stderr, "] 100% 5.0/5.0 MiB\n") {
+		t.Errorf("stderr %q, want a bar that ends at 100%% and a newline", stderr)
+	}
+	// Chunks 30 ms apart: the first, the fifth (120 ms later) and the
+	// last draw.
+	if n := strings.Count(stderr, "\r"); n != 3 {
+		t.Errorf("the bar drew %d times for 6 chunks, want 3 (at most one per 100 ms): %q", n, stderr)
+	}
+
+	// No bar for 4 MiB or less, nor when stderr is not a terminal.
+	if code, _, stderr := runTerminal("--seeds", addr, "submit", "wordcount", small, "--component", "spout=1"); code != exitOK || stderr != "" {
+		t.Errorf("4 MiB on a terminal: exit code %d, stderr %q, want no bar", code, stderr)
+	}
+	runOK(t, "--seeds", addr, "submit", "wordcount", big, "--component", "spout=1")
+}

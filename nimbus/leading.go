@@ -1,0 +1,114 @@
+package nimbus
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/nimbusha/nimbus/leader"
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
+)
+
+// leadTerms runs leader-only work for each term this nimbus wins, under
+// the term's context, until ctx ends.
+func (s *Server) leadTerms(ctx context.Context) {
+	for {
+		term, err := s.election.Await(ctx)
+		if err != nil {
+			return
+		}
+		s.lead(term)
+	}
+}
+
+// lead does the leader's periodic duties until the term ends: removing
+// killed topologies when their wait is over, removing distributions that
+// an earlier leader's submission abandoned, and warning when no standby
+// could take over.
+func (s *Server) lead(term *leader.Term) {
+	ctx := term.Context()
+	log := s.log.With("epoch", term.Epoch())
+	noStandbyWarned := false
+	for {
+		stormsChanged, distsChanged := s.view.storms.Changed(), s.view.replicas.Changed()
+		now := time.Now()
+		var next time.Time
+		storms := s.view.storms.Snapshot()
+		for id, base := range storms {
+			if base == nil || base.GetStatus() != clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED {
+				continue
+			}
+			due := time.UnixMilli(base.GetActionDeadlineUnixMs())
+			if due.After(now) {
+				if next.IsZero() || due.Before(next) {
+					next = due
+				}
+				continue
+			}
+			if err := s.removeTopology(ctx, term, id); err != nil {
+				log.Warn("cannot remove killed topology; will retry", "topology", id, "err", err)
+				next = now.Add(time.Second)
+			} else {
+				log.Info("killed topology removed", "topology", id, "name", base.GetName())
+			}
+		}
+		for id, d := range s.view.replicas.Distributions.Snapshot() {
+			if _, committed := storms[id]; committed || d == nil || d.GetEpoch() >= term.Epoch() {
+				continue // ours to finish or abandon, or live
+			}
+			if err := deleteDistribution(term, s.sess, id); err != nil {
+				log.Warn("cannot remove abandoned code distribution", "topology", id, "err", err)
+			} else {
+				log.Info("removed code distribution of a submission that never committed", "topology", id, "from_epoch", d.GetEpoch())
+				_ = s.dist.Cleanup(ctx, id)
+			}
+		}
+		summary := s.view.clusterSummary()
+		s.metrics.eligibleStandbys.Set(float64(summary.GetEligibleStandbys()))
+		if summary.GetEligibleStandbys() == 0 && len(summary.GetNimbuses()) > 0 {
+			if !noStandbyWarned {
+				log.Warn("no standby nimbus holds all code: a failure of this leader cannot fail over",
+					"nimbuses", len(summary.GetNimbuses()), "blocked_by", summary.GetLeadershipBlockedBy())
+				noStandbyWarned = true
+			}
+		} else {
+			noStandbyWarned = false
+		}
+
+		var timer <-chan time.Time
+		if !next.IsZero() {
+			timer = time.After(time.Until(next))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-stormsChanged:
+		case <-distsChanged:
+		case <-s.nimbusesChanged():
+		case <-s.actions:
+		case <-timer:
+		}
+	}
+}
+
+// removeTopology deletes a killed topology from ZooKeeper in one fenced
+// write (its StormBase, assignment and distribution with replicas); every
+// nimbus then drops the code, and the backend cleans up what it stored.
+func (s *Server) removeTopology(ctx context.Context, term *leader.Term, id string) error {
+	paths := s.sess.Paths()
+	extra := []any{&zk.DeleteRequest{Path: paths.Storm(id), Version: -1}}
+	if ok, _, err := s.sess.Conn().Exists(paths.Assignment(id)); err != nil {
+		return err
+	} else if ok {
+		extra = append(extra, &zk.DeleteRequest{Path: paths.Assignment(id), Version: -1})
+	}
+	if err := deleteDistribution(term, s.sess, id, extra...); err != nil {
+		return err
+	}
+	if err := s.dist.Cleanup(ctx, id); err != nil && !errors.Is(err, context.Canceled) {
+		s.log.Warn("code cleanup failed", "topology", id, "err", err)
+	}
+	return nil
+}

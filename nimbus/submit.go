@@ -1,0 +1,293 @@
+package nimbus
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/nimbusha/nimbus/cluster"
+	"github.com/nimbusha/nimbus/codedistributor"
+	"github.com/nimbusha/nimbus/leader"
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
+	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
+)
+
+// maxChunk is the largest artifact chunk a client may send.
+const maxChunk = 1 << 20
+
+// SubmitTopology stores a topology's code, has every nimbus fetch it, waits
+// for topology.min.replication.count replicas (at most
+// topology.max.replication.wait.time.sec), and only then commits the
+// topology to /storms. Until that commit nothing is acknowledged, and a
+// failure leaves nothing behind that a later leader does not remove.
+func (s *service) SubmitTopology(stream nimbusv1.NimbusService_SubmitTopologyServer) error {
+	resp, err := s.submit(stream)
+	if err != nil {
+		return toStatus(err)
+	}
+	return stream.SendAndClose(resp)
+}
+
+func (s *service) submit(stream nimbusv1.NimbusService_SubmitTopologyServer) (*nimbusv1.SubmitTopologyResponse, error) {
+	ctx := stream.Context()
+	first, err := stream.Recv()
+	if errors.Is(err, io.EOF) {
+		return nil, invalid("spec", "the stream ended before the spec")
+	}
+	if err != nil {
+		return nil, err
+	}
+	spec := first.GetSpec()
+	if spec == nil {
+		return nil, invalid("spec", "the first message must be the spec")
+	}
+	if err := validateSpec(spec); err != nil {
+		return nil, err
+	}
+	// Check leadership before the upload, so a client sent to a follower
+	// is redirected before it sends megabytes.
+	term, err := s.leaderTerm()
+	if err != nil {
+		return nil, err
+	}
+	release, err := s.reserveName(spec.GetName())
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+
+	tmp, err := s.store.NewTemp()
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp) // a no-op once installed
+	artifact, err := s.receiveArtifact(stream, filepath.Join(tmp, codedistributor.ArtifactFile))
+	if err != nil {
+		return nil, err
+	}
+	specData := cluster.Encode(spec)
+	if err := os.WriteFile(filepath.Join(tmp, codedistributor.SpecFile), specData, 0o644); err != nil {
+		return nil, err
+	}
+	specSum := sha256.Sum256(specData)
+
+	id, err := s.newTopologyID(spec.GetName())
+	if err != nil {
+		return nil, err
+	}
+	log := s.log.With("topology", id)
+	meta, err := s.dist.Upload(ctx, tmp, codedistributor.Code{TopologyID: id, Meta: &clusterv1.CodeMeta{
+		TopologyId: id,
+		Files: []*clusterv1.CodeFile{artifact,
+			{Name: codedistributor.SpecFile, Size: int64(len(specData)), Sha256: specSum[:]}},
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("nimbus: store code of %s: %w", id, err)
+	}
+	unpin := s.syncer.Pin(id) // keep it until the distribution asks for it
+	defer unpin()
+	digest, err := s.store.Install(tmp, id, meta)
+	if err != nil {
+		return nil, err
+	}
+
+	// Ask every nimbus to fetch the code; codesync registers this one.
+	dist := &clusterv1.CodeDistribution{CodeMetaDigest: digest, Epoch: term.Epoch(), CreatedUnixMs: time.Now().UnixMilli()}
+	if _, err := term.Multi(&zk.CreateRequest{Path: s.sess.Paths().Distribution(id), Data: cluster.Encode(dist), Acl: zk.WorldACL(zk.PermAll)}); err != nil {
+		s.abandon(term, id, log)
+		return nil, notCommitted(err)
+	}
+	count, timedOut, err := s.waitReplication(ctx, term, id, digest)
+	if err != nil {
+		s.abandon(term, id, log)
+		return nil, err
+	}
+
+	base := &clusterv1.StormBase{
+		Name:               spec.GetName(),
+		Owner:              spec.GetOwner(),
+		Status:             clusterv1.TopologyStatus_TOPOLOGY_STATUS_ACTIVE,
+		LaunchTimeUnixSecs: time.Now().Unix(),
+		NumWorkers:         spec.GetNumWorkers(),
+		ComponentExecutors: map[string]int32{},
+		CodeMetaDigest:     digest,
+		Epoch:              term.Epoch(),
+	}
+	if spec.GetInitialStatus() == nimbusv1.InitialStatus_INITIAL_STATUS_INACTIVE {
+		base.Status = clusterv1.TopologyStatus_TOPOLOGY_STATUS_INACTIVE
+	}
+	for _, c := range spec.GetComponents() {
+		base.ComponentExecutors[c.GetId()] = c.GetParallelism()
+	}
+	if _, err := term.Multi(&zk.CreateRequest{Path: s.sess.Paths().Storm(id), Data: cluster.Encode(base), Acl: zk.WorldACL(zk.PermAll)}); err != nil {
+		s.abandon(term, id, log)
+		return nil, notCommitted(err)
+	}
+	log.Info("topology submitted", "name", spec.GetName(), "bytes", artifact.GetSize(),
+		"replicas", count, "replication_wait_timed_out", timedOut)
+	return &nimbusv1.SubmitTopologyResponse{TopologyId: id, ReplicationCount: int32(count), ReplicationWaitTimedOut: timedOut}, nil
+}
+
+// reserveName fails if a topology with that name exists or is being
+// submitted, and holds the name until release.
+func (s *service) reserveName(name string) (release func(), err error) {
+	if _, _, err := s.view.byName(name); err == nil {
+		return nil, fmt.Errorf("%w: %q", ErrAlreadyExists, name)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inFlight[name] {
+		return nil, fmt.Errorf("%w: %q is being submitted", ErrAlreadyExists, name)
+	}
+	s.inFlight[name] = true
+	return func() {
+		s.mu.Lock()
+		delete(s.inFlight, name)
+		s.mu.Unlock()
+	}, nil
+}
+
+// receiveArtifact writes the artifact chunks to path, hashing as it goes,
+// and checks the trailer. Every failure is the client's, named by field.
+func (s *service) receiveArtifact(stream nimbusv1.NimbusService_SubmitTopologyServer, path string) (*clusterv1.CodeFile, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	var size int64
+	for {
+		msg, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil, invalid("trailer", "the stream ended after %d artifact bytes without the trailer", size)
+		}
+		if err != nil {
+			return nil, err // the client went away: status from the transport
+		}
+		switch part := msg.GetPart().(type) {
+		case *nimbusv1.SubmitTopologyRequest_Chunk:
+			if len(part.Chunk) > maxChunk {
+				return nil, invalid("chunk", "%d bytes; chunks are at most %d", len(part.Chunk), maxChunk)
+			}
+			if size += int64(len(part.Chunk)); size > s.cfg.NimbusMaxArtifactBytes {
+				return nil, invalid("artifact", "larger than nimbus.max.artifact.bytes (%d)", s.cfg.NimbusMaxArtifactBytes)
+			}
+			h.Write(part.Chunk)
+			if _, err := f.Write(part.Chunk); err != nil {
+				return nil, err
+			}
+		case *nimbusv1.SubmitTopologyRequest_Trailer:
+			sum := h.Sum(nil)
+			if want := part.Trailer.GetSha256(); !bytes.Equal(sum, want) {
+				return nil, invalid("trailer.sha256", "the artifact received (%d bytes) has SHA-256 %s, the trailer says %s",
+					size, codedistributor.Hex(sum), codedistributor.Hex(want))
+			}
+			if size == 0 {
+				return nil, invalid("artifact", "empty")
+			}
+			return &clusterv1.CodeFile{Name: codedistributor.ArtifactFile, Size: size, Sha256: sum}, f.Close()
+		default:
+			return nil, invalid("spec", "sent twice, or an empty message, after the artifact started")
+		}
+	}
+}
+
+// newTopologyID builds <name>-<counter>-<launch-secs>. The counter is the
+// child version of /storms, which every create and delete increments and
+// only the leader changes: unique across leaders without a counter node.
+func (s *service) newTopologyID(name string) (string, error) {
+	_, stat, err := s.sess.Conn().Exists(s.sess.Paths().Storms())
+	if err != nil {
+		return "", err
+	}
+	return topologyID(name, int64(stat.Cversion)+1, time.Now()), nil
+}
+
+// waitReplication waits for the minimum replication within the configured
+// time. It fails only when the wait cannot go on: the term ended (not
+// committed; a retry is safe) or the client left.
+func (s *service) waitReplication(ctx context.Context, term *leader.Term, id string, digest []byte) (count int, timedOut bool, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(term.Context(), cancel)
+	defer stop()
+	wait, forever := s.cfg.MaxReplicationWait()
+	if !forever {
+		var cancelTimeout context.CancelFunc
+		ctx, cancelTimeout = context.WithTimeout(ctx, wait)
+		defer cancelTimeout()
+	}
+	count, err = codedistributor.WaitReplication(ctx, s.sess, id, digest, s.cfg.MinReplicationCount)
+	switch {
+	case err == nil:
+		return count, false, nil
+	case term.Context().Err() != nil:
+		return count, false, fmt.Errorf("%w: leadership lost while waiting for replication (%d of %d)", ErrNotCommitted, count, s.cfg.MinReplicationCount)
+	case errors.Is(err, context.DeadlineExceeded):
+		return count, true, nil
+	default:
+		return count, false, err
+	}
+}
+
+// abandon removes an uncommitted submission: its distribution (so other
+// nimbuses drop the code) and its stored code. If this nimbus no longer
+// leads, the next leader removes the distribution instead.
+func (s *service) abandon(term *leader.Term, id string, log interface{ Warn(string, ...any) }) {
+	if err := deleteDistribution(term, s.sess, id); err != nil && !errors.Is(err, leader.ErrFenced) {
+		log.Warn("cannot remove the distribution of an abandoned submission", "err", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.dist.Cleanup(ctx, id); err != nil {
+		log.Warn("cannot clean up the code of an abandoned submission", "err", err)
+	}
+}
+
+// notCommitted marks a failed commit as safe to retry when this nimbus
+// lost leadership; other errors pass through.
+func notCommitted(err error) error {
+	if errors.Is(err, leader.ErrFenced) {
+		return fmt.Errorf("%w: %v", ErrNotCommitted, err)
+	}
+	return err
+}
+
+// deleteDistribution removes /code-distributor/<id> and its replicas in one
+// fenced write, retrying while replicas register meanwhile.
+func deleteDistribution(term *leader.Term, sess *cluster.Session, id string, extra ...any) error {
+	dir := sess.Paths().Distribution(id)
+	for range 5 {
+		children, _, err := sess.Conn().Children(dir)
+		if errors.Is(err, zk.ErrNoNode) {
+			children, dir = nil, ""
+		} else if err != nil {
+			return err
+		}
+		ops := make([]any, 0, len(children)+1+len(extra))
+		for _, c := range children {
+			ops = append(ops, &zk.DeleteRequest{Path: dir + "/" + c, Version: -1})
+		}
+		if dir != "" {
+			ops = append(ops, &zk.DeleteRequest{Path: dir, Version: -1})
+		}
+		ops = append(ops, extra...)
+		if len(ops) == 0 {
+			return nil
+		}
+		_, err = term.Multi(ops...)
+		if !errors.Is(err, zk.ErrNotEmpty) && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+	}
+	return fmt.Errorf("nimbus: %s keeps changing; will retry", dir)
+}

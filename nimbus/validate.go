@@ -1,0 +1,368 @@
+package nimbus
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
+)
+
+// Request validation (DESIGN.md invariant 8): handlers call these before
+// anything is written. Each returns nil or the first problem found, as a
+// *ValidationError naming the field. Map keys are checked in sorted order
+// so that the first problem is the same on every call.
+
+// Limits. They bound what one request can make the leader store in ZooKeeper
+// and what the scheduler has to place.
+const (
+	maxTopologyNameLen   = 128
+	maxComponentIDLen    = 128
+	maxNumWorkers        = 10000
+	maxComponents        = 10000
+	maxParallelism       = 10000
+	maxExecutors         = 100000
+	maxWorkerCommandArgs = 256
+	maxWorkerCommandArg  = 4096
+	maxConfigEntries     = 1000
+	maxConfigKeyLen      = 256
+	maxConfigValueLen    = 65536
+	maxOwnerLen          = 128
+	maxWaitSecs          = 86400
+	maxCodeFileNameLen   = 255
+	maxShownValueLen     = 64
+)
+
+// Rules as error messages state them.
+const (
+	topologyNameRule      = `must match [A-Za-z0-9_.-]{1,128} and not contain ".."`
+	componentIDRule       = `must match [A-Za-z0-9_.:-]{1,128}`
+	codeFileNameRule      = `must match [A-Za-z0-9_.-]{1,255} and not be "." or ".."`
+	topologyIDShape       = `must be <name>-<counter>-<launch-unix-secs>`
+	topologyIDNumberRule  = `must be decimal digits without a sign`
+	initialStatusAccepted = "INITIAL_STATUS_UNSPECIFIED, INITIAL_STATUS_ACTIVE or INITIAL_STATUS_INACTIVE"
+)
+
+// validateTopologyName checks a topology name. Names become directory names
+// (and the prefix of topology ids), so they must never escape a directory.
+func validateTopologyName(field, name string) error {
+	if reason := topologyNameProblem(name); reason != "" {
+		return invalid(field, "%s", reason)
+	}
+	return nil
+}
+
+// topologyNameProblem returns why name is not a valid topology name, or "".
+func topologyNameProblem(name string) string {
+	if name == "." {
+		return fmt.Sprintf("must not be \".\", got %s", showValue(name))
+	}
+	if len(name) == 0 || len(name) > maxTopologyNameLen ||
+		!onlyBytes(name, isNameByte) || strings.Contains(name, "..") {
+		return fmt.Sprintf("%s, got %s", topologyNameRule, showValue(name))
+	}
+	return ""
+}
+
+// validateSpec checks the spec that opens a submission.
+func validateSpec(spec *nimbusv1.TopologySpec) error {
+	if spec == nil {
+		return invalid("spec", "must be set")
+	}
+	if err := validateTopologyName("spec.name", spec.GetName()); err != nil {
+		return err
+	}
+	if n := spec.GetNumWorkers(); n < 1 || n > maxNumWorkers {
+		return invalid("spec.num_workers", "must be between 1 and %d, got %d", maxNumWorkers, n)
+	}
+	if err := validateComponents(spec.GetComponents()); err != nil {
+		return err
+	}
+	if err := validateWorkerCommand(spec.GetWorkerCommand()); err != nil {
+		return err
+	}
+	if err := validateConfig(spec.GetConfig()); err != nil {
+		return err
+	}
+	if err := validateOwner("spec.owner", spec.GetOwner()); err != nil {
+		return err
+	}
+	if s := spec.GetInitialStatus(); nimbusv1.InitialStatus_name[int32(s)] == "" {
+		return invalid("spec.initial_status", "must be %s, got %d", initialStatusAccepted, int32(s))
+	}
+	return nil
+}
+
+func validateComponents(components []*nimbusv1.ComponentSpec) error {
+	switch {
+	case len(components) == 0:
+		return invalid("spec.components", "must have at least one component")
+	case len(components) > maxComponents:
+		return invalid("spec.components", "must have at most %d components, got %d", maxComponents, len(components))
+	}
+	first := make(map[string]int, len(components)) // id -> index of its first use
+	var executors int64
+	for i, c := range components {
+		field := fmt.Sprintf("spec.components[%d]", i)
+		if c == nil {
+			return invalid(field, "must be set")
+		}
+		if reason := componentIDProblem(c.GetId()); reason != "" {
+			return invalid(field+".id", "%s", reason)
+		}
+		if j, dup := first[c.GetId()]; dup {
+			return invalid(field+".id", "duplicates spec.components[%d].id %s", j, showValue(c.GetId()))
+		}
+		first[c.GetId()] = i
+		if err := validateParallelism(field+".parallelism", c.GetParallelism()); err != nil {
+			return err
+		}
+		executors += int64(c.GetParallelism())
+	}
+	if executors > maxExecutors {
+		return invalid("spec.components", "total parallelism (executors) must be at most %d, got %d", maxExecutors, executors)
+	}
+	return nil
+}
+
+// componentIDProblem returns why id is not a valid component id, or "".
+func componentIDProblem(id string) string {
+	if len(id) == 0 || len(id) > maxComponentIDLen || !onlyBytes(id, isComponentIDByte) {
+		return fmt.Sprintf("%s, got %s", componentIDRule, showValue(id))
+	}
+	return ""
+}
+
+func validateParallelism(field string, p int32) error {
+	if p < 1 || p > maxParallelism {
+		return invalid(field, "must be between 1 and %d, got %d", maxParallelism, p)
+	}
+	return nil
+}
+
+// validateWorkerCommand checks the worker's argv: it is exec'd as is by the
+// supervisor, where a NUL byte cannot be passed and an empty program
+// cannot run.
+func validateWorkerCommand(argv []string) error {
+	switch {
+	case len(argv) == 0:
+		return invalid("spec.worker_command", "must have at least one element (the program)")
+	case len(argv) > maxWorkerCommandArgs:
+		return invalid("spec.worker_command", "must have at most %d elements, got %d", maxWorkerCommandArgs, len(argv))
+	case argv[0] == "":
+		return invalid("spec.worker_command[0]", "must not be empty (it is the program)")
+	}
+	for i, arg := range argv {
+		field := fmt.Sprintf("spec.worker_command[%d]", i)
+		if len(arg) > maxWorkerCommandArg {
+			return invalid(field, "must be at most %d bytes, got %d: %s", maxWorkerCommandArg, len(arg), showValue(arg))
+		}
+		if strings.IndexByte(arg, 0) >= 0 {
+			return invalid(field, "must not contain a NUL byte, got %s", showValue(arg))
+		}
+	}
+	return nil
+}
+
+func validateConfig(config map[string]string) error {
+	if len(config) > maxConfigEntries {
+		return invalid("spec.config", "must have at most %d entries, got %d", maxConfigEntries, len(config))
+	}
+	for _, k := range sortedKeys(config) {
+		field := "spec.config[" + showValue(k) + "]"
+		switch {
+		case len(k) == 0 || len(k) > maxConfigKeyLen:
+			return invalid(field, "key must be 1 to %d bytes, got %d", maxConfigKeyLen, len(k))
+		case strings.IndexByte(k, 0) >= 0:
+			return invalid(field, "key must not contain a NUL byte")
+		case len(config[k]) > maxConfigValueLen:
+			return invalid(field, "value must be at most %d bytes, got %d", maxConfigValueLen, len(config[k]))
+		}
+	}
+	return nil
+}
+
+// validateOwner checks the owner, which is shown in listings and logs, so
+// it must not carry terminal control sequences.
+func validateOwner(field, owner string) error {
+	switch {
+	case len(owner) > maxOwnerLen:
+		return invalid(field, "must be at most %d bytes, got %d: %s", maxOwnerLen, len(owner), showValue(owner))
+	case !utf8.ValidString(owner):
+		return invalid(field, "must be valid UTF-8, got %s", showValue(owner))
+	case strings.IndexFunc(owner, unicode.IsControl) >= 0:
+		return invalid(field, "must not contain control characters, got %s", showValue(owner))
+	}
+	return nil
+}
+
+// A nil request is an empty one (proto3 semantics): its empty name fails
+// the name check first, so the request validators below never dereference
+// a nil request.
+
+func validateKill(req *nimbusv1.KillTopologyRequest) error {
+	if err := validateTopologyName("name", req.GetName()); err != nil {
+		return err
+	}
+	return validateWaitSecs(req.WaitSecs)
+}
+
+func validateActivate(req *nimbusv1.ActivateTopologyRequest) error {
+	return validateTopologyName("name", req.GetName())
+}
+
+func validateDeactivate(req *nimbusv1.DeactivateTopologyRequest) error {
+	return validateTopologyName("name", req.GetName())
+}
+
+func validateGetTopologyInfo(req *nimbusv1.GetTopologyInfoRequest) error {
+	return validateTopologyName("name", req.GetName())
+}
+
+func validateRebalance(req *nimbusv1.RebalanceTopologyRequest) error {
+	if err := validateTopologyName("name", req.GetName()); err != nil {
+		return err
+	}
+	if err := validateWaitSecs(req.WaitSecs); err != nil {
+		return err
+	}
+	if req.NumWorkers != nil {
+		if n := *req.NumWorkers; n < 1 || n > maxNumWorkers {
+			return invalid("num_workers", "must be between 1 and %d, got %d", maxNumWorkers, n)
+		}
+	}
+	cp := req.GetComponentParallelism()
+	if len(cp) > maxComponents {
+		return invalid("component_parallelism", "must have at most %d entries, got %d", maxComponents, len(cp))
+	}
+	for _, id := range sortedKeys(cp) {
+		field := "component_parallelism[" + showValue(id) + "]"
+		if reason := componentIDProblem(id); reason != "" {
+			return invalid(field, "key %s", reason)
+		}
+		if err := validateParallelism(field, cp[id]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateWaitSecs checks an optional wait_secs; unset means the default.
+func validateWaitSecs(w *int32) error {
+	if w != nil && (*w < 0 || *w > maxWaitSecs) {
+		return invalid("wait_secs", "must be between 0 and %d, got %d", maxWaitSecs, *w)
+	}
+	return nil
+}
+
+// topologyID builds a topology id, <name>-<counter>-<launch-unix-secs>, as
+// Storm does. Callers pass a valid name, a non-negative counter and a
+// launch time not before 1970; validateTopologyID accepts the result.
+func topologyID(name string, counter int64, launch time.Time) string {
+	return name + "-" + strconv.FormatInt(counter, 10) + "-" + strconv.FormatInt(launch.Unix(), 10)
+}
+
+// validateTopologyID checks a topology id. Ids are directory names and ZK
+// node names, so the name part must follow the name rules.
+func validateTopologyID(field, id string) error {
+	_, _, _, err := splitTopologyID(field, id)
+	return err
+}
+
+// splitTopologyID parses an id from the right, since names may contain
+// '-' but the two numbers cannot. Leading zeros are accepted so that a
+// zero-padded ZooKeeper sequence number parses.
+func splitTopologyID(field, id string) (name string, counter, secs int64, err error) {
+	rest, secsPart, ok := cutLast(id, "-")
+	if !ok {
+		return "", 0, 0, invalid(field, "%s, got %s", topologyIDShape, showValue(id))
+	}
+	name, counterPart, ok := cutLast(rest, "-")
+	if !ok {
+		return "", 0, 0, invalid(field, "%s, got %s", topologyIDShape, showValue(id))
+	}
+	if reason := topologyNameProblem(name); reason != "" {
+		return "", 0, 0, invalid(field, "name part %s, in %s", reason, showValue(id))
+	}
+	if counter, ok = parseDecimal(counterPart); !ok {
+		return "", 0, 0, invalid(field, "counter %s and fit in 64 bits, got %s in %s", topologyIDNumberRule, showValue(counterPart), showValue(id))
+	}
+	if secs, ok = parseDecimal(secsPart); !ok {
+		return "", 0, 0, invalid(field, "launch secs %s and fit in 64 bits, got %s in %s", topologyIDNumberRule, showValue(secsPart), showValue(id))
+	}
+	return name, counter, secs, nil
+}
+
+// parseDecimal parses a non-negative decimal int64 made of digits only;
+// strconv.ParseInt alone would also take a sign.
+func parseDecimal(s string) (int64, bool) {
+	if s == "" || !onlyBytes(s, isDigit) {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
+}
+
+// validateCodeFileName checks the name of one file of a code bundle: it is
+// joined to the topology's code directory, so it must be a single path
+// element.
+func validateCodeFileName(field, name string) error {
+	if name == "" || len(name) > maxCodeFileNameLen || name == "." || name == ".." || !onlyBytes(name, isNameByte) {
+		return invalid(field, "%s, got %s", codeFileNameRule, showValue(name))
+	}
+	return nil
+}
+
+func cutLast(s, sep string) (before, after string, found bool) {
+	if i := strings.LastIndex(s, sep); i >= 0 {
+		return s[:i], s[i+len(sep):], true
+	}
+	return s, "", false
+}
+
+func onlyBytes(s string, ok func(byte) bool) bool {
+	for i := 0; i < len(s); i++ {
+		if !ok(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func isDigit(b byte) bool { return '0' <= b && b <= '9' }
+
+// isNameByte is [A-Za-z0-9_.-]; no '/' or '\\', so a name is one path element.
+func isNameByte(b byte) bool {
+	return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || isDigit(b) || b == '_' || b == '.' || b == '-'
+}
+
+// isComponentIDByte is [A-Za-z0-9_.:-].
+func isComponentIDByte(b byte) bool { return isNameByte(b) || b == ':' }
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// showValue quotes a client-supplied string for an error message,
+// truncated so that a huge value cannot bloat errors and logs.
+func showValue(s string) string {
+	if len(s) <= maxShownValueLen {
+		return strconv.Quote(s)
+	}
+	// Back off to a rune start, so that a multi-byte character is not
+	// shown as escaped halves.
+	cut := maxShownValueLen
+	for i := 0; i < utf8.UTFMax-1 && !utf8.RuneStart(s[cut]); i++ {
+		cut--
+	}
+	return fmt.Sprintf("%s... (%d bytes)", strconv.Quote(s[:cut]), len(s))
+}
