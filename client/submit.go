@@ -1,6 +1,9 @@
 package client
 
 import (
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -40,6 +43,10 @@ type submitStream = grpc.ClientStreamingClient[nimbusv1.SubmitTopologyRequest, n
 //     needs the artifact again: if it is an io.Seeker (an *os.File, a
 //     *bytes.Reader) it is rewound; otherwise the redirect is followed only
 //     if nothing was read yet, and the NOT_LEADER error is returned if not.
+//   - ABORTED is the leader's word that it lost leadership before it
+//     committed the topology and that nothing of it remains: the upload is
+//     sent again (rewound as above) to the next leader, within the retry
+//     budget.
 //   - Nothing else is retried. Once the stream is open at the leader, any
 //     failure, Unavailable and DeadlineExceeded included, may come after
 //     the leader committed the topology; a blind retry could then submit
@@ -88,7 +95,19 @@ func (c *Client) SubmitTopology(ctx context.Context, spec *nimbusv1.TopologySpec
 		}
 		to, ok := notLeader(err)
 		if !ok || to == "" {
-			return nil, err
+			if status.Code(err) != codes.Aborted {
+				return nil, err
+			}
+			// The leader lost leadership before it committed: the server
+			// guarantees nothing remains, so submit again to the next one.
+			if rerr := art.rewind(); rerr != nil {
+				return nil, fmt.Errorf("client: SubmitTopology: cannot submit again after %v: %w", rerr, err)
+			}
+			c.forgetLeader(addr)
+			if werr := r.wait(ctx, "SubmitTopology", err); werr != nil {
+				return nil, werr
+			}
+			continue
 		}
 		if redirects >= c.opts.maxRedirects {
 			return nil, fmt.Errorf("client: SubmitTopology: gave up after %d leader redirects: %w", redirects, err)

@@ -69,9 +69,10 @@ type Cluster struct {
 
 // NimbusOptions adjust one nimbus.
 type NimbusOptions struct {
-	Port int      // 0 picks a free port
-	Args []string // extra flags
-	Env  []string
+	Port     int      // 0 picks a free port
+	LocalDir string   // storm.local.dir; "" makes a new one
+	Args     []string // extra flags
+	Env      []string
 }
 
 // StartNimbus starts a nimbus and waits for its ready line.
@@ -80,7 +81,10 @@ func (c *Cluster) StartNimbus(opts NimbusOptions) (*Process, error) {
 	c.seq++
 	name := "nimbus-" + strconv.Itoa(c.seq)
 	c.mu.Unlock()
-	local := filepath.Join(c.Dir, name)
+	local := opts.LocalDir
+	if local == "" {
+		local = filepath.Join(c.Dir, name)
+	}
 	args := append([]string{
 		"--storm.zookeeper.servers", c.ZooKeeper,
 		"--storm.zookeeper.root", c.Root,
@@ -95,6 +99,7 @@ func (c *Cluster) StartNimbus(opts NimbusOptions) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.LocalDir = local
 	c.mu.Lock()
 	c.started = append(c.started, p)
 	c.mu.Unlock()

@@ -43,7 +43,8 @@ func newCluster(t *testing.T, zkConnect string, sessionTimeout time.Duration) *C
 		Logf:           t.Logf,
 	}
 	t.Cleanup(func() {
-		if t.Failed() {
+		// NIMBUS_TEST_LOGS=1 shows the daemons' logs of passing tests too.
+		if t.Failed() || os.Getenv("NIMBUS_TEST_LOGS") != "" {
 			t.Log("\n" + c.Logs(60))
 		}
 		c.Close()

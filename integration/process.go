@@ -17,8 +17,9 @@ import (
 // Process is one daemon process. Its stderr, in JSON log lines, goes to a
 // log file; the "nimbus ready" line gives its addresses.
 type Process struct {
-	Name    string
-	LogPath string
+	Name     string
+	LogPath  string
+	LocalDir string // storm.local.dir, for daemons that have one
 
 	cmd    *exec.Cmd
 	ready  chan struct{}

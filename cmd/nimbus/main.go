@@ -23,6 +23,8 @@ var flagKeys = []string{
 	"storm.zookeeper.session.timeout", "storm.zookeeper.connection.timeout", "storm.local.dir",
 	"nimbus.host", "nimbus.grpc.port", "nimbus.metrics.port",
 	"storm.codedistributor.class", "log.level", "log.format",
+	"topology.min.replication.count", "topology.max.replication.wait.time.sec",
+	"nimbus.code.sync.freq.secs", "nimbus.max.artifact.bytes", "topology.message.timeout.secs",
 }
 
 func main() { os.Exit(run(os.Args[1:], os.Stderr)) }

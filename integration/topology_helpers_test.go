@@ -1,0 +1,112 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/nimbusha/nimbus/client"
+	"github.com/nimbusha/nimbus/internal/testenv"
+	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
+)
+
+func randomBytes(t *testing.T, n int) []byte {
+	t.Helper()
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func testSpec(name string) *nimbusv1.TopologySpec {
+	return &nimbusv1.TopologySpec{
+		Name:          name,
+		NumWorkers:    2,
+		Components:    []*nimbusv1.ComponentSpec{{Id: "spout", Parallelism: 2}, {Id: "bolt", Parallelism: 3}},
+		WorkerCommand: []string{"{code_dir}/artifact", "--port", "{port}"},
+		Owner:         "tester",
+	}
+}
+
+func newClient(t *testing.T, ps ...*Process) *client.Client {
+	t.Helper()
+	var seeds []string
+	for _, p := range ps {
+		seeds = append(seeds, p.Addr())
+	}
+	cl, err := client.New(seeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	return cl
+}
+
+func submit(t *testing.T, cl *client.Client, name string, data []byte) *nimbusv1.SubmitTopologyResponse {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	resp, err := cl.SubmitTopology(ctx, testSpec(name), bytes.NewReader(data), int64(len(data)), nil)
+	if err != nil {
+		t.Fatalf("submit %s: %v", name, err)
+	}
+	return resp
+}
+
+// holds checks that p's local store has the topology's artifact, intact.
+func holds(p *Process, id string, data []byte) error {
+	got, err := os.ReadFile(filepath.Join(p.LocalDir, "nimbus", "code", id, "artifact"))
+	if err != nil {
+		return fmt.Errorf("%s: %w", p.Name, err)
+	}
+	if sha256.Sum256(got) != sha256.Sum256(data) {
+		return fmt.Errorf("%s holds a different artifact for %s", p.Name, id)
+	}
+	return nil
+}
+
+// holdsNothing checks that p's store has no code of id and no temp files.
+func holdsNothing(p *Process, id string) error {
+	if _, err := os.Stat(filepath.Join(p.LocalDir, "nimbus", "code", id)); !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%s still has code of %s", p.Name, id)
+	}
+	return nil
+}
+
+func clusterSummary(t *testing.T, c *Cluster, p *Process) *nimbusv1.ClusterSummary {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	resp, err := c.API(p).GetClusterInfo(ctx, &nimbusv1.GetClusterInfoRequest{})
+	if err != nil {
+		t.Fatalf("%s: GetClusterInfo: %v", p.Name, err)
+	}
+	return resp.GetCluster()
+}
+
+// zkChildren lists a path's children through a client of the test's own.
+func zkChildren(t *testing.T, zkAddrs []string, path string) []string {
+	t.Helper()
+	conn, _, err := zk.Connect(zkAddrs, 5*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var children []string
+	testenv.WaitFor(t, 10*time.Second, "a ZooKeeper read of "+path, func() error {
+		var err error
+		children, _, err = conn.Children(path)
+		return err
+	})
+	return children
+}
