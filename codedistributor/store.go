@@ -58,8 +58,15 @@ func OpenStore(root string) (*Store, error) {
 	return &Store{root: root, verified: map[string]verifiedBundle{}}, nil
 }
 
-// Dir is where a topology's bundle lives once installed.
-func (s *Store) Dir(id string) string { return filepath.Join(s.root, "code", id) }
+// Dir is where a topology's bundle lives once installed. An id that is not
+// a plain directory name (callers validate ids; this is the last line)
+// maps to a path that never exists.
+func (s *Store) Dir(id string) string {
+	if !safeName(id) {
+		return filepath.Join(s.root, "code", "invalid", "invalid")
+	}
+	return filepath.Join(s.root, "code", id)
+}
 
 // NewTemp returns a fresh directory to write a bundle into.
 func (s *Store) NewTemp() (string, error) {
@@ -71,6 +78,9 @@ func (s *Store) NewTemp() (string, error) {
 // vouches that the files in tmp match meta (it hashed them as it wrote
 // them); Install makes them durable before it returns.
 func (s *Store) Install(tmp, id string, meta *clusterv1.CodeMeta) ([]byte, error) {
+	if !safeName(id) {
+		return nil, fmt.Errorf("codedistributor: unsafe topology id %q", id)
+	}
 	data, digest := EncodeMeta(meta)
 	if err := os.WriteFile(filepath.Join(tmp, metaFile), data, 0o644); err != nil {
 		return nil, err

@@ -9,7 +9,6 @@ import (
 	"io"
 
 	"github.com/nimbusha/nimbus/codedistributor"
-	"github.com/nimbusha/nimbus/codesync"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
@@ -19,8 +18,14 @@ import (
 // downloader, which verifies too, moves on to another replica).
 type codeService struct {
 	nimbusv1.UnimplementedCodeServiceServer
-	store  *codedistributor.Store
-	syncer *codesync.Syncer
+	store     *codedistributor.Store
+	onCorrupt func(topologyID string)
+}
+
+// NewCodeService serves store's code; onCorrupt hears of a local copy
+// found corrupt while being served (codesync's Invalidate).
+func NewCodeService(store *codedistributor.Store, onCorrupt func(topologyID string)) nimbusv1.CodeServiceServer {
+	return &codeService{store: store, onCorrupt: onCorrupt}
 }
 
 func (c *codeService) GetCodeMeta(_ context.Context, req *nimbusv1.GetCodeMetaRequest) (*nimbusv1.GetCodeMetaResponse, error) {
@@ -65,7 +70,7 @@ func (c *codeService) DownloadCode(req *nimbusv1.DownloadCodeRequest, stream nim
 		}
 	}
 	if sum := h.Sum(nil); !bytes.Equal(sum, want.GetSha256()) {
-		c.syncer.Invalidate(id)
+		c.onCorrupt(id)
 		return toStatus(fmt.Errorf("%w: %s/%s on this nimbus has SHA-256 %s, meta says %s",
 			codedistributor.ErrCorrupt, id, req.GetFile(), codedistributor.Hex(sum), codedistributor.Hex(want.GetSha256())))
 	}

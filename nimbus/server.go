@@ -185,7 +185,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 			}
 		},
 	})
-	nimbusv1.RegisterCodeServiceServer(s.grpc, &codeService{store: s.store, syncer: s.syncer})
+	nimbusv1.RegisterCodeServiceServer(s.grpc, NewCodeService(s.store, s.syncer.Invalidate))
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
 

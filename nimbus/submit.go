@@ -131,9 +131,29 @@ func (s *service) submit(stream nimbusv1.NimbusService_SubmitTopologyServer) (*n
 		s.abandon(term, id, log)
 		return nil, notCommitted(err)
 	}
+	s.awaitCached(ctx, id)
 	log.Info("topology submitted", "name", spec.GetName(), "bytes", artifact.GetSize(),
 		"replicas", count, "replication_wait_timed_out", timedOut)
 	return &nimbusv1.SubmitTopologyResponse{TopologyId: id, ReplicationCount: int32(count), ReplicationWaitTimedOut: timedOut}, nil
+}
+
+// awaitCached waits, briefly, until this nimbus's cache shows the new
+// topology, so a client reading from the leader right after the answer
+// sees what it submitted. Other nimbuses follow within a watch round trip.
+func (s *service) awaitCached(ctx context.Context, id string) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	for {
+		changed := s.view.storms.Changed()
+		if _, ok := s.view.storms.Snapshot()[id]; ok {
+			return
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // reserveName fails if a topology with that name exists or is being

@@ -14,6 +14,9 @@ import (
 	"os"
 	"path/filepath"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/nimbusha/nimbus/codedistributor"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
@@ -105,6 +108,10 @@ func (d *distributor) downloadFrom(ctx context.Context, addr, dir, topologyID st
 		msg, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
 			break
+		}
+		if status.Code(err) == codes.DataLoss {
+			// The replica found its own copy corrupt while sending it.
+			return fmt.Errorf("%w: %s from %s: %v", codedistributor.ErrCorrupt, f.GetName(), addr, err)
 		}
 		if err != nil {
 			return err

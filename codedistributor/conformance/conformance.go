@@ -1,0 +1,280 @@
+// Package conformance is the test suite every code distributor backend
+// must pass: the same scenarios against real nodes (stores served by the
+// real CodeService over gRPC on loopback, a real ZooKeeper), whatever moves
+// the bytes.
+package conformance
+
+import (
+	"bytes"
+	"crypto/rand"
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"google.golang.org/grpc"
+
+	"github.com/nimbusha/nimbus/cluster"
+	"github.com/nimbusha/nimbus/codedistributor"
+	"github.com/nimbusha/nimbus/configs"
+	"github.com/nimbusha/nimbus/internal/testenv"
+	"github.com/nimbusha/nimbus/nimbus"
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
+	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
+)
+
+// Node is one simulated nimbus: a store served by a CodeService, and the
+// backend under test.
+type Node struct {
+	Addr     string
+	Store    *codedistributor.Store
+	Dist     codedistributor.Distributor
+	Fetcher  *codedistributor.Fetcher
+	corrupts atomic.Int32 // corrupt copies its CodeService reported
+}
+
+// Env is a ZooKeeper session and nodes sharing it.
+type Env struct {
+	t       *testing.T
+	backend string
+	cfg     *configs.Config
+	Session *cluster.Session
+}
+
+// Run runs the suite against backend; configure adjusts the configuration
+// (addresses of the backend's own services, say).
+func Run(t *testing.T, backend string, configure func(*configs.Config)) {
+	t.Run("UploadThenFetchOnAnotherNode", func(t *testing.T) {
+		e := newEnv(t, backend, configure)
+		a, b := e.Node(), e.Node()
+		code, data := e.Publish(a, "roundtrip-1-1", 3<<20+17) // several chunks
+		if err := b.Fetcher.Fetch(t.Context(), code.TopologyID, code.Digest); err != nil {
+			t.Fatal(err)
+		}
+		e.expectHolds(b, code, data)
+	})
+	t.Run("NoReplicaMeansNotHeld", func(t *testing.T) {
+		e := newEnv(t, backend, configure)
+		a, b := e.Node(), e.Node()
+		code, _ := e.Publish(a, "orphan-1-1", 1000)
+		e.Unregister(a, code)
+		err := b.Fetcher.Fetch(t.Context(), code.TopologyID, code.Digest)
+		if !errors.Is(err, codedistributor.ErrNotHeld) {
+			t.Fatalf("fetch with no replica: %v, want ErrNotHeld", err)
+		}
+		e.expectNothing(b, code)
+	})
+	t.Run("CorruptSourceIsDiscardedAndAnotherUsed", func(t *testing.T) {
+		e := newEnv(t, backend, configure)
+		a, b, c := e.Node(), e.Node(), e.Node()
+		code, data := e.Publish(a, "corrupt-1-1", 200<<10)
+		// a's copy is altered on disk; so far it is the only replica.
+		corrupt(t, filepath.Join(a.Store.Dir(code.TopologyID), codedistributor.ArtifactFile))
+		// A backend that reads a's disk must refuse its bytes, install
+		// nothing, and a's CodeService notices; one that stores the code
+		// elsewhere (HDFS) never reads them and installs intact code.
+		if err := b.Fetcher.Fetch(t.Context(), code.TopologyID, code.Digest); err != nil {
+			if !errors.Is(err, codedistributor.ErrCorrupt) {
+				t.Fatalf("fetch from a corrupt only replica: %v, want ErrCorrupt", err)
+			}
+			if a.corrupts.Load() == 0 {
+				t.Fatal("the node serving corrupt code did not notice")
+			}
+		}
+		e.expectNothingOrIntact(b, code, data)
+		// An intact replica appears: the next fetch uses it.
+		e.Install(c, code, data)
+		e.Register(c, code)
+		if err := b.Fetcher.Fetch(t.Context(), code.TopologyID, code.Digest); err != nil {
+			t.Fatal(err)
+		}
+		e.expectHolds(b, code, data)
+	})
+	t.Run("MetaMustMatchTheDigest", func(t *testing.T) {
+		e := newEnv(t, backend, configure)
+		a, b := e.Node(), e.Node()
+		code, _ := e.Publish(a, "digest-1-1", 1000)
+		wrong := bytes.Repeat([]byte{7}, 32)
+		// a advertises the wrong digest: no replica holds the wanted one.
+		err := b.Fetcher.Fetch(t.Context(), code.TopologyID, wrong)
+		if err == nil {
+			t.Fatal("fetch with a digest no replica has succeeded")
+		}
+		e.expectNothing(b, code)
+	})
+	t.Run("CleanupIsIdempotent", func(t *testing.T) {
+		e := newEnv(t, backend, configure)
+		a := e.Node()
+		code, _ := e.Publish(a, "cleanup-1-1", 1000)
+		for range 2 {
+			if err := a.Dist.Cleanup(t.Context(), code.TopologyID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+func newEnv(t *testing.T, backend string, configure func(*configs.Config)) *Env {
+	z := testenv.StartZooKeeper(t)
+	cfg := configs.Default()
+	cfg.ZKHosts = []string{z.Addr()}
+	cfg.CodeDistributorClass = backend
+	if configure != nil {
+		configure(cfg)
+	}
+	sess, err := cluster.Connect(t.Context(), cluster.SessionConfig{
+		Servers: []string{z.Addr()}, SessionTimeout: 10 * time.Second, Root: "/storm",
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sess.Close)
+	if err := cluster.EnsurePath(sess.Conn(), sess.Paths().CodeDistributor()); err != nil {
+		t.Fatal(err)
+	}
+	return &Env{t: t, backend: backend, cfg: cfg, Session: sess}
+}
+
+// Node starts a node: a store, its CodeService on loopback, a backend.
+func (e *Env) Node() *Node {
+	t := e.t
+	store, err := codedistributor.OpenStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &Node{Addr: ln.Addr().String(), Store: store}
+	srv := grpc.NewServer()
+	nimbusv1.RegisterCodeServiceServer(srv, nimbus.NewCodeService(store, func(string) { n.corrupts.Add(1) }))
+	go srv.Serve(ln)
+	t.Cleanup(srv.Stop)
+	peers := codedistributor.NewPeers()
+	t.Cleanup(peers.Close)
+	params := codedistributor.Params{Config: e.cfg, Session: e.Session, Peers: peers, Self: n.Addr,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	if n.Dist, err = codedistributor.New(e.backend, params); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Dist.Close() })
+	n.Fetcher = &codedistributor.Fetcher{Params: params, Dist: n.Dist, Store: store}
+	return n
+}
+
+// Publish writes a bundle of size bytes on n, uploads it with n's backend,
+// installs it in n's store and registers n as a replica, as a submitting
+// leader does.
+func (e *Env) Publish(n *Node, id string, size int) (codedistributor.Code, []byte) {
+	t := e.t
+	data := make([]byte, size)
+	if _, err := rand.Read(data); err != nil {
+		t.Fatal(err)
+	}
+	code := e.Install(n, codedistributor.Code{TopologyID: id}, data)
+	if _, err := e.Session.Conn().Create(e.Session.Paths().Distribution(id),
+		cluster.Encode(&clusterv1.CodeDistribution{CodeMetaDigest: code.Digest}), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	e.Register(n, code)
+	return code, data
+}
+
+// Install puts a bundle holding data into n's store through n's backend
+// and returns it with its meta and digest. A code with a meta already
+// (published elsewhere) is installed as is.
+func (e *Env) Install(n *Node, code codedistributor.Code, data []byte) codedistributor.Code {
+	t := e.t
+	dir, err := n.Store.NewTemp()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{codedistributor.ArtifactFile: data, codedistributor.SpecFile: []byte("spec of " + code.TopologyID)}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	meta := code.Meta
+	if meta == nil {
+		meta = &clusterv1.CodeMeta{TopologyId: code.TopologyID}
+		for _, name := range []string{codedistributor.ArtifactFile, codedistributor.SpecFile} {
+			f, err := codedistributor.DescribeFile(dir, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			meta.Files = append(meta.Files, f)
+		}
+		if meta, err = n.Dist.Upload(t.Context(), dir, codedistributor.Code{TopologyID: code.TopologyID, Meta: meta}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	digest, err := n.Store.Install(dir, code.TopologyID, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return codedistributor.Code{TopologyID: code.TopologyID, Meta: meta, Digest: digest}
+}
+
+// Register makes n a replica of code in ZooKeeper.
+func (e *Env) Register(n *Node, code codedistributor.Code) {
+	host, port, _ := net.SplitHostPort(n.Addr)
+	p, _ := strconv.Atoi(port)
+	info := &clusterv1.ReplicaInfo{Host: host, Port: int32(p), CodeMetaDigest: code.Digest}
+	if _, err := e.Session.Conn().Create(e.Session.Paths().Replica(code.TopologyID, n.Addr), cluster.Encode(info), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// Unregister removes n's replica node.
+func (e *Env) Unregister(n *Node, code codedistributor.Code) {
+	if err := e.Session.Conn().Delete(e.Session.Paths().Replica(code.TopologyID, n.Addr), -1); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *Env) expectHolds(n *Node, code codedistributor.Code, data []byte) {
+	e.t.Helper()
+	if err := n.Store.Verify(code.TopologyID, code.Digest); err != nil {
+		e.t.Fatalf("%s: %v", n.Addr, err)
+	}
+	got, err := os.ReadFile(filepath.Join(n.Store.Dir(code.TopologyID), codedistributor.ArtifactFile))
+	if err != nil || !bytes.Equal(got, data) {
+		e.t.Fatalf("%s: artifact differs from what was published (%v)", n.Addr, err)
+	}
+}
+
+func (e *Env) expectNothing(n *Node, code codedistributor.Code) {
+	e.t.Helper()
+	if _, err := os.Stat(n.Store.Dir(code.TopologyID)); !errors.Is(err, os.ErrNotExist) {
+		e.t.Fatalf("%s installed %s", n.Addr, code.TopologyID)
+	}
+}
+
+// expectNothingOrIntact: whatever happened, nothing corrupt was installed.
+func (e *Env) expectNothingOrIntact(n *Node, code codedistributor.Code, data []byte) {
+	e.t.Helper()
+	if _, err := os.Stat(n.Store.Dir(code.TopologyID)); err == nil {
+		e.expectHolds(n, code, data)
+	}
+}
+
+func corrupt(t *testing.T, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0xff
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
