@@ -65,7 +65,7 @@ quickstart-down:
 
 ## bench: failover timings; results go to bench/RESULTS.md.
 bench: test-deps build
-	$(GO) test ./bench -run "^$$" -bench . -benchtime 1x -timeout 30m -args -trials 20
+	$(GO) test ./bench -run "^$$" -bench . -benchtime 1x -timeout 30m -args -trials 20 -submit-trials 10
 
 clean:
 	rm -rf bin .quickstart

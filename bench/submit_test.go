@@ -1,0 +1,106 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/nimbusha/nimbus/client"
+	"github.com/nimbusha/nimbus/cluster"
+	"github.com/nimbusha/nimbus/codedistributor"
+	"github.com/nimbusha/nimbus/integration"
+	"github.com/nimbusha/nimbus/internal/testenv"
+	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
+)
+
+var submitTrials = flag.Int("submit-trials", 10, "submissions per size and replication setting")
+
+// BenchmarkSubmit measures SubmitTopology's latency on 3 nimbuses for 1 MB
+// and 50 MB artifacts with topology.min.replication.count 1 and 3, and the
+// rate at which followers replicate a 50 MB artifact after a submit that
+// did not wait for them.
+func BenchmarkSubmit(b *testing.B) {
+	dir := b.TempDir()
+	bins, err := integration.Build(dir, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	z := testenv.StartZooKeeper(b)
+	for _, minRepl := range []int{1, 3} {
+		c := &integration.Cluster{
+			Bin: bins, ZooKeeper: z.Addr(), Root: fmt.Sprintf("/bench-submit-%d", minRepl),
+			SessionTimeout: 10 * time.Second, Dir: b.TempDir(), Logf: func(string, ...any) {},
+		}
+		var seeds []string
+		for range 3 {
+			p, err := c.StartNimbus(integration.NimbusOptions{Args: []string{
+				"--topology.min.replication.count", fmt.Sprint(minRepl), "--nimbus.max.artifact.bytes", fmt.Sprint(64 << 20)}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			seeds = append(seeds, p.Addr())
+		}
+		cl, err := client.New(seeds)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sess, err := cluster.Connect(context.Background(), cluster.SessionConfig{Servers: []string{z.Addr()},
+			SessionTimeout: 10 * time.Second, Root: c.Root, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, size := range []int{1 << 20, 50 << 20} {
+			b.Run(fmt.Sprintf("%dMB/min%d", size>>20, minRepl), func(b *testing.B) {
+				data := make([]byte, size)
+				rand.Read(data)
+				var lat, repl []time.Duration
+				for i := range *submitTrials {
+					name := fmt.Sprintf("bench-%d-%d-%d", size>>20, minRepl, i)
+					start := time.Now()
+					resp, err := cl.SubmitTopology(context.Background(), &nimbusv1.TopologySpec{
+						Name: name, NumWorkers: 1, Components: []*nimbusv1.ComponentSpec{{Id: "c", Parallelism: 1}},
+						WorkerCommand: []string{"{code_dir}/artifact"},
+					}, bytes.NewReader(data), int64(size), nil)
+					if err != nil {
+						b.Fatalf("%v\n%s", err, c.Logs(20))
+					}
+					lat = append(lat, time.Since(start))
+					if minRepl == 1 && size == 50<<20 {
+						info, err := cl.GetTopologyInfo(context.Background(), name)
+						if err != nil {
+							b.Fatal(err)
+						}
+						acked := time.Now()
+						if _, err := codedistributor.WaitReplication(context.Background(), sess, resp.GetTopologyId(), info.GetCodeMetaDigest(), 3); err != nil {
+							b.Fatal(err)
+						}
+						repl = append(repl, time.Since(acked))
+					}
+					zero := int32(0)
+					if err := cl.KillTopology(context.Background(), &nimbusv1.KillTopologyRequest{Name: name, WaitSecs: &zero}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				p50, p99 := percentile(lat, 50), percentile(lat, 99)
+				b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms")
+				b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms")
+				fmt.Fprintf(os.Stderr, "| submit %d MB, min replication %d | %d | %v | %v |\n", size>>20, minRepl, len(lat),
+					p50.Round(time.Millisecond), p99.Round(time.Millisecond))
+				if len(repl) > 0 {
+					r50 := percentile(repl, 50)
+					fmt.Fprintf(os.Stderr, "| replication of 50 MB to 2 followers after a min-1 submit | %d | %v (%.0f MB/s per follower) | %v |\n",
+						len(repl), r50.Round(time.Millisecond), 50/r50.Seconds(), percentile(repl, 99).Round(time.Millisecond))
+				}
+			})
+		}
+		sess.Close()
+		cl.Close()
+		c.Close()
+	}
+}
