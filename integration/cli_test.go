@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -93,5 +95,59 @@ func TestBadConfigExitsBeforeTouchingZooKeeper(t *testing.T) {
 		if !strings.Contains(errOut.String(), tc.want) {
 			t.Fatalf("%v: stderr %q does not name %q", tc.args, errOut.String(), tc.want)
 		}
+	}
+}
+
+func TestStormctlTopologyLifecycle(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	c := newCluster(t, z.Addr(), 4*time.Second)
+	ps := startNimbuses(t, c, 2)
+	waitLeader(t, c, ps, 10*time.Second)
+	seeds := ps[0].Addr() + "," + ps[1].Addr()
+	artifact := filepath.Join(t.TempDir(), "topology.bin")
+	if err := os.WriteFile(artifact, randomBytes(t, 300<<10), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	out, errOut, code := stormctl(t, "--seeds", seeds, "submit", "clicount", artifact,
+		"--workers", "2", "--component", "spout=2", "--component", "bolt=4", "--conf", "topology.debug=true")
+	if code != 0 || !strings.Contains(out, "clicount-") {
+		t.Fatalf("submit: exit %d\n%s%s", code, out, errOut)
+	}
+	out, _, code = stormctl(t, "--seeds", seeds, "list")
+	if code != 0 || !strings.Contains(out, "clicount") || !strings.Contains(out, "active") {
+		t.Fatalf("list: exit %d\n%s", code, out)
+	}
+	out, _, code = stormctl(t, "--seeds", seeds, "topology", "clicount", "-o", "json")
+	var info struct {
+		Topology struct {
+			NumExecutors int `json:"numExecutors"`
+		} `json:"topology"`
+		Replicas []struct{} `json:"replicas"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &info) != nil || info.Topology.NumExecutors != 6 || len(info.Replicas) < 1 {
+		t.Fatalf("topology -o json: exit %d\n%s", code, out)
+	}
+	if _, errOut, code := stormctl(t, "--seeds", seeds, "submit", "clicount", artifact, "--component", "c=1"); code != 1 || !strings.Contains(errOut, "AlreadyExists") {
+		t.Fatalf("duplicate submit: exit %d, stderr %q", code, errOut)
+	}
+	if _, errOut, code := stormctl(t, "--seeds", seeds, "submit", "bad/name", artifact, "--component", "c=1"); code != 1 || !strings.Contains(errOut, "spec.name") {
+		t.Fatalf("bad name: exit %d, stderr %q", code, errOut)
+	}
+	if _, _, code := stormctl(t, "--seeds", seeds, "deactivate", "clicount"); code != 0 {
+		t.Fatalf("deactivate: exit %d", code)
+	}
+	if _, _, code := stormctl(t, "--seeds", seeds, "kill", "clicount", "--wait", "0"); code != 0 {
+		t.Fatalf("kill: exit %d", code)
+	}
+	testenv.WaitFor(t, 10*time.Second, "the topology gone", func() error {
+		out, _, _ := stormctl(t, "--seeds", seeds, "list")
+		if strings.Contains(out, "clicount") {
+			return errors.New("still listed")
+		}
+		return nil
+	})
+	if _, errOut, code := stormctl(t, "--seeds", seeds, "kill", "clicount"); code != 1 || !strings.Contains(errOut, "NotFound") {
+		t.Fatalf("kill of a removed topology: exit %d, stderr %q", code, errOut)
 	}
 }

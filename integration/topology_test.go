@@ -608,3 +608,56 @@ func download(t *testing.T, c *Cluster, p *Process, id string) error {
 		}
 	}
 }
+
+// The only nimbus holding a topology dies: the survivor may not lead,
+// says which topology blocks it, and the cluster recovers when the holder
+// comes back with its disk.
+func TestLeadershipBlockedIsVisibleAndRecoverable(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	c := newCluster(t, z.Addr(), 3*time.Second)
+	a := startNimbusesWith(t, c, 1)[0]
+	waitLeader(t, c, []*Process{a}, 10*time.Second)
+	b := startNimbusesWith(t, c, 1)[0]
+	waitQueued(t, []string{z.Addr()}, 2, 10*time.Second)
+	if err := b.Signal(syscall.SIGSTOP); err != nil { // b misses the submission
+		t.Fatal(err)
+	}
+	data := randomBytes(t, 64<<10)
+	id := submit(t, newClient(t, a), "precious", data).GetTopologyId()
+	if err := a.Stop(syscall.SIGKILL, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+
+	testenv.WaitFor(t, 20*time.Second, "b reporting the block", func() error {
+		cs := clusterSummary(t, c, b)
+		if !slices.Equal(cs.GetLeadershipBlockedBy(), []string{id}) {
+			return fmt.Errorf("blocked by %v", cs.GetLeadershipBlockedBy())
+		}
+		for _, n := range cs.GetNimbuses() {
+			if n.GetIsLeader() {
+				return fmt.Errorf("%s:%d is listed as leader", n.GetHost(), n.GetPort())
+			}
+			if n.GetHoldsAllCode() || !slices.Equal(n.GetMissingTopologyIds(), []string{id}) {
+				return fmt.Errorf("nimbus %s:%d: holds all %v, missing %v", n.GetHost(), n.GetPort(), n.GetHoldsAllCode(), n.GetMissingTopologyIds())
+			}
+		}
+		return nil
+	})
+	if st, err := c.Health(b, nimbus.LeaderHealthService); err != nil || st.String() == "SERVING" {
+		t.Fatalf("b acts as leader without the code: %v %v", st, err)
+	}
+
+	// The way out: the holder returns with its disk.
+	back, err := c.StartNimbus(NimbusOptions{LocalDir: a.LocalDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, leader := waitLeader(t, c, []*Process{back, b}, 20*time.Second)
+	if leader != back {
+		t.Fatalf("%s leads, want the nimbus that holds the code", leader.Name)
+	}
+	testenv.WaitFor(t, 10*time.Second, "b fetched the code", func() error { return holds(b, id, data) })
+}
