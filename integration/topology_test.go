@@ -661,3 +661,27 @@ func TestLeadershipBlockedIsVisibleAndRecoverable(t *testing.T) {
 	}
 	testenv.WaitFor(t, 10*time.Second, "b fetched the code", func() error { return holds(b, id, data) })
 }
+
+// An activate right after a kill must not undo it, however fresh the
+// caches are.
+func TestActivateRightAfterKillDoesNotUndoIt(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	c := newCluster(t, z.Addr(), 4*time.Second)
+	ps := startNimbusesWith(t, c, 1)
+	waitLeader(t, c, ps, 10*time.Second)
+	cl := newClient(t, ps...)
+	submit(t, cl, "doomed", randomBytes(t, 1000))
+	wait := int32(1)
+	if err := cl.KillTopology(t.Context(), &nimbusv1.KillTopologyRequest{Name: "doomed", WaitSecs: &wait}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ActivateTopology(t.Context(), "doomed"); status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("activate of a killed topology: %v, want FailedPrecondition", err)
+	}
+	testenv.WaitFor(t, 10*time.Second, "the killed topology removed", func() error {
+		if n := len(clusterSummary(t, c, ps[0]).GetTopologies()); n != 0 {
+			return fmt.Errorf("%d topologies", n)
+		}
+		return nil
+	})
+}

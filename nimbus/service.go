@@ -2,13 +2,13 @@ package nimbus
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
@@ -129,22 +129,41 @@ func setStatus(to clusterv1.TopologyStatus) func(*clusterv1.StormBase) (bool, er
 }
 
 // transition applies change to the named topology's StormBase on the
-// leader, with a fenced write. change reports whether it changed anything.
+// leader. It reads the node afresh and writes with a version check inside
+// the fenced write: a cache can lag a write made a moment ago (a kill, then
+// an activate that must not undo it). change reports whether it changed
+// anything.
 func (s *service) transition(name string, change func(*clusterv1.StormBase) (bool, error)) error {
 	term, err := s.leaderTerm()
 	if err != nil {
 		return err
 	}
-	id, cached, err := s.view.byName(name)
+	id, _, err := s.view.byName(name)
 	if err != nil {
 		return err
 	}
-	base := proto.Clone(cached).(*clusterv1.StormBase)
-	changed, err := change(base)
-	if err != nil || !changed {
-		return err
+	path := s.sess.Paths().Storm(id)
+	for range 3 {
+		data, stat, err := s.sess.Conn().Get(path)
+		if errors.Is(err, zk.ErrNoNode) {
+			return fmt.Errorf("%w: %q", ErrNotFound, name)
+		}
+		if err != nil {
+			return err
+		}
+		base := new(clusterv1.StormBase)
+		if err := cluster.Decode(path, data, base); err != nil {
+			return err
+		}
+		changed, err := change(base)
+		if err != nil || !changed {
+			return err
+		}
+		base.Epoch = term.Epoch()
+		_, err = term.Multi(&zk.SetDataRequest{Path: path, Data: cluster.Encode(base), Version: stat.Version})
+		if !errors.Is(err, zk.ErrBadVersion) {
+			return err
+		}
 	}
-	base.Epoch = term.Epoch()
-	_, err = term.Multi(&zk.SetDataRequest{Path: s.sess.Paths().Storm(id), Data: cluster.Encode(base), Version: -1})
-	return err
+	return fmt.Errorf("nimbus: %s changed three times during the update; try again", name)
 }
