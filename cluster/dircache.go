@@ -17,6 +17,11 @@ import (
 // other than a session change (which wakes the cache by itself).
 const retryDelay = 250 * time.Millisecond
 
+// missingDirRetry paces looks for a directory that does not exist.
+const missingDirRetry = time.Second
+
+var errDirMissing = errors.New("cluster: directory does not exist")
+
 // DirCache keeps the children of one ZooKeeper directory and their decoded
 // payloads current through watches: one watch on the directory and one on
 // each child, each re-armed only after it fires, so watches never pile up.
@@ -113,20 +118,15 @@ func (c *DirCache[M]) Run(ctx context.Context) error {
 			if !dirWatched {
 				children, _, ch, err := conn.ChildrenW(c.dir)
 				if errors.Is(err, zk.ErrNoNode) {
-					// Never create it: that could resurrect a deleted
-					// topology's directory. Wait for it to appear.
-					exists, _, ech, eerr := conn.ExistsW(c.dir)
-					if eerr != nil {
-						return eerr
-					}
-					if !exists {
-						dirWatched, listed, dirty = true, nil, true
-						clear(current)
-						clear(childWatched)
-						forward(ech, watchFired{})
-						return nil
-					}
-					children, _, ch, err = conn.ChildrenW(c.dir)
+					// Never create it (that could resurrect a deleted
+					// topology's directory) nor watch it (a watch on a
+					// path that never returns lives as long as the
+					// session): read as empty, look again shortly.
+					dirty = len(current) > 0 || !isClosed(c.loaded)
+					listed = nil
+					clear(current)
+					clear(childWatched)
+					return errDirMissing
 				}
 				if err != nil {
 					return err
@@ -181,12 +181,15 @@ func (c *DirCache[M]) Run(ctx context.Context) error {
 			}
 			return nil
 		}()
-		if dirty && err == nil {
+		missing := errors.Is(err, errDirMissing)
+		if dirty && (err == nil || missing) {
 			c.publish(current)
 		}
 
 		var retry <-chan time.Time
-		if err != nil {
+		if missing {
+			retry = time.After(missingDirRetry)
+		} else if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -237,5 +240,14 @@ func (c *DirCache[M]) publish(current map[string]M) {
 	case <-c.loaded:
 	default:
 		close(c.loaded)
+	}
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
 	}
 }

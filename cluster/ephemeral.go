@@ -30,15 +30,13 @@ func KeepEphemeral(ctx context.Context, sess *Session, p string, data []byte, lo
 			break
 		}
 		err = createOwned(conn, p, data, sid, log)
+		var retry <-chan time.Time
 		if errors.Is(err, errNoParent) {
 			// Never create the parent (it may have been deleted on
-			// purpose, say a killed topology's): wait for it.
-			var exists bool
-			exists, _, watch, err = conn.ExistsW(parentOf(p))
-			if err == nil && exists {
-				watch = nil
-				continue
-			}
+			// purpose, a killed topology's, say) and never watch it: a
+			// watch on a path that never returns lives as long as the
+			// session. Look again shortly; the owner usually stops us.
+			err, retry = nil, time.After(parentRetry)
 		} else if err == nil {
 			if ready != nil {
 				ready()
@@ -52,7 +50,6 @@ func KeepEphemeral(ctx context.Context, sess *Session, p string, data []byte, lo
 				}
 			}
 		}
-		var retry <-chan time.Time
 		if err != nil {
 			log.Warn("cannot register ephemeral node; retrying", "path", p, "err", err)
 			retry = time.After(retryDelay)
@@ -79,6 +76,9 @@ func KeepEphemeral(ctx context.Context, sess *Session, p string, data []byte, lo
 		}
 	}
 }
+
+// parentRetry paces looks for a missing parent node.
+const parentRetry = time.Second
 
 // errNoParent: the node's parent does not exist.
 var errNoParent = errors.New("cluster: parent node missing")

@@ -2,7 +2,6 @@ package codedistributor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -83,6 +82,3 @@ func (f *Fetcher) meta(ctx context.Context, addr, topologyID string, digest []by
 	}
 	return resp, nil
 }
-
-// IsCorruption reports whether err means a source sent bad bytes.
-func IsCorruption(err error) bool { return errors.Is(err, ErrCorrupt) }

@@ -76,12 +76,6 @@ func Sources(sess *cluster.Session, topologyID string, digest []byte, self strin
 	return addrs, nil
 }
 
-// ReplicationCount counts the replicas that hold exactly digest.
-func ReplicationCount(sess *cluster.Session, topologyID string, digest []byte) (int, error) {
-	replicas, _, err := Replicas(sess, topologyID, false)
-	return countMatching(replicas, digest), err
-}
-
 func countMatching(replicas []Replica, digest []byte) int {
 	n := 0
 	for _, r := range replicas {

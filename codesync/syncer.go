@@ -1,6 +1,7 @@
 package codesync
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -26,6 +27,7 @@ type Election interface {
 	Queue()
 	Withdraw()
 	Queued() bool
+	Changed() <-chan struct{}
 }
 
 // Config wires a Syncer.
@@ -101,9 +103,10 @@ func (s *Syncer) Invalidate(id string) {
 }
 
 // Eligible checks, against a fresh read of /storms (a cache may lag the
-// write that a lock hand-over follows), that this nimbus holds every
-// active topology's code, verified. It is the election's gate.
+// write that a lock hand-over follows), that this nimbus holds the code of
+// every topology that needs it, verified. It is the election's gate.
 func (s *Syncer) Eligible() error {
+	defer s.nudge() // a failure below withdraws the election: re-check soon
 	conn := s.cfg.Session.Conn()
 	paths := s.cfg.Session.Paths()
 	ids, _, err := conn.Children(paths.Storms())
@@ -111,20 +114,39 @@ func (s *Syncer) Eligible() error {
 		return fmt.Errorf("codesync: cannot list %s: %w", paths.Storms(), err)
 	}
 	cached := s.cfg.Storms.Snapshot()
-	var missing []string
+	storms := make(map[string]*clusterv1.StormBase, len(ids))
 	for _, id := range ids {
 		base := cached[id]
 		if base == nil {
-			data, _, err := conn.Get(paths.Storm(id))
-			if err != nil {
-				missing = append(missing, id)
-				continue
+			if data, _, err := conn.Get(paths.Storm(id)); err == nil {
+				base = new(clusterv1.StormBase)
+				if cluster.Decode(paths.Storm(id), data, base) != nil {
+					base = nil
+				}
 			}
-			base = new(clusterv1.StormBase)
-			if err := cluster.Decode(paths.Storm(id), data, base); err != nil {
-				missing = append(missing, id)
-				continue
-			}
+		}
+		storms[id] = base
+	}
+	if missing := s.missing(storms); len(missing) > 0 {
+		return fmt.Errorf("codesync: no verified code for %d active topologies: %v", len(missing), missing)
+	}
+	return nil
+}
+
+// missing lists the topologies of storms whose code this nimbus lacks,
+// sorted. A leader needs the code of every topology except those being
+// killed (it only removes them); one whose StormBase does not decode
+// cannot be checked, so it counts as missing. A corrupt copy is reported
+// to the loop, which deletes and fetches it again.
+func (s *Syncer) missing(storms map[string]*clusterv1.StormBase) []string {
+	var missing []string
+	for id, base := range storms {
+		if base != nil && base.GetStatus() == clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED {
+			continue
+		}
+		if base == nil {
+			missing = append(missing, id)
+			continue
 		}
 		if err := s.cfg.Store.Verify(id, base.GetCodeMetaDigest()); err != nil {
 			if errors.Is(err, codedistributor.ErrCorrupt) {
@@ -133,12 +155,8 @@ func (s *Syncer) Eligible() error {
 			missing = append(missing, id)
 		}
 	}
-	if len(missing) > 0 {
-		s.nudge()
-		sort.Strings(missing)
-		return fmt.Errorf("codesync: no verified code for %d active topologies: %v", len(missing), missing)
-	}
-	return nil
+	sort.Strings(missing)
+	return missing
 }
 
 type task struct {
@@ -162,7 +180,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 	}
 	sweep := time.NewTicker(s.cfg.SweepEvery)
 	defer sweep.Stop()
-	fetched := make(chan string, 16)
+	fetched := make(chan *task, 16)
 	fetching := map[string]*task{}
 	registered := map[string]*task{}
 	stop := func(tasks map[string]*task, id string) {
@@ -174,15 +192,12 @@ func (s *Syncer) Run(ctx context.Context) error {
 
 	for {
 		stormsChanged, replicasChanged := s.cfg.Storms.Changed(), s.cfg.Replicas.Changed()
-		wanted, active := s.wanted()
+		electionChanged := s.cfg.Election.Changed()
+		wanted := s.wanted()
 
 		s.mu.Lock()
 		invalid := s.invalid
 		s.invalid = map[string]bool{}
-		pinned := make(map[string]bool, len(s.pinned))
-		for id := range s.pinned {
-			pinned[id] = true
-		}
 		s.mu.Unlock()
 		for id := range invalid {
 			s.log.Error("local code corrupt; no longer a replica, fetching it again", "topology", id)
@@ -190,8 +205,13 @@ func (s *Syncer) Run(ctx context.Context) error {
 			_ = s.cfg.Store.Remove(id)
 		}
 
-		missing := 0
 		for id, digest := range wanted {
+			if t, ok := registered[id]; ok && !bytes.Equal(t.digest, digest) {
+				stop(registered, id) // same id, other code: start over
+			}
+			if t, ok := fetching[id]; ok && !bytes.Equal(t.digest, digest) {
+				stop(fetching, id)
+			}
 			err := s.cfg.Store.Verify(id, digest)
 			if err == nil {
 				stop(fetching, id)
@@ -200,9 +220,6 @@ func (s *Syncer) Run(ctx context.Context) error {
 				}
 				continue
 			}
-			if active[id] {
-				missing++
-			}
 			if _, ok := registered[id]; ok {
 				s.log.Error("lost verified code; no longer a replica", "topology", id, "err", err)
 				stop(registered, id)
@@ -210,13 +227,14 @@ func (s *Syncer) Run(ctx context.Context) error {
 			if errors.Is(err, codedistributor.ErrCorrupt) {
 				_ = s.cfg.Store.Remove(id)
 			}
-			if _, ok := fetching[id]; !ok && !pinned[id] {
+			if _, ok := fetching[id]; !ok && !s.isPinned(id) {
 				fctx, cancel := context.WithCancel(ctx)
-				fetching[id] = &task{cancel: cancel, digest: digest}
+				t := &task{cancel: cancel, digest: digest}
+				fetching[id] = t
 				wg.Go(func() {
 					if s.fetch(fctx, id, digest) == nil {
 						select {
-						case fetched <- id:
+						case fetched <- t:
 						case <-ctx.Done():
 						}
 					}
@@ -233,38 +251,48 @@ func (s *Syncer) Run(ctx context.Context) error {
 				stop(fetching, id)
 			}
 		}
-		s.removeUnwanted(wanted, pinned)
-		s.gate(missing)
+		s.removeUnwanted(wanted)
+		s.gate(len(s.missing(s.cfg.Storms.Snapshot())))
 
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-stormsChanged:
 		case <-replicasChanged:
+		case <-electionChanged: // a failed Eligible withdrew it, say
 		case <-s.wake:
 		case <-sweep.C:
-		case id := <-fetched:
-			delete(fetching, id)
+		case t := <-fetched:
+			for id, cur := range fetching {
+				if cur == t {
+					stop(fetching, id)
+				}
+			}
 		}
 	}
 }
 
-// wanted returns the digest of every topology the cluster wants held (a
-// distribution exists, or it is in /storms) and which of them are active.
-func (s *Syncer) wanted() (wanted map[string][]byte, active map[string]bool) {
-	wanted, active = map[string][]byte{}, map[string]bool{}
+func (s *Syncer) isPinned(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pinned[id] > 0
+}
+
+// wanted returns the digest of every topology the cluster wants held: a
+// distribution asks for it, or it is in /storms.
+func (s *Syncer) wanted() map[string][]byte {
+	wanted := map[string][]byte{}
 	for id, d := range s.cfg.Replicas.Distributions.Snapshot() {
 		if d != nil {
 			wanted[id] = d.GetCodeMetaDigest()
 		}
 	}
 	for id, base := range s.cfg.Storms.Snapshot() {
-		active[id] = true
 		if _, ok := wanted[id]; !ok && base != nil {
 			wanted[id] = base.GetCodeMetaDigest()
 		}
 	}
-	return wanted, active
+	return wanted
 }
 
 // gate queues the election while every active topology is held.
@@ -280,15 +308,28 @@ func (s *Syncer) gate(missing int) {
 	}
 }
 
-// removeUnwanted deletes local code the cluster no longer wants.
-func (s *Syncer) removeUnwanted(wanted map[string][]byte, pinned map[string]bool) {
+// removeUnwanted deletes local code the cluster no longer wants. The
+// caches can lag a submission (its distribution created a moment ago), so
+// each deletion is checked against pins and a fresh read of ZooKeeper.
+func (s *Syncer) removeUnwanted(wanted map[string][]byte) {
 	ids, err := s.cfg.Store.IDs()
 	if err != nil {
 		s.log.Warn("cannot list local code", "err", err)
 		return
 	}
+	paths := s.cfg.Session.Paths()
+	conn := s.cfg.Session.Conn()
 	for _, id := range ids {
-		if _, ok := wanted[id]; ok || pinned[id] {
+		if _, ok := wanted[id]; ok || s.isPinned(id) {
+			continue
+		}
+		if ok, _, err := conn.Exists(paths.Distribution(id)); err != nil || ok {
+			continue
+		}
+		if ok, _, err := conn.Exists(paths.Storm(id)); err != nil || ok {
+			continue
+		}
+		if s.isPinned(id) { // pinned while we looked
 			continue
 		}
 		if err := s.cfg.Store.Remove(id); err != nil {
@@ -312,12 +353,12 @@ func (s *Syncer) register(ctx context.Context, wg *sync.WaitGroup, id string, di
 }
 
 // fetch retries until the code of id is installed or ctx ends: at once
-// when the replica list changes, otherwise with backoff.
+// when a replica list changes, otherwise with backoff.
 func (s *Syncer) fetch(ctx context.Context, id string, digest []byte) error {
 	backoff := minBackoff
 	for {
-		// Watch first, so a replica registering during the attempt counts.
-		_, replicasChanged, _ := codedistributor.Replicas(s.cfg.Session, id, true)
+		// Taken first, so a replica registering during the attempt counts.
+		replicasChanged := s.cfg.Replicas.Changed()
 		err := s.cfg.Fetcher.Fetch(ctx, id, digest)
 		if err == nil {
 			s.nudge()

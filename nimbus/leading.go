@@ -54,15 +54,15 @@ func (s *Server) lead(term *leader.Term) {
 				log.Info("killed topology removed", "topology", id, "name", base.GetName())
 			}
 		}
-		for id, d := range s.view.replicas.Distributions.Snapshot() {
-			if _, committed := storms[id]; committed || d == nil || d.GetEpoch() >= term.Epoch() {
-				continue // ours to finish or abandon, or live
+		for id := range s.view.replicas.Distributions.Snapshot() {
+			if _, committed := storms[id]; committed || s.svc.isPending(id) {
+				continue
 			}
-			if err := deleteDistribution(term, s.sess, id); err != nil {
-				log.Warn("cannot remove abandoned code distribution", "topology", id, "err", err)
-			} else {
-				log.Info("removed code distribution of a submission that never committed", "topology", id, "from_epoch", d.GetEpoch())
-				_ = s.dist.Cleanup(ctx, id)
+			removed, err := s.collectDistribution(ctx, term, id)
+			if err != nil {
+				log.Warn("cannot remove the code distribution of an uncommitted submission", "topology", id, "err", err)
+			} else if removed {
+				log.Info("removed the code distribution of a submission that never committed", "topology", id)
 			}
 		}
 		summary := s.view.clusterSummary()
@@ -111,4 +111,20 @@ func (s *Server) removeTopology(ctx context.Context, term *leader.Term, id strin
 		s.log.Warn("code cleanup failed", "topology", id, "err", err)
 	}
 	return nil
+}
+
+// collectDistribution removes the distribution of a submission that never
+// committed. The caches can lag (a topology the last leader committed a
+// moment before handing over), so /storms is read afresh first.
+func (s *Server) collectDistribution(ctx context.Context, term *leader.Term, id string) (bool, error) {
+	if ok, _, err := s.sess.Conn().Exists(s.sess.Paths().Storm(id)); err != nil || ok {
+		return false, err
+	}
+	if err := deleteDistribution(term, s.sess, id); err != nil {
+		return false, err
+	}
+	if err := s.dist.Cleanup(ctx, id); err != nil {
+		s.log.Warn("code cleanup failed", "topology", id, "err", err)
+	}
+	return true, nil
 }

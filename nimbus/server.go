@@ -60,7 +60,9 @@ type Server struct {
 	peers       *codedistributor.Peers
 	dist        codedistributor.Distributor
 	syncer      *codesync.Syncer
+	svc         *service
 	actions     chan struct{} // wakes the leader loop
+	stopSync    context.CancelFunc
 	cancel      context.CancelFunc
 	wg          sync.WaitGroup
 
@@ -175,16 +177,17 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	s.health.SetServingStatus(LeaderHealthService, healthpb.HealthCheckResponse_NOT_SERVING)
 	s.grpc = grpc.NewServer()
-	nimbusv1.RegisterNimbusServiceServer(s.grpc, &service{
+	s.svc = &service{
 		cfg: cfg, log: s.log, self: addr, view: v, sess: s.sess, election: s.election,
-		store: s.store, dist: s.dist, syncer: s.syncer, inFlight: map[string]bool{},
+		store: s.store, dist: s.dist, syncer: s.syncer, inFlight: map[string]bool{}, pending: map[string]bool{},
 		actionsChanged: func() {
 			select {
 			case s.actions <- struct{}{}:
 			default:
 			}
 		},
-	})
+	}
+	nimbusv1.RegisterNimbusServiceServer(s.grpc, s.svc)
 	nimbusv1.RegisterCodeServiceServer(s.grpc, NewCodeService(s.store, s.syncer.Invalidate))
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
@@ -199,7 +202,9 @@ func (s *Server) Start(ctx context.Context) (err error) {
 			func() { registerOnce.Do(func() { close(registered) }) })
 	})
 	// codesync queues the election once this nimbus holds all code.
-	s.wg.Go(func() { _ = s.syncer.Run(runCtx) })
+	syncCtx, stopSync := context.WithCancel(runCtx)
+	s.stopSync = stopSync
+	s.wg.Go(func() { _ = s.syncer.Run(syncCtx) })
 	s.wg.Go(func() { _ = s.election.Run(runCtx) })
 	s.wg.Go(func() { s.leadTerms(runCtx) })
 	s.wg.Go(func() { s.watchStatus(runCtx, v, m) })
@@ -322,6 +327,9 @@ func (s *Server) fail(err error) {
 // It is idempotent and safe after a failed Start.
 func (s *Server) Close() {
 	s.closeOnce.Do(func() {
+		if s.stopSync != nil {
+			s.stopSync() // or it would queue this nimbus again
+		}
 		if s.election != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ZKSessionTimeout)
 			if err := s.election.Leave(ctx); err != nil {

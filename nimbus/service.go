@@ -38,6 +38,7 @@ type service struct {
 
 	mu       sync.Mutex
 	inFlight map[string]bool // names being submitted through this nimbus
+	pending  map[string]bool // ids of those submissions, once they have one
 }
 
 func (s *service) GetLeader(context.Context, *nimbusv1.GetLeaderRequest) (*nimbusv1.GetLeaderResponse, error) {
@@ -146,7 +147,7 @@ func (s *service) transition(name string, change func(*clusterv1.StormBase) (boo
 	for range 3 {
 		data, stat, err := s.sess.Conn().Get(path)
 		if errors.Is(err, zk.ErrNoNode) {
-			return fmt.Errorf("%w: %q", ErrNotFound, name)
+			return fmt.Errorf("%w: %q", ErrNotFound, name) // removed meanwhile
 		}
 		if err != nil {
 			return err
@@ -161,6 +162,9 @@ func (s *service) transition(name string, change func(*clusterv1.StormBase) (boo
 		}
 		base.Epoch = term.Epoch()
 		_, err = term.Multi(&zk.SetDataRequest{Path: path, Data: cluster.Encode(base), Version: stat.Version})
+		if errors.Is(err, zk.ErrNoNode) {
+			return fmt.Errorf("%w: %q", ErrNotFound, name)
+		}
 		if !errors.Is(err, zk.ErrBadVersion) {
 			return err
 		}

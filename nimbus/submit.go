@@ -81,33 +81,43 @@ func (s *service) submit(stream nimbusv1.NimbusService_SubmitTopologyServer) (*n
 
 	id, err := s.newTopologyID(spec.GetName())
 	if err != nil {
-		return nil, err
+		return nil, notCommitted(err)
 	}
 	log := s.log.With("topology", id)
+	// From here until the commit the submission is pending: the leader
+	// loop removes the distribution of any submission that is not.
+	s.setPending(id, true)
+	defer func() {
+		s.setPending(id, false)
+		s.actionsChanged() // collect the distribution if this failed
+	}()
 	meta, err := s.dist.Upload(ctx, tmp, codedistributor.Code{TopologyID: id, Meta: &clusterv1.CodeMeta{
 		TopologyId: id,
 		Files: []*clusterv1.CodeFile{artifact,
 			{Name: codedistributor.SpecFile, Size: int64(len(specData)), Sha256: specSum[:]}},
 	}})
 	if err != nil {
-		return nil, fmt.Errorf("nimbus: store code of %s: %w", id, err)
+		s.cleanupBackend(id, log)
+		return nil, notCommitted(fmt.Errorf("store code of %s: %w", id, err))
 	}
 	unpin := s.syncer.Pin(id) // keep it until the distribution asks for it
 	defer unpin()
 	digest, err := s.store.Install(tmp, id, meta)
 	if err != nil {
-		return nil, err
+		s.cleanupBackend(id, log)
+		return nil, notCommitted(err)
 	}
 
 	// Ask every nimbus to fetch the code; codesync registers this one.
 	dist := &clusterv1.CodeDistribution{CodeMetaDigest: digest, Epoch: term.Epoch(), CreatedUnixMs: time.Now().UnixMilli()}
 	if _, err := term.Multi(&zk.CreateRequest{Path: s.sess.Paths().Distribution(id), Data: cluster.Encode(dist), Acl: zk.WorldACL(zk.PermAll)}); err != nil {
-		s.abandon(term, id, log)
 		return nil, notCommitted(err)
 	}
 	count, timedOut, err := s.waitReplication(ctx, term, id, digest)
 	if err != nil {
-		s.abandon(term, id, log)
+		return nil, err
+	}
+	if err := s.checkNameFree(spec.GetName()); err != nil {
 		return nil, err
 	}
 
@@ -128,8 +138,12 @@ func (s *service) submit(stream nimbusv1.NimbusService_SubmitTopologyServer) (*n
 		base.ComponentExecutors[c.GetId()] = c.GetParallelism()
 	}
 	if _, err := term.Multi(&zk.CreateRequest{Path: s.sess.Paths().Storm(id), Data: cluster.Encode(base), Acl: zk.WorldACL(zk.PermAll)}); err != nil {
-		s.abandon(term, id, log)
-		return nil, notCommitted(err)
+		if errors.Is(err, leader.ErrFenced) {
+			return nil, notCommitted(err)
+		}
+		// The commit may have been applied (a lost answer): say so, and
+		// leave the distribution to the leader loop, which checks.
+		return nil, fmt.Errorf("nimbus: commit of %s: outcome unknown (check with GetTopologyInfo): %w", id, err)
 	}
 	s.awaitCached(ctx, id)
 	log.Info("topology submitted", "name", spec.GetName(), "bytes", artifact.GetSize(),
@@ -173,6 +187,39 @@ func (s *service) reserveName(name string) (release func(), err error) {
 		delete(s.inFlight, name)
 		s.mu.Unlock()
 	}, nil
+}
+
+// checkNameFree checks, against a fresh read of /storms, that no topology
+// has the name: a new leader's cache can lag the writes of the last one.
+// Topology ids begin with the name, so the listing suffices.
+func (s *service) checkNameFree(name string) error {
+	ids, _, err := s.sess.Conn().Children(s.sess.Paths().Storms())
+	if err != nil {
+		return notCommitted(err)
+	}
+	for _, id := range ids {
+		if n, _, _, err := splitTopologyID("id", id); err == nil && n == name {
+			return fmt.Errorf("%w: %q", ErrAlreadyExists, name)
+		}
+	}
+	return nil
+}
+
+func (s *service) setPending(id string, on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if on {
+		s.pending[id] = true
+	} else {
+		delete(s.pending, id)
+	}
+}
+
+// isPending reports whether id is a submission in progress here.
+func (s *service) isPending(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pending[id]
 }
 
 // receiveArtifact writes the artifact chunks to path, hashing as it goes,
@@ -222,10 +269,11 @@ func (s *service) receiveArtifact(stream nimbusv1.NimbusService_SubmitTopologySe
 }
 
 // newTopologyID builds <name>-<counter>-<launch-secs>. The counter is the
-// child version of /storms, which every create and delete increments and
-// only the leader changes: unique across leaders without a counter node.
+// child version of /code-distributor, which every submission's distribution
+// bumps (committed or not) and only the leader changes: unique across
+// leaders without a counter node.
 func (s *service) newTopologyID(name string) (string, error) {
-	_, stat, err := s.sess.Conn().Exists(s.sess.Paths().Storms())
+	_, stat, err := s.sess.Conn().Exists(s.sess.Paths().CodeDistributor())
 	if err != nil {
 		return "", err
 	}
@@ -235,8 +283,8 @@ func (s *service) newTopologyID(name string) (string, error) {
 // waitReplication waits for the minimum replication within the configured
 // time. It fails only when the wait cannot go on: the term ended (not
 // committed; a retry is safe) or the client left.
-func (s *service) waitReplication(ctx context.Context, term *leader.Term, id string, digest []byte) (count int, timedOut bool, err error) {
-	ctx, cancel := context.WithCancel(ctx)
+func (s *service) waitReplication(clientCtx context.Context, term *leader.Term, id string, digest []byte) (count int, timedOut bool, err error) {
+	ctx, cancel := context.WithCancel(clientCtx)
 	defer cancel()
 	stop := context.AfterFunc(term.Context(), cancel)
 	defer stop()
@@ -252,34 +300,30 @@ func (s *service) waitReplication(ctx context.Context, term *leader.Term, id str
 		return count, false, nil
 	case term.Context().Err() != nil:
 		return count, false, fmt.Errorf("%w: leadership lost while waiting for replication (%d of %d)", ErrNotCommitted, count, s.cfg.MinReplicationCount)
+	case clientCtx.Err() != nil:
+		// The client left or its deadline passed: nobody to acknowledge.
+		return count, false, clientCtx.Err()
 	case errors.Is(err, context.DeadlineExceeded):
-		return count, true, nil
+		return count, true, nil // topology.max.replication.wait.time.sec
 	default:
-		return count, false, err
+		return count, false, notCommitted(err)
 	}
 }
 
-// abandon removes an uncommitted submission: its distribution (so other
-// nimbuses drop the code) and its stored code. If this nimbus no longer
-// leads, the next leader removes the distribution instead.
-func (s *service) abandon(term *leader.Term, id string, log interface{ Warn(string, ...any) }) {
-	if err := deleteDistribution(term, s.sess, id); err != nil && !errors.Is(err, leader.ErrFenced) {
-		log.Warn("cannot remove the distribution of an abandoned submission", "err", err)
-	}
+// cleanupBackend removes what the backend stored for a submission that
+// failed before it had a distribution.
+func (s *service) cleanupBackend(id string, log interface{ Warn(string, ...any) }) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := s.dist.Cleanup(ctx, id); err != nil {
-		log.Warn("cannot clean up the code of an abandoned submission", "err", err)
+		log.Warn("cannot clean up the code of a failed submission", "err", err)
 	}
 }
 
-// notCommitted marks a failed commit as safe to retry when this nimbus
-// lost leadership; other errors pass through.
+// notCommitted marks a failure before the commit: nothing was committed,
+// so the client may submit again (ABORTED).
 func notCommitted(err error) error {
-	if errors.Is(err, leader.ErrFenced) {
-		return fmt.Errorf("%w: %v", ErrNotCommitted, err)
-	}
-	return err
+	return fmt.Errorf("%w: %v", ErrNotCommitted, err)
 }
 
 // deleteDistribution removes /code-distributor/<id> and its replicas in one
