@@ -630,3 +630,62 @@ func TestSubmitDoesNotRetryOnceTheStreamIsOpen(t *testing.T) {
 		t.Errorf("the leader got %d submissions, want 1: no retry", n)
 	}
 }
+
+// answerFirstThen answers the first submission with err once it has read
+// up to (and including) the part named by after ("spec" or "trailer"),
+// and receives the next ones into got.
+func answerFirstThen(leader *fakeNimbus, after string, err error, got *submission) func(submitServer) error {
+	return func(stream submitServer) error {
+		if leader.count("SubmitTopology") > 1 {
+			return receive(got)(stream)
+		}
+		for {
+			msg, rerr := stream.Recv()
+			if rerr != nil {
+				return rerr
+			}
+			_, isSpec := msg.GetPart().(*nimbusv1.SubmitTopologyRequest_Spec)
+			_, isTrailer := msg.GetPart().(*nimbusv1.SubmitTopologyRequest_Trailer)
+			if (after == "spec" && isSpec) || (after == "trailer" && isTrailer) {
+				return err
+			}
+		}
+	}
+}
+
+func TestSubmitResubmitsWhenAbortedEarly(t *testing.T) {
+	ctx := testContext(t)
+	lis, addr := listen(t)
+	got := &submission{}
+	leader := &fakeNimbus{getLeader: leaderAt(t, addr)}
+	// The leader's term has not started when the spec arrives; the rest of
+	// the upload may already be buffered, so only the server can say that
+	// nothing was committed: ABORTED.
+	leader.submit = answerFirstThen(leader, "spec", status.Error(codes.Aborted, "nimbus: submission not committed: no leader elected"), got)
+	serve(t, lis, leader)
+	artifact := randomArtifact(t, 3000)
+	c := newClient(t, []string{addr})
+	if _, err := c.SubmitTopology(ctx, spec, bytes.NewReader(artifact), int64(len(artifact)), nil); err != nil {
+		t.Fatalf("SubmitTopology: %v", err)
+	}
+	checkSubmission(t, got, artifact)
+}
+
+func TestSubmitResubmitsWhenTheLeaderAbortedIt(t *testing.T) {
+	ctx := testContext(t)
+	lis, addr := listen(t)
+	got := &submission{}
+	leader := &fakeNimbus{getLeader: leaderAt(t, addr)}
+	// Everything was sent, then leadership was lost before the commit.
+	leader.submit = answerFirstThen(leader, "trailer", status.Error(codes.Aborted, "nimbus: submission not committed"), got)
+	serve(t, lis, leader)
+	artifact := randomArtifact(t, 3000)
+	c := newClient(t, []string{addr})
+	if _, err := c.SubmitTopology(ctx, spec, bytes.NewReader(artifact), int64(len(artifact)), nil); err != nil {
+		t.Fatalf("SubmitTopology: %v", err)
+	}
+	checkSubmission(t, got, artifact)
+	if n := leader.count("SubmitTopology"); n != 2 {
+		t.Fatalf("%d submissions, want 2", n)
+	}
+}

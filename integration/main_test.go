@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/nimbusha/nimbus/internal/testenv"
+	"github.com/nimbusha/nimbus/nimbus"
 )
 
 var bin Binaries
@@ -66,13 +68,17 @@ func startNimbuses(t *testing.T, c *Cluster, n int) []*Process {
 }
 
 // waitLeader waits until every process in ps reports the same leader, one
-// of ps, and returns it.
+// of ps, acting as leader (its term started: leader health SERVING), and
+// returns it.
 func waitLeader(t *testing.T, c *Cluster, ps []*Process, timeout time.Duration) (leaderEpoch int64, leader *Process) {
 	t.Helper()
 	testenv.WaitFor(t, timeout, "one leader all agree on", func() error {
 		s, p, err := c.AgreedLeader(ps)
 		if err != nil {
 			return err
+		}
+		if st, err := c.Health(p, nimbus.LeaderHealthService); err != nil || st != healthpb.HealthCheckResponse_SERVING {
+			return fmt.Errorf("%s named leader but not acting yet (%v, %v)", p.Name, st, err)
 		}
 		leaderEpoch, leader = s.GetEpoch(), p
 		return nil

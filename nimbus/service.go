@@ -61,20 +61,32 @@ func (s *service) GetTopologyInfo(_ context.Context, req *nimbusv1.GetTopologyIn
 	return resp, toStatus(err)
 }
 
+// termWait bounds how long a nimbus at the head of the queue waits for its
+// own term to start (it checks its code first) before answering no leader.
+const termWait = 2 * time.Second
+
 // leaderTerm returns the live term, or what a follower answers with: the
 // leader's address, or no leader.
-func (s *service) leaderTerm() (*leader.Term, error) {
+func (s *service) leaderTerm(ctx context.Context) (*leader.Term, error) {
 	if t := s.election.Current(); t != nil {
 		return t, nil
 	}
-	if head, _, ok := s.view.leader(); ok && cluster.HostPort(head) != s.self {
+	head, _, ok := s.view.leader()
+	if ok && cluster.HostPort(head) != s.self {
 		return nil, &NotLeaderError{Leader: cluster.HostPort(head)}
+	}
+	if ok { // this nimbus won the lock; its term is about to start
+		ctx, cancel := context.WithTimeout(ctx, termWait)
+		defer cancel()
+		if t, err := s.election.Await(ctx); err == nil {
+			return t, nil
+		}
 	}
 	// Nobody, or this nimbus while its term is suspended: retry shortly.
 	return nil, ErrNoLeader
 }
 
-func (s *service) KillTopology(_ context.Context, req *nimbusv1.KillTopologyRequest) (*nimbusv1.KillTopologyResponse, error) {
+func (s *service) KillTopology(ctx context.Context, req *nimbusv1.KillTopologyRequest) (*nimbusv1.KillTopologyResponse, error) {
 	if err := validateKill(req); err != nil {
 		return nil, toStatus(err)
 	}
@@ -82,7 +94,7 @@ func (s *service) KillTopology(_ context.Context, req *nimbusv1.KillTopologyRequ
 	if req.WaitSecs != nil {
 		wait = time.Duration(req.GetWaitSecs()) * time.Second
 	}
-	err := s.transition(req.GetName(), func(base *clusterv1.StormBase) (bool, error) {
+	err := s.transition(ctx, req.GetName(), func(base *clusterv1.StormBase) (bool, error) {
 		if base.GetStatus() == clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED {
 			return false, nil // already being killed: keep the first deadline
 		}
@@ -98,19 +110,19 @@ func (s *service) KillTopology(_ context.Context, req *nimbusv1.KillTopologyRequ
 	return &nimbusv1.KillTopologyResponse{}, toStatus(err)
 }
 
-func (s *service) ActivateTopology(_ context.Context, req *nimbusv1.ActivateTopologyRequest) (*nimbusv1.ActivateTopologyResponse, error) {
+func (s *service) ActivateTopology(ctx context.Context, req *nimbusv1.ActivateTopologyRequest) (*nimbusv1.ActivateTopologyResponse, error) {
 	if err := validateActivate(req); err != nil {
 		return nil, toStatus(err)
 	}
-	err := s.transition(req.GetName(), setStatus(clusterv1.TopologyStatus_TOPOLOGY_STATUS_ACTIVE))
+	err := s.transition(ctx, req.GetName(), setStatus(clusterv1.TopologyStatus_TOPOLOGY_STATUS_ACTIVE))
 	return &nimbusv1.ActivateTopologyResponse{}, toStatus(err)
 }
 
-func (s *service) DeactivateTopology(_ context.Context, req *nimbusv1.DeactivateTopologyRequest) (*nimbusv1.DeactivateTopologyResponse, error) {
+func (s *service) DeactivateTopology(ctx context.Context, req *nimbusv1.DeactivateTopologyRequest) (*nimbusv1.DeactivateTopologyResponse, error) {
 	if err := validateDeactivate(req); err != nil {
 		return nil, toStatus(err)
 	}
-	err := s.transition(req.GetName(), setStatus(clusterv1.TopologyStatus_TOPOLOGY_STATUS_INACTIVE))
+	err := s.transition(ctx, req.GetName(), setStatus(clusterv1.TopologyStatus_TOPOLOGY_STATUS_INACTIVE))
 	return &nimbusv1.DeactivateTopologyResponse{}, toStatus(err)
 }
 
@@ -134,8 +146,8 @@ func setStatus(to clusterv1.TopologyStatus) func(*clusterv1.StormBase) (bool, er
 // the fenced write: a cache can lag a write made a moment ago (a kill, then
 // an activate that must not undo it). change reports whether it changed
 // anything.
-func (s *service) transition(name string, change func(*clusterv1.StormBase) (bool, error)) error {
-	term, err := s.leaderTerm()
+func (s *service) transition(ctx context.Context, name string, change func(*clusterv1.StormBase) (bool, error)) error {
+	term, err := s.leaderTerm(ctx)
 	if err != nil {
 		return err
 	}

@@ -54,7 +54,12 @@ func (s *service) submit(stream nimbusv1.NimbusService_SubmitTopologyServer) (*n
 	}
 	// Check leadership before the upload, so a client sent to a follower
 	// is redirected before it sends megabytes.
-	term, err := s.leaderTerm()
+	term, err := s.leaderTerm(ctx)
+	if errors.Is(err, ErrNoLeader) {
+		// The client cannot tell how much of its upload arrived; say that
+		// nothing was committed, so it submits again.
+		return nil, notCommitted(err)
+	}
 	if err != nil {
 		return nil, err
 	}
