@@ -30,6 +30,8 @@ const (
 	KeySupervisorTimeout      = "nimbus.supervisor.timeout.secs"
 	KeySupervisorSlotsPorts   = "supervisor.slots.ports"
 	KeySupervisorHeartbeat    = "supervisor.heartbeat.frequency.secs"
+	KeyLocalHostname          = "storm.local.hostname"
+	KeyWorkerShutdownSleep    = "supervisor.worker.shutdown.sleep.secs"
 	KeyHDFSStormDir           = "hdfs.storm.dir"
 	KeyHDFSNamenodeAddresses  = "hdfs.namenode.addresses"
 	KeyHDFSUser               = "hdfs.user"
@@ -63,6 +65,7 @@ const (
 	DefaultMonitorFreq            = 10 * time.Second
 	DefaultSupervisorTimeout      = 60 * time.Second
 	DefaultSupervisorHeartbeat    = 5 * time.Second
+	DefaultWorkerShutdownSleep    = 3 * time.Second
 	DefaultHDFSStormDir           = "/storm"
 	DefaultBittorrentPort         = 6881
 	DefaultLogLevel               = "info"
@@ -112,6 +115,8 @@ type Config struct {
 
 	SupervisorSlotsPorts []int         // supervisor.slots.ports
 	SupervisorHeartbeat  time.Duration // supervisor.heartbeat.frequency.secs
+	LocalHostname        string        // storm.local.hostname: what a supervisor advertises
+	WorkerShutdownSleep  time.Duration // supervisor.worker.shutdown.sleep.secs: SIGTERM to SIGKILL
 
 	HDFSStormDir          string   // hdfs.storm.dir
 	HDFSNamenodeAddresses []string // hdfs.namenode.addresses
@@ -151,6 +156,8 @@ func Default() *Config {
 		SupervisorTimeout:      DefaultSupervisorTimeout,
 		SupervisorSlotsPorts:   []int{6700, 6701, 6702, 6703},
 		SupervisorHeartbeat:    DefaultSupervisorHeartbeat,
+		LocalHostname:          defaultNimbusHost(),
+		WorkerShutdownSleep:    DefaultWorkerShutdownSleep,
 		HDFSStormDir:           DefaultHDFSStormDir,
 		HDFSNamenodeAddresses:  []string{},
 		BittorrentPort:         DefaultBittorrentPort,
@@ -198,6 +205,8 @@ var fields = []field{
 	{KeySupervisorTimeout, time.Second, "silence after which a supervisor is dead (secs or a duration)", func(c *Config) any { return &c.SupervisorTimeout }},
 	{KeySupervisorSlotsPorts, 0, "worker slot ports, comma-separated", func(c *Config) any { return &c.SupervisorSlotsPorts }},
 	{KeySupervisorHeartbeat, time.Second, "supervisor heartbeat interval (secs or a duration)", func(c *Config) any { return &c.SupervisorHeartbeat }},
+	{KeyLocalHostname, 0, "host name a supervisor advertises", func(c *Config) any { return &c.LocalHostname }},
+	{KeyWorkerShutdownSleep, time.Second, "grace between SIGTERM and SIGKILL of a worker (secs or a duration)", func(c *Config) any { return &c.WorkerShutdownSleep }},
 	{KeyHDFSStormDir, 0, "HDFS directory for topology code", func(c *Config) any { return &c.HDFSStormDir }},
 	{KeyHDFSNamenodeAddresses, 0, "HDFS namenodes, host or host:port, comma-separated", func(c *Config) any { return &c.HDFSNamenodeAddresses }},
 	{KeyHDFSUser, 0, "HDFS user name", func(c *Config) any { return &c.HDFSUser }},

@@ -79,6 +79,10 @@ func (c *Config) Validate() error {
 	// Supervisors.
 	add(checkSlots(c.SupervisorSlotsPorts))
 	add(positive(KeySupervisorHeartbeat, c.SupervisorHeartbeat))
+	add(positive(KeyWorkerShutdownSleep, c.WorkerShutdownSleep))
+	if c.LocalHostname == "" || strings.ContainsAny(c.LocalHostname, " \t\r\n:/") {
+		add(invalid(KeyLocalHostname, "%q is not a host name (empty, or has a blank, ':' or '/')", c.LocalHostname))
+	}
 	// Otherwise every supervisor would look dead between two heartbeats.
 	if c.SupervisorHeartbeat > 0 && c.SupervisorTimeout > 0 && c.SupervisorTimeout <= c.SupervisorHeartbeat {
 		add(invalid(KeySupervisorTimeout, "%v is not longer than %s (%v)",
