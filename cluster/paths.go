@@ -46,6 +46,9 @@ func (p Paths) Assignments() string { return p.Root + "/assignments" }
 // Supervisors is the directory where every live supervisor registers.
 func (p Paths) Supervisors() string { return p.Root + "/supervisors" }
 
+// Supervisor is one supervisor's registration and heartbeat node.
+func (p Paths) Supervisor(id string) string { return p.Supervisors() + "/" + id }
+
 // LockNodeSuffix precedes the sequence number of a lock node:
 // <protected-prefix>-lock-<seq>.
 const LockNodeSuffix = "lock-"

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"net"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -30,7 +31,7 @@ func Build(dir string, race bool) (Binaries, error) {
 	if race {
 		args = append(args, "-race")
 	}
-	cmd := exec.Command("go", append(args, "./cmd/...")...)
+	cmd := exec.Command("go", append(args, "./cmd/...", "./examples/...")...)
 	cmd.Dir = moduleRoot()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return Binaries{}, fmt.Errorf("build: %v\n%s", err, out)
@@ -108,6 +109,73 @@ func (c *Cluster) StartNimbus(opts NimbusOptions) (*Process, error) {
 	}
 	c.Logf("%s ready at %s (pid %d)", name, p.Addr(), p.Pid())
 	return p, nil
+}
+
+// SupervisorOptions adjust one supervisor.
+type SupervisorOptions struct {
+	Ports    []int  // slot ports; two free ones when empty
+	LocalDir string // storm.local.dir; "" makes a new one
+	Args     []string
+}
+
+// StartSupervisor starts a supervisor and waits for its ready line.
+func (c *Cluster) StartSupervisor(opts SupervisorOptions) (*Process, error) {
+	c.mu.Lock()
+	c.seq++
+	name := "supervisor-" + strconv.Itoa(c.seq)
+	c.mu.Unlock()
+	local := opts.LocalDir
+	if local == "" {
+		local = filepath.Join(c.Dir, name)
+	}
+	ports := opts.Ports
+	if len(ports) == 0 {
+		var err error
+		if ports, err = freePorts(2); err != nil {
+			return nil, err
+		}
+	}
+	portList := make([]string, len(ports))
+	for i, p := range ports {
+		portList[i] = strconv.Itoa(p)
+	}
+	args := append([]string{
+		"--storm.zookeeper.servers", c.ZooKeeper,
+		"--storm.zookeeper.root", c.Root,
+		"--storm.zookeeper.session.timeout", c.SessionTimeout.String(),
+		"--storm.local.hostname", "127.0.0.1",
+		"--supervisor.slots.ports", strings.Join(portList, ","),
+		"--supervisor.heartbeat.frequency.secs", "1",
+		"--storm.local.dir", local,
+		"--log.format", "json",
+	}, opts.Args...)
+	p, err := startProcess(name, c.Bin.Path("supervisor"), filepath.Join(c.Dir, name+".log"), args, nil)
+	if err != nil {
+		return nil, err
+	}
+	p.LocalDir = local
+	c.mu.Lock()
+	c.started = append(c.started, p)
+	c.mu.Unlock()
+	if err := p.WaitReady(30 * time.Second); err != nil {
+		return nil, err
+	}
+	c.Logf("%s ready as %s (pid %d)", name, p.ID(), p.Pid())
+	return p, nil
+}
+
+// freePorts finds n free loopback ports.
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+		ln.Close()
+	}
+	return ports, nil
 }
 
 // Live returns the processes still running.

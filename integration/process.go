@@ -26,9 +26,18 @@ type Process struct {
 	exited chan struct{}
 
 	mu          sync.Mutex
+	isReady     bool
 	addr        string
 	metricsAddr string
+	id          string
 	exitErr     error
+}
+
+// ID is the daemon's id from its ready line (supervisors).
+func (p *Process) ID() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.id
 }
 
 // startProcess runs bin with args; stderr lines go to logPath.
@@ -79,11 +88,13 @@ func (p *Process) scan(r io.Reader, w io.Writer) {
 			Msg     string `json:"msg"`
 			Addr    string `json:"addr"`
 			Metrics string `json:"metrics"`
+			ID      string `json:"id"`
 		}
 		if json.Unmarshal(line, &entry) == nil && strings.HasSuffix(entry.Msg, " ready") {
 			p.mu.Lock()
-			first := p.addr == ""
-			p.addr, p.metricsAddr = entry.Addr, entry.Metrics
+			first := !p.isReady
+			p.isReady = true
+			p.addr, p.metricsAddr, p.id = entry.Addr, entry.Metrics, entry.ID
 			p.mu.Unlock()
 			if first {
 				close(p.ready)

@@ -31,7 +31,10 @@ func (s *Server) lead(term *leader.Term) {
 	ctx := term.Context()
 	log := s.log.With("epoch", term.Epoch())
 	noStandbyWarned := false
+	monitor := time.NewTicker(s.cfg.MonitorFreq)
+	defer monitor.Stop()
 	for {
+		supsChanged, assignmentsChanged := s.view.supervisors.Changed(), s.view.assignments.Changed()
 		stormsChanged, distsChanged := s.view.storms.Changed(), s.view.replicas.Changed()
 		now := time.Now()
 		var next time.Time
@@ -65,6 +68,11 @@ func (s *Server) lead(term *leader.Term) {
 				log.Info("removed the code distribution of a submission that never committed", "topology", id)
 			}
 		}
+		if n, err := s.schedule(term); err != nil {
+			log.Warn("scheduling failed; will retry", "err", err)
+		} else if n > 0 {
+			log.Info("assignments written", "topologies", n)
+		}
 		summary := s.view.clusterSummary()
 		s.metrics.eligibleStandbys.Set(float64(summary.GetEligibleStandbys()))
 		if summary.GetEligibleStandbys() == 0 && len(summary.GetNimbuses()) > 0 {
@@ -89,6 +97,9 @@ func (s *Server) lead(term *leader.Term) {
 		case <-s.nimbusesChanged():
 		case <-s.actions:
 		case <-timer:
+		case <-supsChanged:
+		case <-assignmentsChanged:
+		case <-monitor.C: // heartbeats going stale wake nothing else
 		}
 	}
 }

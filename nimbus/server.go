@@ -153,7 +153,11 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		locks:    cluster.NewNimbusInfoCache(s.sess, paths.LeaderLock(), s.base),
 		storms:   cluster.NewDirCache(s.sess, paths.Storms(), func() *clusterv1.StormBase { return new(clusterv1.StormBase) }, s.base),
 		replicas: cluster.NewReplicaCache(s.sess, s.base),
-		now:      time.Now,
+		supervisors: cluster.NewDirCache(s.sess, paths.Supervisors(),
+			func() *clusterv1.SupervisorInfo { return new(clusterv1.SupervisorInfo) }, s.base),
+		assignments: cluster.NewDirCache(s.sess, paths.Assignments(),
+			func() *clusterv1.Assignment { return new(clusterv1.Assignment) }, s.base),
+		now: time.Now,
 	}
 	s.view = v
 	s.election = leader.New(leader.Config{Session: s.sess, Self: s.self, Logger: s.base})
@@ -194,7 +198,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 
 	registered := make(chan struct{})
 	var registerOnce sync.Once
-	for _, c := range []interface{ Run(context.Context) error }{v.nimbuses, v.locks, v.storms, v.replicas} {
+	for _, c := range []interface{ Run(context.Context) error }{v.nimbuses, v.locks, v.storms, v.replicas, v.supervisors, v.assignments} {
 		s.wg.Go(func() { _ = c.Run(runCtx) })
 	}
 	s.wg.Go(func() {

@@ -18,7 +18,10 @@ type view struct {
 	locks    *cluster.DirCache[*clusterv1.NimbusInfo] // /leader-lock, by node name
 	storms   *cluster.DirCache[*clusterv1.StormBase]  // /storms, by topology id
 	replicas *cluster.ReplicaCache                    // /code-distributor
-	now      func() time.Time
+	// /supervisors and /assignments, by supervisor and topology id.
+	supervisors *cluster.DirCache[*clusterv1.SupervisorInfo]
+	assignments *cluster.DirCache[*clusterv1.Assignment]
+	now         func() time.Time
 }
 
 // leader returns the head of the lock queue and its epoch.
@@ -60,6 +63,20 @@ func (v *view) clusterSummary() *nimbusv1.ClusterSummary {
 	}
 	sort.Slice(c.Topologies, func(i, j int) bool { return c.Topologies[i].Name < c.Topologies[j].Name })
 	sort.Strings(c.LeadershipBlockedBy)
+	for id, info := range v.supervisors.Snapshot() {
+		if info == nil {
+			continue
+		}
+		sum := &nimbusv1.SupervisorSummary{
+			SupervisorId: id, Host: info.GetHost(), Version: info.GetVersion(),
+			NumWorkers: int32(len(info.GetSlotPorts())), NumUsedWorkers: int32(len(info.GetUsedPorts())),
+		}
+		if start := info.GetStartTimeUnixMs(); start > 0 {
+			sum.UptimeSecs = int64(v.now().Sub(time.UnixMilli(start)) / time.Second)
+		}
+		c.Supervisors = append(c.Supervisors, sum)
+	}
+	sort.Slice(c.Supervisors, func(i, j int) bool { return c.Supervisors[i].SupervisorId < c.Supervisors[j].SupervisorId })
 	return c
 }
 
@@ -176,6 +193,18 @@ func (v *view) topologyInfo(name string) (*nimbusv1.GetTopologyInfoResponse, err
 	}
 	for _, r := range v.replicaAddrs(id, base.GetCodeMetaDigest()) {
 		resp.Replicas = append(resp.Replicas, &nimbusv1.ReplicaSummary{Host: r.GetHost(), Port: r.GetPort()})
+	}
+	if a := v.assignments.Snapshot()[id]; a != nil {
+		for _, ea := range a.GetExecutors() {
+			sum := &nimbusv1.ExecutorSummary{
+				Executor: ea.GetExecutor(), SupervisorId: ea.GetSlot().GetSupervisorId(),
+				Host: a.GetSupervisorHosts()[ea.GetSlot().GetSupervisorId()], Port: ea.GetSlot().GetPort(),
+			}
+			if start := ea.GetStartTimeUnixSecs(); start > 0 {
+				sum.UptimeSecs = int64(v.now().Sub(time.Unix(start, 0)) / time.Second)
+			}
+			resp.Executors = append(resp.Executors, sum)
+		}
 	}
 	return resp, nil
 }

@@ -25,6 +25,7 @@ var flagKeys = []string{
 	"storm.codedistributor.class", "log.level", "log.format",
 	"topology.min.replication.count", "topology.max.replication.wait.time.sec",
 	"nimbus.code.sync.freq.secs", "nimbus.max.artifact.bytes", "topology.message.timeout.secs",
+	"nimbus.monitor.freq.secs", "nimbus.supervisor.timeout.secs",
 }
 
 func main() { os.Exit(run(os.Args[1:], os.Stderr)) }

@@ -1,0 +1,288 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/nimbusha/nimbus/client"
+	"github.com/nimbusha/nimbus/cluster"
+	"github.com/nimbusha/nimbus/internal/testenv"
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
+	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
+)
+
+// submitExample submits the example worker program as a topology.
+func submitExample(t *testing.T, cl *client.Client, name string, workers int32) string {
+	t.Helper()
+	data, err := os.ReadFile(bin.Path("wordcount"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := &nimbusv1.TopologySpec{
+		Name: name, NumWorkers: workers,
+		Components:    []*nimbusv1.ComponentSpec{{Id: "sentence", Parallelism: 1}, {Id: "split", Parallelism: 2}, {Id: "count", Parallelism: 3}},
+		WorkerCommand: []string{"{code_dir}/artifact", "--port", "{port}"},
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	resp, err := cl.SubmitTopology(ctx, spec, strings.NewReader(string(data)), int64(len(data)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.GetTopologyId()
+}
+
+// askWorker asks the example worker on port what it runs.
+func askWorker(port int32) (string, error) {
+	conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(2 * time.Second))
+	return bufio.NewReader(conn).ReadString('\n')
+}
+
+// supervisorInfo reads a supervisor's heartbeat from ZooKeeper.
+func supervisorInfo(t *testing.T, conn *zk.Conn, id string) (*clusterv1.SupervisorInfo, error) {
+	data, _, err := conn.Get("/storm/supervisors/" + id)
+	if err != nil {
+		return nil, err
+	}
+	info := new(clusterv1.SupervisorInfo)
+	return info, cluster.Decode(id, data, info)
+}
+
+// runningWorkers maps port to pid over the supervisors' heartbeats,
+// counting only running workers that answer on their port for topology.
+func runningWorkers(t *testing.T, conn *zk.Conn, topology string, sups ...*Process) (map[int32]int32, error) {
+	out := map[int32]int32{}
+	for _, s := range sups {
+		info, err := supervisorInfo(t, conn, s.ID())
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.Name, err)
+		}
+		for _, w := range info.GetWorkers() {
+			if w.GetTopologyId() != topology || w.GetState() != "running" {
+				continue
+			}
+			reply, err := askWorker(w.GetPort())
+			if err != nil || !strings.Contains(reply, topology) {
+				return nil, fmt.Errorf("worker on %d: %q %v", w.GetPort(), reply, err)
+			}
+			out[w.GetPort()] = w.GetPid()
+		}
+	}
+	return out, nil
+}
+
+func zkConn(t *testing.T, addrs ...string) *zk.Conn {
+	t.Helper()
+	conn, _, err := zk.Connect(addrs, 5*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	return conn
+}
+
+func startSupervisors(t *testing.T, c *Cluster, n int) []*Process {
+	t.Helper()
+	var out []*Process
+	for range n {
+		p, err := c.StartSupervisor(SupervisorOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func TestWorkersRunWithTheirEnvironmentAndStopOnKill(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	c := newCluster(t, z.Addr(), 4*time.Second)
+	ps := startNimbusesWith(t, c, 1, "--nimbus.monitor.freq.secs", "1")
+	waitLeader(t, c, ps, 10*time.Second)
+	sups := startSupervisors(t, c, 2)
+	conn := zkConn(t, z.Addr())
+	cl := newClient(t, ps...)
+	id := submitExample(t, cl, "wc", 2)
+
+	var workers map[int32]int32
+	testenv.WaitFor(t, 20*time.Second, "two workers running", func() error {
+		var err error
+		if workers, err = runningWorkers(t, conn, id, sups...); err != nil {
+			return err
+		}
+		if len(workers) != 2 {
+			return fmt.Errorf("%d workers", len(workers))
+		}
+		return nil
+	})
+	// The environment the supervisor gave them.
+	for port, pid := range workers {
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		vars := strings.Split(string(env), "\x00")
+		for _, want := range []string{"STORM_TOPOLOGY_ID=" + id, fmt.Sprintf("STORM_PORT=%d", port), "STORM_EXECUTORS=", "STORM_CODE_DIR="} {
+			if !slices.ContainsFunc(vars, func(v string) bool { return strings.HasPrefix(v, want) }) {
+				t.Errorf("worker %d lacks %s", pid, want)
+			}
+		}
+	}
+	info, err := cl.GetTopologyInfo(t.Context(), "wc")
+	if err != nil || len(info.GetExecutors()) != 6 {
+		t.Fatalf("GetTopologyInfo executors: %v, %v", info.GetExecutors(), err)
+	}
+
+	zero := int32(0)
+	if err := cl.KillTopology(t.Context(), &nimbusv1.KillTopologyRequest{Name: "wc", WaitSecs: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, 20*time.Second, "workers stopped and code removed", func() error {
+		for port, pid := range workers {
+			if syscall.Kill(int(pid), 0) == nil {
+				return fmt.Errorf("worker %d on port %d still runs", pid, port)
+			}
+		}
+		for _, s := range sups {
+			entries, err := os.ReadDir(s.LocalDir + "/supervisor/code")
+			if err != nil || len(entries) != 0 {
+				return fmt.Errorf("%s still holds code (%v)", s.Name, err)
+			}
+		}
+		return nil
+	})
+}
+
+func TestSupervisorCrashMovesItsWorkersAndItRejoinsAsItself(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	const session = 2 * time.Second
+	c := newCluster(t, z.Addr(), session)
+	ps := startNimbusesWith(t, c, 1, "--nimbus.monitor.freq.secs", "1", "--nimbus.supervisor.timeout.secs", "6")
+	waitLeader(t, c, ps, 10*time.Second)
+	sups := startSupervisors(t, c, 2)
+	conn := zkConn(t, z.Addr())
+	id := submitExample(t, newClient(t, ps...), "movable", 2)
+	testenv.WaitFor(t, 20*time.Second, "a worker on each supervisor", func() error {
+		for _, s := range sups {
+			if w, err := runningWorkers(t, conn, id, s); err != nil || len(w) != 1 {
+				return fmt.Errorf("%s: %v workers, %v", s.Name, w, err)
+			}
+		}
+		return nil
+	})
+
+	victim, survivor := sups[0], sups[1]
+	victimID := victim.ID()
+	if err := victim.Stop(syscall.SIGKILL, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	// Its worker died with it; once its session expires both workers run
+	// on the survivor.
+	testenv.WaitFor(t, session+15*time.Second, "both workers on the survivor", func() error {
+		w, err := runningWorkers(t, conn, id, survivor)
+		if err != nil || len(w) != 2 {
+			return fmt.Errorf("%v, %v", w, err)
+		}
+		return nil
+	})
+
+	back, err := c.StartSupervisor(SupervisorOptions{LocalDir: victim.LocalDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.ID() != victimID {
+		t.Fatalf("restarted supervisor is %s, was %s", back.ID(), victimID)
+	}
+}
+
+func TestLeaderCrashRestartsNoWorker(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	c := newCluster(t, z.Addr(), 2*time.Second)
+	ps := startNimbusesWith(t, c, 2, "--nimbus.monitor.freq.secs", "1", "--topology.min.replication.count", "2")
+	_, leader := waitLeader(t, c, ps, 10*time.Second)
+	sups := startSupervisors(t, c, 2)
+	conn := zkConn(t, z.Addr())
+	id := submitExample(t, newClient(t, ps...), "steady", 3)
+	var before map[int32]int32
+	testenv.WaitFor(t, 20*time.Second, "three workers", func() error {
+		var err error
+		before, err = runningWorkers(t, conn, id, sups...)
+		if err == nil && len(before) != 3 {
+			err = fmt.Errorf("%d workers", len(before))
+		}
+		return err
+	})
+	if err := leader.Stop(syscall.SIGKILL, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	waitLeader(t, c, without(ps, leader), 15*time.Second)
+	// Give the new leader several monitor rounds to (wrongly) move things.
+	testenv.WaitFor(t, 10*time.Second, "the new leader's rounds", func() error {
+		cs := clusterSummary(t, c, without(ps, leader)[0])
+		if len(cs.GetSupervisors()) != 2 {
+			return fmt.Errorf("%d supervisors", len(cs.GetSupervisors()))
+		}
+		return nil
+	})
+	<-time.After(3 * time.Second) // three monitor periods: the observation window, not a sync
+	after, err := runningWorkers(t, conn, id, sups...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for port, pid := range before {
+		if after[port] != pid {
+			t.Fatalf("worker on %d was %d, now %d: restarted across a leader crash", port, pid, after[port])
+		}
+	}
+}
+
+func TestCrashedWorkerIsRestarted(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	c := newCluster(t, z.Addr(), 4*time.Second)
+	ps := startNimbusesWith(t, c, 1, "--nimbus.monitor.freq.secs", "1")
+	waitLeader(t, c, ps, 10*time.Second)
+	sups := startSupervisors(t, c, 1)
+	conn := zkConn(t, z.Addr())
+	id := submitExample(t, newClient(t, ps...), "fragile", 1)
+	var before map[int32]int32
+	testenv.WaitFor(t, 20*time.Second, "a worker", func() error {
+		var err error
+		before, err = runningWorkers(t, conn, id, sups...)
+		if err == nil && len(before) != 1 {
+			err = fmt.Errorf("%d workers", len(before))
+		}
+		return err
+	})
+	for _, pid := range before {
+		if err := syscall.Kill(int(pid), syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.WaitFor(t, 15*time.Second, "the worker back with a new pid and a restart counted", func() error {
+		info, err := supervisorInfo(t, conn, sups[0].ID())
+		if err != nil {
+			return err
+		}
+		for _, w := range info.GetWorkers() {
+			if w.GetState() == "running" && before[w.GetPort()] != 0 && w.GetPid() != before[w.GetPort()] && w.GetRestarts() >= 1 {
+				return nil
+			}
+		}
+		return fmt.Errorf("workers %v", info.GetWorkers())
+	})
+}

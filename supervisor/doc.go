@@ -1,0 +1,13 @@
+// Package supervisor is the supervisor daemon (DESIGN.md section 7): it
+// registers under /supervisors with a stable id, heartbeats, watches the
+// assignments, fetches and verifies the code of the topologies assigned to
+// it, and runs one worker process per assigned slot, restarting crashed
+// workers with backoff and stopping those whose assignment is gone.
+//
+// It acts on the last assignments it saw, so its workers keep running while
+// nimbus or ZooKeeper is away (invariant 7); when they return it reconciles
+// without restarting workers whose assignment did not change. Workers die
+// with their supervisor (Linux's parent-death signal), so a supervisor that
+// is killed never leaves workers behind to double up with their
+// replacements elsewhere.
+package supervisor

@@ -1,0 +1,161 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
+)
+
+// Restart backoff: doubles from minRestart to maxRestart; a worker that ran
+// for stableAfter counts as healthy again.
+const (
+	minRestart  = time.Second
+	maxRestart  = 30 * time.Second
+	stableAfter = time.Minute
+)
+
+// workerSpec is what a slot should run: one topology's executors.
+type workerSpec struct {
+	TopologyID string
+	Port       int32
+	Executors  string // STORM_EXECUTORS: component[start-end],...
+	Argv       []string
+	CodeDir    string
+	LogPath    string
+}
+
+func (w workerSpec) same(o workerSpec) bool {
+	return w.TopologyID == o.TopologyID && w.Port == o.Port && w.Executors == o.Executors && fmt.Sprint(w.Argv) == fmt.Sprint(o.Argv)
+}
+
+// worker runs one workerSpec until stopped, restarting it with backoff.
+type worker struct {
+	spec    workerSpec
+	spawn   *spawner
+	grace   time.Duration
+	log     *slog.Logger
+	changed func() // state changed: heartbeat soon
+
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu    sync.Mutex
+	state *clusterv1.WorkerState
+}
+
+func startWorker(ctx context.Context, spec workerSpec, sp *spawner, grace time.Duration, log *slog.Logger, changed func()) *worker {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &worker{
+		spec: spec, spawn: sp, grace: grace, changed: changed, cancel: cancel, done: make(chan struct{}),
+		log:   log.With("topology", spec.TopologyID, "port", spec.Port),
+		state: &clusterv1.WorkerState{TopologyId: spec.TopologyID, Port: spec.Port, State: "starting"},
+	}
+	go func() {
+		defer close(w.done)
+		w.run(ctx)
+	}()
+	return w
+}
+
+// stop ends the worker (SIGTERM, then SIGKILL after the grace period) and
+// waits for it.
+func (w *worker) stop() {
+	w.cancel()
+	<-w.done
+}
+
+// status is the worker's state for heartbeats.
+func (w *worker) status() *clusterv1.WorkerState {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return proto.Clone(w.state).(*clusterv1.WorkerState)
+}
+
+func (w *worker) set(f func(*clusterv1.WorkerState)) {
+	w.mu.Lock()
+	f(w.state)
+	w.mu.Unlock()
+	w.changed()
+}
+
+func (w *worker) run(ctx context.Context) {
+	backoff := minRestart
+	for {
+		started := time.Now()
+		err := w.runOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Since(started) > stableAfter {
+			backoff = minRestart
+		}
+		w.log.Warn("worker exited; restarting after backoff", "err", err, "backoff", backoff)
+		w.set(func(s *clusterv1.WorkerState) {
+			s.State, s.Pid, s.LastError = "backoff", 0, fmt.Sprint(err)
+			s.Restarts++
+		})
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, maxRestart)
+	}
+}
+
+// runOnce runs the process until it exits or ctx ends (then stops it).
+func (w *worker) runOnce(ctx context.Context) error {
+	logFile, err := os.OpenFile(w.spec.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	cmd := exec.Command(w.spec.Argv[0], w.spec.Argv[1:]...)
+	cmd.Dir = w.spec.CodeDir
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Env = append(os.Environ(),
+		"STORM_TOPOLOGY_ID="+w.spec.TopologyID,
+		fmt.Sprintf("STORM_PORT=%d", w.spec.Port),
+		"STORM_EXECUTORS="+w.spec.Executors,
+		"STORM_CODE_DIR="+w.spec.CodeDir,
+	)
+	// Its own process group, so stopping it stops its children too; and it
+	// dies with this supervisor.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := w.spawn.start(cmd); err != nil {
+		return err
+	}
+	pid := cmd.Process.Pid
+	w.log.Info("worker started", "pid", pid, "argv", w.spec.Argv)
+	w.set(func(s *clusterv1.WorkerState) { s.State, s.Pid = "running", int32(pid) })
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err == nil {
+			err = fmt.Errorf("exited with status 0")
+		}
+		return err
+	case <-ctx.Done():
+	}
+	w.set(func(s *clusterv1.WorkerState) { s.State = "stopping" })
+	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(w.grace):
+		w.log.Warn("worker did not stop in time; killing it", "grace", w.grace)
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		<-exited
+	}
+	w.log.Info("worker stopped", "pid", pid)
+	return nil
+}
