@@ -149,4 +149,3 @@ func (s *Supervisor) fetch(ctx context.Context, id string, digest []byte) {
 		}
 	}
 }
-
