@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/nimbusha/nimbus/client"
 	"github.com/nimbusha/nimbus/cluster"
@@ -285,4 +287,60 @@ func TestCrashedWorkerIsRestarted(t *testing.T) {
 		}
 		return fmt.Errorf("workers %v", info.GetWorkers())
 	})
+}
+
+func TestRebalanceTwoToFourWorkersAndBack(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	c := newCluster(t, z.Addr(), 4*time.Second)
+	ps := startNimbusesWith(t, c, 1, "--nimbus.monitor.freq.secs", "1")
+	waitLeader(t, c, ps, 10*time.Second)
+	var sups []*Process
+	for range 2 {
+		ports, err := freePorts(3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := c.StartSupervisor(SupervisorOptions{Ports: ports})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sups = append(sups, p)
+	}
+	conn := zkConn(t, z.Addr())
+	cl := newClient(t, ps...)
+	id := submitExample(t, cl, "elastic", 2)
+	workersBecome := func(n int) {
+		t.Helper()
+		testenv.WaitFor(t, 30*time.Second, fmt.Sprintf("%d workers", n), func() error {
+			w, err := runningWorkers(t, conn, id, sups...)
+			if err == nil && len(w) != n {
+				err = fmt.Errorf("%d workers", len(w))
+			}
+			return err
+		})
+	}
+	workersBecome(2)
+	zero, four, two := int32(0), int32(4), int32(2)
+	if err := cl.RebalanceTopology(t.Context(), &nimbusv1.RebalanceTopologyRequest{Name: "elastic", WaitSecs: &zero, NumWorkers: &four,
+		ComponentParallelism: map[string]int32{"count": 5}}); err != nil {
+		t.Fatal(err)
+	}
+	workersBecome(4)
+	testenv.WaitFor(t, 10*time.Second, "8 executors", func() error {
+		info, err := cl.GetTopologyInfo(t.Context(), "elastic")
+		if err != nil {
+			return err
+		}
+		if n := len(info.GetExecutors()); n != 8 || info.GetTopology().GetStatus() != clusterv1.TopologyStatus_TOPOLOGY_STATUS_ACTIVE {
+			return fmt.Errorf("%d executors, status %v", n, info.GetTopology().GetStatus())
+		}
+		return nil
+	})
+	if err := cl.RebalanceTopology(t.Context(), &nimbusv1.RebalanceTopologyRequest{Name: "elastic", WaitSecs: &zero, NumWorkers: &two}); err != nil {
+		t.Fatal(err)
+	}
+	workersBecome(2)
+	if err := cl.RebalanceTopology(t.Context(), &nimbusv1.RebalanceTopologyRequest{Name: "elastic", ComponentParallelism: map[string]int32{"nosuch": 2}}); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("rebalance of an unknown component: %v, want InvalidArgument", err)
+	}
 }

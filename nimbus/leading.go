@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/leader"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 )
@@ -40,7 +41,8 @@ func (s *Server) lead(term *leader.Term) {
 		var next time.Time
 		storms := s.view.storms.Snapshot()
 		for id, base := range storms {
-			if base == nil || base.GetStatus() != clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED {
+			status := base.GetStatus()
+			if base == nil || (status != clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED && status != clusterv1.TopologyStatus_TOPOLOGY_STATUS_REBALANCING) {
 				continue
 			}
 			due := time.UnixMilli(base.GetActionDeadlineUnixMs())
@@ -50,11 +52,17 @@ func (s *Server) lead(term *leader.Term) {
 				}
 				continue
 			}
-			if err := s.removeTopology(ctx, term, id); err != nil {
-				log.Warn("cannot remove killed topology; will retry", "topology", id, "err", err)
+			var err error
+			if status == clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED {
+				if err = s.removeTopology(ctx, term, id); err == nil {
+					log.Info("killed topology removed", "topology", id, "name", base.GetName())
+				}
+			} else if err = s.applyRebalance(term, id); err == nil {
+				log.Info("topology rebalanced; rescheduling it", "topology", id, "name", base.GetName())
+			}
+			if err != nil {
+				log.Warn("cannot complete the topology's timed action; will retry", "topology", id, "status", status, "err", err)
 				next = now.Add(time.Second)
-			} else {
-				log.Info("killed topology removed", "topology", id, "name", base.GetName())
 			}
 		}
 		for id := range s.view.replicas.Distributions.Snapshot() {
@@ -138,4 +146,40 @@ func (s *Server) collectDistribution(ctx context.Context, term *leader.Term, id 
 		s.log.Warn("code cleanup failed", "topology", id, "err", err)
 	}
 	return true, nil
+}
+
+// applyRebalance ends a rebalance's wait: the plan's workers and
+// parallelism become the topology's, its status returns to what it was,
+// and its assignment is dropped in the same fenced write, so the next
+// round schedules it afresh.
+func (s *Server) applyRebalance(term *leader.Term, id string) error {
+	paths := s.sess.Paths()
+	data, stat, err := s.sess.Conn().Get(paths.Storm(id))
+	if err != nil {
+		return err
+	}
+	base := new(clusterv1.StormBase)
+	if err := cluster.Decode(paths.Storm(id), data, base); err != nil {
+		return err
+	}
+	if base.GetStatus() != clusterv1.TopologyStatus_TOPOLOGY_STATUS_REBALANCING {
+		return nil
+	}
+	plan := base.GetPendingRebalance()
+	if plan.GetNumWorkers() > 0 {
+		base.NumWorkers = plan.GetNumWorkers()
+	}
+	for c, n := range plan.GetComponentExecutors() {
+		base.ComponentExecutors[c] = n
+	}
+	base.Status, base.PreviousStatus = base.GetPreviousStatus(), clusterv1.TopologyStatus_TOPOLOGY_STATUS_UNSPECIFIED
+	base.PendingRebalance, base.ActionDeadlineUnixMs, base.Epoch = nil, 0, term.Epoch()
+	ops := []any{&zk.SetDataRequest{Path: paths.Storm(id), Data: cluster.Encode(base), Version: stat.Version}}
+	if ok, _, err := s.sess.Conn().Exists(paths.Assignment(id)); err != nil {
+		return err
+	} else if ok {
+		ops = append(ops, &zk.DeleteRequest{Path: paths.Assignment(id), Version: -1})
+	}
+	_, err = term.Multi(ops...)
+	return err
 }

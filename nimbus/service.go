@@ -126,6 +126,40 @@ func (s *service) DeactivateTopology(ctx context.Context, req *nimbusv1.Deactiva
 	return &nimbusv1.DeactivateTopologyResponse{}, toStatus(err)
 }
 
+func (s *service) RebalanceTopology(ctx context.Context, req *nimbusv1.RebalanceTopologyRequest) (*nimbusv1.RebalanceTopologyResponse, error) {
+	if err := validateRebalance(req); err != nil {
+		return nil, toStatus(err)
+	}
+	wait := s.cfg.TopologyMessageTimeout
+	if req.WaitSecs != nil {
+		wait = time.Duration(req.GetWaitSecs()) * time.Second
+	}
+	err := s.transition(ctx, req.GetName(), func(base *clusterv1.StormBase) (bool, error) {
+		switch base.GetStatus() {
+		case clusterv1.TopologyStatus_TOPOLOGY_STATUS_REBALANCING:
+			return false, nil // a retry of the same request, or one in progress
+		case clusterv1.TopologyStatus_TOPOLOGY_STATUS_ACTIVE, clusterv1.TopologyStatus_TOPOLOGY_STATUS_INACTIVE:
+		default:
+			return false, fmt.Errorf("%w: %s is %s", ErrWrongStatus, base.GetName(), base.GetStatus())
+		}
+		for c := range req.GetComponentParallelism() {
+			if _, ok := base.GetComponentExecutors()[c]; !ok {
+				return false, invalid(fmt.Sprintf("component_parallelism[%q]", c), "the topology has no such component")
+			}
+		}
+		base.PreviousStatus = base.GetStatus()
+		base.Status = clusterv1.TopologyStatus_TOPOLOGY_STATUS_REBALANCING
+		base.ActionDeadlineUnixMs = time.Now().Add(wait).UnixMilli()
+		base.PendingRebalance = &clusterv1.RebalancePlan{NumWorkers: req.GetNumWorkers(), ComponentExecutors: req.GetComponentParallelism()}
+		return true, nil
+	})
+	if err == nil {
+		s.log.Info("topology rebalancing", "topology", req.GetName(), "in", wait)
+		s.actionsChanged()
+	}
+	return &nimbusv1.RebalanceTopologyResponse{}, toStatus(err)
+}
+
 // setStatus moves between ACTIVE and INACTIVE; repeating one is a no-op.
 func setStatus(to clusterv1.TopologyStatus) func(*clusterv1.StormBase) (bool, error) {
 	return func(base *clusterv1.StormBase) (bool, error) {
