@@ -92,33 +92,6 @@ func Schedule(topologies []Topology, supervisors []Supervisor, current map[strin
 // reports whether the topology is unchanged: nothing dropped, every
 // executor covered.
 func keep(x *slots, k int32, execs []Executor, cur Assignment) bool {
-	if !sortedByTask(execs) {
-		return keepAny(x, k, execs, cur)
-	}
-	// Executors ordered by first task, as real topologies have them: range
-	// over the entries, which is cheaper than looking each executor up.
-	var cache slotCache
-	kept := 0
-	dropped := false
-	for e, s := range cur {
-		j, found := slices.BinarySearchFunc(execs, e.TaskStart, func(a Executor, task int32) int {
-			return cmp.Compare(a.TaskStart, task)
-		})
-		if !found || execs[j] != e {
-			dropped = true
-			continue
-		}
-		if i := cache.lookup(x, s); i >= 0 && x.claim(i, k) {
-			kept++
-		} else {
-			dropped = true
-		}
-	}
-	return !dropped && kept == len(execs)
-}
-
-// keepAny is keep for executors in any order, possibly repeated.
-func keepAny(x *slots, k int32, execs []Executor, cur Assignment) bool {
 	var cache slotCache
 	kept := 0
 	dropped := false
@@ -133,7 +106,9 @@ func keepAny(x *slots, k int32, execs []Executor, cur Assignment) bool {
 			dropped = true
 		}
 	}
-	return !dropped && kept == len(execs) && kept == len(cur) && dedupe(execs) == nil
+	// With distinct executors, kept == len(cur) means no entry is stale.
+	return !dropped && kept == len(execs) && kept == len(cur) &&
+		(sortedByTask(execs) || dedupe(execs) == nil)
 }
 
 // sortedByTask reports whether execs are in increasing order of first task,

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -342,5 +343,102 @@ func TestRebalanceTwoToFourWorkersAndBack(t *testing.T) {
 	workersBecome(2)
 	if err := cl.RebalanceTopology(t.Context(), &nimbusv1.RebalanceTopologyRequest{Name: "elastic", ComponentParallelism: map[string]int32{"nosuch": 2}}); status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("rebalance of an unknown component: %v, want InvalidArgument", err)
+	}
+}
+
+// Invariant 7: ZooKeeper away for twice the session timeout; workers keep
+// running (same pids), and when it returns the cluster converges with one
+// worker per slot.
+func TestWorkersSurviveZooKeeperOutage(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	const session = 2 * time.Second
+	c := newCluster(t, z.Addr(), session)
+	ps := startNimbusesWith(t, c, 1, "--nimbus.monitor.freq.secs", "1")
+	waitLeader(t, c, ps, 10*time.Second)
+	sups := startSupervisors(t, c, 2)
+	conn := zkConn(t, z.Addr())
+	id := submitExample(t, newClient(t, ps...), "durable", 2)
+	var before map[int32]int32
+	testenv.WaitFor(t, 20*time.Second, "two workers", func() error {
+		var err error
+		before, err = runningWorkers(t, conn, id, sups...)
+		if err == nil && len(before) != 2 {
+			err = fmt.Errorf("%d workers", len(before))
+		}
+		return err
+	})
+
+	z.Stop()
+	// The outage's length is the point of the test, not a wait for a
+	// condition.
+	<-time.After(2 * session)
+	for port, pid := range before {
+		if syscall.Kill(int(pid), 0) != nil {
+			t.Fatalf("worker %d on port %d died while ZooKeeper was away", pid, port)
+		}
+		if reply, err := askWorker(port); err != nil || !strings.Contains(reply, id) {
+			t.Fatalf("worker on %d does not answer during the outage: %q %v", port, reply, err)
+		}
+	}
+	z.Start()
+
+	testenv.WaitFor(t, 30*time.Second, "the cluster converged: same workers, one per slot", func() error {
+		after, err := runningWorkers(t, conn, id, sups...)
+		if err != nil {
+			return err
+		}
+		if len(after) != 2 {
+			return fmt.Errorf("%d workers", len(after))
+		}
+		for port, pid := range before {
+			if after[port] != pid {
+				return fmt.Errorf("worker on %d is %d, was %d", port, after[port], pid)
+			}
+		}
+		return nil
+	})
+}
+
+// A worker command that fails at once backs off, visibly, without a busy
+// loop.
+func TestFailingWorkerCommandBacksOff(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	c := newCluster(t, z.Addr(), 4*time.Second)
+	ps := startNimbusesWith(t, c, 1, "--nimbus.monitor.freq.secs", "1")
+	waitLeader(t, c, ps, 10*time.Second)
+	sups := startSupervisors(t, c, 1)
+	conn := zkConn(t, z.Addr())
+	cl := newClient(t, ps...)
+	spec := testSpec("broken")
+	spec.NumWorkers = 1
+	spec.WorkerCommand = []string{"/bin/false"}
+	data := randomBytes(t, 100)
+	if _, err := cl.SubmitTopology(t.Context(), spec, bytes.NewReader(data), int64(len(data)), nil); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	testenv.WaitFor(t, 20*time.Second, "the worker in backoff with restarts counted", func() error {
+		info, err := supervisorInfo(t, conn, sups[0].ID())
+		if err != nil {
+			return err
+		}
+		for _, w := range info.GetWorkers() {
+			if w.GetState() == "backoff" && w.GetRestarts() >= 3 && w.GetLastError() != "" {
+				return nil
+			}
+		}
+		return fmt.Errorf("workers %v", info.GetWorkers())
+	})
+	// Backoff doubles from 1 s: three restarts take at least 1+2 s. A busy
+	// loop would have made hundreds.
+	elapsed := time.Since(start)
+	info, err := supervisorInfo(t, conn, sups[0].ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range info.GetWorkers() {
+		if max := int32(elapsed/time.Second) + 2; w.GetRestarts() > max {
+			t.Fatalf("%d restarts in %v: no backoff", w.GetRestarts(), elapsed)
+		}
 	}
 }
