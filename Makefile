@@ -20,7 +20,7 @@ TEST_TIMEOUT ?= 20m
 all: build
 
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./cmd/...
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./cmd/... ./examples/...
 
 ## test: installs what the tests need (ZooKeeper, a JRE) and runs them all with -race.
 test: test-deps
@@ -56,7 +56,7 @@ $(TOOLS)/bin/protoc-gen-go:
 $(TOOLS)/bin/protoc-gen-go-grpc:
 	GOBIN=$(TOOLS)/bin $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GRPC_VERSION)
 
-## quickstart: a local cluster on loopback (ZooKeeper, 3 nimbuses), then the cluster summary.
+## quickstart: a local cluster on loopback (ZooKeeper, 3 nimbuses, 2 supervisors), the example topology submitted, then the cluster summary.
 quickstart: test-deps build
 	@scripts/quickstart.sh up
 

@@ -40,18 +40,19 @@ import (
 //     first; the result is deterministic for the same input.
 //
 // Because kept executors never move, a topology keeps its number of
-// workers (even one lower than NumWorkers, taken when slots were scarce)
-// until its entry in current is removed. A rebalance, which changes
+// workers (fewer than NumWorkers if slots were scarce when it was placed,
+// more if NumWorkers was lowered since) until its entry in current is
+// removed. A rebalance, which changes
 // NumWorkers or the parallelism, therefore deletes the topology's current
 // assignment before calling Schedule, so the topology is placed afresh.
 //
 // NumWorkers below 1 counts as 1. A topology ID listed twice is scheduled
-// once, from its first entry. A supervisor listed twice has the union of
-// its ports.
+// once, from its first entry; an executor listed twice is placed once; a
+// supervisor listed twice has the union of its ports.
 //
 // Schedule does not modify its arguments, and the result shares no map with
-// current. It never blocks: the cost is linear in the number of slots and
-// executors, plus O(log supervisors) per slot taken.
+// current. It does not block; its cost grows as n log n in the number of
+// topologies, slots and executors.
 func Schedule(topologies []Topology, supervisors []Supervisor, current map[string]Assignment) map[string]Assignment {
 	order := make([]int, len(topologies))
 	for i := range order {
@@ -158,8 +159,7 @@ func place(x *slots, k int32, t *Topology, cur Assignment) Assignment {
 	}
 	res := make(Assignment, len(execs))
 	var cache slotCache
-	var keptSlots []int32
-	var unplaced []Executor
+	keptSlots, unplaced := x.keptSlots[:0], x.unplaced[:0]
 	for _, e := range execs {
 		if s, ok := cur[e]; ok {
 			if i := cache.lookup(x, s); i >= 0 && x.owner[i] == k {
@@ -170,13 +170,21 @@ func place(x *slots, k int32, t *Topology, cur Assignment) Assignment {
 		}
 		unplaced = append(unplaced, e)
 	}
-	if len(unplaced) == 0 {
-		return res
+	x.keptSlots, x.unplaced = keptSlots, unplaced
+	if len(unplaced) > 0 {
+		spread(x, k, max(t.NumWorkers, 1), res, keptSlots, unplaced)
 	}
+	return res
+}
+
+// spread adds to res, the kept entries of topology k on keptSlots, the
+// unplaced executors, on at most numWorkers slots.
+func spread(x *slots, k int32, numWorkers int, res Assignment, keptSlots []int32, unplaced []Executor) {
+	defer x.done()
 
 	// Kept workers in slot order, with their executor counts.
 	slices.Sort(keptSlots)
-	var workers []worker
+	workers := x.workers[:0]
 	for _, i := range keptSlots {
 		if n := len(workers); n > 0 && workers[n-1].slot == i {
 			workers[n-1].execs++
@@ -185,9 +193,6 @@ func place(x *slots, k int32, t *Topology, cur Assignment) Assignment {
 		workers = append(workers, worker{slot: i, execs: 1})
 		x.host(x.sup[i])
 	}
-	defer x.done()
-
-	numWorkers := max(t.NumWorkers, 1)
 	workers = workers[:min(len(workers), numWorkers)]
 	for need := min(numWorkers-len(workers), len(unplaced)); need > 0; need-- {
 		i := x.take(k)
@@ -196,15 +201,17 @@ func place(x *slots, k int32, t *Topology, cur Assignment) Assignment {
 		}
 		workers = append(workers, worker{slot: i})
 	}
+	x.workers = workers
 	if len(workers) == 0 {
-		return res
+		return
 	}
 
 	// A min-heap of workers by (executors, slot order).
-	h := make([]int32, len(workers))
-	for i := range h {
-		h[i] = int32(i)
+	h := x.heap[:0]
+	for i := range workers {
+		h = append(h, int32(i))
 	}
+	x.heap = h
 	less := func(a, b int32) bool {
 		wa, wb := workers[a], workers[b]
 		return wa.execs < wb.execs || wa.execs == wb.execs && a < b
@@ -218,7 +225,6 @@ func place(x *slots, k int32, t *Topology, cur Assignment) Assignment {
 		w.execs++
 		siftDown(h, 0, less)
 	}
-	return res
 }
 
 func siftDown(h []int32, i int, less func(a, b int32) bool) {

@@ -23,6 +23,12 @@ type slots struct {
 	tree    maxTree // free counts; supervisors in hosting read 0
 	hosts   []int32 // per supervisor: workers of the topology on it
 	hosting []int32 // supervisors with hosts > 0
+
+	// Scratch space reused across topologies.
+	unplaced  []Executor
+	keptSlots []int32
+	workers   []worker
+	heap      []int32
 }
 
 // newSlots indexes the slots of supervisors. A supervisor listed twice has

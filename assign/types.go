@@ -23,7 +23,9 @@ type Supervisor struct {
 	Ports []int32
 }
 
-// Topology is a topology to schedule.
+// Topology is a topology to schedule. Its executors are placed in the order
+// of Executors, which is ordered by first task as the function Executors
+// returns it (Schedule accepts any order, a little more slowly).
 type Topology struct {
 	ID         string
 	NumWorkers int

@@ -150,6 +150,10 @@ func TestWorkersRunWithTheirEnvironmentAndStopOnKill(t *testing.T) {
 	if err != nil || len(info.GetExecutors()) != 6 {
 		t.Fatalf("GetTopologyInfo executors: %v, %v", info.GetExecutors(), err)
 	}
+	out, _, code := stormctl(t, "--seeds", ps[0].Addr(), "supervisors")
+	if code != 0 || !strings.Contains(out, sups[0].ID()) || !strings.Contains(out, sups[1].ID()) {
+		t.Fatalf("stormctl supervisors: exit %d\n%s", code, out)
+	}
 
 	zero := int32(0)
 	if err := cl.KillTopology(t.Context(), &nimbusv1.KillTopologyRequest{Name: "wc", WaitSecs: &zero}); err != nil {

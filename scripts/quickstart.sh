@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# A local Nimbus-HA cluster on loopback: one ZooKeeper and three nimbuses.
-#   scripts/quickstart.sh up     start (idempotent: stops a previous run first)
+# A local Nimbus-HA cluster on loopback: one ZooKeeper, three nimbuses, two
+# supervisors, and the example topology (examples/wordcount) submitted.
+#   scripts/quickstart.sh up     start afresh (stops a previous run and clears its state)
 #   scripts/quickstart.sh down   stop everything it started, nothing else
 # State, logs and pid files live in .quickstart/.
 set -euo pipefail
@@ -8,6 +9,7 @@ cd "$(dirname "$0")/.."
 DIR=$PWD/.quickstart
 ZK_PORT=${QUICKSTART_ZK_PORT:-2191}
 NIMBUS_PORTS=(6627 6637 6647)
+SUPERVISOR_SLOTS=("6700,6701" "6710,6711")
 
 zk_classpath() {
   local cp=/etc/zookeeper/conf:/usr/share/java/zookeeper.jar:/usr/share/java/zookeeper-jute.jar:/usr/share/java/slf4j-api.jar:/usr/share/java/slf4j-simple.jar
@@ -37,13 +39,16 @@ stop_pidfile() {
 
 down() {
   [ -d "$DIR" ] || { echo "quickstart: nothing running"; return 0; }
-  for f in "$DIR"/nimbus-*.pid; do [ -e "$f" ] && stop_pidfile "$f"; done
+  for f in "$DIR"/supervisor-*.pid "$DIR"/nimbus-*.pid; do [ -e "$f" ] && stop_pidfile "$f"; done
   stop_pidfile "$DIR/zookeeper.pid"
   echo "quickstart: stopped (state and logs kept in $DIR)"
 }
 
 up() {
   down >/dev/null
+  rm -rf "$DIR" # a fresh cluster every time
+  # Ctrl-C while starting: stop what was started, nothing else.
+  trap 'echo; echo "quickstart: interrupted; stopping"; down; exit 130' INT TERM
   mkdir -p "$DIR/zookeeper"
   cat >"$DIR/zoo.cfg" <<CFG
 tickTime=500
@@ -83,12 +88,46 @@ CFG
       bin/stormctl --seeds "$seedlist" leader >/dev/null 2>&1 && break
     sleep 0.1
   done
+  local slots
+  i=0
+  for slots in "${SUPERVISOR_SLOTS[@]}"; do
+    i=$((i + 1))
+    echo "quickstart: starting supervisor-$i with slots $slots"
+    setsid bin/supervisor --config configs/storm.yaml \
+      --storm.zookeeper.servers "127.0.0.1:$ZK_PORT" --storm.local.hostname 127.0.0.1 \
+      --supervisor.slots.ports "$slots" --storm.local.dir "$DIR/supervisor-$i" \
+      --storm.zookeeper.session.timeout 5s \
+      >"$DIR/supervisor-$i.log" 2>&1 </dev/null &
+    echo $! >"$DIR/supervisor-$i.pid"
+  done
+  for _ in $(seq 100); do
+    [ "$(bin/stormctl --seeds "$seedlist" supervisors 2>/dev/null | grep -c '^sup-')" = "${#SUPERVISOR_SLOTS[@]}" ] && break
+    sleep 0.1
+  done
+
+  echo "quickstart: submitting the example topology (examples/wordcount)"
+  bin/stormctl --seeds "$seedlist" submit wordcount bin/wordcount --workers 2 \
+    --component sentence=1 --component split=2 --component count=3 \
+    --worker-command "{code_dir}/artifact --port {port}"
+  # Settled when both workers run and both other nimbuses hold the code.
+  for _ in $(seq 200); do
+    [ "$(bin/stormctl --seeds "$seedlist" supervisors 2>/dev/null | awk 'NR > 1 { used += $5 } END { print used + 0 }')" = 2 ] &&
+      bin/stormctl --seeds "$seedlist" cluster 2>/dev/null | grep -q 'eligible standbys: 2' && break
+    sleep 0.1
+  done
+  trap - INT TERM
+
   echo
   bin/stormctl --seeds "$seedlist" cluster
+  echo
+  bin/stormctl --seeds "$seedlist" topology wordcount
   cat <<MSG
 
-Nimbus-HA is running on loopback. Try:
-  bin/stormctl --seeds $seedlist leader
+Nimbus-HA is running on loopback, with the example topology's workers on the
+supervisors (their logs: $DIR/supervisor-*/supervisor/workers/). Try:
+  export STORM_NIMBUS_SEEDS=$seedlist
+  bin/stormctl leader
+  bin/stormctl rebalance wordcount --workers 4 --wait 0
   kill \$(cat $DIR/nimbus-1.pid)    # stop a nimbus: another leads at once
 Logs: $DIR/*.log
 Stop everything: make quickstart-down

@@ -32,6 +32,27 @@ func newLeaderCommand(g *globals) *cobra.Command {
 	}
 }
 
+func newSupervisorsCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "supervisors",
+		Short: "List the supervisors and their slots",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.withClient(cmd.Context(), func(ctx context.Context, c *client.Client) error {
+				resp, err := c.GetClusterInfo(ctx)
+				if err != nil {
+					return err
+				}
+				sups := resp.GetCluster().GetSupervisors()
+				if g.output == "json" {
+					return writeJSONList(g.stdout, "supervisors", sups)
+				}
+				return writeSupervisors(g.stdout, sups)
+			})
+		},
+	}
+}
+
 func newNimbusesCommand(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "nimbuses",

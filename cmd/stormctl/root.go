@@ -119,7 +119,7 @@ func newRootCommand(g *globals) *cobra.Command {
 	f.DurationVar(&g.timeout, "timeout", defaultTimeout, "time limit of the whole command (submit: none unless given)")
 
 	root.AddCommand(
-		newLeaderCommand(g), newNimbusesCommand(g), newClusterCommand(g),
+		newLeaderCommand(g), newNimbusesCommand(g), newSupervisorsCommand(g), newClusterCommand(g),
 		newListCommand(g), newTopologyCommand(g),
 		newSubmitCommand(g), newKillCommand(g), newActivateCommand(g), newDeactivateCommand(g),
 		newRebalanceCommand(g),
