@@ -33,10 +33,6 @@ type workerSpec struct {
 	LogPath    string
 }
 
-func (w workerSpec) same(o workerSpec) bool {
-	return w.TopologyID == o.TopologyID && w.Port == o.Port && w.Executors == o.Executors && fmt.Sprint(w.Argv) == fmt.Sprint(o.Argv)
-}
-
 // worker runs one workerSpec until stopped, restarting it with backoff.
 type worker struct {
 	spec    workerSpec
