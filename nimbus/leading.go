@@ -31,6 +31,16 @@ func (s *Server) leadTerms(ctx context.Context) {
 func (s *Server) lead(term *leader.Term) {
 	ctx := term.Context()
 	log := s.log.With("epoch", term.Epoch())
+	// Schedule only from loaded caches: an empty supervisor list would
+	// empty every assignment and stop every worker.
+	for _, loaded := range []<-chan struct{}{s.view.storms.Loaded(), s.view.supervisors.Loaded(), s.view.assignments.Loaded()} {
+		select {
+		case <-loaded:
+		case <-ctx.Done():
+			return
+		}
+	}
+	sch := newScheduler()
 	noStandbyWarned := false
 	monitor := time.NewTicker(s.cfg.MonitorFreq)
 	defer monitor.Stop()
@@ -58,11 +68,14 @@ func (s *Server) lead(term *leader.Term) {
 					log.Info("killed topology removed", "topology", id, "name", base.GetName())
 				}
 			} else if err = s.applyRebalance(term, id); err == nil {
+				sch.cleared(id)
 				log.Info("topology rebalanced; rescheduling it", "topology", id, "name", base.GetName())
 			}
 			if err != nil {
 				log.Warn("cannot complete the topology's timed action; will retry", "topology", id, "status", status, "err", err)
-				next = now.Add(time.Second)
+				if retry := now.Add(time.Second); next.IsZero() || retry.Before(next) {
+					next = retry
+				}
 			}
 		}
 		for id := range s.view.replicas.Distributions.Snapshot() {
@@ -76,7 +89,7 @@ func (s *Server) lead(term *leader.Term) {
 				log.Info("removed the code distribution of a submission that never committed", "topology", id)
 			}
 		}
-		if n, err := s.schedule(term); err != nil {
+		if n, err := s.schedule(term, sch); err != nil {
 			log.Warn("scheduling failed; will retry", "err", err)
 		} else if n > 0 {
 			log.Info("assignments written", "topologies", n)
@@ -117,6 +130,9 @@ func (s *Server) lead(term *leader.Term) {
 // nimbus then drops the code, and the backend cleans up what it stored.
 func (s *Server) removeTopology(ctx context.Context, term *leader.Term, id string) error {
 	paths := s.sess.Paths()
+	if ok, _, err := s.sess.Conn().Exists(paths.Storm(id)); err != nil || !ok {
+		return err // removed already; the cache lags
+	}
 	extra := []any{&zk.DeleteRequest{Path: paths.Storm(id), Version: -1}}
 	if ok, _, err := s.sess.Conn().Exists(paths.Assignment(id)); err != nil {
 		return err

@@ -2,10 +2,12 @@ package nimbus
 
 import (
 	"errors"
+	"maps"
 	"sort"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/nimbusha/nimbus/assign"
 	"github.com/nimbusha/nimbus/cluster"
@@ -13,25 +15,80 @@ import (
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 )
 
+// scheduler is one term's scheduling state.
+type scheduler struct {
+	// seen is when this leader last saw each supervisor's heartbeat change,
+	// by its own clock: liveness never compares clocks across machines.
+	seen map[string]heartbeatSeen
+	// written is what this term last wrote per topology: the cache may lag
+	// it, and scheduling from a stale assignment would move workers twice.
+	written map[string]*clusterv1.Assignment
+	deleted map[string]bool
+}
+
+// cleared records that this term deleted a topology's assignment (a
+// rebalance): until the cache shows it gone, the cached one is stale.
+func (sch *scheduler) cleared(id string) {
+	delete(sch.written, id)
+	sch.deleted[id] = true
+}
+
+type heartbeatSeen struct {
+	beat int64 // the supervisor's own heartbeat stamp, as a change counter
+	at   time.Time
+}
+
+func newScheduler() *scheduler {
+	return &scheduler{seen: map[string]heartbeatSeen{}, written: map[string]*clusterv1.Assignment{}, deleted: map[string]bool{}}
+}
+
 // schedule assigns the topologies' executors to the live supervisors'
 // slots (package assign decides) and writes, fenced, every assignment that
-// changed. Killed and rebalancing topologies keep their assignment until
-// their wait ends. It returns how many assignments it wrote.
-func (s *Server) schedule(term *leader.Term) (int, error) {
+// changed. Killed and rebalancing topologies keep their assignment (and
+// slots) until their wait ends. It returns how many assignments it wrote.
+func (s *Server) schedule(term *leader.Term, sch *scheduler) (int, error) {
 	now := time.Now()
 	storms := s.view.storms.Snapshot()
-	current := s.view.assignments.Snapshot()
+	current := maps.Clone(s.view.assignments.Snapshot()) // shared: copy before changing
+	for id, a := range sch.written {
+		switch c := current[id]; {
+		case storms[id] == nil, c != nil && proto.Equal(c, a):
+			delete(sch.written, id) // gone, or the cache caught up
+		default:
+			current[id] = a
+		}
+	}
+	for id := range sch.deleted {
+		if current[id] == nil || storms[id] == nil {
+			delete(sch.deleted, id) // the cache caught up
+		} else {
+			delete(current, id)
+		}
+	}
 
 	var sups []assign.Supervisor
 	hosts := map[string]string{}
-	for id, info := range s.view.supervisors.Snapshot() {
-		if info == nil || !s.alive(info, now) {
+	registered := s.view.supervisors.Snapshot()
+	for id := range sch.seen {
+		if _, ok := registered[id]; !ok {
+			delete(sch.seen, id)
+		}
+	}
+	for id, info := range registered {
+		if info == nil {
 			continue
+		}
+		if prev, ok := sch.seen[id]; !ok || prev.beat != info.GetLastHeartbeatUnixMs() {
+			sch.seen[id] = heartbeatSeen{beat: info.GetLastHeartbeatUnixMs(), at: now}
+		}
+		if now.Sub(sch.seen[id].at) > s.cfg.SupervisorTimeout {
+			continue // registered but silent: hung
 		}
 		sups = append(sups, assign.Supervisor{ID: id, Ports: info.GetSlotPorts()})
 		hosts[id] = info.GetHost()
 	}
 	var tops []assign.Topology
+	frozen := map[string]bool{}
 	cur := map[string]assign.Assignment{}
 	for id, base := range storms {
 		if base == nil {
@@ -39,7 +96,8 @@ func (s *Server) schedule(term *leader.Term) (int, error) {
 		}
 		switch base.GetStatus() {
 		case clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED, clusterv1.TopologyStatus_TOPOLOGY_STATUS_REBALANCING:
-			continue
+			// Scheduled only so that their slots stay taken; never written.
+			frozen[id] = true
 		}
 		tops = append(tops, assign.Topology{
 			ID: id, NumWorkers: int(base.GetNumWorkers()), Executors: assign.Executors(base.GetComponentExecutors()),
@@ -54,21 +112,20 @@ func (s *Server) schedule(term *leader.Term) (int, error) {
 	written := 0
 	for _, t := range tops {
 		a := next[t.ID]
-		if equalAssignment(a, cur[t.ID]) && current[t.ID] != nil {
+		if frozen[t.ID] || (equalAssignment(a, cur[t.ID]) && current[t.ID] != nil) {
 			continue
 		}
-		if err := s.writeAssignment(term, t.ID, a, current[t.ID], storms[t.ID], hosts, now); err != nil {
+		out, err := s.writeAssignment(term, t.ID, a, current[t.ID], storms[t.ID], hosts, now)
+		if err != nil {
 			return written, err
+		}
+		if out != nil {
+			sch.written[t.ID] = out
+			delete(sch.deleted, t.ID)
 		}
 		written++
 	}
 	return written, nil
-}
-
-// alive: registered (the cache only holds live ephemeral nodes) and
-// heartbeating within nimbus.supervisor.timeout.secs.
-func (s *Server) alive(info *clusterv1.SupervisorInfo, now time.Time) bool {
-	return now.Sub(time.UnixMilli(info.GetLastHeartbeatUnixMs())) <= s.cfg.SupervisorTimeout
 }
 
 func fromProto(a *clusterv1.Assignment) assign.Assignment {
@@ -93,10 +150,11 @@ func equalAssignment(a, b assign.Assignment) bool {
 	return true
 }
 
-// writeAssignment writes a topology's new assignment in a fenced write.
+// writeAssignment writes a topology's new assignment in a fenced write and
+// returns it (nil if the cache had lagged and nothing was written).
 // Executors that stay in their slot keep their start time.
 func (s *Server) writeAssignment(term *leader.Term, id string, a assign.Assignment, old *clusterv1.Assignment,
-	base *clusterv1.StormBase, hosts map[string]string, now time.Time) error {
+	base *clusterv1.StormBase, hosts map[string]string, now time.Time) (*clusterv1.Assignment, error) {
 	started := map[assign.Executor]int64{}
 	prev := map[assign.Executor]assign.Slot{}
 	for _, ea := range old.GetExecutors() {
@@ -138,7 +196,10 @@ func (s *Server) writeAssignment(term *leader.Term, id string, a assign.Assignme
 	_, err := term.Multi(op)
 	if errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrNoNode) {
 		// The cache lagged; the next round sees the node as it is.
-		return nil
+		return nil, nil
 	}
-	return err
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
@@ -135,9 +136,13 @@ func (s *service) RebalanceTopology(ctx context.Context, req *nimbusv1.Rebalance
 		wait = time.Duration(req.GetWaitSecs()) * time.Second
 	}
 	err := s.transition(ctx, req.GetName(), func(base *clusterv1.StormBase) (bool, error) {
+		plan := &clusterv1.RebalancePlan{NumWorkers: req.GetNumWorkers(), ComponentExecutors: req.GetComponentParallelism()}
 		switch base.GetStatus() {
 		case clusterv1.TopologyStatus_TOPOLOGY_STATUS_REBALANCING:
-			return false, nil // a retry of the same request, or one in progress
+			if proto.Equal(base.GetPendingRebalance(), plan) {
+				return false, nil // a retry of the same request
+			}
+			return false, fmt.Errorf("%w: %s is already rebalancing to another plan", ErrWrongStatus, base.GetName())
 		case clusterv1.TopologyStatus_TOPOLOGY_STATUS_ACTIVE, clusterv1.TopologyStatus_TOPOLOGY_STATUS_INACTIVE:
 		default:
 			return false, fmt.Errorf("%w: %s is %s", ErrWrongStatus, base.GetName(), base.GetStatus())
@@ -150,7 +155,7 @@ func (s *service) RebalanceTopology(ctx context.Context, req *nimbusv1.Rebalance
 		base.PreviousStatus = base.GetStatus()
 		base.Status = clusterv1.TopologyStatus_TOPOLOGY_STATUS_REBALANCING
 		base.ActionDeadlineUnixMs = time.Now().Add(wait).UnixMilli()
-		base.PendingRebalance = &clusterv1.RebalancePlan{NumWorkers: req.GetNumWorkers(), ComponentExecutors: req.GetComponentParallelism()}
+		base.PendingRebalance = plan
 		return true, nil
 	})
 	if err == nil {

@@ -11,8 +11,16 @@ import (
 // executors, starts the missing ones, and removes unassigned code. When it
 // returns (the supervisor closing) it stops every worker.
 func (s *Supervisor) reconcileLoop(ctx context.Context) {
+	// Act only on loaded assignments: an empty first read would delete
+	// every bundle and start nothing.
+	select {
+	case <-s.assignments.Loaded():
+	case <-ctx.Done():
+		return
+	}
 	var fetches sync.WaitGroup
 	fetching := map[string]context.CancelFunc{}
+	fetched := make(chan string, 16)
 	defer func() {
 		for _, cancel := range fetching {
 			cancel()
@@ -37,7 +45,13 @@ func (s *Supervisor) reconcileLoop(ctx context.Context) {
 				fctx, cancel := context.WithCancel(ctx)
 				fetching[d.topologyID] = cancel
 				id, digest := d.topologyID, d.digest
-				fetches.Go(func() { s.fetch(fctx, id, digest) })
+				fetches.Go(func() {
+					s.fetch(fctx, id, digest)
+					select {
+					case fetched <- id:
+					case <-ctx.Done():
+					}
+				})
 			}
 		}
 		for id, cancel := range fetching {
@@ -79,6 +93,11 @@ func (s *Supervisor) reconcileLoop(ctx context.Context) {
 		case <-changed:
 		case <-s.wake:
 		case <-tick.C:
+		case id := <-fetched: // done or given up: the next pass decides again
+			if cancel := fetching[id]; cancel != nil {
+				cancel()
+				delete(fetching, id)
+			}
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -36,6 +37,7 @@ type Supervisor struct {
 
 	id          string
 	dir         string
+	lock        *os.File
 	started     time.Time
 	sess        *cluster.Session
 	store       *codedistributor.Store
@@ -46,10 +48,14 @@ type Supervisor struct {
 	spawn       *spawner
 	cancel      context.CancelFunc
 	wg          sync.WaitGroup
-	wake        chan struct{}
-	beat        chan struct{}
-	ready       chan struct{}
-	closeOnce   sync.Once
+	// The reconcile loop stops first, so workers are stopped while this
+	// supervisor is still registered and heartbeating.
+	stopReconcile context.CancelFunc
+	reconciled    chan struct{}
+	wake          chan struct{}
+	beat          chan struct{}
+	ready         chan struct{}
+	closeOnce     sync.Once
 
 	mu      sync.Mutex
 	workers map[int32]*worker // by port
@@ -84,6 +90,14 @@ func (s *Supervisor) Start(ctx context.Context) (err error) {
 	s.dir = filepath.Join(cfg.LocalDir, "supervisor")
 	if err := os.MkdirAll(filepath.Join(s.dir, "workers"), 0o755); err != nil {
 		return fmt.Errorf("supervisor: storm.local.dir %s: %w", cfg.LocalDir, err)
+	}
+	// One supervisor per local dir: two would share an id, take each
+	// other's registration and start workers on the same ports.
+	if s.lock, err = os.OpenFile(filepath.Join(s.dir, "lock"), os.O_CREATE|os.O_RDWR, 0o644); err != nil {
+		return err
+	}
+	if err := syscall.Flock(int(s.lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return fmt.Errorf("supervisor: %s is in use by another supervisor: %w", s.dir, err)
 	}
 	if s.id, err = loadID(s.dir); err != nil {
 		return err
@@ -125,7 +139,13 @@ func (s *Supervisor) Start(ctx context.Context) (err error) {
 			})
 	})
 	s.wg.Go(func() { s.heartbeats(runCtx) })
-	s.wg.Go(func() { s.reconcileLoop(runCtx) })
+	reconcileCtx, stopReconcile := context.WithCancel(runCtx)
+	s.stopReconcile = stopReconcile
+	s.reconciled = make(chan struct{})
+	go func() {
+		defer close(s.reconciled)
+		s.reconcileLoop(reconcileCtx)
+	}()
 	s.wg.Go(func() {
 		for _, c := range []<-chan struct{}{registered, s.assignments.Loaded()} {
 			select {
@@ -144,8 +164,12 @@ func (s *Supervisor) Start(ctx context.Context) (err error) {
 // supervisor.worker.shutdown.sleep.secs), then deregisters. Idempotent.
 func (s *Supervisor) Close() {
 	s.closeOnce.Do(func() {
+		if s.stopReconcile != nil {
+			s.stopReconcile() // it stops the workers as it returns
+			<-s.reconciled
+		}
 		if s.cancel != nil {
-			s.cancel() // the reconcile loop stops the workers as it returns
+			s.cancel()
 		}
 		s.wg.Wait()
 		if s.spawn != nil {
@@ -159,6 +183,9 @@ func (s *Supervisor) Close() {
 		}
 		if s.sess != nil {
 			s.sess.Close()
+		}
+		if s.lock != nil {
+			s.lock.Close()
 		}
 		s.log.Info("supervisor stopped")
 	})
@@ -233,12 +260,16 @@ type desiredWorker struct {
 func (s *Supervisor) desired() map[int32]desiredWorker {
 	byPort := map[int32]map[string][]*clusterv1.Executor{}
 	digests := map[string][]byte{}
+	mine := map[int32]bool{} // an old assignment may name a port no longer ours
+	for _, p := range s.cfg.SupervisorSlotsPorts {
+		mine[int32(p)] = true
+	}
 	for id, a := range s.assignments.Snapshot() {
 		if a == nil {
 			continue
 		}
 		for _, ea := range a.GetExecutors() {
-			if ea.GetSlot().GetSupervisorId() != s.id {
+			if ea.GetSlot().GetSupervisorId() != s.id || !mine[ea.GetSlot().GetPort()] {
 				continue
 			}
 			port := ea.GetSlot().GetPort()

@@ -135,6 +135,11 @@ func (w *worker) runOnce(ctx context.Context) error {
 	w.set(func(s *clusterv1.WorkerState) { s.State, s.Pid = "running", int32(pid) })
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
+	// Whatever ends the worker, its whole process group goes with it: a
+	// child left behind (a shell's, a launcher's) would run beside the
+	// worker's replacement. The group id stays reserved while any member
+	// lives, so the kill cannot reach an unrelated process.
+	defer func() { _ = syscall.Kill(-pid, syscall.SIGKILL) }()
 	select {
 	case err := <-exited:
 		if err == nil {
