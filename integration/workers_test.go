@@ -446,3 +446,58 @@ func TestFailingWorkerCommandBacksOff(t *testing.T) {
 		}
 	}
 }
+
+// Invariant 7 across a supervisor restart: with no nimbus up, a restarted
+// supervisor runs its workers again from the code it kept.
+func TestSupervisorRestartWithoutNimbusRunsItsWorkers(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	c := newCluster(t, z.Addr(), 2*time.Second)
+	ps := startNimbusesWith(t, c, 1, "--nimbus.monitor.freq.secs", "1")
+	waitLeader(t, c, ps, 10*time.Second)
+	sups := startSupervisors(t, c, 1)
+	conn := zkConn(t, z.Addr())
+	id := submitExample(t, newClient(t, ps...), "standalone", 1)
+	testenv.WaitFor(t, 20*time.Second, "a worker", func() error {
+		w, err := runningWorkers(t, conn, id, sups...)
+		if err == nil && len(w) != 1 {
+			err = fmt.Errorf("%d workers", len(w))
+		}
+		return err
+	})
+	ports := slotPorts(t, conn, sups[0].ID())
+	if err := ps[0].Stop(syscall.SIGTERM, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := sups[0].Stop(syscall.SIGKILL, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	back, err := c.StartSupervisor(SupervisorOptions{LocalDir: sups[0].LocalDir, Ports: ports})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, 20*time.Second, "the worker back with no nimbus up", func() error {
+		w, err := runningWorkers(t, conn, id, back)
+		if err == nil && len(w) != 1 {
+			err = fmt.Errorf("%d workers", len(w))
+		}
+		return err
+	})
+}
+
+// slotPorts reads the slot ports a supervisor registered with.
+func slotPorts(t *testing.T, conn *zk.Conn, id string) []int {
+	t.Helper()
+	var ports []int
+	testenv.WaitFor(t, 10*time.Second, "the supervisor's registration", func() error {
+		info, err := supervisorInfo(t, conn, id)
+		if err != nil {
+			return err
+		}
+		ports = nil
+		for _, p := range info.GetSlotPorts() {
+			ports = append(ports, int(p))
+		}
+		return nil
+	})
+	return ports
+}
