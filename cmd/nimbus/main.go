@@ -3,17 +3,12 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
-	"github.com/spf13/pflag"
-
-	"github.com/nimbusha/nimbus/configs"
-	"github.com/nimbusha/nimbus/internal/logging"
+	"github.com/nimbusha/nimbus/internal/daemon"
 	"github.com/nimbusha/nimbus/nimbus"
 )
 
@@ -31,32 +26,10 @@ var flagKeys = []string{
 func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
 
 func run(args []string, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("nimbus", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: nimbus [--config FILE] [flags]\n\nFlags override STORM_* environment variables, which override the file.\n\n%s", fs.FlagUsages())
+	cfg, logger, code, ok := daemon.Setup("nimbus", args, stderr, flagKeys)
+	if !ok {
+		return code
 	}
-	configs.RegisterFlags(fs, flagKeys...)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	cfg, warnings, err := configs.Load(fs)
-	if err != nil {
-		fmt.Fprintf(stderr, "nimbus: %v\n", err)
-		return 2
-	}
-	logger, err := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
-	if err != nil {
-		fmt.Fprintf(stderr, "nimbus: %v\n", err)
-		return 2
-	}
-	for _, w := range warnings {
-		logger.Warn("configuration", "warning", w)
-	}
-
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	srv := nimbus.New(cfg, logger)
@@ -64,7 +37,7 @@ func run(args []string, stderr io.Writer) int {
 		logger.Error("nimbus failed to start", "err", err)
 		return 1
 	}
-	code := 0
+	code = 0
 	select {
 	case <-ctx.Done():
 		logger.Info("signal received; stopping")

@@ -3,17 +3,12 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
-	"github.com/spf13/pflag"
-
-	"github.com/nimbusha/nimbus/configs"
-	"github.com/nimbusha/nimbus/internal/logging"
+	"github.com/nimbusha/nimbus/internal/daemon"
 	"github.com/nimbusha/nimbus/supervisor"
 )
 
@@ -28,30 +23,9 @@ var flagKeys = []string{
 func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
 
 func run(args []string, stderr io.Writer) int {
-	fs := pflag.NewFlagSet("supervisor", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: supervisor [--config FILE] [flags]\n\nFlags override STORM_* environment variables, which override the file.\n\n%s", fs.FlagUsages())
-	}
-	configs.RegisterFlags(fs, flagKeys...)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	cfg, warnings, err := configs.Load(fs)
-	if err != nil {
-		fmt.Fprintf(stderr, "supervisor: %v\n", err)
-		return 2
-	}
-	logger, err := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
-	if err != nil {
-		fmt.Fprintf(stderr, "supervisor: %v\n", err)
-		return 2
-	}
-	for _, w := range warnings {
-		logger.Warn("configuration", "warning", w)
+	cfg, logger, code, ok := daemon.Setup("supervisor", args, stderr, flagKeys)
+	if !ok {
+		return code
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()

@@ -1,0 +1,48 @@
+// Package daemon holds what every daemon's main does before it starts:
+// flags, configuration (flags > env > file > defaults) and the logger.
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/spf13/pflag"
+
+	"github.com/nimbusha/nimbus/configs"
+	"github.com/nimbusha/nimbus/internal/logging"
+)
+
+// Setup parses args for the daemon called name, with a flag for each of
+// keys, and returns its validated configuration and logger. When it
+// cannot (a usage or configuration error, or --help) it has already told
+// the user on stderr, and returns ok false with the exit code.
+func Setup(name string, args []string, stderr io.Writer, keys []string) (cfg *configs.Config, log *slog.Logger, code int, ok bool) {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: %s [--config FILE] [flags]\n\nFlags override STORM_* environment variables, which override the file.\n\n%s", name, fs.FlagUsages())
+	}
+	configs.RegisterFlags(fs, keys...)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil, nil, 0, false
+		}
+		return nil, nil, 2, false
+	}
+	cfg, warnings, err := configs.Load(fs)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return nil, nil, 2, false
+	}
+	log, err = logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return nil, nil, 2, false
+	}
+	for _, w := range warnings {
+		log.Warn("configuration", "warning", w)
+	}
+	return cfg, log, 0, true
+}
