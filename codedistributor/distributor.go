@@ -39,6 +39,12 @@ type Distributor interface {
 	Close() error
 }
 
+// Describer is implemented by backends that store code outside the nodes
+// and can say how (HDFS: each file's path and replication factor).
+type Describer interface {
+	Describe(ctx context.Context, meta *clusterv1.CodeMeta) (map[string]string, error)
+}
+
 // Params is what a backend gets to build itself (Storm's prepare(conf)).
 type Params struct {
 	Config  *configs.Config

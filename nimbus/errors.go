@@ -34,6 +34,10 @@ var ErrAlreadyExists = errors.New("nimbus: topology name in use")
 // remains of it, so submitting again is safe.
 var ErrNotCommitted = errors.New("nimbus: submission not committed")
 
+// ErrCodeStoreUnavailable: the code distributor could not store the code
+// (HDFS down or in safe mode, say). Nothing was written.
+var ErrCodeStoreUnavailable = errors.New("nimbus: code store unavailable")
+
 // ErrWrongStatus: the topology's status forbids the action (activating a
 // topology that is being killed, say).
 var ErrWrongStatus = errors.New("nimbus: action not allowed in the topology's status")
@@ -110,7 +114,7 @@ func toStatus(err error) error {
 			return status.Error(codes.FailedPrecondition, err.Error())
 		}
 		return st.Err()
-	case errors.Is(err, ErrNoLeader), errors.Is(err, ErrNotReady),
+	case errors.Is(err, ErrNoLeader), errors.Is(err, ErrNotReady), errors.Is(err, ErrCodeStoreUnavailable),
 		errors.Is(err, leader.ErrFenced),
 		errors.Is(err, zk.ErrNoServer), errors.Is(err, zk.ErrSessionExpired), errors.Is(err, zk.ErrClosing):
 		// Nothing was written: safe to retry.

@@ -28,6 +28,7 @@ func TestToStatus(t *testing.T) {
 		{invalid("spec.name", "must not be empty"), codes.InvalidArgument},
 		{fmt.Errorf("kill: %w", ErrNotFound), codes.NotFound},
 		{ErrAlreadyExists, codes.AlreadyExists},
+		{fmt.Errorf("%w: hdfs down", ErrCodeStoreUnavailable), codes.Unavailable},
 		{status.Error(codes.InvalidArgument, "name: empty"), codes.InvalidArgument},
 	} {
 		if got := status.Code(toStatus(tc.err)); got != tc.want {

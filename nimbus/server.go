@@ -24,6 +24,7 @@ import (
 
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
+	_ "github.com/nimbusha/nimbus/codedistributor/hdfs"    // storm.codedistributor.class: hdfs
 	_ "github.com/nimbusha/nimbus/codedistributor/localfs" // the default backend
 	"github.com/nimbusha/nimbus/codesync"
 	"github.com/nimbusha/nimbus/configs"

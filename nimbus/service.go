@@ -54,12 +54,47 @@ func (s *service) GetClusterInfo(context.Context, *nimbusv1.GetClusterInfoReques
 	return &nimbusv1.GetClusterInfoResponse{Cluster: s.view.clusterSummary()}, nil
 }
 
-func (s *service) GetTopologyInfo(_ context.Context, req *nimbusv1.GetTopologyInfoRequest) (*nimbusv1.GetTopologyInfoResponse, error) {
+func (s *service) GetTopologyInfo(ctx context.Context, req *nimbusv1.GetTopologyInfoRequest) (*nimbusv1.GetTopologyInfoResponse, error) {
 	if err := validateGetTopologyInfo(req); err != nil {
 		return nil, toStatus(err)
 	}
 	resp, err := s.view.topologyInfo(req.GetName())
-	return resp, toStatus(err)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	s.describeStorage(ctx, resp)
+	return resp, nil
+}
+
+// describeStorageTimeout bounds asking the backend about stored code: the
+// answer is extra detail, never worth a slow GetTopologyInfo.
+const describeStorageTimeout = time.Second
+
+// describeStorage adds what the backend says about the stored code, if it
+// stores it elsewhere and answers in time.
+func (s *service) describeStorage(ctx context.Context, resp *nimbusv1.GetTopologyInfoResponse) {
+	d, ok := s.dist.(codedistributor.Describer)
+	if !ok {
+		return
+	}
+	_, meta, _, err := s.store.Meta(resp.GetTopology().GetId())
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, describeStorageTimeout)
+	defer cancel()
+	done := make(chan map[string]string, 1)
+	go func() {
+		storage, err := d.Describe(ctx, meta)
+		if err != nil {
+			s.log.Debug("cannot describe stored code", "err", err)
+		}
+		done <- storage
+	}()
+	select {
+	case resp.Storage = <-done:
+	case <-ctx.Done():
+	}
 }
 
 // termWait bounds how long a nimbus at the head of the queue waits for its

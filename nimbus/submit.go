@@ -103,7 +103,7 @@ func (s *service) submit(stream nimbusv1.NimbusService_SubmitTopologyServer) (*n
 	}})
 	if err != nil {
 		s.cleanupBackend(id, log)
-		return nil, notCommitted(fmt.Errorf("store code of %s: %w", id, err))
+		return nil, fmt.Errorf("%w: nothing was submitted: %v", ErrCodeStoreUnavailable, err)
 	}
 	unpin := s.syncer.Pin(id) // keep it until the distribution asks for it
 	defer unpin()

@@ -18,6 +18,7 @@ import (
 
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
+	_ "github.com/nimbusha/nimbus/codedistributor/hdfs"    // storm.codedistributor.class: hdfs
 	_ "github.com/nimbusha/nimbus/codedistributor/localfs" // the default backend
 	"github.com/nimbusha/nimbus/configs"
 	"github.com/nimbusha/nimbus/internal/version"

@@ -213,6 +213,19 @@ func writeTopologyInfo(w io.Writer, info *nimbusv1.GetTopologyInfoResponse) erro
 	if err := table(w, []string{"HOST:PORT"}, replicas); err != nil {
 		return err
 	}
+	if storage := info.GetStorage(); len(storage) > 0 {
+		keys := slices.Sorted(maps.Keys(storage))
+		rows := make([][]string, 0, len(keys))
+		for _, k := range keys {
+			rows = append(rows, []string{k, storage[k]})
+		}
+		if _, err := io.WriteString(w, "\nSTORAGE\n"); err != nil {
+			return err
+		}
+		if err := table(w, []string{"KEY", "VALUE"}, rows); err != nil {
+			return err
+		}
+	}
 
 	// By component, then task: the server's order is not promised.
 	execs := slices.Clone(info.GetExecutors())

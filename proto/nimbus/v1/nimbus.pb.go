@@ -1023,8 +1023,12 @@ type GetTopologyInfoResponse struct {
 	CodeMetaDigest []byte `protobuf:"bytes,4,opt,name=code_meta_digest,json=codeMetaDigest,proto3" json:"code_meta_digest,omitempty"`
 	// Component id to parallelism.
 	ComponentParallelism map[string]int32 `protobuf:"bytes,5,rep,name=component_parallelism,json=componentParallelism,proto3" json:"component_parallelism,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// What the code distributor reports about the stored code, when it
+	// stores it outside the nimbuses (hdfs: each file's path and HDFS
+	// replication factor).
+	Storage       map[string]string `protobuf:"bytes,6,rep,name=storage,proto3" json:"storage,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetTopologyInfoResponse) Reset() {
@@ -1088,6 +1092,13 @@ func (x *GetTopologyInfoResponse) GetCodeMetaDigest() []byte {
 func (x *GetTopologyInfoResponse) GetComponentParallelism() map[string]int32 {
 	if x != nil {
 		return x.ComponentParallelism
+	}
+	return nil
+}
+
+func (x *GetTopologyInfoResponse) GetStorage() map[string]string {
+	if x != nil {
+		return x.Storage
 	}
 	return nil
 }
@@ -1852,16 +1863,20 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\x11GetLeaderResponse\x120\n" +
 	"\x06leader\x18\x01 \x01(\v2\x18.nimbus.v1.NimbusSummaryR\x06leader\",\n" +
 	"\x16GetTopologyInfoRequest\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\xa8\x03\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xaf\x04\n" +
 	"\x17GetTopologyInfoResponse\x126\n" +
 	"\btopology\x18\x01 \x01(\v2\x1a.nimbus.v1.TopologySummaryR\btopology\x128\n" +
 	"\texecutors\x18\x02 \x03(\v2\x1a.nimbus.v1.ExecutorSummaryR\texecutors\x125\n" +
 	"\breplicas\x18\x03 \x03(\v2\x19.nimbus.v1.ReplicaSummaryR\breplicas\x12(\n" +
 	"\x10code_meta_digest\x18\x04 \x01(\fR\x0ecodeMetaDigest\x12q\n" +
-	"\x15component_parallelism\x18\x05 \x03(\v2<.nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntryR\x14componentParallelism\x1aG\n" +
+	"\x15component_parallelism\x18\x05 \x03(\v2<.nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntryR\x14componentParallelism\x12I\n" +
+	"\astorage\x18\x06 \x03(\v2/.nimbus.v1.GetTopologyInfoResponse.StorageEntryR\astorage\x1aG\n" +
 	"\x19ComponentParallelismEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\xfd\x01\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\x1a:\n" +
+	"\fStorageEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xfd\x01\n" +
 	"\rNimbusSummary\x12\x12\n" +
 	"\x04host\x18\x01 \x01(\tR\x04host\x12\x12\n" +
 	"\x04port\x18\x02 \x01(\x05R\x04port\x12\x1f\n" +
@@ -1951,7 +1966,7 @@ func file_nimbus_v1_nimbus_proto_rawDescGZIP() []byte {
 }
 
 var file_nimbus_v1_nimbus_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_nimbus_v1_nimbus_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_nimbus_v1_nimbus_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_nimbus_v1_nimbus_proto_goTypes = []any{
 	(InitialStatus)(0),                 // 0: nimbus.v1.InitialStatus
 	(*ComponentSpec)(nil),              // 1: nimbus.v1.ComponentSpec
@@ -1986,8 +2001,9 @@ var file_nimbus_v1_nimbus_proto_goTypes = []any{
 	nil,                                // 30: nimbus.v1.TopologySpec.ConfigEntry
 	nil,                                // 31: nimbus.v1.RebalanceTopologyRequest.ComponentParallelismEntry
 	nil,                                // 32: nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
-	(v1.TopologyStatus)(0),             // 33: cluster.v1.TopologyStatus
-	(*v1.Executor)(nil),                // 34: cluster.v1.Executor
+	nil,                                // 33: nimbus.v1.GetTopologyInfoResponse.StorageEntry
+	(v1.TopologyStatus)(0),             // 34: cluster.v1.TopologyStatus
+	(*v1.Executor)(nil),                // 35: cluster.v1.Executor
 }
 var file_nimbus_v1_nimbus_proto_depIdxs = []int32{
 	1,  // 0: nimbus.v1.TopologySpec.components:type_name -> nimbus.v1.ComponentSpec
@@ -2002,36 +2018,37 @@ var file_nimbus_v1_nimbus_proto_depIdxs = []int32{
 	24, // 9: nimbus.v1.GetTopologyInfoResponse.executors:type_name -> nimbus.v1.ExecutorSummary
 	25, // 10: nimbus.v1.GetTopologyInfoResponse.replicas:type_name -> nimbus.v1.ReplicaSummary
 	32, // 11: nimbus.v1.GetTopologyInfoResponse.component_parallelism:type_name -> nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
-	33, // 12: nimbus.v1.TopologySummary.status:type_name -> cluster.v1.TopologyStatus
-	21, // 13: nimbus.v1.ClusterSummary.supervisors:type_name -> nimbus.v1.SupervisorSummary
-	22, // 14: nimbus.v1.ClusterSummary.topologies:type_name -> nimbus.v1.TopologySummary
-	20, // 15: nimbus.v1.ClusterSummary.nimbuses:type_name -> nimbus.v1.NimbusSummary
-	34, // 16: nimbus.v1.ExecutorSummary.executor:type_name -> cluster.v1.Executor
-	4,  // 17: nimbus.v1.NimbusService.SubmitTopology:input_type -> nimbus.v1.SubmitTopologyRequest
-	6,  // 18: nimbus.v1.NimbusService.KillTopology:input_type -> nimbus.v1.KillTopologyRequest
-	8,  // 19: nimbus.v1.NimbusService.ActivateTopology:input_type -> nimbus.v1.ActivateTopologyRequest
-	10, // 20: nimbus.v1.NimbusService.DeactivateTopology:input_type -> nimbus.v1.DeactivateTopologyRequest
-	12, // 21: nimbus.v1.NimbusService.RebalanceTopology:input_type -> nimbus.v1.RebalanceTopologyRequest
-	14, // 22: nimbus.v1.NimbusService.GetClusterInfo:input_type -> nimbus.v1.GetClusterInfoRequest
-	16, // 23: nimbus.v1.NimbusService.GetLeader:input_type -> nimbus.v1.GetLeaderRequest
-	18, // 24: nimbus.v1.NimbusService.GetTopologyInfo:input_type -> nimbus.v1.GetTopologyInfoRequest
-	26, // 25: nimbus.v1.CodeService.DownloadCode:input_type -> nimbus.v1.DownloadCodeRequest
-	28, // 26: nimbus.v1.CodeService.GetCodeMeta:input_type -> nimbus.v1.GetCodeMetaRequest
-	5,  // 27: nimbus.v1.NimbusService.SubmitTopology:output_type -> nimbus.v1.SubmitTopologyResponse
-	7,  // 28: nimbus.v1.NimbusService.KillTopology:output_type -> nimbus.v1.KillTopologyResponse
-	9,  // 29: nimbus.v1.NimbusService.ActivateTopology:output_type -> nimbus.v1.ActivateTopologyResponse
-	11, // 30: nimbus.v1.NimbusService.DeactivateTopology:output_type -> nimbus.v1.DeactivateTopologyResponse
-	13, // 31: nimbus.v1.NimbusService.RebalanceTopology:output_type -> nimbus.v1.RebalanceTopologyResponse
-	15, // 32: nimbus.v1.NimbusService.GetClusterInfo:output_type -> nimbus.v1.GetClusterInfoResponse
-	17, // 33: nimbus.v1.NimbusService.GetLeader:output_type -> nimbus.v1.GetLeaderResponse
-	19, // 34: nimbus.v1.NimbusService.GetTopologyInfo:output_type -> nimbus.v1.GetTopologyInfoResponse
-	27, // 35: nimbus.v1.CodeService.DownloadCode:output_type -> nimbus.v1.DownloadCodeResponse
-	29, // 36: nimbus.v1.CodeService.GetCodeMeta:output_type -> nimbus.v1.GetCodeMetaResponse
-	27, // [27:37] is the sub-list for method output_type
-	17, // [17:27] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	33, // 12: nimbus.v1.GetTopologyInfoResponse.storage:type_name -> nimbus.v1.GetTopologyInfoResponse.StorageEntry
+	34, // 13: nimbus.v1.TopologySummary.status:type_name -> cluster.v1.TopologyStatus
+	21, // 14: nimbus.v1.ClusterSummary.supervisors:type_name -> nimbus.v1.SupervisorSummary
+	22, // 15: nimbus.v1.ClusterSummary.topologies:type_name -> nimbus.v1.TopologySummary
+	20, // 16: nimbus.v1.ClusterSummary.nimbuses:type_name -> nimbus.v1.NimbusSummary
+	35, // 17: nimbus.v1.ExecutorSummary.executor:type_name -> cluster.v1.Executor
+	4,  // 18: nimbus.v1.NimbusService.SubmitTopology:input_type -> nimbus.v1.SubmitTopologyRequest
+	6,  // 19: nimbus.v1.NimbusService.KillTopology:input_type -> nimbus.v1.KillTopologyRequest
+	8,  // 20: nimbus.v1.NimbusService.ActivateTopology:input_type -> nimbus.v1.ActivateTopologyRequest
+	10, // 21: nimbus.v1.NimbusService.DeactivateTopology:input_type -> nimbus.v1.DeactivateTopologyRequest
+	12, // 22: nimbus.v1.NimbusService.RebalanceTopology:input_type -> nimbus.v1.RebalanceTopologyRequest
+	14, // 23: nimbus.v1.NimbusService.GetClusterInfo:input_type -> nimbus.v1.GetClusterInfoRequest
+	16, // 24: nimbus.v1.NimbusService.GetLeader:input_type -> nimbus.v1.GetLeaderRequest
+	18, // 25: nimbus.v1.NimbusService.GetTopologyInfo:input_type -> nimbus.v1.GetTopologyInfoRequest
+	26, // 26: nimbus.v1.CodeService.DownloadCode:input_type -> nimbus.v1.DownloadCodeRequest
+	28, // 27: nimbus.v1.CodeService.GetCodeMeta:input_type -> nimbus.v1.GetCodeMetaRequest
+	5,  // 28: nimbus.v1.NimbusService.SubmitTopology:output_type -> nimbus.v1.SubmitTopologyResponse
+	7,  // 29: nimbus.v1.NimbusService.KillTopology:output_type -> nimbus.v1.KillTopologyResponse
+	9,  // 30: nimbus.v1.NimbusService.ActivateTopology:output_type -> nimbus.v1.ActivateTopologyResponse
+	11, // 31: nimbus.v1.NimbusService.DeactivateTopology:output_type -> nimbus.v1.DeactivateTopologyResponse
+	13, // 32: nimbus.v1.NimbusService.RebalanceTopology:output_type -> nimbus.v1.RebalanceTopologyResponse
+	15, // 33: nimbus.v1.NimbusService.GetClusterInfo:output_type -> nimbus.v1.GetClusterInfoResponse
+	17, // 34: nimbus.v1.NimbusService.GetLeader:output_type -> nimbus.v1.GetLeaderResponse
+	19, // 35: nimbus.v1.NimbusService.GetTopologyInfo:output_type -> nimbus.v1.GetTopologyInfoResponse
+	27, // 36: nimbus.v1.CodeService.DownloadCode:output_type -> nimbus.v1.DownloadCodeResponse
+	29, // 37: nimbus.v1.CodeService.GetCodeMeta:output_type -> nimbus.v1.GetCodeMetaResponse
+	28, // [28:38] is the sub-list for method output_type
+	18, // [18:28] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_nimbus_v1_nimbus_proto_init() }
@@ -2052,7 +2069,7 @@ func file_nimbus_v1_nimbus_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nimbus_v1_nimbus_proto_rawDesc), len(file_nimbus_v1_nimbus_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   32,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -1,0 +1,263 @@
+// Package hdfs is the code distributor that stores topology code in HDFS
+// (hdfs.storm.dir/<topology-id>/). The uploading leader writes each file
+// under a temporary name and renames it into place; every node downloads
+// from HDFS, verifies each file against the meta's SHA-256 and installs the
+// bundle in its own store, so nimbuses still hold the code locally (and
+// register as replicas), which leadership requires.
+//
+// Configuration: hdfs.namenode.addresses (host:port, one or two for an HA
+// pair), hdfs.user (default: the OS user), hdfs.storm.dir. Kerberos
+// (hdfs.kerberos.*) is not supported yet.
+package hdfs
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"os/user"
+	"path"
+	"path/filepath"
+	"sync"
+	"time"
+
+	gohdfs "github.com/colinmarc/hdfs/v2"
+
+	"github.com/nimbusha/nimbus/codedistributor"
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
+)
+
+// Name is the value of storm.codedistributor.class that selects it.
+const Name = "hdfs"
+
+// dialTimeout bounds connecting to a NameNode or DataNode, so a node that
+// is down fails a call quickly instead of hanging it.
+const dialTimeout = 5 * time.Second
+
+func init() { codedistributor.Register(Name, New) }
+
+type distributor struct {
+	p    codedistributor.Params
+	opts gohdfs.ClientOptions
+	dir  string
+
+	mu     sync.Mutex
+	client *gohdfs.Client
+}
+
+// New builds the backend from hdfs.namenode.addresses and hdfs.user.
+func New(p codedistributor.Params) (codedistributor.Distributor, error) {
+	cfg := p.Config
+	if len(cfg.HDFSNamenodeAddresses) == 0 {
+		return nil, errors.New("hdfs: hdfs.namenode.addresses is empty")
+	}
+	name := cfg.HDFSUser
+	if name == "" {
+		u, err := user.Current()
+		if err != nil {
+			return nil, fmt.Errorf("hdfs: hdfs.user is empty and the OS user is unknown: %w", err)
+		}
+		name = u.Username
+	}
+	dialer := &net.Dialer{Timeout: dialTimeout}
+	return &distributor{
+		p:   p,
+		dir: cfg.HDFSStormDir,
+		opts: gohdfs.ClientOptions{
+			Addresses:        cfg.HDFSNamenodeAddresses,
+			User:             name,
+			NamenodeDialFunc: dialer.DialContext,
+			DatanodeDialFunc: dialer.DialContext,
+		},
+	}, nil
+}
+
+// conn returns the client, connecting if needed; a failed call drops it
+// (reset) so the next one reconnects, perhaps to the other NameNode.
+func (d *distributor) conn() (*gohdfs.Client, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.client != nil {
+		return d.client, nil
+	}
+	c, err := gohdfs.NewClient(d.opts)
+	if err != nil {
+		return nil, fmt.Errorf("hdfs: connect to %v: %w", d.opts.Addresses, err)
+	}
+	d.client = c
+	return c, nil
+}
+
+func (d *distributor) reset(c *gohdfs.Client) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.client == c {
+		d.client.Close()
+		d.client = nil
+	}
+}
+
+func (d *distributor) topologyDir(id string) string { return path.Join(d.dir, id) }
+
+// Upload copies the bundle's files to hdfs.storm.dir/<id>/ (each written
+// under a temporary name, then renamed) and records their paths in the
+// meta. On failure it removes what it wrote.
+func (d *distributor) Upload(ctx context.Context, dir string, code codedistributor.Code) (meta *clusterv1.CodeMeta, err error) {
+	c, err := d.conn()
+	if err != nil {
+		return nil, err
+	}
+	base := d.topologyDir(code.TopologyID)
+	defer func() {
+		if err != nil {
+			d.reset(c)
+			if c2, cerr := d.conn(); cerr == nil {
+				_ = c2.RemoveAll(base) // nothing half-written stays
+			}
+			err = fmt.Errorf("hdfs: upload %s to %v: %w", code.TopologyID, d.opts.Addresses, err)
+		}
+	}()
+	if err := c.MkdirAll(base, 0o755); err != nil {
+		return nil, err
+	}
+	meta = &clusterv1.CodeMeta{TopologyId: code.TopologyID, Distributor: Name}
+	for _, f := range code.Meta.GetFiles() {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		dst := path.Join(base, f.GetName())
+		if err := put(c, filepath.Join(dir, f.GetName()), dst); err != nil {
+			return nil, err
+		}
+		meta.Files = append(meta.Files, &clusterv1.CodeFile{Name: f.GetName(), Size: f.GetSize(), Sha256: f.GetSha256(), Location: dst})
+	}
+	return meta, nil
+}
+
+// put copies a local file to HDFS at dst, atomically.
+func put(c *gohdfs.Client, src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	tmp := dst + ".uploading"
+	_ = c.Remove(tmp)
+	w, err := c.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(w, in); err != nil {
+		w.Close()
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	return c.Rename(tmp, dst)
+}
+
+// Download reads each file of the meta from HDFS into dir, verifying it.
+func (d *distributor) Download(ctx context.Context, dir string, code codedistributor.Code) error {
+	c, err := d.conn()
+	if err != nil {
+		return err
+	}
+	for _, f := range code.Meta.GetFiles() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := get(c, f, filepath.Join(dir, f.GetName())); err != nil {
+			if !errors.Is(err, codedistributor.ErrCorrupt) {
+				d.reset(c)
+			}
+			return fmt.Errorf("hdfs: download %s/%s from %v: %w", code.TopologyID, f.GetName(), d.opts.Addresses, err)
+		}
+	}
+	return nil
+}
+
+func get(c *gohdfs.Client, f *clusterv1.CodeFile, dst string) (err error) {
+	if f.GetLocation() == "" {
+		return fmt.Errorf("%w: meta has no HDFS path for %s", codedistributor.ErrCorrupt, f.GetName())
+	}
+	r, err := c.Open(f.GetLocation())
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%w: %s is not in HDFS", codedistributor.ErrNotHeld, f.GetLocation())
+	}
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(dst)
+		}
+	}()
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(out, h), io.LimitReader(r, f.GetSize()+1))
+	if err != nil {
+		return err
+	}
+	if sum := h.Sum(nil); n != f.GetSize() || string(sum) != string(f.GetSha256()) {
+		return fmt.Errorf("%w: %s in HDFS has %d bytes with SHA-256 %s, meta says %d bytes, %s", codedistributor.ErrCorrupt,
+			f.GetLocation(), n, codedistributor.Hex(sum), f.GetSize(), codedistributor.Hex(f.GetSha256()))
+	}
+	return nil
+}
+
+// Describe reports each file's HDFS path and replication factor.
+func (d *distributor) Describe(_ context.Context, meta *clusterv1.CodeMeta) (map[string]string, error) {
+	c, err := d.conn()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, f := range meta.GetFiles() {
+		fi, err := c.Stat(f.GetLocation())
+		if err != nil {
+			d.reset(c)
+			return nil, err
+		}
+		out[f.GetName()+".path"] = f.GetLocation()
+		if st, ok := fi.Sys().(*gohdfs.FileStatus); ok {
+			out[f.GetName()+".replication"] = fmt.Sprint(st.GetBlockReplication())
+		}
+	}
+	return out, nil
+}
+
+// Cleanup removes hdfs.storm.dir/<id>/.
+func (d *distributor) Cleanup(_ context.Context, topologyID string) error {
+	c, err := d.conn()
+	if err != nil {
+		return err
+	}
+	if err := c.RemoveAll(d.topologyDir(topologyID)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		d.reset(c)
+		return fmt.Errorf("hdfs: remove %s: %w", d.topologyDir(topologyID), err)
+	}
+	return nil
+}
+
+func (d *distributor) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.client != nil {
+		err := d.client.Close()
+		d.client = nil
+		return err
+	}
+	return nil
+}
