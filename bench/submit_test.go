@@ -24,22 +24,41 @@ var submitTrials = flag.Int("submit-trials", 10, "submissions per size and repli
 // BenchmarkSubmit measures SubmitTopology's latency on 3 nimbuses for 1 MB
 // and 50 MB artifacts with topology.min.replication.count 1 and 3, and the
 // rate at which followers replicate a 50 MB artifact after a submit that
-// did not wait for them.
+// did not wait for them (localfs: from the leader's CodeService).
 func BenchmarkSubmit(b *testing.B) {
-	dir := b.TempDir()
-	bins, err := integration.Build(dir, false)
+	bins, err := integration.Build(b.TempDir(), false)
 	if err != nil {
 		b.Fatal(err)
 	}
 	z := testenv.StartZooKeeper(b)
+	benchSubmit(b, bins, z.Addr(), "localfs", nil, []int{1 << 20, 50 << 20})
+}
+
+// BenchmarkSubmitHDFS is the 50 MB case through a real HDFS (one NameNode,
+// one DataNode) beside localfs, in the same run.
+func BenchmarkSubmitHDFS(b *testing.B) {
+	bins, err := integration.Build(b.TempDir(), false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	z := testenv.StartZooKeeper(b)
+	h := testenv.StartHDFS(b)
+	benchSubmit(b, bins, z.Addr(), "localfs", nil, []int{50 << 20})
+	benchSubmit(b, bins, z.Addr(), "hdfs", []string{
+		"STORM_CODEDISTRIBUTOR_CLASS=hdfs", "STORM_HDFS_NAMENODE_ADDRESSES=" + h.Addr(),
+		"STORM_HDFS_USER=nimbus", "STORM_HDFS_STORM_DIR=/storm/bench",
+	}, []int{50 << 20})
+}
+
+func benchSubmit(b *testing.B, bins integration.Binaries, zkAddr, backend string, env []string, sizes []int) {
 	for _, minRepl := range []int{1, 3} {
 		c := &integration.Cluster{
-			Bin: bins, ZooKeeper: z.Addr(), Root: fmt.Sprintf("/bench-submit-%d", minRepl),
+			Bin: bins, ZooKeeper: zkAddr, Root: fmt.Sprintf("/bench-submit-%s-%d", backend, minRepl),
 			SessionTimeout: 10 * time.Second, Dir: b.TempDir(), Logf: func(string, ...any) {},
 		}
 		var seeds []string
 		for range 3 {
-			p, err := c.StartNimbus(integration.NimbusOptions{Args: []string{
+			p, err := c.StartNimbus(integration.NimbusOptions{Env: env, Args: []string{
 				"--topology.min.replication.count", fmt.Sprint(minRepl), "--nimbus.max.artifact.bytes", fmt.Sprint(64 << 20)}})
 			if err != nil {
 				b.Fatal(err)
@@ -50,13 +69,13 @@ func BenchmarkSubmit(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		sess, err := cluster.Connect(context.Background(), cluster.SessionConfig{Servers: []string{z.Addr()},
+		sess, err := cluster.Connect(context.Background(), cluster.SessionConfig{Servers: []string{zkAddr},
 			SessionTimeout: 10 * time.Second, Root: c.Root, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, size := range []int{1 << 20, 50 << 20} {
-			b.Run(fmt.Sprintf("%dMB/min%d", size>>20, minRepl), func(b *testing.B) {
+		for _, size := range sizes {
+			b.Run(fmt.Sprintf("%s/%dMB/min%d", backend, size>>20, minRepl), func(b *testing.B) {
 				data := make([]byte, size)
 				rand.Read(data)
 				var lat, repl []time.Duration
@@ -90,12 +109,12 @@ func BenchmarkSubmit(b *testing.B) {
 				p50, p99 := percentile(lat, 50), percentile(lat, 99)
 				b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms")
 				b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms")
-				fmt.Fprintf(os.Stderr, "| submit %d MB, min replication %d | %d | %v | %v |\n", size>>20, minRepl, len(lat),
+				fmt.Fprintf(os.Stderr, "| %s: submit %d MB, min replication %d | %d | %v | %v |\n", backend, size>>20, minRepl, len(lat),
 					p50.Round(time.Millisecond), p99.Round(time.Millisecond))
 				if len(repl) > 0 {
 					r50 := percentile(repl, 50)
-					fmt.Fprintf(os.Stderr, "| replication of 50 MB to 2 followers after a min-1 submit | %d | %v (%.0f MB/s per follower) | %v |\n",
-						len(repl), r50.Round(time.Millisecond), 50/r50.Seconds(), percentile(repl, 99).Round(time.Millisecond))
+					fmt.Fprintf(os.Stderr, "| %s: replication of 50 MB to 2 followers after a min-1 submit | %d | %v (%.0f MB/s per follower) | %v |\n",
+						backend, len(repl), r50.Round(time.Millisecond), 50/r50.Seconds(), percentile(repl, 99).Round(time.Millisecond))
 				}
 			})
 		}

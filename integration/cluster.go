@@ -116,6 +116,7 @@ type SupervisorOptions struct {
 	Ports    []int  // slot ports; two free ones when empty
 	LocalDir string // storm.local.dir; "" makes a new one
 	Args     []string
+	Env      []string
 }
 
 // StartSupervisor starts a supervisor and waits for its ready line.
@@ -149,7 +150,7 @@ func (c *Cluster) StartSupervisor(opts SupervisorOptions) (*Process, error) {
 		"--storm.local.dir", local,
 		"--log.format", "json",
 	}, opts.Args...)
-	p, err := startProcess(name, c.Bin.Path("supervisor"), filepath.Join(c.Dir, name+".log"), args, nil)
+	p, err := startProcess(name, c.Bin.Path("supervisor"), filepath.Join(c.Dir, name+".log"), args, opts.Env)
 	if err != nil {
 		return nil, err
 	}

@@ -155,10 +155,30 @@ func put(c *gohdfs.Client, src, dst string) error {
 		w.Close()
 		return err
 	}
-	if err := w.Close(); err != nil {
+	if err := closeWritten(w); err != nil {
 		return err
 	}
 	return c.Rename(tmp, dst)
+}
+
+// closeWait bounds waiting for the NameNode to learn of a file's last
+// block.
+const closeWait = 30 * time.Second
+
+// closeWritten closes a written file. HDFS answers "replicating" until a
+// DataNode has reported the last block; closing again is how a client
+// waits for that.
+func closeWritten(w *gohdfs.FileWriter) error {
+	deadline := time.Now().Add(closeWait)
+	pause := 10 * time.Millisecond
+	for {
+		err := w.Close()
+		if !errors.Is(err, gohdfs.ErrReplicating) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(pause) // the NameNode offers no notification to wait on
+		pause = min(2*pause, 500*time.Millisecond)
+	}
 }
 
 // Download reads each file of the meta from HDFS into dir, verifying it.

@@ -1,0 +1,19 @@
+package hdfs_test
+
+import (
+	"testing"
+
+	"github.com/nimbusha/nimbus/codedistributor/conformance"
+	"github.com/nimbusha/nimbus/codedistributor/hdfs"
+	"github.com/nimbusha/nimbus/configs"
+	"github.com/nimbusha/nimbus/internal/testenv"
+)
+
+func TestConformance(t *testing.T) {
+	h := testenv.StartHDFS(t) // one real HDFS for every case
+	conformance.Run(t, hdfs.Name, func(cfg *configs.Config) {
+		cfg.HDFSNamenodeAddresses = []string{h.Addr()}
+		cfg.HDFSUser = "nimbus"
+		cfg.HDFSStormDir = "/storm/" + t.Name()
+	})
+}

@@ -1,0 +1,103 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/nimbusha/nimbus/internal/testenv"
+)
+
+// With storm.codedistributor.class hdfs: a new leader and the supervisors
+// get the code from HDFS; a NameNode outage fails a submit cleanly and
+// loses nothing already submitted.
+func TestHDFSDistributor(t *testing.T) {
+	h := testenv.StartHDFS(t)
+	z := testenv.StartZooKeeper(t)
+	c := newCluster(t, z.Addr(), 2*time.Second)
+	env := []string{
+		"STORM_CODEDISTRIBUTOR_CLASS=hdfs",
+		"STORM_HDFS_NAMENODE_ADDRESSES=" + h.Addr(),
+		"STORM_HDFS_USER=nimbus",
+		"STORM_HDFS_STORM_DIR=/storm/topologies",
+	}
+	var ps []*Process
+	for range 3 {
+		p, err := c.StartNimbus(NimbusOptions{Env: env, Args: []string{"--nimbus.monitor.freq.secs", "1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	_, leader := waitLeader(t, c, ps, 10*time.Second)
+	var sups []*Process
+	for range 2 {
+		p, err := c.StartSupervisor(SupervisorOptions{Env: env})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sups = append(sups, p)
+	}
+	cl := newClient(t, ps...)
+	conn := zkConn(t, z.Addr())
+
+	data := randomBytes(t, 2<<20)
+	first := submit(t, cl, "in-hdfs", data).GetTopologyId()
+	info, err := cl.GetTopologyInfo(t.Context(), "in-hdfs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.GetStorage()["artifact.replication"] != "1" || info.GetStorage()["artifact.path"] == "" {
+		t.Fatalf("storage details: %v", info.GetStorage())
+	}
+	worker := submitExample(t, cl, "hdfs-workers", 2)
+	testenv.WaitFor(t, 30*time.Second, "workers running from code fetched from HDFS", func() error {
+		w, err := runningWorkers(t, conn, worker, sups...)
+		if err == nil && len(w) != 2 {
+			err = fmt.Errorf("%d workers", len(w))
+		}
+		return err
+	})
+
+	// The leader dies: the next one leads with the code it pulled from HDFS.
+	if err := leader.Stop(syscall.SIGKILL, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	rest := without(ps, leader)
+	_, newLeader := waitLeader(t, c, rest, 20*time.Second)
+	if err := holds(newLeader, first, data); err != nil {
+		t.Fatal(err)
+	}
+
+	// NameNode down: a submit fails with a clear error and leaves nothing.
+	h.StopNameNode()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	_, err = cl.SubmitTopology(ctx, testSpec("during-outage"), bytes.NewReader(data[:1000]), 1000, nil)
+	if status.Code(err) != codes.Unavailable {
+		t.Fatalf("submit with the NameNode down: %v, want Unavailable", err)
+	}
+	t.Logf("submit with the NameNode down: %v", err)
+	if d := zkChildren(t, []string{z.Addr()}, "/storm/code-distributor"); len(d) != 2 {
+		t.Fatalf("distributions %v, want the 2 submitted topologies only", d)
+	}
+	// Topologies keep running and nothing is lost while it is down.
+	if w, err := runningWorkers(t, conn, worker, sups...); err != nil || len(w) != 2 {
+		t.Fatalf("workers during the NameNode outage: %v, %v", w, err)
+	}
+	h.StartNameNode()
+
+	// A nimbus joining afterwards syncs from HDFS again.
+	joiner, err := c.StartNimbus(NimbusOptions{Env: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, 30*time.Second, "a new nimbus synced from HDFS", func() error { return holds(joiner, first, data) })
+	submit(t, cl, "after-outage", data[:5000])
+}
