@@ -65,7 +65,8 @@ quickstart-down:
 
 ## bench: failover timings; results go to bench/RESULTS.md.
 bench: test-deps build
-	$(GO) test ./bench -run "^$$" -bench "Failover|Submit" -benchtime 1x -timeout 30m -args -trials 20 -submit-trials 10 -reassign-trials 5
+	$(GO) test ./bench -run "^$$" -bench "Failover|Submit$$" -benchtime 1x -timeout 30m -args -trials 20 -submit-trials 10 -reassign-trials 5
+	$(GO) test ./bench -run "^$$" -bench SubmitHDFS -benchtime 1x -timeout 30m -args -submit-trials 5
 	$(GO) test ./bench -run "^$$" -bench Schedule -benchtime 20x -benchmem
 
 clean:
