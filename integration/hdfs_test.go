@@ -3,15 +3,19 @@ package integration
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"syscall"
 	"testing"
 	"time"
 
+	gohdfs "github.com/colinmarc/hdfs/v2"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/nimbusha/nimbus/internal/testenv"
+	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
 // With storm.codedistributor.class hdfs: a new leader and the supervisors
@@ -100,4 +104,25 @@ func TestHDFSDistributor(t *testing.T) {
 	}
 	testenv.WaitFor(t, 30*time.Second, "a new nimbus synced from HDFS", func() error { return holds(joiner, first, data) })
 	submit(t, cl, "after-outage", data[:5000])
+
+	// A kill removes the code from HDFS too.
+	path := info.GetStorage()["artifact.path"]
+	hc, err := gohdfs.NewClient(gohdfs.ClientOptions{Addresses: []string{h.Addr()}, User: testenv.HDFSUser})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hc.Close()
+	if _, err := hc.Stat(path); err != nil {
+		t.Fatalf("%s not in HDFS before the kill: %v", path, err)
+	}
+	zero := int32(0)
+	if err := cl.KillTopology(t.Context(), &nimbusv1.KillTopologyRequest{Name: "in-hdfs", WaitSecs: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, 20*time.Second, "the killed topology's HDFS directory removed", func() error {
+		if _, err := hc.Stat(path); !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%s: %v", path, err)
+		}
+		return nil
+	})
 }
