@@ -116,6 +116,8 @@ func (s *service) submit(stream nimbusv1.NimbusService_SubmitTopologyServer) (*n
 	// Ask every nimbus to fetch the code; codesync registers this one.
 	dist := &clusterv1.CodeDistribution{CodeMetaDigest: digest, Epoch: term.Epoch(), CreatedUnixMs: time.Now().UnixMilli()}
 	if _, err := term.Multi(&zk.CreateRequest{Path: s.sess.Paths().Distribution(id), Data: cluster.Encode(dist), Acl: zk.WorldACL(zk.PermAll)}); err != nil {
+		// Nothing in ZooKeeper will lead anyone to the stored code.
+		s.cleanupBackend(id, log)
 		return nil, notCommitted(err)
 	}
 	count, timedOut, err := s.waitReplication(ctx, term, id, digest)

@@ -35,8 +35,34 @@ import (
 const Name = "hdfs"
 
 // dialTimeout bounds connecting to a NameNode or DataNode, so a node that
-// is down fails a call quickly instead of hanging it.
-const dialTimeout = 5 * time.Second
+// is down fails a call quickly instead of hanging it; ioTimeout bounds each
+// read and write on a connection, so a node that accepts connections but
+// never answers fails it too (the client has no per-call deadline).
+const (
+	dialTimeout = 5 * time.Second
+	ioTimeout   = 30 * time.Second
+)
+
+// deadlineConn gives every read and write on a connection a deadline.
+type deadlineConn struct{ net.Conn }
+
+func (c deadlineConn) Read(b []byte) (int, error) {
+	_ = c.Conn.SetReadDeadline(time.Now().Add(ioTimeout))
+	return c.Conn.Read(b)
+}
+
+func (c deadlineConn) Write(b []byte) (int, error) {
+	_ = c.Conn.SetWriteDeadline(time.Now().Add(ioTimeout))
+	return c.Conn.Write(b)
+}
+
+func dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	conn, err := (&net.Dialer{Timeout: dialTimeout}).DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return deadlineConn{conn}, nil
+}
 
 func init() { codedistributor.Register(Name, New) }
 
@@ -63,21 +89,21 @@ func New(p codedistributor.Params) (codedistributor.Distributor, error) {
 		}
 		name = u.Username
 	}
-	dialer := &net.Dialer{Timeout: dialTimeout}
 	return &distributor{
 		p:   p,
 		dir: cfg.HDFSStormDir,
 		opts: gohdfs.ClientOptions{
 			Addresses:        cfg.HDFSNamenodeAddresses,
 			User:             name,
-			NamenodeDialFunc: dialer.DialContext,
-			DatanodeDialFunc: dialer.DialContext,
+			NamenodeDialFunc: dial,
+			DatanodeDialFunc: dial,
 		},
 	}, nil
 }
 
-// conn returns the client, connecting if needed; a failed call drops it
-// (reset) so the next one reconnects, perhaps to the other NameNode.
+// conn returns the client, connecting if needed. The client reconnects by
+// itself after most failures; only a timed-out one is dropped (reset),
+// since a reply that arrives late would be read as the next call's.
 func (d *distributor) conn() (*gohdfs.Client, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -92,12 +118,20 @@ func (d *distributor) conn() (*gohdfs.Client, error) {
 	return c, nil
 }
 
-func (d *distributor) reset(c *gohdfs.Client) {
+// reset drops the client after err if err is a timeout. Closing waits for
+// calls in flight on it, so it happens outside the lock.
+func (d *distributor) reset(c *gohdfs.Client, err error) {
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		return
+	}
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.client == c {
-		d.client.Close()
+	drop := d.client == c
+	if drop {
 		d.client = nil
+	}
+	d.mu.Unlock()
+	if drop {
+		go c.Close()
 	}
 }
 
@@ -114,7 +148,7 @@ func (d *distributor) Upload(ctx context.Context, dir string, code codedistribut
 	base := d.topologyDir(code.TopologyID)
 	defer func() {
 		if err != nil {
-			d.reset(c)
+			d.reset(c, err)
 			if c2, cerr := d.conn(); cerr == nil {
 				_ = c2.RemoveAll(base) // nothing half-written stays
 			}
@@ -130,7 +164,7 @@ func (d *distributor) Upload(ctx context.Context, dir string, code codedistribut
 			return nil, err
 		}
 		dst := path.Join(base, f.GetName())
-		if err := put(c, filepath.Join(dir, f.GetName()), dst); err != nil {
+		if err := put(ctx, c, filepath.Join(dir, f.GetName()), dst); err != nil {
 			return nil, err
 		}
 		meta.Files = append(meta.Files, &clusterv1.CodeFile{Name: f.GetName(), Size: f.GetSize(), Sha256: f.GetSha256(), Location: dst})
@@ -139,7 +173,7 @@ func (d *distributor) Upload(ctx context.Context, dir string, code codedistribut
 }
 
 // put copies a local file to HDFS at dst, atomically.
-func put(c *gohdfs.Client, src, dst string) error {
+func put(ctx context.Context, c *gohdfs.Client, src, dst string) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
@@ -155,7 +189,7 @@ func put(c *gohdfs.Client, src, dst string) error {
 		w.Close()
 		return err
 	}
-	if err := closeWritten(w); err != nil {
+	if err := closeWritten(ctx, w); err != nil {
 		return err
 	}
 	return c.Rename(tmp, dst)
@@ -168,15 +202,21 @@ const closeWait = 30 * time.Second
 // closeWritten closes a written file. HDFS answers "replicating" until a
 // DataNode has reported the last block; closing again is how a client
 // waits for that.
-func closeWritten(w *gohdfs.FileWriter) error {
-	deadline := time.Now().Add(closeWait)
+func closeWritten(ctx context.Context, w *gohdfs.FileWriter) error {
+	ctx, cancel := context.WithTimeout(ctx, closeWait)
+	defer cancel()
 	pause := 10 * time.Millisecond
 	for {
 		err := w.Close()
-		if !errors.Is(err, gohdfs.ErrReplicating) || time.Now().After(deadline) {
+		if !errors.Is(err, gohdfs.ErrReplicating) {
 			return err
 		}
-		time.Sleep(pause) // the NameNode offers no notification to wait on
+		// The NameNode offers no notification to wait on: ask again.
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (waited %v for the DataNode to report the last block)", err, closeWait)
+		case <-time.After(pause):
+		}
 		pause = min(2*pause, 500*time.Millisecond)
 	}
 }
@@ -192,9 +232,7 @@ func (d *distributor) Download(ctx context.Context, dir string, code codedistrib
 			return err
 		}
 		if err := get(c, f, filepath.Join(dir, f.GetName())); err != nil {
-			if !errors.Is(err, codedistributor.ErrCorrupt) {
-				d.reset(c)
-			}
+			d.reset(c, err)
 			return fmt.Errorf("hdfs: download %s/%s from %v: %w", code.TopologyID, f.GetName(), d.opts.Addresses, err)
 		}
 	}
@@ -247,7 +285,7 @@ func (d *distributor) Describe(_ context.Context, meta *clusterv1.CodeMeta) (map
 	for _, f := range meta.GetFiles() {
 		fi, err := c.Stat(f.GetLocation())
 		if err != nil {
-			d.reset(c)
+			d.reset(c, err)
 			return nil, err
 		}
 		out[f.GetName()+".path"] = f.GetLocation()
@@ -265,7 +303,7 @@ func (d *distributor) Cleanup(_ context.Context, topologyID string) error {
 		return err
 	}
 	if err := c.RemoveAll(d.topologyDir(topologyID)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		d.reset(c)
+		d.reset(c, err)
 		return fmt.Errorf("hdfs: remove %s: %w", d.topologyDir(topologyID), err)
 	}
 	return nil
