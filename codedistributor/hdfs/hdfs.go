@@ -101,9 +101,7 @@ func New(p codedistributor.Params) (codedistributor.Distributor, error) {
 	}, nil
 }
 
-// conn returns the client, connecting if needed. The client reconnects by
-// itself after most failures; only a timed-out one is dropped (reset),
-// since a reply that arrives late would be read as the next call's.
+// conn returns the client, connecting if needed.
 func (d *distributor) conn() (*gohdfs.Client, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -118,10 +116,14 @@ func (d *distributor) conn() (*gohdfs.Client, error) {
 	return c, nil
 }
 
-// reset drops the client after err if err is a timeout. Closing waits for
-// calls in flight on it, so it happens outside the lock.
+// reset drops the client after err unless the NameNode answered (an HDFS
+// error, or not found): after a transport failure the client keeps a
+// broken connection, or a late reply that would be read as the next
+// call's. Closing waits for calls in flight on the old client, so it
+// happens outside the lock; new calls get a new client.
 func (d *distributor) reset(c *gohdfs.Client, err error) {
-	if !errors.Is(err, os.ErrDeadlineExceeded) {
+	var answered gohdfs.Error
+	if errors.As(err, &answered) || errors.Is(err, os.ErrNotExist) || errors.Is(err, codedistributor.ErrCorrupt) {
 		return
 	}
 	d.mu.Lock()
