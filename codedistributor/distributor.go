@@ -45,6 +45,13 @@ type Describer interface {
 	Describe(ctx context.Context, meta *clusterv1.CodeMeta) (map[string]string, error)
 }
 
+// Lister is implemented by backends that store code outside the nodes: it
+// lists the topology ids they hold, so the leader can remove what a failed
+// upload or cleanup left behind.
+type Lister interface {
+	List(ctx context.Context) ([]string, error)
+}
+
 // Params is what a backend gets to build itself (Storm's prepare(conf)).
 type Params struct {
 	Config  *configs.Config

@@ -33,7 +33,7 @@ func TestHDFSDistributor(t *testing.T) {
 	}
 	var ps []*Process
 	for range 3 {
-		p, err := c.StartNimbus(NimbusOptions{Env: env, Args: []string{"--nimbus.monitor.freq.secs", "1"}})
+		p, err := c.StartNimbus(NimbusOptions{Env: env, Args: []string{"--nimbus.monitor.freq.secs", "1", "--nimbus.code.sync.freq.secs", "2"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,13 +105,29 @@ func TestHDFSDistributor(t *testing.T) {
 	testenv.WaitFor(t, 30*time.Second, "a new nimbus synced from HDFS", func() error { return holds(joiner, first, data) })
 	submit(t, cl, "after-outage", data[:5000])
 
-	// A kill removes the code from HDFS too.
 	path := info.GetStorage()["artifact.path"]
 	hc, err := gohdfs.NewClient(gohdfs.ClientOptions{Addresses: []string{h.Addr()}, User: testenv.HDFSUser})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer hc.Close()
+	// What a failed upload leaves behind (nothing in ZooKeeper refers to
+	// it) is swept by the leader.
+	orphan := "/storm/topologies/orphan-7-1700000000"
+	if err := hc.MkdirAll(orphan, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := hc.CreateEmptyFile(orphan + "/artifact.uploading"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, 20*time.Second, "the orphaned upload swept", func() error {
+		if _, err := hc.Stat(orphan); !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%s: %v", orphan, err)
+		}
+		return nil
+	})
+
+	// A kill removes the code from HDFS too.
 	if _, err := hc.Stat(path); err != nil {
 		t.Fatalf("%s not in HDFS before the kill: %v", path, err)
 	}

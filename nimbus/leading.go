@@ -3,11 +3,13 @@ package nimbus
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/nimbusha/nimbus/cluster"
+	"github.com/nimbusha/nimbus/codedistributor"
 	"github.com/nimbusha/nimbus/leader"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 )
@@ -44,6 +46,8 @@ func (s *Server) lead(term *leader.Term) {
 	noStandbyWarned := false
 	monitor := time.NewTicker(s.cfg.MonitorFreq)
 	defer monitor.Stop()
+	sweep := time.NewTicker(s.cfg.CodeSyncFreq)
+	defer sweep.Stop()
 	for {
 		supsChanged, assignmentsChanged := s.view.supervisors.Changed(), s.view.assignments.Changed()
 		stormsChanged, distsChanged := s.view.storms.Changed(), s.view.replicas.Changed()
@@ -121,6 +125,8 @@ func (s *Server) lead(term *leader.Term) {
 		case <-supsChanged:
 		case <-assignmentsChanged:
 		case <-monitor.C: // heartbeats going stale wake nothing else
+		case <-sweep.C:
+			s.sweepStoredCode(ctx, log)
 		}
 	}
 }
@@ -198,4 +204,36 @@ func (s *Server) applyRebalance(term *leader.Term, id string) error {
 	}
 	_, err = term.Multi(ops...)
 	return err
+}
+
+// sweepStoredCode removes code a backend holds outside the nimbuses for
+// topologies nothing refers to (no StormBase, no distribution, no
+// submission in progress here): what a failed upload or cleanup left.
+func (s *Server) sweepStoredCode(ctx context.Context, log *slog.Logger) {
+	lister, ok := s.dist.(codedistributor.Lister)
+	if !ok {
+		return
+	}
+	ids, err := lister.List(ctx)
+	if err != nil {
+		log.Warn("cannot list stored code", "err", err)
+		return
+	}
+	paths := s.sess.Paths()
+	for _, id := range ids {
+		if s.svc.isPending(id) {
+			continue
+		}
+		if ok, _, err := s.sess.Conn().Exists(paths.Storm(id)); err != nil || ok {
+			continue
+		}
+		if ok, _, err := s.sess.Conn().Exists(paths.Distribution(id)); err != nil || ok {
+			continue
+		}
+		if err := s.dist.Cleanup(ctx, id); err != nil {
+			log.Warn("cannot remove orphaned stored code", "topology", id, "err", err)
+			continue
+		}
+		log.Info("removed stored code no topology refers to", "topology", id)
+	}
 }

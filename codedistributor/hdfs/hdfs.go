@@ -298,6 +298,29 @@ func (d *distributor) Describe(_ context.Context, meta *clusterv1.CodeMeta) (map
 	return out, nil
 }
 
+// List returns the topology ids under hdfs.storm.dir.
+func (d *distributor) List(context.Context) ([]string, error) {
+	c, err := d.conn()
+	if err != nil {
+		return nil, err
+	}
+	entries, err := c.ReadDir(d.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		d.reset(c, err)
+		return nil, err
+	}
+	ids := make([]string, 0, len(entries))
+	for _, e := range entries {
+		if e.IsDir() {
+			ids = append(ids, e.Name())
+		}
+	}
+	return ids, nil
+}
+
 // Cleanup removes hdfs.storm.dir/<id>/.
 func (d *distributor) Cleanup(_ context.Context, topologyID string) error {
 	c, err := d.conn()
