@@ -96,7 +96,17 @@ func (c *Cluster) StartNimbus(opts NimbusOptions) (*Process, error) {
 		"--storm.local.dir", local,
 		"--log.format", "json",
 	}, opts.Args...)
-	p, err := startProcess(name, c.Bin.Path("nimbus"), filepath.Join(c.Dir, name+".log"), args, opts.Env)
+	p, err := c.launch(name, "nimbus", local, args, opts.Env)
+	if err != nil {
+		return nil, err
+	}
+	c.Logf("%s ready at %s (pid %d)", name, p.Addr(), p.Pid())
+	return p, nil
+}
+
+// launch starts a daemon binary, records it, and waits for its ready line.
+func (c *Cluster) launch(name, binary, local string, args, env []string) (*Process, error) {
+	p, err := startProcess(name, c.Bin.Path(binary), filepath.Join(c.Dir, name+".log"), args, env)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +117,6 @@ func (c *Cluster) StartNimbus(opts NimbusOptions) (*Process, error) {
 	if err := p.WaitReady(30 * time.Second); err != nil {
 		return nil, err
 	}
-	c.Logf("%s ready at %s (pid %d)", name, p.Addr(), p.Pid())
 	return p, nil
 }
 
@@ -150,15 +159,8 @@ func (c *Cluster) StartSupervisor(opts SupervisorOptions) (*Process, error) {
 		"--storm.local.dir", local,
 		"--log.format", "json",
 	}, opts.Args...)
-	p, err := startProcess(name, c.Bin.Path("supervisor"), filepath.Join(c.Dir, name+".log"), args, opts.Env)
+	p, err := c.launch(name, "supervisor", local, args, opts.Env)
 	if err != nil {
-		return nil, err
-	}
-	p.LocalDir = local
-	c.mu.Lock()
-	c.started = append(c.started, p)
-	c.mu.Unlock()
-	if err := p.WaitReady(30 * time.Second); err != nil {
 		return nil, err
 	}
 	c.Logf("%s ready as %s (pid %d)", name, p.ID(), p.Pid())

@@ -61,13 +61,7 @@ func TestHDFSDistributor(t *testing.T) {
 		t.Fatalf("storage details: %v", info.GetStorage())
 	}
 	worker := submitExample(t, cl, "hdfs-workers", 2)
-	testenv.WaitFor(t, 30*time.Second, "workers running from code fetched from HDFS", func() error {
-		w, err := runningWorkers(t, conn, worker, sups...)
-		if err == nil && len(w) != 2 {
-			err = fmt.Errorf("%d workers", len(w))
-		}
-		return err
-	})
+	waitWorkers(t, conn, worker, 2, 30*time.Second, sups...) // from code fetched from HDFS
 
 	// The leader dies: the next one leads with the code it pulled from HDFS.
 	if err := leader.Stop(syscall.SIGKILL, 5*time.Second); err != nil {

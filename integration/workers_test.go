@@ -89,6 +89,22 @@ func runningWorkers(t *testing.T, conn *zk.Conn, topology string, sups ...*Proce
 	return out, nil
 }
 
+// waitWorkers waits until exactly n workers of topology run (answering on
+// their ports) on sups, and returns them by port.
+func waitWorkers(t *testing.T, conn *zk.Conn, topology string, n int, timeout time.Duration, sups ...*Process) map[int32]int32 {
+	t.Helper()
+	var workers map[int32]int32
+	testenv.WaitFor(t, timeout, fmt.Sprintf("%d workers of %s", n, topology), func() error {
+		var err error
+		workers, err = runningWorkers(t, conn, topology, sups...)
+		if err == nil && len(workers) != n {
+			err = fmt.Errorf("%d workers", len(workers))
+		}
+		return err
+	})
+	return workers
+}
+
 func zkConn(t *testing.T, addrs ...string) *zk.Conn {
 	t.Helper()
 	conn, _, err := zk.Connect(addrs, 5*time.Second, zk.WithLogInfo(false))
@@ -122,17 +138,7 @@ func TestWorkersRunWithTheirEnvironmentAndStopOnKill(t *testing.T) {
 	cl := newClient(t, ps...)
 	id := submitExample(t, cl, "wc", 2)
 
-	var workers map[int32]int32
-	testenv.WaitFor(t, 20*time.Second, "two workers running", func() error {
-		var err error
-		if workers, err = runningWorkers(t, conn, id, sups...); err != nil {
-			return err
-		}
-		if len(workers) != 2 {
-			return fmt.Errorf("%d workers", len(workers))
-		}
-		return nil
-	})
+	workers := waitWorkers(t, conn, id, 2, 20*time.Second, sups...)
 	// The environment the supervisor gave them.
 	for port, pid := range workers {
 		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
@@ -225,15 +231,7 @@ func TestLeaderCrashRestartsNoWorker(t *testing.T) {
 	sups := startSupervisors(t, c, 2)
 	conn := zkConn(t, z.Addr())
 	id := submitExample(t, newClient(t, ps...), "steady", 3)
-	var before map[int32]int32
-	testenv.WaitFor(t, 20*time.Second, "three workers", func() error {
-		var err error
-		before, err = runningWorkers(t, conn, id, sups...)
-		if err == nil && len(before) != 3 {
-			err = fmt.Errorf("%d workers", len(before))
-		}
-		return err
-	})
+	before := waitWorkers(t, conn, id, 3, 20*time.Second, sups...)
 	if err := leader.Stop(syscall.SIGKILL, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -266,15 +264,7 @@ func TestCrashedWorkerIsRestarted(t *testing.T) {
 	sups := startSupervisors(t, c, 1)
 	conn := zkConn(t, z.Addr())
 	id := submitExample(t, newClient(t, ps...), "fragile", 1)
-	var before map[int32]int32
-	testenv.WaitFor(t, 20*time.Second, "a worker", func() error {
-		var err error
-		before, err = runningWorkers(t, conn, id, sups...)
-		if err == nil && len(before) != 1 {
-			err = fmt.Errorf("%d workers", len(before))
-		}
-		return err
-	})
+	before := waitWorkers(t, conn, id, 1, 20*time.Second, sups...)
 	for _, pid := range before {
 		if err := syscall.Kill(int(pid), syscall.SIGKILL); err != nil {
 			t.Fatal(err)
@@ -314,16 +304,7 @@ func TestRebalanceTwoToFourWorkersAndBack(t *testing.T) {
 	conn := zkConn(t, z.Addr())
 	cl := newClient(t, ps...)
 	id := submitExample(t, cl, "elastic", 2)
-	workersBecome := func(n int) {
-		t.Helper()
-		testenv.WaitFor(t, 30*time.Second, fmt.Sprintf("%d workers", n), func() error {
-			w, err := runningWorkers(t, conn, id, sups...)
-			if err == nil && len(w) != n {
-				err = fmt.Errorf("%d workers", len(w))
-			}
-			return err
-		})
-	}
+	workersBecome := func(n int) { t.Helper(); waitWorkers(t, conn, id, n, 30*time.Second, sups...) }
 	workersBecome(2)
 	zero, four, two := int32(0), int32(4), int32(2)
 	if err := cl.RebalanceTopology(t.Context(), &nimbusv1.RebalanceTopologyRequest{Name: "elastic", WaitSecs: &zero, NumWorkers: &four,
@@ -362,15 +343,7 @@ func TestWorkersSurviveZooKeeperOutage(t *testing.T) {
 	sups := startSupervisors(t, c, 2)
 	conn := zkConn(t, z.Addr())
 	id := submitExample(t, newClient(t, ps...), "durable", 2)
-	var before map[int32]int32
-	testenv.WaitFor(t, 20*time.Second, "two workers", func() error {
-		var err error
-		before, err = runningWorkers(t, conn, id, sups...)
-		if err == nil && len(before) != 2 {
-			err = fmt.Errorf("%d workers", len(before))
-		}
-		return err
-	})
+	before := waitWorkers(t, conn, id, 2, 20*time.Second, sups...)
 
 	z.Stop()
 	// The outage's length is the point of the test, not a wait for a
@@ -457,13 +430,7 @@ func TestSupervisorRestartWithoutNimbusRunsItsWorkers(t *testing.T) {
 	sups := startSupervisors(t, c, 1)
 	conn := zkConn(t, z.Addr())
 	id := submitExample(t, newClient(t, ps...), "standalone", 1)
-	testenv.WaitFor(t, 20*time.Second, "a worker", func() error {
-		w, err := runningWorkers(t, conn, id, sups...)
-		if err == nil && len(w) != 1 {
-			err = fmt.Errorf("%d workers", len(w))
-		}
-		return err
-	})
+	waitWorkers(t, conn, id, 1, 20*time.Second, sups...)
 	ports := slotPorts(t, conn, sups[0].ID())
 	if err := ps[0].Stop(syscall.SIGTERM, 10*time.Second); err != nil {
 		t.Fatal(err)
@@ -475,13 +442,7 @@ func TestSupervisorRestartWithoutNimbusRunsItsWorkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testenv.WaitFor(t, 20*time.Second, "the worker back with no nimbus up", func() error {
-		w, err := runningWorkers(t, conn, id, back)
-		if err == nil && len(w) != 1 {
-			err = fmt.Errorf("%d workers", len(w))
-		}
-		return err
-	})
+	waitWorkers(t, conn, id, 1, 20*time.Second, back) // with no nimbus up
 }
 
 // slotPorts reads the slot ports a supervisor registered with.
