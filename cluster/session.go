@@ -38,10 +38,9 @@ type SessionConfig struct {
 // session id that differs from the one a part started with means the old
 // session expired and its ephemeral nodes and watches are gone.
 type Session struct {
-	conn    atomic.Pointer[zk.Conn] // set once Connect returns from zk
-	paths   Paths
-	timeout time.Duration
-	log     *slog.Logger
+	conn  atomic.Pointer[zk.Conn] // set once Connect returns from zk
+	paths Paths
+	log   *slog.Logger
 
 	mu      sync.Mutex
 	state   zk.State
@@ -56,7 +55,6 @@ func Connect(ctx context.Context, cfg SessionConfig) (*Session, error) {
 	}
 	s := &Session{
 		paths:   Paths{Root: cfg.Root},
-		timeout: cfg.SessionTimeout,
 		log:     cfg.Logger.With("component", "zk"),
 		state:   zk.StateDisconnected,
 		changed: make(chan struct{}),
@@ -131,9 +129,6 @@ func (s *Session) Conn() *zk.Conn { return s.conn.Load() }
 
 // Paths are the cluster's ZooKeeper paths.
 func (s *Session) Paths() Paths { return s.paths }
-
-// Timeout is the session timeout requested from ZooKeeper.
-func (s *Session) Timeout() time.Duration { return s.timeout }
 
 // WaitSession blocks until the session is established (not merely
 // connected) or ctx ends, and returns the session id.

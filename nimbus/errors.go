@@ -18,9 +18,6 @@ import (
 var (
 	// ErrNoLeader: no nimbus leads right now (an election is under way).
 	ErrNoLeader = errors.New("nimbus: no leader elected")
-	// ErrNotReady: this nimbus has no ZooKeeper session or its caches are
-	// not loaded yet.
-	ErrNotReady = errors.New("nimbus: not ready")
 )
 
 // ErrNotFound: no topology has that name (or id).
@@ -114,7 +111,7 @@ func toStatus(err error) error {
 			return status.Error(codes.FailedPrecondition, err.Error())
 		}
 		return st.Err()
-	case errors.Is(err, ErrNoLeader), errors.Is(err, ErrNotReady), errors.Is(err, ErrCodeStoreUnavailable),
+	case errors.Is(err, ErrNoLeader), errors.Is(err, ErrCodeStoreUnavailable),
 		errors.Is(err, leader.ErrFenced),
 		errors.Is(err, zk.ErrNoServer), errors.Is(err, zk.ErrSessionExpired), errors.Is(err, zk.ErrClosing):
 		// Nothing was written: safe to retry.

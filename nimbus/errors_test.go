@@ -19,7 +19,7 @@ func TestToStatus(t *testing.T) {
 		want codes.Code
 	}{
 		{ErrNoLeader, codes.Unavailable},
-		{fmt.Errorf("wrapped: %w", ErrNotReady), codes.Unavailable},
+		{fmt.Errorf("wrapped: %w", ErrNoLeader), codes.Unavailable},
 		{leader.ErrFenced, codes.Unavailable},
 		{zk.ErrNoServer, codes.Unavailable},
 		{zk.ErrSessionExpired, codes.Unavailable},

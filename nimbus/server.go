@@ -296,14 +296,6 @@ func (s *Server) metricsMux() *http.ServeMux {
 // gRPC port. Valid after Start.
 func (s *Server) Addr() string { return cluster.HostPort(s.self) }
 
-// MetricsAddr is the bound metrics address, or "" when disabled.
-func (s *Server) MetricsAddr() string {
-	if s.metricsLn == nil {
-		return ""
-	}
-	return s.metricsLn.Addr().String()
-}
-
 // ReadyNotify is closed once the nimbus is registered and its caches are
 // loaded.
 func (s *Server) ReadyNotify() <-chan struct{} { return s.ready }
@@ -314,9 +306,6 @@ func (s *Server) Err() <-chan error { return s.errc }
 // nimbusesChanged wakes the leader loop when nimbuses come and go, which
 // changes how many standbys could take over.
 func (s *Server) nimbusesChanged() <-chan struct{} { return s.view.nimbuses.Changed() }
-
-// Election is this nimbus's election, for tests and status.
-func (s *Server) Election() *leader.Election { return s.election }
 
 func (s *Server) fail(err error) {
 	select {

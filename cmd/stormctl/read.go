@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/nimbusha/nimbus/client"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
@@ -27,48 +28,6 @@ func newLeaderCommand(g *globals) *cobra.Command {
 					return writeJSON(g.stdout, resp)
 				}
 				return writeNimbuses(g.stdout, []*nimbusv1.NimbusSummary{resp.GetLeader()})
-			})
-		},
-	}
-}
-
-func newSupervisorsCommand(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "supervisors",
-		Short: "List the supervisors and their slots",
-		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.withClient(cmd.Context(), func(ctx context.Context, c *client.Client) error {
-				resp, err := c.GetClusterInfo(ctx)
-				if err != nil {
-					return err
-				}
-				sups := resp.GetCluster().GetSupervisors()
-				if g.output == "json" {
-					return writeJSONList(g.stdout, "supervisors", sups)
-				}
-				return writeSupervisors(g.stdout, sups)
-			})
-		},
-	}
-}
-
-func newNimbusesCommand(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "nimbuses",
-		Short: "List the nimbuses and which one leads",
-		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.withClient(cmd.Context(), func(ctx context.Context, c *client.Client) error {
-				resp, err := c.GetClusterInfo(ctx)
-				if err != nil {
-					return err
-				}
-				nimbuses := resp.GetCluster().GetNimbuses()
-				if g.output == "json" {
-					return writeJSONList(g.stdout, "nimbuses", nimbuses)
-				}
-				return writeNimbuses(g.stdout, nimbuses)
 			})
 		},
 	}
@@ -136,27 +95,6 @@ func writeNimbusesAndFailover(w io.Writer, s *nimbusv1.ClusterSummary) error {
 	return nil
 }
 
-func newListCommand(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "list",
-		Short: "List the topologies",
-		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.withClient(cmd.Context(), func(ctx context.Context, c *client.Client) error {
-				resp, err := c.GetClusterInfo(ctx)
-				if err != nil {
-					return err
-				}
-				topologies := resp.GetCluster().GetTopologies()
-				if g.output == "json" {
-					return writeJSONList(g.stdout, "topologies", topologies)
-				}
-				return writeTopologies(g.stdout, topologies)
-			})
-		},
-	}
-}
-
 func newTopologyCommand(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "topology NAME",
@@ -176,4 +114,43 @@ func newTopologyCommand(g *globals) *cobra.Command {
 			})
 		},
 	}
+}
+
+// clusterListCommand lists one part of GetClusterInfo: a table, or in JSON
+// an object with that part under key.
+func clusterListCommand[M proto.Message](g *globals, use, short, key string,
+	part func(*nimbusv1.ClusterSummary) []M, write func(io.Writer, []M) error) *cobra.Command {
+	return &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.withClient(cmd.Context(), func(ctx context.Context, c *client.Client) error {
+				resp, err := c.GetClusterInfo(ctx)
+				if err != nil {
+					return err
+				}
+				items := part(resp.GetCluster())
+				if g.output == "json" {
+					return writeJSONList(g.stdout, key, items)
+				}
+				return write(g.stdout, items)
+			})
+		},
+	}
+}
+
+func newNimbusesCommand(g *globals) *cobra.Command {
+	return clusterListCommand(g, "nimbuses", "List the nimbuses and which one leads", "nimbuses",
+		(*nimbusv1.ClusterSummary).GetNimbuses, writeNimbuses)
+}
+
+func newSupervisorsCommand(g *globals) *cobra.Command {
+	return clusterListCommand(g, "supervisors", "List the supervisors and their slots", "supervisors",
+		(*nimbusv1.ClusterSummary).GetSupervisors, writeSupervisors)
+}
+
+func newListCommand(g *globals) *cobra.Command {
+	return clusterListCommand(g, "list", "List the topologies", "topologies",
+		(*nimbusv1.ClusterSummary).GetTopologies, writeTopologies)
 }
