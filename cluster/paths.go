@@ -37,6 +37,13 @@ func (p Paths) Replica(topologyID, hostPort string) string {
 // Storm is one topology's StormBase.
 func (p Paths) Storm(topologyID string) string { return p.Storms() + "/" + topologyID }
 
+// Swarms holds one directory per topology distributed by BitTorrent.
+func (p Paths) Swarms() string { return p.Root + "/bittorrent" }
+
+// Swarm lists the BitTorrent peers (host:port) that hold or fetch a
+// topology's code.
+func (p Paths) Swarm(topologyID string) string { return p.Swarms() + "/" + topologyID }
+
 // Assignment is one topology's assignment.
 func (p Paths) Assignment(topologyID string) string { return p.Assignments() + "/" + topologyID }
 

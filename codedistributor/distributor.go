@@ -7,6 +7,8 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/configs"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
@@ -59,8 +61,26 @@ type Params struct {
 	Peers   *Peers
 	// Self is this node's CodeService address (host:port); downloads skip
 	// it. Empty on nodes that serve no code.
-	Self   string
-	Logger *slog.Logger
+	Self string
+	// Store is this node's verified copy. Backends in which nodes serve
+	// each other (bittorrent) serve what it holds.
+	Store *Store
+	// OnCorrupt, if set, is told when the backend finds the store's copy
+	// of a topology corrupt, so the node can fetch it again.
+	OnCorrupt func(topologyID string)
+	// Metrics, if set, is where the backend registers its metrics.
+	Metrics prometheus.Registerer
+	Logger  *slog.Logger
+}
+
+// SentBytesOpts describes the counter of code bytes a node sent to other
+// nodes over transport; every transport uses it, so the series add up.
+func SentBytesOpts(transport string) prometheus.CounterOpts {
+	return prometheus.CounterOpts{
+		Name:        "nimbus_code_sent_bytes_total",
+		Help:        "Bytes of topology code this node sent to other nodes, by transport.",
+		ConstLabels: prometheus.Labels{"transport": transport},
+	}
 }
 
 // Factory builds a backend.

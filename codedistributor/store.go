@@ -32,6 +32,7 @@ type Store struct {
 
 	mu       sync.Mutex
 	verified map[string]verifiedBundle // by topology id
+	changed  chan struct{}             // closed and replaced on every Install and Remove
 }
 
 type verifiedBundle struct {
@@ -55,8 +56,25 @@ func OpenStore(root string) (*Store, error) {
 			return nil, fmt.Errorf("codedistributor: open store: %w", err)
 		}
 	}
-	return &Store{root: root, verified: map[string]verifiedBundle{}}, nil
+	return &Store{root: root, verified: map[string]verifiedBundle{}, changed: make(chan struct{})}, nil
 }
+
+// Changed returns a channel closed at the next Install or Remove, so a
+// reader that lists the store after taking it misses no change.
+func (s *Store) Changed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
+}
+
+// notifyLocked wakes the readers of Changed; s.mu is held.
+func (s *Store) notifyLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// Root is the directory the store was opened at.
+func (s *Store) Root() string { return s.root }
 
 // Dir is where a topology's bundle lives once installed. An id that is not
 // a plain directory name (callers validate ids; this is the last line)
@@ -119,6 +137,7 @@ func (s *Store) Install(tmp, id string, meta *clusterv1.CodeMeta) ([]byte, error
 		os.RemoveAll(old)
 	}
 	s.verified[id] = verifiedBundle{digest: digest, files: stamps}
+	s.notifyLocked()
 	return digest, nil
 }
 
@@ -221,8 +240,9 @@ func (s *Store) Open(id, name string) (*os.File, *clusterv1.CodeFile, error) {
 // Remove deletes a bundle; removing one that is not there is not an error.
 func (s *Store) Remove(id string) error {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	delete(s.verified, id)
-	s.mu.Unlock()
+	defer s.notifyLocked()
 	return os.RemoveAll(s.Dir(id))
 }
 

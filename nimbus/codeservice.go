@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/nimbusha/nimbus/codedistributor"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
@@ -20,12 +22,14 @@ type codeService struct {
 	nimbusv1.UnimplementedCodeServiceServer
 	store     *codedistributor.Store
 	onCorrupt func(topologyID string)
+	sent      prometheus.Counter
 }
 
 // NewCodeService serves store's code; onCorrupt hears of a local copy
-// found corrupt while being served (codesync's Invalidate).
-func NewCodeService(store *codedistributor.Store, onCorrupt func(topologyID string)) nimbusv1.CodeServiceServer {
-	return &codeService{store: store, onCorrupt: onCorrupt}
+// found corrupt while being served (codesync's Invalidate); sent, if not
+// nil, counts the bytes served.
+func NewCodeService(store *codedistributor.Store, onCorrupt func(topologyID string), sent prometheus.Counter) nimbusv1.CodeServiceServer {
+	return &codeService{store: store, onCorrupt: onCorrupt, sent: sent}
 }
 
 func (c *codeService) GetCodeMeta(_ context.Context, req *nimbusv1.GetCodeMetaRequest) (*nimbusv1.GetCodeMetaResponse, error) {
@@ -60,6 +64,9 @@ func (c *codeService) DownloadCode(req *nimbusv1.DownloadCodeRequest, stream nim
 			h.Write(buf[:n])
 			if err := stream.Send(&nimbusv1.DownloadCodeResponse{Chunk: buf[:n]}); err != nil {
 				return err
+			}
+			if c.sent != nil {
+				c.sent.Add(float64(n))
 			}
 		}
 		if errors.Is(err, io.EOF) {

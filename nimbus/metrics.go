@@ -1,6 +1,10 @@
 package nimbus
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nimbusha/nimbus/codedistributor"
+)
 
 // metrics are what an operator watches on a nimbus.
 type metrics struct {
@@ -10,6 +14,8 @@ type metrics struct {
 	zkConnected   prometheus.Gauge
 	// Set by the leader: standbys that could take over right now.
 	eligibleStandbys prometheus.Gauge
+	// Code served by this nimbus's CodeService.
+	codeSent prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -34,7 +40,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "nimbus_eligible_standbys",
 			Help: "On the leader: live nimbuses other than the leader that hold all code (0 = no failover possible).",
 		}),
+		codeSent: prometheus.NewCounter(codedistributor.SentBytesOpts("grpc")),
 	}
-	reg.MustRegister(m.isLeader, m.leaderChanges, m.epoch, m.zkConnected, m.eligibleStandbys)
+	reg.MustRegister(m.isLeader, m.leaderChanges, m.epoch, m.zkConnected, m.eligibleStandbys, m.codeSent)
 	return m
 }

@@ -24,8 +24,9 @@ import (
 
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
-	_ "github.com/nimbusha/nimbus/codedistributor/hdfs"    // storm.codedistributor.class: hdfs
-	_ "github.com/nimbusha/nimbus/codedistributor/localfs" // the default backend
+	_ "github.com/nimbusha/nimbus/codedistributor/bittorrent" // storm.codedistributor.class: bittorrent
+	_ "github.com/nimbusha/nimbus/codedistributor/hdfs"       // storm.codedistributor.class: hdfs
+	_ "github.com/nimbusha/nimbus/codedistributor/localfs"    // the default backend
 	"github.com/nimbusha/nimbus/codesync"
 	"github.com/nimbusha/nimbus/configs"
 	"github.com/nimbusha/nimbus/internal/version"
@@ -138,10 +139,6 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	}
 	addr := cluster.HostPort(s.self)
 	s.peers = codedistributor.NewPeers()
-	distParams := codedistributor.Params{Config: cfg, Session: s.sess, Peers: s.peers, Self: addr, Logger: s.base}
-	if s.dist, err = codedistributor.New(cfg.CodeDistributorClass, distParams); err != nil {
-		return err
-	}
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
@@ -162,10 +159,13 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	}
 	s.view = v
 	s.election = leader.New(leader.Config{Session: s.sess, Self: s.self, Logger: s.base})
+	// The syncer comes first: the backend tells it of corrupt copies. Its
+	// fetcher gets the backend before anything runs.
+	fetcher := &codedistributor.Fetcher{Store: s.store}
 	s.syncer = codesync.New(codesync.Config{
 		Session:    s.sess,
 		Store:      s.store,
-		Fetcher:    &codedistributor.Fetcher{Params: distParams, Dist: s.dist, Store: s.store},
+		Fetcher:    fetcher,
 		Storms:     v.storms,
 		Replicas:   v.replicas,
 		Self:       s.self,
@@ -173,6 +173,12 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		SweepEvery: cfg.CodeSyncFreq,
 		Logger:     s.base,
 	})
+	fetcher.Params = codedistributor.Params{Config: cfg, Session: s.sess, Peers: s.peers, Self: addr,
+		Store: s.store, OnCorrupt: s.syncer.Invalidate, Metrics: s.reg, Logger: s.base}
+	if s.dist, err = codedistributor.New(cfg.CodeDistributorClass, fetcher.Params); err != nil {
+		return err
+	}
+	fetcher.Dist = s.dist
 	// The gate of invariant 6: a nimbus that wins the lock leads only if it
 	// holds every active topology's code, checked afresh.
 	s.election.SetEligible(s.syncer.Eligible)
@@ -193,7 +199,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		},
 	}
 	nimbusv1.RegisterNimbusServiceServer(s.grpc, s.svc)
-	nimbusv1.RegisterCodeServiceServer(s.grpc, NewCodeService(s.store, s.syncer.Invalidate))
+	nimbusv1.RegisterCodeServiceServer(s.grpc, NewCodeService(s.store, s.syncer.Invalidate, m.codeSent))
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
 

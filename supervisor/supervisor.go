@@ -18,8 +18,9 @@ import (
 
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
-	_ "github.com/nimbusha/nimbus/codedistributor/hdfs"    // storm.codedistributor.class: hdfs
-	_ "github.com/nimbusha/nimbus/codedistributor/localfs" // the default backend
+	_ "github.com/nimbusha/nimbus/codedistributor/bittorrent" // storm.codedistributor.class: bittorrent
+	_ "github.com/nimbusha/nimbus/codedistributor/hdfs"       // storm.codedistributor.class: hdfs
+	_ "github.com/nimbusha/nimbus/codedistributor/localfs"    // the default backend
 	"github.com/nimbusha/nimbus/configs"
 	"github.com/nimbusha/nimbus/internal/version"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
@@ -119,7 +120,8 @@ func (s *Supervisor) Start(ctx context.Context) (err error) {
 		return err
 	}
 	s.peers = codedistributor.NewPeers()
-	params := codedistributor.Params{Config: cfg, Session: s.sess, Peers: s.peers, Logger: s.base}
+	params := codedistributor.Params{Config: cfg, Session: s.sess, Peers: s.peers, Store: s.store,
+		OnCorrupt: func(string) { s.nudge() }, Logger: s.base}
 	if s.dist, err = codedistributor.New(cfg.CodeDistributorClass, params); err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ var flagKeys = []string{
 	"storm.codedistributor.class", "log.level", "log.format",
 	"topology.min.replication.count", "topology.max.replication.wait.time.sec",
 	"nimbus.code.sync.freq.secs", "nimbus.max.artifact.bytes", "topology.message.timeout.secs",
-	"nimbus.monitor.freq.secs", "nimbus.supervisor.timeout.secs",
+	"nimbus.monitor.freq.secs", "nimbus.supervisor.timeout.secs", "bittorrent.port", "bittorrent.tracker.url",
 }
 
 func main() { os.Exit(run(os.Args[1:], os.Stderr)) }

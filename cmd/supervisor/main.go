@@ -18,6 +18,7 @@ var flagKeys = []string{
 	"storm.zookeeper.session.timeout", "storm.zookeeper.connection.timeout", "storm.local.dir",
 	"storm.local.hostname", "supervisor.slots.ports", "supervisor.heartbeat.frequency.secs",
 	"supervisor.worker.shutdown.sleep.secs", "storm.codedistributor.class", "log.level", "log.format",
+	"bittorrent.port", "bittorrent.tracker.url",
 }
 
 func main() { os.Exit(run(os.Args[1:], os.Stderr)) }

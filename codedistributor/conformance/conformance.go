@@ -77,11 +77,12 @@ func Run(t *testing.T, backend string, configure func(*configs.Config)) {
 		// a's copy is altered on disk; so far it is the only replica.
 		corrupt(t, filepath.Join(a.Store.Dir(code.TopologyID), codedistributor.ArtifactFile))
 		// A backend that reads a's disk must refuse its bytes, install
-		// nothing, and a's CodeService notices; one that stores the code
-		// elsewhere (HDFS) never reads them and installs intact code.
+		// nothing, and a must notice (its CodeService or its backend); one
+		// that stores the code elsewhere (HDFS) never reads them and
+		// installs intact code.
 		if err := b.Fetcher.Fetch(t.Context(), code.TopologyID, code.Digest); err != nil {
-			if !errors.Is(err, codedistributor.ErrCorrupt) {
-				t.Fatalf("fetch from a corrupt only replica: %v, want ErrCorrupt", err)
+			if !errors.Is(err, codedistributor.ErrCorrupt) && !errors.Is(err, codedistributor.ErrNotHeld) {
+				t.Fatalf("fetch from a corrupt only replica: %v, want ErrCorrupt or ErrNotHeld", err)
 			}
 			if a.corrupts.Load() == 0 {
 				t.Fatal("the node serving corrupt code did not notice")
@@ -155,13 +156,14 @@ func (e *Env) Node() *Node {
 	}
 	n := &Node{Addr: ln.Addr().String(), Store: store}
 	srv := grpc.NewServer()
-	nimbusv1.RegisterCodeServiceServer(srv, nimbus.NewCodeService(store, func(string) { n.corrupts.Add(1) }))
+	nimbusv1.RegisterCodeServiceServer(srv, nimbus.NewCodeService(store, func(string) { n.corrupts.Add(1) }, nil))
 	go srv.Serve(ln)
 	t.Cleanup(srv.Stop)
 	peers := codedistributor.NewPeers()
 	t.Cleanup(peers.Close)
-	params := codedistributor.Params{Config: e.cfg, Session: e.Session, Peers: peers, Self: n.Addr,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	params := codedistributor.Params{Config: e.cfg, Session: e.Session, Peers: peers, Self: n.Addr, Store: store,
+		OnCorrupt: func(string) { n.corrupts.Add(1) },
+		Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if n.Dist, err = codedistributor.New(e.backend, params); err != nil {
 		t.Fatal(err)
 	}

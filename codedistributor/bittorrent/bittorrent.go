@@ -1,0 +1,231 @@
+package bittorrent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/anacrolix/torrent"
+	"github.com/anacrolix/torrent/storage"
+	"github.com/go-zookeeper/zk"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nimbusha/nimbus/cluster"
+	"github.com/nimbusha/nimbus/codedistributor"
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
+)
+
+// Name is the value of storm.codedistributor.class that selects it.
+const Name = "bittorrent"
+
+func init() { codedistributor.Register(Name, New) }
+
+type distributor struct {
+	p        codedistributor.Params
+	client   *torrent.Client
+	addr     string // host:port the other peers dial
+	announce string // bittorrent.tracker.url; empty: no tracker
+
+	ctx    context.Context // ends at Close; owns the seeding goroutines
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	torrents map[string]*active // by topology id: what the client holds
+	cleaned  map[string]bool    // cleaned up here: never seeded again
+}
+
+// active is one torrent in the client, seeded or being downloaded.
+type active struct {
+	t       *torrent.Torrent
+	storage storage.ClientImplCloser
+	leave   context.CancelFunc // ends its membership of the swarm
+	seeded  string             // fingerprint of the seeded bundle; "" while downloading
+	others  atomic.Int32       // a download's count of other swarm members
+}
+
+// New starts a BitTorrent client listening on bittorrent.port and seeding
+// what the node's store holds.
+func New(p codedistributor.Params) (codedistributor.Distributor, error) {
+	if p.Store == nil {
+		return nil, errors.New("bittorrent: the node's store is required (it is what the node seeds)")
+	}
+	cfg := p.Config
+	host := cfg.LocalHostname
+	if p.Self != "" {
+		host, _, _ = net.SplitHostPort(p.Self)
+	}
+	dataDir := filepath.Join(p.Store.Root(), "bittorrent")
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("bittorrent: %w", err)
+	}
+	cc := torrent.NewDefaultClientConfig()
+	cc.DataDir = dataDir
+	// Every torrent gets its own storage (the store, or a download's
+	// directory); this default only keeps the client from opening a
+	// database of its own.
+	cc.DefaultStorage = storage.NewFileOpts(storage.NewFileClientOpts{
+		ClientBaseDir: dataDir, PieceCompletion: storage.NewMapPieceCompletion(), UsePartFiles: noPartFiles,
+	})
+	cc.ListenPort = cfg.BittorrentPort
+	// As nimbus.host: an IP literal binds that interface only.
+	if net.ParseIP(host) != nil {
+		cc.ListenHost = func(string) string { return host }
+	}
+	cc.Seed = true
+	// A private swarm: peers come from ZooKeeper only.
+	cc.NoDHT = true
+	cc.DisablePEX = true
+	cc.DisableTrackers = cfg.BittorrentTrackerURL == ""
+	cc.NoDefaultPortForwarding = true
+	cc.DisableWebtorrent = true
+	cc.DisableWebseeds = true
+	cc.DisableUTP = true // TCP is what a datacenter network carries best
+	cc.DisableIPv6 = net.ParseIP(host).To4() != nil
+	// Pieces are hash-checked; obfuscating the stream buys nothing here.
+	cc.HeaderObfuscationPolicy = torrent.HeaderObfuscationPolicy{}
+	cc.Slogger = p.Logger.With("component", "torrent")
+	cl, err := torrent.NewClient(cc)
+	if err != nil {
+		return nil, fmt.Errorf("bittorrent: listen on bittorrent.port %d: %w", cfg.BittorrentPort, err)
+	}
+	d := &distributor{
+		p:        p,
+		client:   cl,
+		addr:     net.JoinHostPort(host, strconv.Itoa(cl.LocalPort())),
+		announce: cfg.BittorrentTrackerURL,
+		torrents: map[string]*active{},
+		cleaned:  map[string]bool{},
+	}
+	if err := cluster.EnsurePath(p.Session.Conn(), p.Session.Paths().Swarms()); err != nil {
+		cl.Close()
+		return nil, fmt.Errorf("bittorrent: create %s: %w", p.Session.Paths().Swarms(), err)
+	}
+	if p.Metrics != nil {
+		sent := prometheus.NewCounterFunc(codedistributor.SentBytesOpts(Name), func() float64 {
+			stats := cl.Stats()
+			return float64(stats.BytesWrittenData.Int64())
+		})
+		if err := p.Metrics.Register(sent); err != nil {
+			cl.Close()
+			return nil, err
+		}
+	}
+	d.ctx, d.cancel = context.WithCancel(context.Background())
+	d.wg.Go(d.seedStore)
+	p.Logger.Info("bittorrent peer listening", "addr", d.addr)
+	return d, nil
+}
+
+// Addr is the address other peers dial.
+func (d *distributor) Addr() string { return d.addr }
+
+// Cleanup stops seeding the topology here, never seeds it again, and
+// removes its swarm from ZooKeeper. The nodes' stores drop their copies on
+// their own once the topology is gone.
+func (d *distributor) Cleanup(_ context.Context, topologyID string) error {
+	d.mu.Lock()
+	d.cleaned[topologyID] = true
+	d.dropLocked(topologyID)
+	d.mu.Unlock()
+	return removeSwarm(d.p.Session, topologyID)
+}
+
+// List returns the topologies with a swarm in ZooKeeper, so the leader can
+// remove those nothing refers to.
+func (d *distributor) List(context.Context) ([]string, error) {
+	ids, _, err := d.p.Session.Conn().Children(d.p.Session.Paths().Swarms())
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	return ids, err
+}
+
+// Close stops seeding, leaves every swarm and closes the client.
+func (d *distributor) Close() error {
+	d.cancel()
+	d.wg.Wait()
+	d.mu.Lock()
+	for id := range d.torrents {
+		d.dropLocked(id)
+	}
+	d.mu.Unlock()
+	return errors.Join(d.client.Close()...)
+}
+
+// add puts a torrent for topologyID into the client, replacing whatever
+// the client held for it, and joins its swarm until the torrent is
+// dropped. A download also adds the other members as peers.
+func (d *distributor) add(topologyID string, spec *torrent.TorrentSpec, seeded string) (*active, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ctx.Err() != nil {
+		return nil, errors.New("bittorrent: closed")
+	}
+	if a := d.torrents[topologyID]; a != nil {
+		// A download is never replaced: the store is about to change.
+		if a.seeded == "" {
+			return nil, fmt.Errorf("bittorrent: %s is being downloaded already", topologyID)
+		}
+		d.dropLocked(topologyID)
+	}
+	t, _, err := d.client.AddTorrentSpec(spec)
+	if err != nil {
+		return nil, fmt.Errorf("bittorrent: add torrent of %s: %w", topologyID, err)
+	}
+	ctx, leave := context.WithCancel(d.ctx)
+	a := &active{t: t, storage: spec.Storage.(storage.ClientImplCloser), leave: leave, seeded: seeded}
+	d.torrents[topologyID] = a
+	d.wg.Go(func() { d.join(ctx, topologyID, a) })
+	return a, nil
+}
+
+// drop removes a's torrent if it is still the one held for topologyID.
+func (d *distributor) drop(topologyID string, a *active) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.torrents[topologyID] == a {
+		d.dropLocked(topologyID)
+	}
+}
+
+func (d *distributor) dropLocked(topologyID string) {
+	a := d.torrents[topologyID]
+	if a == nil {
+		return
+	}
+	delete(d.torrents, topologyID)
+	a.leave()
+	a.t.Drop()
+	a.storage.Close()
+}
+
+// Upload makes a private torrent of the bundle in dir and opens its swarm;
+// the node starts seeding once its store holds the bundle.
+func (d *distributor) Upload(_ context.Context, dir string, code codedistributor.Code) (*clusterv1.CodeMeta, error) {
+	start := time.Now()
+	data, err := makeTorrent(dir, code.TopologyID, code.Meta.GetFiles(), d.announce)
+	if err != nil {
+		return nil, err
+	}
+	if err := createSwarm(d.p.Session, code.TopologyID); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	delete(d.cleaned, code.TopologyID)
+	d.mu.Unlock()
+	d.p.Logger.Debug("torrent made", "topology", code.TopologyID, "elapsed", time.Since(start).Round(time.Millisecond))
+	return &clusterv1.CodeMeta{
+		TopologyId:  code.TopologyID,
+		Distributor: Name,
+		Files:       code.Meta.GetFiles(),
+		BackendMeta: data,
+	}, nil
+}

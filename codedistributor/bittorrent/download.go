@@ -1,0 +1,101 @@
+package bittorrent
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/anacrolix/torrent/storage"
+
+	"github.com/nimbusha/nimbus/codedistributor"
+)
+
+// When a download gives up. A fetcher tries again later either way.
+const (
+	// aloneFor: nobody else is in the swarm: nobody can send anything.
+	aloneFor = 5 * time.Second
+	// stalledFor: peers are there, but nothing arrives.
+	stalledFor = time.Minute
+)
+
+// Download fetches the bundle from the swarm into dir: every piece is
+// checked against the torrent as it arrives, every file against the
+// meta's SHA-256 at the end.
+func (d *distributor) Download(ctx context.Context, dir string, code codedistributor.Code) error {
+	mi, info, err := torrentOf(code.Meta)
+	if err != nil {
+		return err
+	}
+	s, err := spec(mi, newStorage(dir, storage.NewMapPieceCompletion()), false)
+	if err != nil {
+		return err
+	}
+	a, err := d.add(code.TopologyID, s, "")
+	if err != nil {
+		s.Storage.(storage.ClientImplCloser).Close()
+		return err
+	}
+	start := time.Now()
+	a.t.DownloadAll()
+	err = d.await(ctx, code.TopologyID, a)
+	// Dropping closes the files before anyone reads or moves them.
+	d.drop(code.TopologyID, a)
+	if err != nil {
+		return err
+	}
+	d.p.Logger.Debug("torrent downloaded", "topology", code.TopologyID, "bytes", info.TotalLength(),
+		"elapsed", time.Since(start).Round(time.Millisecond))
+	for _, f := range code.Meta.GetFiles() {
+		size, sum, err := codedistributor.HashFile(filepath.Join(dir, f.GetName()))
+		if err != nil {
+			return err
+		}
+		if size != f.GetSize() || !bytes.Equal(sum, f.GetSha256()) {
+			return fmt.Errorf("%w: %s/%s from the swarm has %d bytes with SHA-256 %s, meta says %d bytes, %s",
+				codedistributor.ErrCorrupt, code.TopologyID, f.GetName(), size, codedistributor.Hex(sum), f.GetSize(), codedistributor.Hex(f.GetSha256()))
+		}
+	}
+	return nil
+}
+
+// await returns when a's download completes, ctx ends, or nobody can
+// finish it: nobody else in the swarm for aloneFor, or no progress for
+// stalledFor. Pieces that failed their check make the failure ErrCorrupt.
+func (d *distributor) await(ctx context.Context, topologyID string, a *active) error {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var completed int64
+	progressed, accompanied := time.Now(), time.Now()
+	for {
+		select {
+		case <-a.t.Complete().On():
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-a.t.Closed():
+			return fmt.Errorf("bittorrent: download of %s stopped (closing, or replaced)", topologyID)
+		case now := <-tick.C:
+			if n := a.t.BytesCompleted(); n > completed {
+				completed, progressed = n, now
+			}
+			if a.others.Load() > 0 {
+				accompanied = now
+			}
+			var why string
+			switch {
+			case now.Sub(accompanied) >= aloneFor:
+				why = fmt.Sprintf("no other peer in its swarm for %s", aloneFor)
+			case now.Sub(progressed) >= stalledFor:
+				why = fmt.Sprintf("no progress for %s from %d peers", stalledFor, a.others.Load())
+			default:
+				continue
+			}
+			if stats := a.t.Stats(); stats.PiecesDirtiedBad.Int64() > 0 {
+				return fmt.Errorf("%w: %s: %d pieces failed their hash check, and %s", codedistributor.ErrCorrupt, topologyID, stats.PiecesDirtiedBad.Int64(), why)
+			}
+			return fmt.Errorf("%w: %s: %s (%d of %d bytes)", codedistributor.ErrNotHeld, topologyID, why, completed, a.t.Length())
+		}
+	}
+}

@@ -1,0 +1,151 @@
+package bittorrent
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/anacrolix/torrent/metainfo"
+	"github.com/anacrolix/torrent/storage"
+
+	"github.com/nimbusha/nimbus/codedistributor"
+)
+
+// resyncEvery paces looks at the store besides those its changes cause,
+// to notice copies altered or removed behind the store's back.
+const resyncEvery = 2 * time.Second
+
+// errOtherBackend: a bundle some other distributor stored; not seeded.
+var errOtherBackend = errors.New("bittorrent: stored by another distributor")
+
+// seedStore keeps the client seeding exactly the verified bundles of the
+// store, until Close.
+func (d *distributor) seedStore() {
+	// Bundles found unfit to seed, by fingerprint: not read again until
+	// they change.
+	rejected := map[string]string{}
+	tick := time.NewTicker(resyncEvery)
+	defer tick.Stop()
+	for {
+		changed := d.p.Store.Changed()
+		d.reseed(rejected)
+		select {
+		case <-d.ctx.Done():
+			return
+		case <-changed:
+		case <-tick.C:
+		}
+	}
+}
+
+// reseed starts seeding new or changed bundles and stops seeding those
+// that are gone or no longer verify.
+func (d *distributor) reseed(rejected map[string]string) {
+	store := d.p.Store
+	ids, err := store.IDs()
+	if err != nil {
+		d.p.Logger.Warn("cannot list the store", "err", err)
+		return
+	}
+	held := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		held[id] = true
+		fp, err := fingerprint(store.Dir(id))
+		if err != nil || rejected[id] == fp {
+			continue
+		}
+		d.mu.Lock()
+		a, cleaned := d.torrents[id], d.cleaned[id]
+		d.mu.Unlock()
+		if cleaned || (a != nil && (a.seeded == fp || a.seeded == "")) {
+			continue // cleaned up, seeded as it is, or being downloaded
+		}
+		err = d.seed(id, fp)
+		if err == nil {
+			continue
+		}
+		rejected[id] = fp
+		if a != nil {
+			d.drop(id, a)
+		}
+		switch {
+		case errors.Is(err, errOtherBackend):
+		case errors.Is(err, codedistributor.ErrCorrupt) && a != nil:
+			d.p.Logger.Error("stopped seeding code that no longer verifies", "topology", id, "err", err)
+			if d.p.OnCorrupt != nil {
+				d.p.OnCorrupt(id)
+			}
+		default:
+			d.p.Logger.Warn("cannot seed code", "topology", id, "err", err)
+		}
+	}
+	for id := range rejected {
+		if !held[id] {
+			delete(rejected, id)
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for id, a := range d.torrents {
+		if a.seeded != "" && !held[id] {
+			d.dropLocked(id)
+		}
+	}
+}
+
+// seed verifies the stored bundle of id and seeds it from where it lies.
+func (d *distributor) seed(id, fp string) error {
+	store := d.p.Store
+	_, meta, digest, err := store.Meta(id)
+	if err != nil {
+		return err
+	}
+	if meta.GetDistributor() != Name {
+		return errOtherBackend
+	}
+	if err := store.Verify(id, digest); err != nil {
+		return err
+	}
+	mi, info, err := torrentOf(meta)
+	if err != nil {
+		return err
+	}
+	// The store just verified every byte: every piece is complete.
+	pc := storage.NewMapPieceCompletion()
+	ih := mi.HashInfoBytes()
+	for i := range info.NumPieces() {
+		if err := pc.Set(metainfo.PieceKey{InfoHash: ih, Index: i}, true); err != nil {
+			return err
+		}
+	}
+	s, err := spec(mi, newStorage(store.Dir(id), pc), true)
+	if err != nil {
+		return err
+	}
+	if _, err := d.add(id, s, fp); err != nil {
+		s.Storage.(storage.ClientImplCloser).Close()
+		return err
+	}
+	d.p.Logger.Debug("seeding", "topology", id, "infohash", ih.HexString())
+	return nil
+}
+
+// fingerprint describes a bundle directory by its files' names, sizes
+// and modification times: what changes when anything rewrites it.
+func fingerprint(dir string) (string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, e := range entries {
+		fi, err := e.Info()
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "%s:%d:%d;", e.Name(), fi.Size(), fi.ModTime().UnixNano())
+	}
+	return b.String(), nil
+}
