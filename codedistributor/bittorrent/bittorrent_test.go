@@ -1,16 +1,59 @@
 package bittorrent_test
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
+	"github.com/nimbusha/nimbus/codedistributor"
 	"github.com/nimbusha/nimbus/codedistributor/bittorrent"
 	"github.com/nimbusha/nimbus/codedistributor/conformance"
 	"github.com/nimbusha/nimbus/configs"
+	"github.com/nimbusha/nimbus/internal/testenv"
 )
 
 func TestConformance(t *testing.T) {
 	conformance.Run(t, bittorrent.Name, func(cfg *configs.Config) {
 		cfg.BittorrentPort = 0
-		cfg.LocalHostname = "127.0.0.1"
 	})
+}
+
+// The swarm in ZooKeeper follows the stores: a node joins when it holds
+// the code, leaves when its store drops it, and Cleanup removes the swarm.
+func TestSwarmFollowsTheStores(t *testing.T) {
+	e := conformance.NewEnv(t, bittorrent.Name, func(cfg *configs.Config) { cfg.BittorrentPort = 0 })
+	a, b := e.Node(), e.Node()
+	code, _ := e.Publish(a, "swarm-1-1", 1<<20)
+	members := func(want int) func() error {
+		return func() error {
+			m, _, err := e.Session.Conn().Children(e.Session.Paths().Swarm(code.TopologyID))
+			if err != nil {
+				return err
+			}
+			if len(m) != want {
+				return fmt.Errorf("members %v, want %d", m, want)
+			}
+			return nil
+		}
+	}
+	testenv.WaitFor(t, 10*time.Second, "the uploader seeds", members(1))
+	if err := b.Fetcher.Fetch(t.Context(), code.TopologyID, code.Digest); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, 10*time.Second, "the downloader seeds what it installed", members(2))
+	if err := b.Store.Remove(code.TopologyID); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, 10*time.Second, "a node whose store dropped the code leaves", members(1))
+
+	if err := a.Dist.Cleanup(t.Context(), code.TopologyID); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, err := e.Session.Conn().Exists(e.Session.Paths().Swarm(code.TopologyID)); err != nil || ok {
+		t.Fatalf("swarm after cleanup: exists %v (%v)", ok, err)
+	}
+	ids, err := a.Dist.(codedistributor.Lister).List(t.Context())
+	if err != nil || len(ids) != 0 {
+		t.Fatalf("List after cleanup: %v (%v)", ids, err)
+	}
 }

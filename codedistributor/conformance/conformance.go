@@ -51,7 +51,7 @@ type Env struct {
 // (addresses of the backend's own services, say).
 func Run(t *testing.T, backend string, configure func(*configs.Config)) {
 	t.Run("UploadThenFetchOnAnotherNode", func(t *testing.T) {
-		e := newEnv(t, backend, configure)
+		e := NewEnv(t, backend, configure)
 		a, b := e.Node(), e.Node()
 		code, data := e.Publish(a, "roundtrip-1-1", 3<<20+17) // several chunks
 		if err := b.Fetcher.Fetch(t.Context(), code.TopologyID, code.Digest); err != nil {
@@ -60,7 +60,7 @@ func Run(t *testing.T, backend string, configure func(*configs.Config)) {
 		e.expectHolds(b, code, data)
 	})
 	t.Run("NoReplicaMeansNotHeld", func(t *testing.T) {
-		e := newEnv(t, backend, configure)
+		e := NewEnv(t, backend, configure)
 		a, b := e.Node(), e.Node()
 		code, _ := e.Publish(a, "orphan-1-1", 1000)
 		e.Unregister(a, code)
@@ -71,7 +71,7 @@ func Run(t *testing.T, backend string, configure func(*configs.Config)) {
 		e.expectNothing(b, code)
 	})
 	t.Run("CorruptSourceIsDiscardedAndAnotherUsed", func(t *testing.T) {
-		e := newEnv(t, backend, configure)
+		e := NewEnv(t, backend, configure)
 		a, b, c := e.Node(), e.Node(), e.Node()
 		code, data := e.Publish(a, "corrupt-1-1", 200<<10)
 		// a's copy is altered on disk; so far it is the only replica.
@@ -98,7 +98,7 @@ func Run(t *testing.T, backend string, configure func(*configs.Config)) {
 		e.expectHolds(b, code, data)
 	})
 	t.Run("MetaMustMatchTheDigest", func(t *testing.T) {
-		e := newEnv(t, backend, configure)
+		e := NewEnv(t, backend, configure)
 		a, b := e.Node(), e.Node()
 		code, _ := e.Publish(a, "digest-1-1", 1000)
 		wrong := bytes.Repeat([]byte{7}, 32)
@@ -110,7 +110,7 @@ func Run(t *testing.T, backend string, configure func(*configs.Config)) {
 		e.expectNothing(b, code)
 	})
 	t.Run("CleanupIsIdempotent", func(t *testing.T) {
-		e := newEnv(t, backend, configure)
+		e := NewEnv(t, backend, configure)
 		a := e.Node()
 		code, _ := e.Publish(a, "cleanup-1-1", 1000)
 		for range 2 {
@@ -121,7 +121,9 @@ func Run(t *testing.T, backend string, configure func(*configs.Config)) {
 	})
 }
 
-func newEnv(t *testing.T, backend string, configure func(*configs.Config)) *Env {
+// NewEnv starts a ZooKeeper and a session for nodes of backend, for a
+// backend's own tests beyond the suite.
+func NewEnv(t *testing.T, backend string, configure func(*configs.Config)) *Env {
 	z := testenv.StartZooKeeper(t)
 	cfg := configs.Default()
 	cfg.ZKHosts = []string{z.Addr()}
