@@ -150,7 +150,10 @@ func (d *distributor) List(context.Context) ([]string, error) {
 
 // Close stops seeding, leaves every swarm and closes the client.
 func (d *distributor) Close() error {
+	// Under mu, so no add can start a goroutine the Wait below misses.
+	d.mu.Lock()
 	d.cancel()
+	d.mu.Unlock()
 	d.wg.Wait()
 	d.mu.Lock()
 	for id := range d.torrents {

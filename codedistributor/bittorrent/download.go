@@ -28,13 +28,15 @@ func (d *distributor) Download(ctx context.Context, dir string, code codedistrib
 	if err != nil {
 		return err
 	}
-	s, err := spec(mi, newStorage(dir, storage.NewMapPieceCompletion()), false)
+	st := newStorage(dir, storage.NewMapPieceCompletion())
+	s, err := spec(mi, st, false)
 	if err != nil {
+		st.Close()
 		return err
 	}
 	a, err := d.add(code.TopologyID, s, "")
 	if err != nil {
-		s.Storage.(storage.ClientImplCloser).Close()
+		st.Close()
 		return err
 	}
 	start := time.Now()

@@ -93,6 +93,11 @@ func (d *distributor) reseed(rejected map[string]string) {
 			d.dropLocked(id)
 		}
 	}
+	for id := range d.cleaned {
+		if !held[id] {
+			delete(d.cleaned, id) // its code is gone here; the id is never reused
+		}
+	}
 }
 
 // seed verifies the stored bundle of id and seeds it from where it lies.
