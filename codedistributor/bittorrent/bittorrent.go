@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -13,7 +14,7 @@ import (
 	"time"
 
 	"github.com/anacrolix/torrent"
-	"github.com/anacrolix/torrent/storage"
+	pp "github.com/anacrolix/torrent/peer_protocol"
 	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -44,11 +45,10 @@ type distributor struct {
 
 // active is one torrent in the client, seeded or being downloaded.
 type active struct {
-	t       *torrent.Torrent
-	storage storage.ClientImplCloser
-	leave   context.CancelFunc // ends its membership of the swarm
-	seeded  string             // fingerprint of the seeded bundle; "" while downloading
-	others  atomic.Int32       // a download's count of other swarm members
+	t      *torrent.Torrent
+	leave  context.CancelFunc // ends its membership of the swarm
+	seeded string             // fingerprint of the seeded bundle; "" while downloading
+	others atomic.Int32       // a download's count of other swarm members
 }
 
 // New starts a BitTorrent client listening on bittorrent.port and seeding
@@ -71,9 +71,7 @@ func New(p codedistributor.Params) (codedistributor.Distributor, error) {
 	// Every torrent gets its own storage (the store, or a download's
 	// directory); this default only keeps the client from opening a
 	// database of its own.
-	cc.DefaultStorage = storage.NewFileOpts(storage.NewFileClientOpts{
-		ClientBaseDir: dataDir, PieceCompletion: storage.NewMapPieceCompletion(), UsePartFiles: noPartFiles,
-	})
+	cc.DefaultStorage = fileStorage{dir: dataDir}
 	cc.ListenPort = cfg.BittorrentPort
 	// As nimbus.host: an IP literal binds that interface only.
 	if net.ParseIP(host) != nil {
@@ -91,7 +89,9 @@ func New(p codedistributor.Params) (codedistributor.Distributor, error) {
 	cc.DisableIPv6 = net.ParseIP(host).To4() != nil
 	// Pieces are hash-checked; obfuscating the stream buys nothing here.
 	cc.HeaderObfuscationPolicy = torrent.HeaderObfuscationPolicy{}
-	cc.Slogger = p.Logger.With("component", "torrent")
+	cc.Extensions = pp.NewPeerExtensionBytes(pp.ExtensionBitLtep, pp.ExtensionBitFast) // no DHT
+	// The library reports at warning level what is routine for it.
+	cc.Slogger = slog.New(minLevel{p.Logger.With("library", "anacrolix/torrent").Handler(), slog.LevelError})
 	cl, err := torrent.NewClient(cc)
 	if err != nil {
 		return nil, fmt.Errorf("bittorrent: listen on bittorrent.port %d: %w", cfg.BittorrentPort, err)
@@ -184,7 +184,7 @@ func (d *distributor) add(topologyID string, spec *torrent.TorrentSpec, seeded s
 		return nil, fmt.Errorf("bittorrent: add torrent of %s: %w", topologyID, err)
 	}
 	ctx, leave := context.WithCancel(d.ctx)
-	a := &active{t: t, storage: spec.Storage.(storage.ClientImplCloser), leave: leave, seeded: seeded}
+	a := &active{t: t, leave: leave, seeded: seeded}
 	d.torrents[topologyID] = a
 	d.wg.Go(func() { d.join(ctx, topologyID, a) })
 	return a, nil
@@ -206,8 +206,7 @@ func (d *distributor) dropLocked(topologyID string) {
 	}
 	delete(d.torrents, topologyID)
 	a.leave()
-	a.t.Drop()
-	a.storage.Close()
+	a.t.Drop() // closes its files
 }
 
 // Upload makes a private torrent of the bundle in dir and opens its swarm;
@@ -231,4 +230,22 @@ func (d *distributor) Upload(_ context.Context, dir string, code codedistributor
 		Files:       code.Meta.GetFiles(),
 		BackendMeta: data,
 	}, nil
+}
+
+// minLevel drops records below a level.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(as), h.min}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{h.Handler.WithGroup(name), h.min}
 }

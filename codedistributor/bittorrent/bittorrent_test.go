@@ -2,6 +2,10 @@ package bittorrent_test
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,5 +59,24 @@ func TestSwarmFollowsTheStores(t *testing.T) {
 	ids, err := a.Dist.(codedistributor.Lister).List(t.Context())
 	if err != nil || len(ids) != 0 {
 		t.Fatalf("List after cleanup: %v (%v)", ids, err)
+	}
+}
+
+// A downloaded artifact is often the worker program: once installed it
+// must run, so no file of it may stay open for writing ("text file busy").
+func TestDownloadedProgramRuns(t *testing.T) {
+	e := conformance.NewEnv(t, bittorrent.Name, func(cfg *configs.Config) { cfg.BittorrentPort = 0 })
+	a, b := e.Node(), e.Node()
+	program := []byte("#!/bin/sh\nexit 0\n" + strings.Repeat("# padding to span pieces\n", 40000))
+	code := e.PublishData(a, "program-1-1", program)
+	if err := b.Fetcher.Fetch(t.Context(), code.TopologyID, code.Digest); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(b.Store.Dir(code.TopologyID), codedistributor.ArtifactFile)
+	if err := os.Chmod(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(path).CombinedOutput(); err != nil {
+		t.Fatalf("run the downloaded program: %v %s", err, out)
 	}
 }

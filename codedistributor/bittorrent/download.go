@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/anacrolix/torrent/storage"
-
 	"github.com/nimbusha/nimbus/codedistributor"
 )
 
@@ -28,15 +26,12 @@ func (d *distributor) Download(ctx context.Context, dir string, code codedistrib
 	if err != nil {
 		return err
 	}
-	st := newStorage(dir, storage.NewMapPieceCompletion())
-	s, err := spec(mi, st, false)
+	s, err := spec(mi, fileStorage{dir: dir}, false)
 	if err != nil {
-		st.Close()
 		return err
 	}
 	a, err := d.add(code.TopologyID, s, "")
 	if err != nil {
-		st.Close()
 		return err
 	}
 	start := time.Now()

@@ -7,9 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/anacrolix/torrent/metainfo"
-	"github.com/anacrolix/torrent/storage"
-
 	"github.com/nimbusha/nimbus/codedistributor"
 )
 
@@ -113,27 +110,18 @@ func (d *distributor) seed(id, fp string) error {
 	if err := store.Verify(id, digest); err != nil {
 		return err
 	}
-	mi, info, err := torrentOf(meta)
+	mi, _, err := torrentOf(meta)
 	if err != nil {
 		return err
 	}
-	// The store just verified every byte: every piece is complete.
-	pc := storage.NewMapPieceCompletion()
-	ih := mi.HashInfoBytes()
-	for i := range info.NumPieces() {
-		if err := pc.Set(metainfo.PieceKey{InfoHash: ih, Index: i}, true); err != nil {
-			return err
-		}
-	}
-	s, err := spec(mi, newStorage(store.Dir(id), pc), true)
+	s, err := spec(mi, fileStorage{dir: store.Dir(id), seed: true}, true)
 	if err != nil {
 		return err
 	}
 	if _, err := d.add(id, s, fp); err != nil {
-		s.Storage.(storage.ClientImplCloser).Close()
 		return err
 	}
-	d.p.Logger.Debug("seeding", "topology", id, "infohash", ih.HexString())
+	d.p.Logger.Debug("seeding", "topology", id, "infohash", mi.HashInfoBytes().HexString())
 	return nil
 }
 

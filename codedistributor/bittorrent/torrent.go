@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	g "github.com/anacrolix/generics"
 	"github.com/anacrolix/torrent"
 	"github.com/anacrolix/torrent/bencode"
 	"github.com/anacrolix/torrent/metainfo"
@@ -20,10 +19,6 @@ import (
 	"github.com/nimbusha/nimbus/internal/version"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 )
-
-// Files are written in place: part files would have the client rename
-// files inside the store.
-var noPartFiles = g.Some(false)
 
 // makeTorrent returns the .torrent of the files of a bundle in dir: one
 // private torrent named after the topology, one file per bundle file, and
@@ -40,9 +35,7 @@ func makeTorrent(dir, topologyID string, files []*clusterv1.CodeFile, announce s
 		return nil, fmt.Errorf("bittorrent: the code of %s is empty", topologyID)
 	}
 	slices.SortFunc(info.Files, func(a, b metainfo.FileInfo) int { return strings.Compare(a.Path[0], b.Path[0]) })
-	// 1,024 to 2,048 pieces: small enough to spread over many peers early,
-	// few enough that the piece hashes stay a small part of the meta.
-	info.PieceLength = metainfo.ChoosePieceLength(total)
+	info.PieceLength = pieceLength(total)
 	if err := info.GeneratePieces(func(fi metainfo.FileInfo) (io.ReadCloser, error) {
 		return os.Open(filepath.Join(dir, fi.Path[0]))
 	}); err != nil {
@@ -63,6 +56,18 @@ func makeTorrent(dir, topologyID string, files []*clusterv1.CodeFile, announce s
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// pieceLength is a power of two from 256 KiB that cuts total into at
+// most 1,024 pieces: enough to spread a big artifact over many peers at
+// once, few enough that the work per piece (hashing, requests, the meta's
+// piece hashes) stays small.
+func pieceLength(total int64) int64 {
+	n := int64(256 << 10)
+	for total > 1024*n {
+		n <<= 1
+	}
+	return n
 }
 
 // torrentOf parses the torrent in a meta and checks that it describes
@@ -102,18 +107,8 @@ func torrentOf(meta *clusterv1.CodeMeta) (*metainfo.MetaInfo, *metainfo.Info, er
 	return mi, &info, nil
 }
 
-// newStorage keeps a torrent's files directly in dir, under their names.
-func newStorage(dir string, pc storage.PieceCompletion) storage.ClientImplCloser {
-	return storage.NewFileOpts(storage.NewFileClientOpts{
-		ClientBaseDir:   dir,
-		FilePathMaker:   func(o storage.FilePathMakerOpts) string { return filepath.Join(o.File.BestPath()...) },
-		PieceCompletion: pc,
-		UsePartFiles:    noPartFiles,
-	})
-}
-
 // spec is how a torrent is added to the client.
-func spec(mi *metainfo.MetaInfo, st storage.ClientImplCloser, seed bool) (*torrent.TorrentSpec, error) {
+func spec(mi *metainfo.MetaInfo, st storage.ClientImpl, seed bool) (*torrent.TorrentSpec, error) {
 	s, err := torrent.TorrentSpecFromMetaInfoErr(mi)
 	if err != nil {
 		return nil, fmt.Errorf("%w: torrent: %v", codedistributor.ErrCorrupt, err)

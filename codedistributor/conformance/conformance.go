@@ -178,18 +178,23 @@ func (e *Env) Node() *Node {
 // installs it in n's store and registers n as a replica, as a submitting
 // leader does.
 func (e *Env) Publish(n *Node, id string, size int) (codedistributor.Code, []byte) {
-	t := e.t
 	data := make([]byte, size)
 	if _, err := rand.Read(data); err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
+	return e.PublishData(n, id, data), data
+}
+
+// PublishData is Publish with the artifact's bytes given.
+func (e *Env) PublishData(n *Node, id string, data []byte) codedistributor.Code {
+	t := e.t
 	code := e.Install(n, codedistributor.Code{TopologyID: id}, data)
 	if _, err := e.Session.Conn().Create(e.Session.Paths().Distribution(id),
 		cluster.Encode(&clusterv1.CodeDistribution{CodeMetaDigest: code.Digest}), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	e.Register(n, code)
-	return code, data
+	return code
 }
 
 // Install puts a bundle holding data into n's store through n's backend
