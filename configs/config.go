@@ -39,6 +39,8 @@ const (
 	KeyHDFSKerberosKeytab     = "hdfs.kerberos.keytab"
 	KeyBittorrentPort         = "bittorrent.port"
 	KeyBittorrentTrackerURL   = "bittorrent.tracker.url"
+	KeyBittorrentMaxUpload    = "bittorrent.max.upload.rate"
+	KeyBittorrentMaxDownload  = "bittorrent.max.download.rate"
 	KeyLogLevel               = "log.level"
 	KeyLogFormat              = "log.format"
 )
@@ -124,8 +126,10 @@ type Config struct {
 	HDFSKerberosPrincipal string   // hdfs.kerberos.principal: reserved, must be empty
 	HDFSKerberosKeytab    string   // hdfs.kerberos.keytab: reserved, must be empty
 
-	BittorrentPort       int    // bittorrent.port: 0 picks a free port
-	BittorrentTrackerURL string // bittorrent.tracker.url: http, https or udp; empty = no tracker
+	BittorrentPort        int    // bittorrent.port: 0 picks a free port
+	BittorrentTrackerURL  string // bittorrent.tracker.url: http, https or udp; empty = no tracker
+	BittorrentMaxUpload   int    // bittorrent.max.upload.rate: KiB/s; 0 = unlimited
+	BittorrentMaxDownload int    // bittorrent.max.download.rate: KiB/s; 0 = unlimited
 
 	LogLevel  string // log.level: debug, info, warn, error
 	LogFormat string // log.format: text, json
@@ -214,6 +218,8 @@ var fields = []field{
 	{KeyHDFSKerberosKeytab, 0, "reserved: Kerberos is not yet supported", func(c *Config) any { return &c.HDFSKerberosKeytab }},
 	{KeyBittorrentPort, 0, "BitTorrent listen port (0 picks a free port)", func(c *Config) any { return &c.BittorrentPort }},
 	{KeyBittorrentTrackerURL, 0, "BitTorrent tracker URL (http, https or udp); empty = no tracker", func(c *Config) any { return &c.BittorrentTrackerURL }},
+	{KeyBittorrentMaxUpload, 0, "BitTorrent upload limit in KiB/s (0 = unlimited)", func(c *Config) any { return &c.BittorrentMaxUpload }},
+	{KeyBittorrentMaxDownload, 0, "BitTorrent download limit in KiB/s (0 = unlimited)", func(c *Config) any { return &c.BittorrentMaxDownload }},
 	{KeyLogLevel, 0, "log level: debug, info, warn or error", func(c *Config) any { return &c.LogLevel }},
 	{KeyLogFormat, 0, "log format: text or json", func(c *Config) any { return &c.LogFormat }},
 }

@@ -372,6 +372,8 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{KeyBittorrentTrackerURL, func(c *Config) { c.BittorrentTrackerURL = "ftp://tracker/announce" }},
 		{KeyBittorrentTrackerURL, func(c *Config) { c.BittorrentTrackerURL = "http://" }},
 		{KeyBittorrentTrackerURL, func(c *Config) { c.BittorrentTrackerURL = "::bad" }},
+		{KeyBittorrentMaxUpload, func(c *Config) { c.BittorrentMaxUpload = -1 }},
+		{KeyBittorrentMaxDownload, func(c *Config) { c.BittorrentMaxDownload = -5 }},
 		{KeyLogLevel, func(c *Config) { c.LogLevel = "trace" }},
 		{KeyLogFormat, func(c *Config) { c.LogFormat = "xml" }},
 	} {

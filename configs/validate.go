@@ -107,6 +107,8 @@ func (c *Config) Validate() error {
 	// BitTorrent.
 	add(inRange(KeyBittorrentPort, c.BittorrentPort, 0, 65535))
 	add(checkTrackerURL(c.BittorrentTrackerURL))
+	add(inRange(KeyBittorrentMaxUpload, c.BittorrentMaxUpload, 0, 1<<30))
+	add(inRange(KeyBittorrentMaxDownload, c.BittorrentMaxDownload, 0, 1<<30))
 
 	// Logging.
 	add(oneOf(KeyLogLevel, c.LogLevel, "debug", "info", "warn", "error"))

@@ -17,6 +17,7 @@ import (
 	pp "github.com/anacrolix/torrent/peer_protocol"
 	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
 
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
@@ -92,6 +93,12 @@ func New(p codedistributor.Params) (codedistributor.Distributor, error) {
 	cc.Extensions = pp.NewPeerExtensionBytes(pp.ExtensionBitLtep, pp.ExtensionBitFast) // no DHT
 	// The library reports at warning level what is routine for it.
 	cc.Slogger = slog.New(minLevel{p.Logger.With("library", "anacrolix/torrent").Handler(), slog.LevelError})
+	if cfg.BittorrentMaxUpload > 0 {
+		cc.UploadRateLimiter = limiter(cfg.BittorrentMaxUpload)
+	}
+	if cfg.BittorrentMaxDownload > 0 {
+		cc.DownloadRateLimiter = limiter(cfg.BittorrentMaxDownload)
+	}
 	cl, err := torrent.NewClient(cc)
 	if err != nil {
 		return nil, fmt.Errorf("bittorrent: listen on bittorrent.port %d: %w", cfg.BittorrentPort, err)
@@ -230,6 +237,11 @@ func (d *distributor) Upload(_ context.Context, dir string, code codedistributor
 		Files:       code.Meta.GetFiles(),
 		BackendMeta: data,
 	}, nil
+}
+
+// limiter allows kibps KiB/s, in bursts of a request or more.
+func limiter(kibps int) *rate.Limiter {
+	return rate.NewLimiter(rate.Limit(kibps<<10), max(kibps<<10, 2*chunkSize))
 }
 
 // minLevel drops records below a level.

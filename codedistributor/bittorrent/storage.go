@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/anacrolix/torrent/metainfo"
 	"github.com/anacrolix/torrent/storage"
@@ -21,6 +22,13 @@ import (
 // A seed's storage opens the store's files read-only and reports every
 // piece complete: the store verified them. A download's storage starts
 // with no piece complete, so nothing is hashed before it arrives.
+//
+// Files are opened twice: for writing (downloads only), closed when the
+// torrent is dropped, and for reading, closed readGrace later. The
+// library may still serve a peer's request from a torrent it is dropping,
+// and a read that fails then crashes it (anacrolix/torrent v1.61.0,
+// PeerConn.servePeerRequest); a read-only descriptor neither stops a
+// program from running nor survives long.
 type fileStorage struct {
 	dir  string
 	seed bool
@@ -32,19 +40,25 @@ func (s fileStorage) Close() error { return nil }
 
 func (s fileStorage) OpenTorrent(_ context.Context, info *metainfo.Info, _ metainfo.Hash) (storage.TorrentImpl, error) {
 	t := &torrentFiles{seed: s.seed, complete: make([]bool, info.NumPieces())}
-	flag := os.O_RDWR | os.O_CREATE
-	if s.seed {
-		flag = os.O_RDONLY
-	}
 	var off int64
 	for _, f := range info.UpvertedFiles() {
-		path := f.BestPath() // one plain name: torrentOf checked
-		fh, err := os.OpenFile(filepath.Join(s.dir, filepath.Join(path...)), flag, 0o644)
+		path := filepath.Join(s.dir, filepath.Join(f.BestPath()...)) // one plain name: torrentOf checked
+		sp := span{off: off, length: f.Length}
+		var err error
+		if !s.seed {
+			sp.w, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+		}
+		if err == nil {
+			sp.r, err = os.Open(path)
+		}
 		if err != nil {
-			t.close()
+			if sp.w != nil {
+				sp.w.Close()
+			}
+			t.closeNow()
 			return storage.TorrentImpl{}, fmt.Errorf("bittorrent: %w", err)
 		}
-		t.files = append(t.files, span{file: fh, off: off, length: f.Length})
+		t.files = append(t.files, sp)
 		off += f.Length
 	}
 	for i := range t.complete {
@@ -63,17 +77,30 @@ type torrentFiles struct {
 }
 
 type span struct {
-	file   *os.File
-	off    int64 // in the torrent
+	r, w   *os.File // w is nil for a seed
+	off    int64    // in the torrent
 	length int64
 }
 
+// readGrace is how long a dropped torrent's files stay readable.
+const readGrace = 10 * time.Second
+
+// close closes the files for writing now, for reading after readGrace.
 func (t *torrentFiles) close() error {
 	var errs []error
 	for _, s := range t.files {
-		errs = append(errs, s.file.Close())
+		if s.w != nil {
+			errs = append(errs, s.w.Close())
+		}
 	}
+	time.AfterFunc(readGrace, func() { t.closeNow() })
 	return errors.Join(errs...)
+}
+
+func (t *torrentFiles) closeNow() {
+	for _, s := range t.files {
+		s.r.Close()
+	}
 }
 
 func (t *torrentFiles) piece(p metainfo.Piece) storage.PieceImpl {
@@ -82,7 +109,7 @@ func (t *torrentFiles) piece(p metainfo.Piece) storage.PieceImpl {
 
 // each calls f for the part of every file that [off, off+n) covers, with
 // the file, the offset in it, and the range of b.
-func (t *torrentFiles) each(off int64, n int, f func(file *os.File, at int64, lo, hi int) (int, error)) (int, error) {
+func (t *torrentFiles) each(off int64, n int, write bool, f func(file *os.File, at int64, lo, hi int) (int, error)) (int, error) {
 	done := 0
 	for _, s := range t.files {
 		if done == n {
@@ -93,7 +120,11 @@ func (t *torrentFiles) each(off int64, n int, f func(file *os.File, at int64, lo
 			continue
 		}
 		hi := done + int(min(int64(n-done), s.off+s.length-pos))
-		k, err := f(s.file, pos-s.off, done, hi)
+		file := s.r
+		if write {
+			file = s.w
+		}
+		k, err := f(file, pos-s.off, done, hi)
 		done += k
 		if err != nil {
 			return done, err
@@ -113,7 +144,7 @@ type piece struct {
 }
 
 func (p *piece) ReadAt(b []byte, off int64) (int, error) {
-	return p.t.each(p.off+off, len(b), func(f *os.File, at int64, lo, hi int) (int, error) {
+	return p.t.each(p.off+off, len(b), false, func(f *os.File, at int64, lo, hi int) (int, error) {
 		return f.ReadAt(b[lo:hi], at)
 	})
 }
@@ -122,7 +153,7 @@ func (p *piece) WriteAt(b []byte, off int64) (int, error) {
 	if p.t.seed {
 		return 0, errReadOnly
 	}
-	return p.t.each(p.off+off, len(b), func(f *os.File, at int64, lo, hi int) (int, error) {
+	return p.t.each(p.off+off, len(b), true, func(f *os.File, at int64, lo, hi int) (int, error) {
 		return f.WriteAt(b[lo:hi], at)
 	})
 }

@@ -58,6 +58,12 @@ func makeTorrent(dir, topologyID string, files []*clusterv1.CodeFile, announce s
 	return buf.Bytes(), nil
 }
 
+// chunkSize is what a peer asks for at a time: 4x the usual 16 KiB, as
+// the per-request work is most of what moving a piece costs. Every node
+// of the cluster serves requests this big; ordinary clients that join
+// through a tracker may not, and then serve nobody but themselves.
+const chunkSize = 64 << 10
+
 // pieceLength is a power of two from 256 KiB that cuts total into at
 // most 1,024 pieces: enough to spread a big artifact over many peers at
 // once, few enough that the work per piece (hashing, requests, the meta's
@@ -114,6 +120,7 @@ func spec(mi *metainfo.MetaInfo, st storage.ClientImpl, seed bool) (*torrent.Tor
 		return nil, fmt.Errorf("%w: torrent: %v", codedistributor.ErrCorrupt, err)
 	}
 	s.Storage = st
+	s.ChunkSize = chunkSize
 	// A seed reads the store and never writes it.
 	s.DisallowDataDownload = seed
 	return s, nil
