@@ -62,7 +62,7 @@ func (f *Fetcher) Fetch(ctx context.Context, topologyID string, digest []byte) e
 	for _, file := range code.Meta.GetFiles() {
 		size += file.GetSize()
 	}
-	p.Logger.Info("code fetched", "topology", topologyID, "bytes", size, "elapsed", time.Since(start).Round(time.Millisecond))
+	p.Logger.Info("code fetched", "component", "codedistributor", "topology", topologyID, "bytes", size, "elapsed", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

@@ -131,9 +131,6 @@ func New(p codedistributor.Params) (codedistributor.Distributor, error) {
 	return d, nil
 }
 
-// Addr is the address other peers dial.
-func (d *distributor) Addr() string { return d.addr }
-
 // Cleanup stops seeding the topology here, never seeds it again, and
 // removes its swarm from ZooKeeper. The nodes' stores drop their copies on
 // their own once the topology is gone.

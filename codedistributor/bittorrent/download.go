@@ -26,7 +26,7 @@ func (d *distributor) Download(ctx context.Context, dir string, code codedistrib
 	if err != nil {
 		return err
 	}
-	s, err := spec(mi, fileStorage{dir: dir}, false)
+	s, err := spec(mi, fileStorage{dir: dir})
 	if err != nil {
 		return err
 	}
@@ -35,8 +35,17 @@ func (d *distributor) Download(ctx context.Context, dir string, code codedistrib
 		return err
 	}
 	start := time.Now()
+	// The library stops a download whose write failed (a full disk, say)
+	// and says no more: fail at once with the cause.
+	writeErr := make(chan error, 1)
+	a.t.SetOnWriteChunkError(func(err error) {
+		select {
+		case writeErr <- err:
+		default:
+		}
+	})
 	a.t.DownloadAll()
-	err = d.await(ctx, code.TopologyID, a)
+	err = d.await(ctx, code.TopologyID, a, writeErr)
 	// Dropping closes the files before anyone reads or moves them.
 	d.drop(code.TopologyID, a)
 	if err != nil {
@@ -60,7 +69,7 @@ func (d *distributor) Download(ctx context.Context, dir string, code codedistrib
 // await returns when a's download completes, ctx ends, or nobody can
 // finish it: nobody else in the swarm for aloneFor, or no progress for
 // stalledFor. Pieces that failed their check make the failure ErrCorrupt.
-func (d *distributor) await(ctx context.Context, topologyID string, a *active) error {
+func (d *distributor) await(ctx context.Context, topologyID string, a *active, writeErr <-chan error) error {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	var completed int64
@@ -71,6 +80,8 @@ func (d *distributor) await(ctx context.Context, topologyID string, a *active) e
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
+		case err := <-writeErr:
+			return fmt.Errorf("bittorrent: write the code of %s: %w", topologyID, err)
 		case <-a.t.Closed():
 			return fmt.Errorf("bittorrent: download of %s stopped (closing, or replaced)", topologyID)
 		case now := <-tick.C:

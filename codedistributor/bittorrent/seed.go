@@ -48,6 +48,9 @@ func (d *distributor) reseed(rejected map[string]string) {
 	}
 	held := make(map[string]bool, len(ids))
 	for _, id := range ids {
+		if d.ctx.Err() != nil {
+			return
+		}
 		held[id] = true
 		fp, err := fingerprint(store.Dir(id))
 		if err != nil || rejected[id] == fp {
@@ -63,18 +66,20 @@ func (d *distributor) reseed(rejected map[string]string) {
 		if err == nil {
 			continue
 		}
-		rejected[id] = fp
 		if a != nil {
 			d.drop(id, a)
 		}
 		switch {
 		case errors.Is(err, errOtherBackend):
-		case errors.Is(err, codedistributor.ErrCorrupt) && a != nil:
-			d.p.Logger.Error("stopped seeding code that no longer verifies", "topology", id, "err", err)
+			rejected[id] = fp
+		case errors.Is(err, codedistributor.ErrCorrupt):
+			// Not again until the bundle changes: its owner re-fetches it.
+			rejected[id] = fp
+			d.p.Logger.Error("not seeding code that does not verify", "topology", id, "err", err)
 			if d.p.OnCorrupt != nil {
 				d.p.OnCorrupt(id)
 			}
-		default:
+		default: // tried again on the next pass
 			d.p.Logger.Warn("cannot seed code", "topology", id, "err", err)
 		}
 	}
@@ -114,13 +119,15 @@ func (d *distributor) seed(id, fp string) error {
 	if err != nil {
 		return err
 	}
-	s, err := spec(mi, fileStorage{dir: store.Dir(id), seed: true}, true)
+	s, err := spec(mi, fileStorage{dir: store.Dir(id), seed: true})
 	if err != nil {
 		return err
 	}
-	if _, err := d.add(id, s, fp); err != nil {
+	a, err := d.add(id, s, fp)
+	if err != nil {
 		return err
 	}
+	a.t.DisallowDataDownload() // the option in the spec is not read by v1.61.0
 	d.p.Logger.Debug("seeding", "topology", id, "infohash", mi.HashInfoBytes().HexString())
 	return nil
 }

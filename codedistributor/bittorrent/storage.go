@@ -51,14 +51,11 @@ func (s fileStorage) OpenTorrent(_ context.Context, info *metainfo.Info, _ metai
 		if err == nil {
 			sp.r, err = os.Open(path)
 		}
+		t.files = append(t.files, sp)
 		if err != nil {
-			if sp.w != nil {
-				sp.w.Close()
-			}
 			t.closeNow()
 			return storage.TorrentImpl{}, fmt.Errorf("bittorrent: %w", err)
 		}
-		t.files = append(t.files, sp)
 		off += f.Length
 	}
 	for i := range t.complete {
@@ -99,7 +96,11 @@ func (t *torrentFiles) close() error {
 
 func (t *torrentFiles) closeNow() {
 	for _, s := range t.files {
-		s.r.Close()
+		for _, f := range []*os.File{s.r, s.w} {
+			if f != nil {
+				f.Close()
+			}
+		}
 	}
 }
 

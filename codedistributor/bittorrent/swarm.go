@@ -26,27 +26,29 @@ func createSwarm(sess *cluster.Session, topologyID string) error {
 	return nil
 }
 
-// removeSwarm deletes a topology's swarm directory and its members.
+// removeSwarm deletes a topology's swarm directory and its members in
+// one transaction: members re-register as soon as their node goes, so
+// deleting them one by one could go on for ever.
 func removeSwarm(sess *cluster.Session, topologyID string) error {
 	conn, dir := sess.Conn(), sess.Paths().Swarm(topologyID)
-	for range 3 { // members may register meanwhile
-		members, _, err := conn.Children(dir)
+	for range 3 { // a member may join between the listing and the delete
+		members, stat, err := conn.Children(dir)
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
+		ops := make([]any, 0, len(members)+1)
 		for _, m := range members {
-			if err := conn.Delete(dir+"/"+m, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
-				return err
-			}
+			ops = append(ops, &zk.DeleteRequest{Path: dir + "/" + m, Version: -1})
 		}
-		err = conn.Delete(dir, -1)
+		ops = append(ops, &zk.DeleteRequest{Path: dir, Version: stat.Version})
+		_, err = conn.Multi(ops...)
 		if err == nil || errors.Is(err, zk.ErrNoNode) {
 			return nil
 		}
-		if !errors.Is(err, zk.ErrNotEmpty) {
+		if !errors.Is(err, zk.ErrNotEmpty) && !errors.Is(err, zk.ErrBadVersion) {
 			return err
 		}
 	}

@@ -114,14 +114,12 @@ func torrentOf(meta *clusterv1.CodeMeta) (*metainfo.MetaInfo, *metainfo.Info, er
 }
 
 // spec is how a torrent is added to the client.
-func spec(mi *metainfo.MetaInfo, st storage.ClientImpl, seed bool) (*torrent.TorrentSpec, error) {
+func spec(mi *metainfo.MetaInfo, st storage.ClientImpl) (*torrent.TorrentSpec, error) {
 	s, err := torrent.TorrentSpecFromMetaInfoErr(mi)
 	if err != nil {
 		return nil, fmt.Errorf("%w: torrent: %v", codedistributor.ErrCorrupt, err)
 	}
 	s.Storage = st
 	s.ChunkSize = chunkSize
-	// A seed reads the store and never writes it.
-	s.DisallowDataDownload = seed
 	return s, nil
 }
