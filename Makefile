@@ -68,6 +68,7 @@ bench: test-deps build
 	$(GO) test ./bench -run "^$$" -bench "Failover|Submit$$" -benchtime 1x -timeout 30m -args -trials 20 -submit-trials 10 -reassign-trials 5
 	$(GO) test ./bench -run "^$$" -bench SubmitHDFS -benchtime 1x -timeout 30m -args -submit-trials 5
 	$(GO) test ./bench -run "^$$" -bench Schedule -benchtime 20x -benchmem
+	$(GO) test ./bench -run "^$$" -bench Distribute -benchtime 1x -timeout 40m -args -distribute-trials 3
 
 clean:
 	rm -rf bin .quickstart
