@@ -173,7 +173,7 @@ func benchDistribute(b *testing.B, bins integration.Binaries, zkAddr, name, back
 	if uplinkMbit > 0 {
 		ports := []int{port(b, leader.Addr())}
 		if backend == "bittorrent" {
-			ports = append(ports, port(b, torrentAddr(b, leader)))
+			ports = append(ports, port(b, leader.TorrentAddr()))
 		}
 		undo, err := shapeUplink(uplinkMbit, ports...)
 		if err != nil {
@@ -652,21 +652,4 @@ func port(b *testing.B, addr string) int {
 		b.Fatalf("no port in %q", addr)
 	}
 	return n
-}
-
-// torrentAddr is the address p's BitTorrent client listens on, from the
-// line its daemon logs before it is ready.
-func torrentAddr(b *testing.B, p *integration.Process) string {
-	data, err := os.ReadFile(p.LogPath)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		var entry struct{ Msg, Addr string }
-		if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == "bittorrent peer listening" {
-			return entry.Addr
-		}
-	}
-	b.Fatalf("%s logged no BitTorrent address", p.Name)
-	return ""
 }

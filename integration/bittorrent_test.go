@@ -1,11 +1,9 @@
 package integration
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -51,7 +49,7 @@ func TestBitTorrentDistributionSurvivesLeaderCrash(t *testing.T) {
 	}
 	peerOf := map[string]*Process{} // torrent address: process
 	for _, p := range append(slices.Clone(ps), sups...) {
-		peerOf[torrentAddr(t, p)] = p
+		peerOf[p.TorrentAddr()] = p
 	}
 	conn := zkConn(t, z.Addr())
 	cl := newClient(t, ps...)
@@ -146,30 +144,6 @@ func TestBitTorrentDistributionSurvivesLeaderCrash(t *testing.T) {
 		}
 		return nil
 	})
-}
-
-// torrentAddr is the address p's BitTorrent peer listens on, from its
-// log; the line comes before the ready line.
-func torrentAddr(t *testing.T, p *Process) string {
-	t.Helper()
-	f, err := os.Open(p.LogPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		var entry struct {
-			Msg  string `json:"msg"`
-			Addr string `json:"addr"`
-		}
-		if json.Unmarshal(sc.Bytes(), &entry) == nil && entry.Msg == "bittorrent peer listening" {
-			return entry.Addr
-		}
-	}
-	t.Fatalf("%s logged no BitTorrent address\n%s", p.Name, p.Tail(30))
-	return ""
 }
 
 // swarmMembers lists the torrent addresses registered in a topology's

@@ -30,6 +30,7 @@ type Process struct {
 	addr        string
 	metricsAddr string
 	id          string
+	torrentAddr string
 	exitErr     error
 }
 
@@ -90,7 +91,15 @@ func (p *Process) scan(r io.Reader, w io.Writer) {
 			Metrics string `json:"metrics"`
 			ID      string `json:"id"`
 		}
-		if json.Unmarshal(line, &entry) == nil && strings.HasSuffix(entry.Msg, " ready") {
+		if json.Unmarshal(line, &entry) != nil {
+			continue
+		}
+		if entry.Msg == "bittorrent peer listening" { // logged before the ready line
+			p.mu.Lock()
+			p.torrentAddr = entry.Addr
+			p.mu.Unlock()
+		}
+		if strings.HasSuffix(entry.Msg, " ready") {
 			p.mu.Lock()
 			first := !p.isReady
 			p.isReady = true
@@ -127,6 +136,14 @@ func (p *Process) MetricsAddr() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.metricsAddr
+}
+
+// TorrentAddr is the address its BitTorrent peer listens on, with
+// storm.codedistributor.class bittorrent; "" otherwise.
+func (p *Process) TorrentAddr() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.torrentAddr
 }
 
 // Pid is the process id.
