@@ -84,9 +84,11 @@ func (r *ReplicaCache) Run(ctx context.Context) error {
 			r.mu.Unlock()
 			wg.Go(func() { _ = c.Run(cctx) })
 			wg.Go(func() { // forward the child's changes
+				changed := c.Changed()
 				for {
 					select {
-					case <-c.Changed():
+					case <-changed:
+						changed = c.Changed() // before notifying: no change goes unseen
 						r.notify()
 					case <-cctx.Done():
 						return

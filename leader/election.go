@@ -143,11 +143,12 @@ func (e *Election) Changed() <-chan struct{} {
 // ends. Callers wait for the term to end before awaiting the next one.
 func (e *Election) Await(ctx context.Context) (*Term, error) {
 	for {
+		changed := e.Changed() // before Current: no change goes unseen
 		if t := e.Current(); t != nil {
 			return t, nil
 		}
 		select {
-		case <-e.Changed():
+		case <-changed:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}

@@ -51,6 +51,7 @@ func (s *Server) lead(term *leader.Term) {
 	for {
 		supsChanged, assignmentsChanged := s.view.supervisors.Changed(), s.view.assignments.Changed()
 		stormsChanged, distsChanged := s.view.storms.Changed(), s.view.replicas.Changed()
+		nimbusesChanged := s.view.nimbuses.Changed()
 		now := time.Now()
 		var next time.Time
 		storms := s.view.storms.Snapshot()
@@ -119,7 +120,7 @@ func (s *Server) lead(term *leader.Term) {
 			return
 		case <-stormsChanged:
 		case <-distsChanged:
-		case <-s.nimbusesChanged():
+		case <-nimbusesChanged:
 		case <-s.actions:
 		case <-timer:
 		case <-supsChanged:

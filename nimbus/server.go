@@ -255,7 +255,10 @@ func (s *Server) Start(ctx context.Context) (err error) {
 func (s *Server) watchStatus(ctx context.Context, v *view, m *metrics) {
 	var lastEpoch int64 // zero: no leader seen yet
 	for {
+		// Take every wake-up channel before reading what it guards: a
+		// change in between would otherwise go unseen until the next one.
 		state, _, sessChanged := s.sess.State()
+		elected, locks, nimbuses := s.election.Changed(), v.locks.Changed(), v.nimbuses.Changed()
 		connected := state == zk.StateHasSession
 		loaded := isClosed(v.nimbuses.Loaded()) && isClosed(v.locks.Loaded()) && isClosed(v.storms.Loaded())
 		setServing(s.health, "", connected && loaded)
@@ -280,9 +283,9 @@ func (s *Server) watchStatus(ctx context.Context, v *view, m *metrics) {
 		case <-ctx.Done():
 			return
 		case <-sessChanged:
-		case <-s.election.Changed():
-		case <-v.locks.Changed(): // also closed when a cache loads
-		case <-v.nimbuses.Changed():
+		case <-elected:
+		case <-locks: // also closed when a cache loads
+		case <-nimbuses:
 		}
 	}
 }
@@ -308,10 +311,6 @@ func (s *Server) ReadyNotify() <-chan struct{} { return s.ready }
 
 // Err delivers a fatal error from a listener; the caller should Close.
 func (s *Server) Err() <-chan error { return s.errc }
-
-// nimbusesChanged wakes the leader loop when nimbuses come and go, which
-// changes how many standbys could take over.
-func (s *Server) nimbusesChanged() <-chan struct{} { return s.view.nimbuses.Changed() }
 
 func (s *Server) fail(err error) {
 	select {
