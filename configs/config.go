@@ -41,6 +41,7 @@ const (
 	KeyBittorrentTrackerURL   = "bittorrent.tracker.url"
 	KeyBittorrentMaxUpload    = "bittorrent.max.upload.rate"
 	KeyBittorrentMaxDownload  = "bittorrent.max.download.rate"
+	KeyBittorrentSeedPeers    = "bittorrent.seed.max.peers"
 	KeyLogLevel               = "log.level"
 	KeyLogFormat              = "log.format"
 )
@@ -70,6 +71,7 @@ const (
 	DefaultWorkerShutdownSleep    = 3 * time.Second
 	DefaultHDFSStormDir           = "/storm"
 	DefaultBittorrentPort         = 6881
+	DefaultBittorrentSeedPeers    = 2
 	DefaultLogLevel               = "info"
 	DefaultLogFormat              = "text"
 )
@@ -130,6 +132,7 @@ type Config struct {
 	BittorrentTrackerURL  string // bittorrent.tracker.url: http, https or udp; empty = no tracker
 	BittorrentMaxUpload   int    // bittorrent.max.upload.rate: KiB/s; 0 = unlimited
 	BittorrentMaxDownload int    // bittorrent.max.download.rate: KiB/s; 0 = unlimited
+	BittorrentSeedPeers   int    // bittorrent.seed.max.peers: downloaders a seed serves at once, per topology
 
 	LogLevel  string // log.level: debug, info, warn, error
 	LogFormat string // log.format: text, json
@@ -165,6 +168,7 @@ func Default() *Config {
 		HDFSStormDir:           DefaultHDFSStormDir,
 		HDFSNamenodeAddresses:  []string{},
 		BittorrentPort:         DefaultBittorrentPort,
+		BittorrentSeedPeers:    DefaultBittorrentSeedPeers,
 		LogLevel:               DefaultLogLevel,
 		LogFormat:              DefaultLogFormat,
 	}
@@ -220,6 +224,7 @@ var fields = []field{
 	{KeyBittorrentTrackerURL, 0, "BitTorrent tracker URL (http, https or udp); empty = no tracker", func(c *Config) any { return &c.BittorrentTrackerURL }},
 	{KeyBittorrentMaxUpload, 0, "BitTorrent upload limit in KiB/s (0 = unlimited)", func(c *Config) any { return &c.BittorrentMaxUpload }},
 	{KeyBittorrentMaxDownload, 0, "BitTorrent download limit in KiB/s (0 = unlimited)", func(c *Config) any { return &c.BittorrentMaxDownload }},
+	{KeyBittorrentSeedPeers, 0, "downloaders a BitTorrent seed serves at once, per topology", func(c *Config) any { return &c.BittorrentSeedPeers }},
 	{KeyLogLevel, 0, "log level: debug, info, warn or error", func(c *Config) any { return &c.LogLevel }},
 	{KeyLogFormat, 0, "log format: text or json", func(c *Config) any { return &c.LogFormat }},
 }

@@ -374,6 +374,7 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{KeyBittorrentTrackerURL, func(c *Config) { c.BittorrentTrackerURL = "::bad" }},
 		{KeyBittorrentMaxUpload, func(c *Config) { c.BittorrentMaxUpload = -1 }},
 		{KeyBittorrentMaxDownload, func(c *Config) { c.BittorrentMaxDownload = -5 }},
+		{KeyBittorrentSeedPeers, func(c *Config) { c.BittorrentSeedPeers = 0 }},
 		{KeyLogLevel, func(c *Config) { c.LogLevel = "trace" }},
 		{KeyLogFormat, func(c *Config) { c.LogFormat = "xml" }},
 	} {

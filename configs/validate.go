@@ -109,6 +109,7 @@ func (c *Config) Validate() error {
 	add(checkTrackerURL(c.BittorrentTrackerURL))
 	add(inRange(KeyBittorrentMaxUpload, c.BittorrentMaxUpload, 0, 1<<30))
 	add(inRange(KeyBittorrentMaxDownload, c.BittorrentMaxDownload, 0, 1<<30))
+	add(inRange(KeyBittorrentSeedPeers, c.BittorrentSeedPeers, 1, 1000))
 
 	// Logging.
 	add(oneOf(KeyLogLevel, c.LogLevel, "debug", "info", "warn", "error"))

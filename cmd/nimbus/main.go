@@ -21,7 +21,7 @@ var flagKeys = []string{
 	"topology.min.replication.count", "topology.max.replication.wait.time.sec",
 	"nimbus.code.sync.freq.secs", "nimbus.max.artifact.bytes", "topology.message.timeout.secs",
 	"nimbus.monitor.freq.secs", "nimbus.supervisor.timeout.secs", "bittorrent.port", "bittorrent.tracker.url",
-	"bittorrent.max.upload.rate", "bittorrent.max.download.rate",
+	"bittorrent.max.upload.rate", "bittorrent.max.download.rate", "bittorrent.seed.max.peers",
 }
 
 func main() { os.Exit(run(os.Args[1:], os.Stderr)) }

@@ -19,7 +19,7 @@ var flagKeys = []string{
 	"storm.local.hostname", "supervisor.slots.ports", "supervisor.heartbeat.frequency.secs",
 	"supervisor.worker.shutdown.sleep.secs", "storm.codedistributor.class", "log.level", "log.format",
 	"bittorrent.port", "bittorrent.tracker.url",
-	"bittorrent.max.upload.rate", "bittorrent.max.download.rate",
+	"bittorrent.max.upload.rate", "bittorrent.max.download.rate", "bittorrent.seed.max.peers",
 }
 
 func main() { os.Exit(run(os.Args[1:], os.Stderr)) }

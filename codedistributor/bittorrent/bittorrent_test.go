@@ -1,13 +1,17 @@
 package bittorrent_test
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/nimbusha/nimbus/codedistributor"
 	"github.com/nimbusha/nimbus/codedistributor/bittorrent"
@@ -78,5 +82,60 @@ func TestDownloadedProgramRuns(t *testing.T) {
 	}
 	if out, err := exec.Command(path).CombinedOutput(); err != nil {
 		t.Fatalf("run the downloaded program: %v %s", err, out)
+	}
+}
+
+// A seed serves at most bittorrent.seed.max.peers downloaders at once;
+// the others still finish, from those and from each other.
+func TestSeedServesAFewDownloadersAtOnce(t *testing.T) {
+	e := conformance.NewEnv(t, bittorrent.Name, func(cfg *configs.Config) {
+		cfg.BittorrentPort = 0
+		cfg.BittorrentSeedPeers = 1
+	})
+	seed := e.Node()
+	code, data := e.Publish(seed, "fanout-1-1", 16<<20)
+	testenv.WaitFor(t, 10*time.Second, "the uploader seeds", func() error {
+		if m, _, err := e.Session.Conn().Children(e.Session.Paths().Swarm(code.TopologyID)); err != nil || len(m) != 1 {
+			return fmt.Errorf("swarm members %v (%v)", m, err)
+		}
+		return nil
+	})
+
+	var most atomic.Int32
+	watching, stop := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watching)
+		for {
+			if n := int32(bittorrent.Connections(seed.Dist, code.TopologyID)); n > most.Load() {
+				most.Store(n)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	var downloads errgroup.Group
+	var nodes []*conformance.Node
+	for range 4 {
+		n := e.Node()
+		nodes = append(nodes, n)
+		downloads.Go(func() error { return n.Fetcher.Fetch(t.Context(), code.TopologyID, code.Digest) })
+	}
+	err := downloads.Wait()
+	close(stop)
+	<-watching
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		got, err := os.ReadFile(filepath.Join(n.Store.Dir(code.TopologyID), codedistributor.ArtifactFile))
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("a downloader holds %d bytes (%v), want the %d published", len(got), err, len(data))
+		}
+	}
+	if m := most.Load(); m != 1 {
+		t.Fatalf("the seed served %d downloaders at once at most, want 1 (bittorrent.seed.max.peers)", m)
 	}
 }

@@ -128,6 +128,11 @@ func (d *distributor) seed(id, fp string) error {
 		return err
 	}
 	a.t.DisallowDataDownload() // the option in the spec is not read by v1.61.0
+	// Every downloader wants what only the first seed has, and each asks
+	// it for up to a thousand blocks at once: served all together, the
+	// leader sends the code once per node. Serving a few at a time, the
+	// rest fetch from those and from each other.
+	a.t.SetMaxEstablishedConns(d.p.Config.BittorrentSeedPeers)
 	d.p.Logger.Debug("seeding", "topology", id, "infohash", mi.HashInfoBytes().HexString())
 	return nil
 }
