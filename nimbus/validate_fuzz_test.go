@@ -1,0 +1,529 @@
+package nimbus
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/nimbusha/nimbus/codedistributor"
+	"github.com/nimbusha/nimbus/configs"
+	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
+)
+
+// Fuzz targets for the validation of every request but the spec (see
+// fuzz_test.go for those): the unary requests, the CodeService requests,
+// the artifact part of a submission, and the string-level rules. Run one
+// for longer with: go test ./nimbus -run '^$' -fuzz '^FuzzValidateRequest$'
+
+// maxValidationErrorLen bounds a validation error: values are shown
+// truncated (showValue), so a huge request cannot make a huge error.
+const maxValidationErrorLen = 1024
+
+// checkValidationError fails t unless err is a *ValidationError whose
+// field is rooted at one of roots (the request's own field names), with a
+// reason, bounded, that toStatus sends as InvalidArgument with a
+// BadRequest detail naming the same field.
+func checkValidationError(t *testing.T, err error, roots ...string) *ValidationError {
+	t.Helper()
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("want a *ValidationError, got %v (%T)", err, err)
+	}
+	root := ve.Field
+	if i := strings.IndexAny(root, ".["); i >= 0 {
+		root = root[:i]
+	}
+	if !slices.Contains(roots, root) {
+		t.Fatalf("error %q names field %q, want one under %q", err, ve.Field, roots)
+	}
+	if ve.Reason == "" {
+		t.Fatalf("field %s: empty reason", ve.Field)
+	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, ve.Field+": ") || len(msg) > maxValidationErrorLen || !utf8.ValidString(msg) {
+		t.Fatalf("error (%d bytes) does not start with its field, is too long or is not UTF-8: %.200q", len(msg), msg)
+	}
+	st := status.Convert(toStatus(err))
+	if st.Code() != codes.InvalidArgument {
+		t.Fatalf("toStatus(%v) has code %v, want InvalidArgument", err, st.Code())
+	}
+	for _, d := range st.Details() {
+		if br, ok := d.(*errdetails.BadRequest); ok && len(br.GetFieldViolations()) == 1 &&
+			br.GetFieldViolations()[0].GetField() == ve.Field {
+			return ve
+		}
+	}
+	t.Fatalf("toStatus(%v) carries no BadRequest naming %s: %v", err, ve.Field, st.Details())
+	return nil
+}
+
+// checkSafeElement fails t unless p is one plain path element: joined to a
+// directory it names an entry of that directory.
+func checkSafeElement(t *testing.T, what, p string) {
+	t.Helper()
+	if p == "" || strings.ContainsAny(p, `/\`) || strings.Contains(p, "..") && what != "file" ||
+		!filepath.IsLocal(p) || filepath.Base(p) != p || filepath.Dir(filepath.Join("/code", p)) != "/code" {
+		t.Fatalf("accepted %s %q is not one safe path element", what, p)
+	}
+}
+
+// requestKind is one request type: how to make one, validate it, which
+// fields an error may name, and what must hold when it is accepted.
+type requestKind struct {
+	name     string
+	msg      func() proto.Message
+	validate func(proto.Message) error
+	fields   []string
+	accepted func(*testing.T, proto.Message)
+}
+
+func checkName(t *testing.T, name string) {
+	t.Helper()
+	checkSafeElement(t, "name", name)
+	if validateTopologyName("name", name) != nil {
+		t.Fatalf("accepted name %q fails validateTopologyName", name)
+	}
+}
+
+func checkWait(t *testing.T, w *int32) {
+	t.Helper()
+	if w != nil && (*w < 0 || *w > maxWaitSecs) {
+		t.Fatalf("accepted wait_secs %d", *w)
+	}
+}
+
+var requestKinds = []requestKind{
+	{
+		name:     "KillTopology",
+		msg:      func() proto.Message { return new(nimbusv1.KillTopologyRequest) },
+		validate: func(m proto.Message) error { return validateKill(m.(*nimbusv1.KillTopologyRequest)) },
+		fields:   []string{"name", "wait_secs"},
+		accepted: func(t *testing.T, m proto.Message) {
+			req := m.(*nimbusv1.KillTopologyRequest)
+			checkName(t, req.GetName())
+			checkWait(t, req.WaitSecs)
+		},
+	},
+	{
+		name:     "ActivateTopology",
+		msg:      func() proto.Message { return new(nimbusv1.ActivateTopologyRequest) },
+		validate: func(m proto.Message) error { return validateActivate(m.(*nimbusv1.ActivateTopologyRequest)) },
+		fields:   []string{"name"},
+		accepted: func(t *testing.T, m proto.Message) { checkName(t, m.(*nimbusv1.ActivateTopologyRequest).GetName()) },
+	},
+	{
+		name:     "DeactivateTopology",
+		msg:      func() proto.Message { return new(nimbusv1.DeactivateTopologyRequest) },
+		validate: func(m proto.Message) error { return validateDeactivate(m.(*nimbusv1.DeactivateTopologyRequest)) },
+		fields:   []string{"name"},
+		accepted: func(t *testing.T, m proto.Message) { checkName(t, m.(*nimbusv1.DeactivateTopologyRequest).GetName()) },
+	},
+	{
+		name:     "GetTopologyInfo",
+		msg:      func() proto.Message { return new(nimbusv1.GetTopologyInfoRequest) },
+		validate: func(m proto.Message) error { return validateGetTopologyInfo(m.(*nimbusv1.GetTopologyInfoRequest)) },
+		fields:   []string{"name"},
+		accepted: func(t *testing.T, m proto.Message) { checkName(t, m.(*nimbusv1.GetTopologyInfoRequest).GetName()) },
+	},
+	{
+		name:     "RebalanceTopology",
+		msg:      func() proto.Message { return new(nimbusv1.RebalanceTopologyRequest) },
+		validate: func(m proto.Message) error { return validateRebalance(m.(*nimbusv1.RebalanceTopologyRequest)) },
+		fields:   []string{"name", "wait_secs", "num_workers", "component_parallelism"},
+		accepted: func(t *testing.T, m proto.Message) {
+			req := m.(*nimbusv1.RebalanceTopologyRequest)
+			checkName(t, req.GetName())
+			checkWait(t, req.WaitSecs)
+			if req.NumWorkers != nil && (*req.NumWorkers < 1 || *req.NumWorkers > maxNumWorkers) {
+				t.Fatalf("accepted num_workers %d", *req.NumWorkers)
+			}
+			if n := len(req.GetComponentParallelism()); n > maxComponents {
+				t.Fatalf("accepted %d component_parallelism entries", n)
+			}
+			for id, p := range req.GetComponentParallelism() {
+				if componentIDProblem(id) != "" || p < 1 || p > maxParallelism {
+					t.Fatalf("accepted component_parallelism[%q] = %d", id, p)
+				}
+			}
+		},
+	},
+	{
+		name: "GetCodeMeta",
+		msg:  func() proto.Message { return new(nimbusv1.GetCodeMetaRequest) },
+		validate: func(m proto.Message) error {
+			return validateTopologyID("topology_id", m.(*nimbusv1.GetCodeMetaRequest).GetTopologyId())
+		},
+		fields: []string{"topology_id"},
+		accepted: func(t *testing.T, m proto.Message) {
+			checkTopologyID(t, m.(*nimbusv1.GetCodeMetaRequest).GetTopologyId())
+		},
+	},
+	{
+		// As CodeService.DownloadCode checks it.
+		name: "DownloadCode",
+		msg:  func() proto.Message { return new(nimbusv1.DownloadCodeRequest) },
+		validate: func(m proto.Message) error {
+			req := m.(*nimbusv1.DownloadCodeRequest)
+			if err := validateTopologyID("topology_id", req.GetTopologyId()); err != nil {
+				return err
+			}
+			return validateCodeFileName("file", req.GetFile())
+		},
+		fields: []string{"topology_id", "file"},
+		accepted: func(t *testing.T, m proto.Message) {
+			req := m.(*nimbusv1.DownloadCodeRequest)
+			checkTopologyID(t, req.GetTopologyId())
+			checkSafeElement(t, "file", req.GetFile())
+		},
+	},
+	{
+		// The first message of SubmitTopology, as submit checks it.
+		name: "SubmitTopology",
+		msg:  func() proto.Message { return new(nimbusv1.SubmitTopologyRequest) },
+		validate: func(m proto.Message) error {
+			spec := m.(*nimbusv1.SubmitTopologyRequest).GetSpec()
+			if spec == nil {
+				return invalid("spec", "the first message must be the spec")
+			}
+			return validateSpec(spec)
+		},
+		fields: []string{"spec"},
+		accepted: func(t *testing.T, m proto.Message) {
+			checkName(t, m.(*nimbusv1.SubmitTopologyRequest).GetSpec().GetName())
+		},
+	},
+}
+
+// checkTopologyID checks an accepted topology id: one safe path element
+// whose parts split back out and build the same id again (up to leading
+// zeros in the numbers, which splitTopologyID accepts).
+func checkTopologyID(t *testing.T, id string) {
+	t.Helper()
+	checkSafeElement(t, "topology id", id)
+	name, counter, secs, err := splitTopologyID("topology_id", id)
+	if err != nil {
+		t.Fatalf("accepted id %q does not split: %v", id, err)
+	}
+	checkName(t, name)
+	if counter < 0 || secs < 0 {
+		t.Fatalf("id %q split into negative numbers %d, %d", id, counter, secs)
+	}
+	again := topologyID(name, counter, time.Unix(secs, 0))
+	n2, c2, s2, err := splitTopologyID("topology_id", again)
+	if err != nil || n2 != name || c2 != counter || s2 != secs {
+		t.Fatalf("id %q splits into %q, %d, %d; rebuilt as %q it splits into %q, %d, %d (%v)",
+			id, name, counter, secs, again, n2, c2, s2, err)
+	}
+	if canonicalID(id) != again {
+		t.Fatalf("id %q rebuilds as %q", id, again)
+	}
+}
+
+// canonicalID drops leading zeros from the two numbers of an id.
+func canonicalID(id string) string {
+	rest, secs, _ := cutLast(id, "-")
+	name, counter, _ := cutLast(rest, "-")
+	trim := func(s string) string {
+		if s = strings.TrimLeft(s, "0"); s == "" {
+			return "0"
+		}
+		return s
+	}
+	return name + "-" + trim(counter) + "-" + trim(secs)
+}
+
+func FuzzValidateRequest(f *testing.F) {
+	i32 := func(v int32) *int32 { return &v }
+	seeds := [][]proto.Message{
+		{
+			&nimbusv1.KillTopologyRequest{Name: "wordcount"},
+			&nimbusv1.KillTopologyRequest{Name: "wordcount", WaitSecs: i32(30)},
+			&nimbusv1.KillTopologyRequest{Name: "../x", WaitSecs: i32(-1)},
+			&nimbusv1.KillTopologyRequest{Name: "wc", WaitSecs: i32(86401)},
+		},
+		{&nimbusv1.ActivateTopologyRequest{Name: "word-count_v1.2"}, &nimbusv1.ActivateTopologyRequest{Name: ".."}},
+		{&nimbusv1.DeactivateTopologyRequest{Name: "wc"}, &nimbusv1.DeactivateTopologyRequest{Name: "a/b"}},
+		{&nimbusv1.GetTopologyInfoRequest{Name: "wc"}, &nimbusv1.GetTopologyInfoRequest{Name: strings.Repeat("n", 129)}},
+		{
+			&nimbusv1.RebalanceTopologyRequest{Name: "wc", WaitSecs: i32(10), NumWorkers: i32(4),
+				ComponentParallelism: map[string]int32{"split": 4, "count:v2": 8}},
+			&nimbusv1.RebalanceTopologyRequest{Name: "wc", NumWorkers: i32(0)},
+			&nimbusv1.RebalanceTopologyRequest{Name: "wc", ComponentParallelism: map[string]int32{"a/b": 1, "": 0, "x": 10001}},
+		},
+		{
+			&nimbusv1.GetCodeMetaRequest{TopologyId: "wordcount-1-1400000000"},
+			&nimbusv1.GetCodeMetaRequest{TopologyId: "x-0000000001-0"},
+			&nimbusv1.GetCodeMetaRequest{TopologyId: "..-1-2"},
+			&nimbusv1.GetCodeMetaRequest{TopologyId: "wc-+1-2"},
+		},
+		{
+			&nimbusv1.DownloadCodeRequest{TopologyId: "wordcount-1-1400000000", File: codedistributor.ArtifactFile},
+			&nimbusv1.DownloadCodeRequest{TopologyId: "wordcount-1-1400000000", File: "../meta.pb"},
+			&nimbusv1.DownloadCodeRequest{TopologyId: "a/b-1-2", File: "artifact"},
+		},
+		{
+			&nimbusv1.SubmitTopologyRequest{Part: &nimbusv1.SubmitTopologyRequest_Spec{Spec: validSpec()}},
+			&nimbusv1.SubmitTopologyRequest{Part: &nimbusv1.SubmitTopologyRequest_Chunk{Chunk: []byte("jar")}},
+			&nimbusv1.SubmitTopologyRequest{Part: &nimbusv1.SubmitTopologyRequest_Spec{Spec: &nimbusv1.TopologySpec{Name: "wc"}}},
+		},
+	}
+	for kind, msgs := range seeds {
+		for _, m := range msgs {
+			b, err := proto.Marshal(m)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(uint8(kind), b)
+		}
+		f.Add(uint8(kind), []byte{})
+		f.Add(uint8(kind), []byte{0x0a, 0x02, '.', '.', 0x10, 0x01})
+	}
+
+	f.Fuzz(func(t *testing.T, kind uint8, data []byte) {
+		k := requestKinds[int(kind)%len(requestKinds)]
+		req := k.msg()
+		if proto.Unmarshal(data, req) != nil {
+			return // the gRPC server would not decode it either
+		}
+		err := k.validate(req)
+		if again := k.validate(req); errString(again) != errString(err) {
+			t.Fatalf("%s: not deterministic: %v, then %v", k.name, err, again)
+		}
+		if err != nil {
+			checkValidationError(t, err, k.fields...)
+			return
+		}
+		k.accepted(t, req)
+	})
+}
+
+func FuzzSplitTopologyID(f *testing.F) {
+	for _, s := range []string{
+		"wordcount-1-1400000000", "word-count-7-1400000000", "a-1-2-3", "a--1-2", "x-0000000001-0",
+		"x-9223372036854775807-9223372036854775807", "x-00-000", "", "-", "--", "-1-2", "..-1-2", ".-1-2",
+		"a/b-1-2", "wc--2", "wc-1-", "wc-+1-2", "wc-1-0x10", "wc-1-9223372036854775808", "wc-١-2",
+		strings.Repeat("n", 128) + "-1-2", strings.Repeat("n", 129) + "-1-2",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		_, _, _, err := splitTopologyID("topology_id", s)
+		if verr := validateTopologyID("topology_id", s); errString(verr) != errString(err) {
+			t.Fatalf("validateTopologyID(%q) = %v, splitTopologyID says %v", s, verr, err)
+		}
+		if err != nil {
+			if ve := checkValidationError(t, err, "topology_id"); ve.Field != "topology_id" {
+				t.Fatalf("error names %q", ve.Field)
+			}
+			return
+		}
+		checkTopologyID(t, s)
+	})
+}
+
+// FuzzValidateStrings drives the string-level rules with any bytes (the
+// proto decoder lets only valid UTF-8 through; these also see the rest).
+func FuzzValidateStrings(f *testing.F) {
+	for _, s := range []string{
+		"wordcount", "word-count_v1.2", "count:v2", "stormjar.jar", ".hidden", "a..b", "Jürgen",
+		"", ".", "..", "...", "../x", "a/b", `a\b`, "/", "a\x00b", "a b", "\x1b[31mroot", "a\u0085", "a\xffb",
+		strings.Repeat("a", 63) + "ü" + strings.Repeat("b", 10), strings.Repeat("n", 129), strings.Repeat("f", 256),
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if err := validateTopologyName("spec.name", s); err != nil {
+			checkValidationError(t, err, "spec")
+		} else {
+			checkName(t, s)
+			if len(s) > maxTopologyNameLen || s == "." {
+				t.Fatalf("accepted name %q", s)
+			}
+		}
+
+		if reason := componentIDProblem(s); reason == "" {
+			if s == "" || len(s) > maxComponentIDLen || strings.ContainsAny(s, "/\\\x00 ") {
+				t.Fatalf("accepted component id %q", s)
+			}
+		} else if !utf8.ValidString(reason) || len(reason) > maxValidationErrorLen {
+			t.Fatalf("component id reason is not UTF-8 or too long: %.200q", reason)
+		}
+
+		if err := validateCodeFileName("file", s); err != nil {
+			checkValidationError(t, err, "file")
+		} else {
+			checkSafeElement(t, "file", s)
+		}
+
+		if err := validateOwner("spec.owner", s); err != nil {
+			checkValidationError(t, err, "spec")
+		} else if len(s) > maxOwnerLen || !utf8.ValidString(s) || strings.IndexFunc(s, unicode.IsControl) >= 0 {
+			t.Fatalf("accepted owner %q", s)
+		}
+
+		for _, config := range []map[string]string{{s: "v"}, {"k": s}} {
+			if err := validateConfig(config); err != nil {
+				checkValidationError(t, err, "spec")
+			}
+		}
+		if err := validateWorkerCommand([]string{s}); err != nil {
+			checkValidationError(t, err, "spec")
+		} else if s == "" || strings.IndexByte(s, 0) >= 0 {
+			t.Fatalf("accepted worker_command [%q]", s)
+		}
+
+		// showValue quotes, stays short and valid UTF-8, and shows a
+		// prefix of the value.
+		shown := showValue(s)
+		quoted, _, _ := strings.Cut(shown, "... (")
+		prefix, err := strconv.Unquote(quoted)
+		if err != nil || !strings.HasPrefix(s, prefix) || len(s) <= maxShownValueLen && prefix != s ||
+			len(s) > maxShownValueLen && len(prefix) < maxShownValueLen-utf8.UTFMax {
+			t.Fatalf("showValue(%q) = %s", s, shown)
+		}
+		if !utf8.ValidString(shown) || len(shown) > 4*maxShownValueLen+32 {
+			t.Fatalf("showValue(%.100q) is %d bytes or not UTF-8", s, len(shown))
+		}
+	})
+}
+
+// submitStream feeds receiveArtifact a fixed list of messages, then EOF.
+type submitStream struct {
+	grpc.ServerStream
+	msgs []*nimbusv1.SubmitTopologyRequest
+}
+
+func (s *submitStream) Recv() (*nimbusv1.SubmitTopologyRequest, error) {
+	if len(s.msgs) == 0 {
+		return nil, io.EOF
+	}
+	m := s.msgs[0]
+	s.msgs = s.msgs[1:]
+	return m, nil
+}
+
+func (s *submitStream) SendAndClose(*nimbusv1.SubmitTopologyResponse) error { return nil }
+
+// fuzzArtifactLimit is nimbus.max.artifact.bytes for FuzzReceiveArtifact:
+// small, so that the limit is reached.
+const fuzzArtifactLimit = 4096
+
+// encodeStream writes messages as length-delimited records, the input
+// format of FuzzReceiveArtifact.
+func encodeStream(msgs ...*nimbusv1.SubmitTopologyRequest) []byte {
+	var b []byte
+	for _, m := range msgs {
+		data, err := proto.Marshal(m)
+		if err != nil {
+			panic(err)
+		}
+		b = protowire.AppendBytes(b, data)
+	}
+	return b
+}
+
+func artifactChunk(b string) *nimbusv1.SubmitTopologyRequest {
+	return &nimbusv1.SubmitTopologyRequest{Part: &nimbusv1.SubmitTopologyRequest_Chunk{Chunk: []byte(b)}}
+}
+
+func artifactTrailer(sum []byte) *nimbusv1.SubmitTopologyRequest {
+	return &nimbusv1.SubmitTopologyRequest{Part: &nimbusv1.SubmitTopologyRequest_Trailer{
+		Trailer: &nimbusv1.ArtifactTrailer{Sha256: sum}}}
+}
+
+func sha(b string) []byte {
+	s := sha256.Sum256([]byte(b))
+	return s[:]
+}
+
+// FuzzReceiveArtifact drives the artifact part of SubmitTopology (after
+// the spec): chunks, then a trailer with the SHA-256 of their bytes.
+func FuzzReceiveArtifact(f *testing.F) {
+	spec := &nimbusv1.SubmitTopologyRequest{Part: &nimbusv1.SubmitTopologyRequest_Spec{Spec: validSpec()}}
+	big := strings.Repeat("j", fuzzArtifactLimit)
+	for _, s := range [][]*nimbusv1.SubmitTopologyRequest{
+		{artifactChunk("PK\x03\x04jar"), artifactTrailer(sha("PK\x03\x04jar"))},
+		{artifactChunk("ab"), artifactChunk("cd"), artifactChunk(""), artifactTrailer(sha("abcd"))},
+		{artifactChunk(big), artifactTrailer(sha(big))},
+		{artifactChunk(big), artifactChunk("x"), artifactTrailer(sha(big + "x"))},
+		{artifactChunk("ab"), artifactTrailer(sha("abc"))},
+		{artifactChunk("ab"), artifactTrailer(nil)},
+		{artifactTrailer(sha(""))},
+		{artifactChunk("ab")},
+		{artifactChunk("ab"), spec},
+		{artifactChunk("ab"), {}},
+		{},
+	} {
+		f.Add(encodeStream(s...))
+	}
+	f.Add([]byte{0x05, 0x1a, 0x03})
+
+	cfg := &configs.Config{NimbusMaxArtifactBytes: fuzzArtifactLimit}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var msgs []*nimbusv1.SubmitTopologyRequest
+		for len(data) > 0 {
+			b, n := protowire.ConsumeBytes(data)
+			if n < 0 {
+				break // the stream ends here
+			}
+			data = data[n:]
+			m := new(nimbusv1.SubmitTopologyRequest)
+			if proto.Unmarshal(b, m) != nil {
+				return // the gRPC server would not decode it either
+			}
+			msgs = append(msgs, m)
+		}
+		var sent bytes.Buffer
+		var trailerAt = -1
+		for i, m := range msgs {
+			if m.GetTrailer() != nil || m.GetPart() == nil || m.GetSpec() != nil {
+				if m.GetTrailer() != nil {
+					trailerAt = i
+				}
+				break
+			}
+			sent.Write(m.GetChunk())
+		}
+
+		path := filepath.Join(t.TempDir(), codedistributor.ArtifactFile)
+		s := &service{cfg: cfg}
+		file, err := s.receiveArtifact(&submitStream{msgs: msgs}, path)
+		if err != nil {
+			checkValidationError(t, err, "trailer", "chunk", "artifact", "spec")
+			return
+		}
+		got, rerr := os.ReadFile(path)
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		want := sha256.Sum256(sent.Bytes())
+		switch {
+		case trailerAt < 0:
+			t.Fatalf("accepted an artifact without a trailer")
+		case !bytes.Equal(got, sent.Bytes()):
+			t.Fatalf("stored %d bytes, the chunks before the trailer hold %d", len(got), sent.Len())
+		case len(got) == 0 || int64(len(got)) > cfg.NimbusMaxArtifactBytes:
+			t.Fatalf("accepted an artifact of %d bytes", len(got))
+		case file.GetName() != codedistributor.ArtifactFile || file.GetSize() != int64(len(got)) ||
+			!bytes.Equal(file.GetSha256(), want[:]) || !bytes.Equal(msgs[trailerAt].GetTrailer().GetSha256(), want[:]):
+			t.Fatalf("CodeFile %v does not describe the %d bytes received", file, len(got))
+		}
+	})
+}
