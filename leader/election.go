@@ -263,6 +263,15 @@ func (e *Election) Run(ctx context.Context) error {
 		}
 
 		children, _, err := conn.Children(lockDir)
+		if errors.Is(err, zk.ErrNoNode) {
+			// Deleted by hand (the whole root, say): our node went with it.
+			// Join again at once; the create re-creates the directory.
+			// Retrying the listing instead would wait for someone else to
+			// re-create it, forever if every candidate did the same.
+			e.log.Warn("leader-lock directory missing; re-creating it and joining the queue again", "dir", lockDir, "node", node)
+			setNode("", 0)
+			continue
+		}
 		if err != nil {
 			failed("cannot list the leader queue; retrying", err)
 			continue

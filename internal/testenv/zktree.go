@@ -1,0 +1,51 @@
+package testenv
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// DeleteTree deletes root and everything under it, as an operator's
+// recursive delete would, but in one multi: daemons that re-create nodes
+// the moment they vanish cannot make it fail half-way, so the test sees
+// the state it asked for. It retries while the tree changes under it and
+// fails the test if root still exists after timeout.
+func DeleteTree(t testing.TB, conn *zk.Conn, root string, timeout time.Duration) {
+	t.Helper()
+	WaitFor(t, timeout, "delete "+root, func() error {
+		var paths []string // parents before children
+		var walk func(p string) error
+		walk = func(p string) error {
+			children, _, err := conn.Children(p)
+			if err != nil {
+				return err
+			}
+			paths = append(paths, p)
+			for _, c := range children {
+				if err := walk(p + "/" + c); err != nil && !errors.Is(err, zk.ErrNoNode) {
+					return err
+				}
+			}
+			return nil
+		}
+		err := walk(root)
+		if errors.Is(err, zk.ErrNoNode) && len(paths) == 0 {
+			return nil // gone
+		}
+		if err != nil {
+			return err
+		}
+		ops := make([]any, 0, len(paths))
+		for i := len(paths) - 1; i >= 0; i-- { // children first
+			ops = append(ops, &zk.DeleteRequest{Path: paths[i], Version: -1})
+		}
+		if _, err := conn.Multi(ops...); err != nil {
+			return fmt.Errorf("multi delete of %d nodes: %w", len(ops), err)
+		}
+		return nil
+	})
+}

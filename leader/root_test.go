@@ -1,0 +1,81 @@
+package leader_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/nimbusha/nimbus/internal/testenv"
+	"github.com/nimbusha/nimbus/leader"
+)
+
+// The whole root deleted by hand takes every lock node with it: the leader
+// must stop at once, its old term must write nothing, and the candidates
+// must rebuild the queue and elect again, without anyone creating the
+// directory for them.
+func TestHostileRootDeletedEndsTermAndElectsAgain(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	cs := []*candidate{startCandidate(t, z.Addr(), 1, nil), startCandidate(t, z.Addr(), 2, nil)}
+	old := waitOneLeader(t, cs, 10*time.Second)
+	oldTerm := old.election.Current()
+	conn := zkConn(t, z.Addr())
+
+	testenv.DeleteTree(t, conn, "/storm", 10*time.Second)
+	testenv.WaitFor(t, 5*time.Second, "the old term ends", func() error {
+		select {
+		case <-oldTerm.Done():
+			return nil
+		default:
+			return errors.New("term still live")
+		}
+	})
+
+	// A new leader, on a new lock node, with both candidates queued.
+	newLeader := waitOneLeader(t, cs, 10*time.Second)
+	newTerm := newLeader.election.Current()
+	if newTerm.Node() == oldTerm.Node() {
+		t.Fatalf("new term on the old lock node %s", newTerm.Node())
+	}
+	testenv.WaitFor(t, 10*time.Second, "both candidates queued again", func() error {
+		children, _, err := conn.Children("/storm/leader-lock")
+		if err != nil {
+			return err
+		}
+		if len(children) != 2 {
+			return errors.New("want 2 lock nodes")
+		}
+		return nil
+	})
+
+	// Nothing writes through the old term: neither its own end-of-term
+	// check nor ZooKeeper's fence on the vanished lock node lets it, even
+	// now that the root exists again.
+	if _, err := oldTerm.Multi(&zk.CreateRequest{Path: "/storm/stale", Acl: zk.WorldACL(zk.PermAll)}); !errors.Is(err, leader.ErrFenced) {
+		t.Fatalf("write with the old term: err = %v, want ErrFenced", err)
+	}
+	if _, err := leader.FencedMulti(conn, oldTerm.Node(), &zk.CreateRequest{Path: "/storm/stale", Acl: zk.WorldACL(zk.PermAll)}); !errors.Is(err, leader.ErrFenced) {
+		t.Fatalf("write through the old lock node: err = %v, want ErrFenced", err)
+	}
+	if ok, _, err := conn.Exists("/storm/stale"); err != nil || ok {
+		t.Fatalf("/storm/stale exists = %v, %v; want not written", ok, err)
+	}
+	// The new term writes.
+	if _, err := newTerm.Multi(&zk.CreateRequest{Path: "/storm/fresh", Acl: zk.WorldACL(zk.PermAll)}); err != nil {
+		t.Fatalf("write with the new term: %v", err)
+	}
+	if ok, _, err := conn.Exists("/storm/fresh"); err != nil || !ok {
+		t.Fatalf("/storm/fresh exists = %v, %v; want written", ok, err)
+	}
+}
+
+func zkConn(t *testing.T, addr string) *zk.Conn {
+	t.Helper()
+	conn, _, err := zk.Connect([]string{addr}, 5*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	return conn
+}
