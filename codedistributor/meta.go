@@ -39,10 +39,15 @@ func DecodeMeta(data, digest []byte) (*clusterv1.CodeMeta, error) {
 	if err := proto.Unmarshal(data, meta); err != nil {
 		return nil, fmt.Errorf("%w: meta: %v", ErrCorrupt, err)
 	}
+	seen := make(map[string]bool, len(meta.GetFiles()))
 	for _, f := range meta.GetFiles() {
 		if !safeName(f.GetName()) {
 			return nil, fmt.Errorf("%w: meta lists unsafe file name %q", ErrCorrupt, f.GetName())
 		}
+		if seen[f.GetName()] {
+			return nil, fmt.Errorf("%w: meta lists file name %q twice", ErrCorrupt, f.GetName())
+		}
+		seen[f.GetName()] = true
 	}
 	return meta, nil
 }
@@ -50,10 +55,11 @@ func DecodeMeta(data, digest []byte) (*clusterv1.CodeMeta, error) {
 // Hex formats a digest for logs and errors.
 func Hex(digest []byte) string { return hex.EncodeToString(digest) }
 
-// safeName accepts file names that stay inside the bundle directory.
+// safeName accepts file names that stay inside the bundle directory: one
+// path element ("/" is its own base name, but not local).
 func safeName(name string) bool {
 	return name != "" && name != "." && name != ".." && name != metaFile &&
-		filepath.Base(name) == name && len(name) <= 255
+		filepath.Base(name) == name && filepath.IsLocal(name) && len(name) <= 255
 }
 
 // HashFile returns the size and SHA-256 of a file.
