@@ -70,6 +70,7 @@ type Cluster struct {
 
 // NimbusOptions adjust one nimbus.
 type NimbusOptions struct {
+	Name     string   // "" numbers it: nimbus-1, nimbus-2, ...
 	Port     int      // 0 picks a free port
 	LocalDir string   // storm.local.dir; "" makes a new one
 	Args     []string // extra flags
@@ -82,6 +83,9 @@ func (c *Cluster) StartNimbus(opts NimbusOptions) (*Process, error) {
 	c.seq++
 	name := "nimbus-" + strconv.Itoa(c.seq)
 	c.mu.Unlock()
+	if opts.Name != "" {
+		name = opts.Name
+	}
 	local := opts.LocalDir
 	if local == "" {
 		local = filepath.Join(c.Dir, name)

@@ -219,7 +219,7 @@ func setStatus(to clusterv1.TopologyStatus) func(*clusterv1.StormBase) (bool, er
 // leader. It reads the node afresh and writes with a version check inside
 // the fenced write: a cache can lag a write made a moment ago (a kill, then
 // an activate that must not undo it). change reports whether it changed
-// anything.
+// anything; either way the answer comes from a nimbus that still leads.
 func (s *service) transition(ctx context.Context, name string, change func(*clusterv1.StormBase) (bool, error)) error {
 	term, err := s.leaderTerm(ctx)
 	if err != nil {
@@ -243,11 +243,17 @@ func (s *service) transition(ctx context.Context, name string, change func(*clus
 			return err
 		}
 		changed, err := change(base)
-		if err != nil || !changed {
+		if err != nil {
 			return err
 		}
-		base.Epoch = term.Epoch()
-		_, err = term.Multi(&zk.SetDataRequest{Path: path, Data: cluster.Encode(base), Version: stat.Version})
+		// Even a no-op goes through the fence: a deposed leader that has
+		// not noticed yet must not answer as the leader.
+		op := any(&zk.CheckVersionRequest{Path: path, Version: stat.Version})
+		if changed {
+			base.Epoch = term.Epoch()
+			op = &zk.SetDataRequest{Path: path, Data: cluster.Encode(base), Version: stat.Version}
+		}
+		_, err = term.Multi(op)
 		if errors.Is(err, zk.ErrNoNode) {
 			return fmt.Errorf("%w: %q", ErrNotFound, name)
 		}

@@ -1,0 +1,328 @@
+package chaos_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/nimbusha/nimbus/client"
+	"github.com/nimbusha/nimbus/integration"
+	"github.com/nimbusha/nimbus/internal/testenv"
+	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
+)
+
+var bin integration.Binaries
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "nimbus-chaos-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin, err = integration.Build(dir, true)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+const (
+	session     = 4 * time.Second
+	minReplicas = 2
+	slotsEach   = 3
+	// healFor bounds how long the cluster may take, once the faults stop,
+	// to hold every topology on enough nimbuses and run all its workers.
+	healFor = 90 * time.Second
+)
+
+// daemon is one nimbus or supervisor of the run, across its restarts.
+type daemon struct {
+	name    string
+	cluster *integration.Cluster
+	local   string
+	port    int   // a nimbus's gRPC port
+	slots   []int // a supervisor's worker ports
+
+	mu       sync.Mutex
+	p        *integration.Process
+	restarts int
+}
+
+func (d *daemon) proc() *integration.Process {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.p
+}
+
+// start starts the daemon, as itself: same local dir, same ports.
+func (d *daemon) start(nimbusArgs []string) error {
+	d.mu.Lock()
+	name := d.name
+	if d.restarts > 0 {
+		name = fmt.Sprintf("%s.%d", d.name, d.restarts)
+	}
+	d.restarts++
+	d.mu.Unlock()
+	var p *integration.Process
+	var err error
+	if d.slots == nil {
+		p, err = d.cluster.StartNimbus(integration.NimbusOptions{Name: name, Port: d.port, LocalDir: d.local, Args: nimbusArgs})
+	} else {
+		p, err = d.cluster.StartSupervisor(integration.SupervisorOptions{Ports: d.slots, LocalDir: d.local})
+	}
+	if err != nil {
+		return fmt.Errorf("start %s: %w", d.name, err)
+	}
+	d.mu.Lock()
+	d.p = p
+	d.mu.Unlock()
+	return nil
+}
+
+// run is one chaos run: the cluster, what the client was told, and what
+// the faults and the checker saw.
+type run struct {
+	t          *testing.T
+	rng        *rand.Rand // the faults'; the seed makes them replayable
+	dir        string
+	ens        *testenv.Ensemble
+	proxies    []*testenv.Proxy // between nimbuses[2] and ZooKeeper
+	nimbuses   []*daemon
+	sups       []*daemon
+	nimbusArgs []string
+	conn       *zk.Conn                       // the checker's own session
+	client     *client.Client                 // the workload's: the SDK, as users call
+	apis       []nimbusv1.NimbusServiceClient // nimbuses[i]'s, direct: the probes'
+	artifact   []byte
+
+	mu             sync.Mutex
+	acked          map[string]string // acknowledged, no kill asked: id -> name
+	killAsked      map[string]bool
+	submitted      int
+	ops            map[string]int // client calls that succeeded, by kind
+	opErrors       map[string]int
+	faults         map[string]int
+	recoveries     []time.Duration
+	staleSent      int // writes sent to deposed leaders
+	staleRejected  int // of those, rejected: all, or it is a violation
+	staleFenced    int // of those, rejected by ZooKeeper's fence
+	canaryInactive bool
+	stamps         map[string]stamp // epoch-stamped writes seen, by path@mzxid
+	reported       map[string]bool  // violations already reported, by key
+	goroutines     map[*integration.Process]*goroutineCount
+	violations     []string
+}
+
+func (r *run) violation(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	r.mu.Lock()
+	r.violations = append(r.violations, msg)
+	r.mu.Unlock()
+	r.t.Errorf("VIOLATION: %s", msg)
+}
+
+func (r *run) count(m map[string]int, kind string) {
+	r.mu.Lock()
+	m[kind]++
+	r.mu.Unlock()
+}
+
+func TestChaos(t *testing.T) {
+	duration := 60 * time.Second
+	if s := os.Getenv("CHAOS_DURATION"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatalf("CHAOS_DURATION=%q: %v", s, err)
+		}
+		duration = d
+	}
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("CHAOS_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("CHAOS_SEED=%q: %v", s, err)
+		}
+		seed = v
+	}
+	t.Logf("chaos: seed %d, %s of faults (replay: CHAOS_SEED=%d)", seed, duration, seed)
+	defer func() {
+		if t.Failed() {
+			t.Logf("chaos: FAILED with seed %d (replay: CHAOS_SEED=%d CHAOS_DURATION=%s)", seed, seed, duration)
+		}
+	}()
+
+	r := newRun(t, seed)
+	r.canary()
+	ctx, stop := context.WithTimeout(t.Context(), duration)
+	defer stop()
+	var wg sync.WaitGroup
+	wg.Go(func() { r.workload(ctx, rand.New(rand.NewPCG(seed, 1))) })
+	wg.Go(func() { r.checkEvery(ctx, time.Second) })
+	r.inject(ctx)
+	wg.Wait()
+
+	r.heal()
+	r.finalCheck()
+	r.report(seed, duration)
+}
+
+// newRun starts the ensemble, the nimbuses (the third through proxies it
+// can cut) and the supervisors.
+func newRun(t *testing.T, seed uint64) *run {
+	dir := t.TempDir()
+	r := &run{
+		t: t, rng: rand.New(rand.NewPCG(seed, 0)), dir: dir,
+		acked: map[string]string{}, killAsked: map[string]bool{},
+		ops: map[string]int{}, opErrors: map[string]int{}, faults: map[string]int{},
+		stamps: map[string]stamp{}, reported: map[string]bool{}, goroutines: map[*integration.Process]*goroutineCount{},
+		nimbusArgs: []string{
+			"--topology.min.replication.count", strconv.Itoa(minReplicas),
+			"--topology.max.replication.wait.time.sec", "20",
+			"--nimbus.code.sync.freq.secs", "3",
+			"--nimbus.monitor.freq.secs", "1",
+			"--nimbus.supervisor.timeout.secs", "8",
+			"--topology.message.timeout.secs", "1",
+		},
+	}
+	r.ens = testenv.StartEnsemble(t, 3)
+	var proxied []string
+	for _, addr := range r.ens.Addrs() {
+		p := testenv.StartProxy(t, addr)
+		r.proxies = append(r.proxies, p)
+		proxied = append(proxied, p.Addr())
+	}
+	cluster := func(sub, zkConnect string) *integration.Cluster {
+		c := &integration.Cluster{Bin: bin, ZooKeeper: zkConnect, Root: "/storm", SessionTimeout: session,
+			Dir: filepath.Join(dir, sub), Logf: t.Logf}
+		if err := os.MkdirAll(c.Dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Log("\n" + c.Logs(40))
+			}
+			c.Close()
+		})
+		return c
+	}
+	direct := cluster("direct", r.ens.ConnectString())
+	cuttable := cluster("proxied", strings.Join(proxied, ","))
+	ports := freePorts(t, 3+3*slotsEach)
+	var seeds []string
+	for i := range 3 {
+		c := direct
+		if i == 2 {
+			c = cuttable
+		}
+		name := fmt.Sprintf("nimbus-%d", i+1)
+		d := &daemon{name: name, cluster: c, local: filepath.Join(dir, name), port: ports[i]}
+		r.nimbuses = append(r.nimbuses, d)
+		seeds = append(seeds, net.JoinHostPort("127.0.0.1", strconv.Itoa(d.port)))
+	}
+	var wg sync.WaitGroup
+	for _, d := range r.nimbuses {
+		wg.Go(func() {
+			if err := d.start(r.nimbusArgs); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	for i := range 3 {
+		name := fmt.Sprintf("supervisor-%d", i+1)
+		d := &daemon{name: name, cluster: direct, local: filepath.Join(dir, name), slots: ports[3+i*slotsEach : 3+(i+1)*slotsEach]}
+		if err := d.start(nil); err != nil {
+			t.Fatal(err)
+		}
+		r.sups = append(r.sups, d)
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	conn, _, err := zk.Connect(r.ens.Addrs(), 10*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	r.conn = conn
+	if r.client, err = client.New(seeds); err != nil {
+		t.Fatal(err)
+	}
+	for _, addr := range seeds {
+		// Reconnect within 250 ms, not gRPC's default of up to 2 minutes:
+		// the probes time recovery, and nimbuses come back on these ports.
+		cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: time.Second,
+				Backoff: backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, MaxDelay: 250 * time.Millisecond}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cc.Close() })
+		r.apis = append(r.apis, nimbusv1.NewNimbusServiceClient(cc))
+	}
+	t.Cleanup(func() { r.client.Close() })
+	if r.artifact, err = os.ReadFile(bin.Path("wordcount")); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// restart starts d again after a crash, retrying while its port is still
+// held by the dying process.
+func (r *run) restart(d *daemon) {
+	err := testenv.Poll(30*time.Second, func() error { return d.start(r.nimbusArgs) })
+	if err != nil {
+		r.t.Errorf("chaos: %v", err)
+	}
+}
+
+// heal undoes whatever a fault left behind: every daemon runs, every
+// ZooKeeper server serves, the proxies let traffic through.
+func (r *run) heal() {
+	for _, p := range r.proxies {
+		p.Restore()
+	}
+	r.ens.StartAll()
+	for _, d := range append(append([]*daemon{}, r.nimbuses...), r.sups...) {
+		p := d.proc()
+		_ = p.Signal(syscall.SIGCONT)
+		if !p.Running() {
+			r.restart(d)
+		}
+	}
+}
+
+func freePorts(t *testing.T, n int) []int {
+	var ports []int
+	var lns []net.Listener
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, ln)
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	return ports
+}

@@ -1,0 +1,16 @@
+// Package chaos runs a whole cluster under random faults and fails on any
+// broken invariant (DESIGN section 2).
+//
+// A 3-server ZooKeeper ensemble, 3 nimbuses and 3 supervisors run while a
+// client keeps submitting, killing and rebalancing topologies and a fault
+// injector, driven by a seeded random source, SIGKILLs the leader, pauses
+// a nimbus for longer than its session, wipes a follower's code, restarts
+// a ZooKeeper server, SIGKILLs a supervisor and cuts a nimbus off from
+// ZooKeeper. A checker looks at the cluster every second and once more
+// after the faults stop and the cluster has healed.
+//
+// `make test` runs 60 s; `make chaos` runs CHAOS_DURATION (5m by
+// default). A failing run prints its seed: CHAOS_SEED=<seed> replays the
+// same faults in the same order (their timing against the cluster's own
+// timing can differ).
+package chaos

@@ -1,0 +1,127 @@
+package chaos_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
+)
+
+const canaryName = "canary"
+
+// spec is a topology of the example worker program.
+func spec(name string, workers int32) *nimbusv1.TopologySpec {
+	return &nimbusv1.TopologySpec{
+		Name: name, NumWorkers: workers, Owner: "chaos",
+		Components:    []*nimbusv1.ComponentSpec{{Id: "sentence", Parallelism: 1}, {Id: "split", Parallelism: 2}},
+		WorkerCommand: []string{"{code_dir}/artifact", "--port", "{port}"},
+	}
+}
+
+// submit submits a topology and records it once acknowledged.
+func (r *run) submit(ctx context.Context, name string, workers int32) error {
+	ctx, cancel := context.WithTimeout(ctx, 45*time.Second)
+	defer cancel()
+	resp, err := r.client.SubmitTopology(ctx, spec(name, workers), bytes.NewReader(r.artifact), int64(len(r.artifact)), nil)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.submitted++
+	if err != nil {
+		r.opErrors["submit"]++
+		return err
+	}
+	r.ops["submit"]++
+	r.acked[resp.GetTopologyId()] = name
+	return nil
+}
+
+// canary is the topology whose status the recovery probe flips.
+func (r *run) canary() {
+	if err := r.submit(r.t.Context(), canaryName, 1); err != nil {
+		r.t.Fatalf("submit the canary: %v", err)
+	}
+}
+
+// workload keeps two to four topologies alive, submitting, killing and
+// rebalancing them at random, until ctx ends.
+func (r *run) workload(ctx context.Context, rng *rand.Rand) {
+	seq := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Duration(200+rng.IntN(600)) * time.Millisecond):
+		}
+		live := r.live()
+		op := []string{"submit", "kill", "rebalance"}[rng.IntN(3)]
+		switch {
+		case len(live) < 2:
+			op = "submit"
+		case len(live) >= 4 && op == "submit":
+			op = "kill"
+		}
+		var err error
+		switch op {
+		case "submit":
+			seq++
+			err = r.submit(ctx, fmt.Sprintf("w%d", seq), int32(1+rng.IntN(2)))
+		case "kill":
+			id, name := pick(rng, live)
+			r.mu.Lock()
+			r.killAsked[id] = true // whatever the answer: it may have happened
+			r.mu.Unlock()
+			err = r.call(ctx, "kill", func(ctx context.Context) error {
+				return r.client.KillTopology(ctx, &nimbusv1.KillTopologyRequest{Name: name, WaitSecs: new(int32(0))})
+			})
+		case "rebalance":
+			_, name := pick(rng, live)
+			err = r.call(ctx, "rebalance", func(ctx context.Context) error {
+				return r.client.RebalanceTopology(ctx, &nimbusv1.RebalanceTopologyRequest{
+					Name: name, WaitSecs: new(int32(0)), NumWorkers: new(int32(1 + rng.IntN(2)))})
+			})
+		}
+		if err != nil && ctx.Err() == nil {
+			r.t.Logf("chaos: client %s: %v", op, err)
+		}
+	}
+}
+
+func (r *run) call(ctx context.Context, kind string, f func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	err := f(ctx)
+	if err != nil {
+		r.count(r.opErrors, kind)
+	} else {
+		r.count(r.ops, kind)
+	}
+	return err
+}
+
+// live returns the acknowledged topologies no kill was asked for, but
+// the canary, by id.
+func (r *run) live() map[string]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]string{}
+	for id, name := range r.acked {
+		if !r.killAsked[id] && name != canaryName {
+			out[id] = name
+		}
+	}
+	return out
+}
+
+func pick(rng *rand.Rand, m map[string]string) (id, name string) {
+	ids := make([]string, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids) // map order is random; the seed must decide
+	id = ids[rng.IntN(len(ids))]
+	return id, m[id]
+}
