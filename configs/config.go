@@ -32,6 +32,7 @@ const (
 	KeySupervisorHeartbeat    = "supervisor.heartbeat.frequency.secs"
 	KeyLocalHostname          = "storm.local.hostname"
 	KeyWorkerShutdownSleep    = "supervisor.worker.shutdown.sleep.secs"
+	KeySupervisorMetricsPort  = "supervisor.metrics.port"
 	KeyHDFSStormDir           = "hdfs.storm.dir"
 	KeyHDFSNamenodeAddresses  = "hdfs.namenode.addresses"
 	KeyHDFSUser               = "hdfs.user"
@@ -69,6 +70,7 @@ const (
 	DefaultSupervisorTimeout      = 60 * time.Second
 	DefaultSupervisorHeartbeat    = 5 * time.Second
 	DefaultWorkerShutdownSleep    = 3 * time.Second
+	DefaultSupervisorMetricsPort  = 6629
 	DefaultHDFSStormDir           = "/storm"
 	DefaultBittorrentPort         = 6881
 	DefaultBittorrentSeedPeers    = 2
@@ -117,10 +119,11 @@ type Config struct {
 	MonitorFreq            time.Duration // nimbus.monitor.freq.secs
 	SupervisorTimeout      time.Duration // nimbus.supervisor.timeout.secs
 
-	SupervisorSlotsPorts []int         // supervisor.slots.ports
-	SupervisorHeartbeat  time.Duration // supervisor.heartbeat.frequency.secs
-	LocalHostname        string        // storm.local.hostname: what a supervisor advertises
-	WorkerShutdownSleep  time.Duration // supervisor.worker.shutdown.sleep.secs: SIGTERM to SIGKILL
+	SupervisorSlotsPorts  []int         // supervisor.slots.ports
+	SupervisorHeartbeat   time.Duration // supervisor.heartbeat.frequency.secs
+	LocalHostname         string        // storm.local.hostname: what a supervisor advertises
+	WorkerShutdownSleep   time.Duration // supervisor.worker.shutdown.sleep.secs: SIGTERM to SIGKILL
+	SupervisorMetricsPort int           // supervisor.metrics.port: 0 picks a free port, -1 disables
 
 	HDFSStormDir          string   // hdfs.storm.dir
 	HDFSNamenodeAddresses []string // hdfs.namenode.addresses
@@ -165,6 +168,7 @@ func Default() *Config {
 		SupervisorHeartbeat:    DefaultSupervisorHeartbeat,
 		LocalHostname:          defaultNimbusHost(),
 		WorkerShutdownSleep:    DefaultWorkerShutdownSleep,
+		SupervisorMetricsPort:  DefaultSupervisorMetricsPort,
 		HDFSStormDir:           DefaultHDFSStormDir,
 		HDFSNamenodeAddresses:  []string{},
 		BittorrentPort:         DefaultBittorrentPort,
@@ -215,6 +219,7 @@ var fields = []field{
 	{KeySupervisorHeartbeat, time.Second, "supervisor heartbeat interval (secs or a duration)", func(c *Config) any { return &c.SupervisorHeartbeat }},
 	{KeyLocalHostname, 0, "host name a supervisor advertises", func(c *Config) any { return &c.LocalHostname }},
 	{KeyWorkerShutdownSleep, time.Second, "grace between SIGTERM and SIGKILL of a worker (secs or a duration)", func(c *Config) any { return &c.WorkerShutdownSleep }},
+	{KeySupervisorMetricsPort, 0, "supervisor metrics HTTP port (0 picks a free port, -1 disables)", func(c *Config) any { return &c.SupervisorMetricsPort }},
 	{KeyHDFSStormDir, 0, "HDFS directory for topology code", func(c *Config) any { return &c.HDFSStormDir }},
 	{KeyHDFSNamenodeAddresses, 0, "HDFS namenodes, host or host:port, comma-separated", func(c *Config) any { return &c.HDFSNamenodeAddresses }},
 	{KeyHDFSUser, 0, "HDFS user name", func(c *Config) any { return &c.HDFSUser }},

@@ -340,6 +340,7 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{KeyNimbusGRPCPort, func(c *Config) { c.NimbusGRPCPort = 70000 }},
 		{KeyNimbusMetricsPort, func(c *Config) { c.NimbusMetricsPort = -2 }},
 		{KeyNimbusMetricsPort, func(c *Config) { c.NimbusMetricsPort = 70000 }},
+		{KeySupervisorMetricsPort, func(c *Config) { c.SupervisorMetricsPort = -2 }},
 		{KeyNimbusMetricsPort, func(c *Config) { c.NimbusMetricsPort = c.NimbusGRPCPort }},
 		{KeyNimbusSeeds, func(c *Config) { c.NimbusSeeds = []string{} }},
 		{KeyNimbusSeeds, func(c *Config) { c.NimbusSeeds = []string{"bad host"} }},

@@ -80,6 +80,7 @@ func (c *Config) Validate() error {
 	add(checkSlots(c.SupervisorSlotsPorts))
 	add(positive(KeySupervisorHeartbeat, c.SupervisorHeartbeat))
 	add(positive(KeyWorkerShutdownSleep, c.WorkerShutdownSleep))
+	add(inRange(KeySupervisorMetricsPort, c.SupervisorMetricsPort, MetricsDisabled, 65535))
 	if c.LocalHostname == "" || strings.ContainsAny(c.LocalHostname, " \t\r\n:/") {
 		add(invalid(KeyLocalHostname, "%q is not a host name (empty, or has a blank, ':' or '/')", c.LocalHostname))
 	}

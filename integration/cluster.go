@@ -160,6 +160,7 @@ func (c *Cluster) StartSupervisor(opts SupervisorOptions) (*Process, error) {
 		"--storm.local.hostname", "127.0.0.1",
 		"--supervisor.slots.ports", strings.Join(portList, ","),
 		"--supervisor.heartbeat.frequency.secs", "1",
+		"--supervisor.metrics.port", "0",
 		"--storm.local.dir", local,
 		"--log.format", "json",
 	}, opts.Args...)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -281,6 +282,16 @@ func TestCrashedWorkerIsRestarted(t *testing.T) {
 			}
 		}
 		return fmt.Errorf("workers %v", info.GetWorkers())
+	})
+	// The supervisor's metrics say the same.
+	testenv.WaitFor(t, 5*time.Second, "the supervisor's metrics", func() error {
+		body, err := get("http://" + sups[0].MetricsAddr() + "/metrics")
+		for _, want := range []string{`supervisor_workers{state="running"} 1`, "supervisor_worker_restarts 1"} {
+			if err == nil && !strings.Contains(body, want) {
+				err = errors.New("metrics lack " + want)
+			}
+		}
+		return err
 	})
 }
 

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -16,7 +15,6 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -29,6 +27,7 @@ import (
 	_ "github.com/nimbusha/nimbus/codedistributor/localfs"    // the default backend
 	"github.com/nimbusha/nimbus/codesync"
 	"github.com/nimbusha/nimbus/configs"
+	"github.com/nimbusha/nimbus/internal/daemon"
 	"github.com/nimbusha/nimbus/internal/version"
 	"github.com/nimbusha/nimbus/leader"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
@@ -132,10 +131,8 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		return err
 	}
 	paths := s.sess.Paths()
-	for _, dir := range []string{paths.LeaderLock(), paths.Nimbuses(), paths.Storms(), paths.CodeDistributor(), paths.Assignments(), paths.Supervisors()} {
-		if err := cluster.EnsurePath(s.sess.Conn(), dir); err != nil {
-			return fmt.Errorf("nimbus: create %s: %w", dir, err)
-		}
+	if err := s.sess.EnsureDirs(paths.LeaderLock(), paths.Nimbuses(), paths.Storms(), paths.CodeDistributor(), paths.Assignments(), paths.Supervisors()); err != nil {
+		return fmt.Errorf("nimbus: %w", err)
 	}
 	addr := cluster.HostPort(s.self)
 	s.peers = codedistributor.NewPeers()
@@ -146,17 +143,20 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	m := s.metrics
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
+	// The directories of the layout are re-created if deleted by hand (the
+	// whole root, say): a cluster without them could not elect or submit.
 	v := &view{
-		nimbuses: cluster.NewNimbusInfoCache(s.sess, paths.Nimbuses(), s.base),
-		locks:    cluster.NewNimbusInfoCache(s.sess, paths.LeaderLock(), s.base),
-		storms:   cluster.NewDirCache(s.sess, paths.Storms(), func() *clusterv1.StormBase { return new(clusterv1.StormBase) }, s.base),
+		nimbuses: cluster.NewNimbusInfoCache(s.sess, paths.Nimbuses(), s.base).Recreate(),
+		locks:    cluster.NewNimbusInfoCache(s.sess, paths.LeaderLock(), s.base).Recreate(),
+		storms:   cluster.NewDirCache(s.sess, paths.Storms(), func() *clusterv1.StormBase { return new(clusterv1.StormBase) }, s.base).Recreate(),
 		replicas: cluster.NewReplicaCache(s.sess, s.base),
 		supervisors: cluster.NewDirCache(s.sess, paths.Supervisors(),
-			func() *clusterv1.SupervisorInfo { return new(clusterv1.SupervisorInfo) }, s.base),
+			func() *clusterv1.SupervisorInfo { return new(clusterv1.SupervisorInfo) }, s.base).Recreate(),
 		assignments: cluster.NewDirCache(s.sess, paths.Assignments(),
-			func() *clusterv1.Assignment { return new(clusterv1.Assignment) }, s.base),
+			func() *clusterv1.Assignment { return new(clusterv1.Assignment) }, s.base).Recreate(),
 		now: time.Now,
 	}
+	v.replicas.Distributions.Recreate()
 	s.view = v
 	s.election = leader.New(leader.Config{Session: s.sess, Self: s.self, Logger: s.base})
 	// The syncer comes first: the backend tells it of corrupt copies. Its
@@ -209,8 +209,8 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		s.wg.Go(func() { _ = c.Run(runCtx) })
 	}
 	s.wg.Go(func() {
-		cluster.KeepEphemeral(runCtx, s.sess, paths.Nimbus(addr), cluster.Encode(s.self), s.log,
-			func() { registerOnce.Do(func() { close(registered) }) })
+		cluster.EphemeralNode{Path: paths.Nimbus(addr), Data: cluster.Encode(s.self), RecreateParent: true,
+			Ready: func() { registerOnce.Do(func() { close(registered) }) }}.Keep(runCtx, s.sess, s.log)
 	})
 	// codesync queues the election once this nimbus holds all code.
 	syncCtx, stopSync := context.WithCancel(runCtx)
@@ -225,7 +225,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		}
 	})
 	if s.metricsLn != nil {
-		s.metricsHTTP = &http.Server{Handler: s.metricsMux(), ReadHeaderTimeout: 10 * time.Second}
+		s.metricsHTTP = &http.Server{Handler: daemon.MetricsHandler(s.reg), ReadHeaderTimeout: 10 * time.Second}
 		s.wg.Go(func() {
 			if err := s.metricsHTTP.Serve(s.metricsLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				s.fail(fmt.Errorf("nimbus: metrics: %w", err))
@@ -288,17 +288,6 @@ func (s *Server) watchStatus(ctx context.Context, v *view, m *metrics) {
 		case <-nimbuses:
 		}
 	}
-}
-
-func (s *Server) metricsMux() *http.ServeMux {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	return mux
 }
 
 // Addr is the address other processes dial: nimbus.host and the bound

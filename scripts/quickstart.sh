@@ -10,6 +10,7 @@ DIR=$PWD/.quickstart
 ZK_PORT=${QUICKSTART_ZK_PORT:-2191}
 NIMBUS_PORTS=(6627 6637 6647)
 SUPERVISOR_SLOTS=("6700,6701" "6710,6711")
+SUPERVISOR_METRICS_PORTS=(6629 6639)
 
 zk_classpath() {
   local cp=/etc/zookeeper/conf:/usr/share/java/zookeeper.jar:/usr/share/java/zookeeper-jute.jar:/usr/share/java/slf4j-api.jar:/usr/share/java/slf4j-simple.jar
@@ -92,10 +93,12 @@ CFG
   i=0
   for slots in "${SUPERVISOR_SLOTS[@]}"; do
     i=$((i + 1))
-    echo "quickstart: starting supervisor-$i with slots $slots"
+    local metrics=${SUPERVISOR_METRICS_PORTS[$((i - 1))]}
+    echo "quickstart: starting supervisor-$i with slots $slots (metrics :$metrics)"
     setsid bin/supervisor --config configs/storm.yaml \
       --storm.zookeeper.servers "127.0.0.1:$ZK_PORT" --storm.local.hostname 127.0.0.1 \
       --supervisor.slots.ports "$slots" --storm.local.dir "$DIR/supervisor-$i" \
+      --supervisor.metrics.port "$metrics" \
       --storm.zookeeper.session.timeout 5s \
       >"$DIR/supervisor-$i.log" 2>&1 </dev/null &
     echo $! >"$DIR/supervisor-$i.pid"

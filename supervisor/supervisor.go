@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -48,6 +49,7 @@ type Supervisor struct {
 	fetcher     *codedistributor.Fetcher
 	assignments *cluster.DirCache[*clusterv1.Assignment]
 	spawn       *spawner
+	metrics     *http.Server // nil when supervisor.metrics.port is -1
 	cancel      context.CancelFunc
 	wg          sync.WaitGroup
 	// The reconcile loop stops first, so workers are stopped while this
@@ -116,8 +118,8 @@ func (s *Supervisor) Start(ctx context.Context) (err error) {
 		return err
 	}
 	paths := s.sess.Paths()
-	if err := cluster.EnsurePath(s.sess.Conn(), paths.Supervisors()); err != nil {
-		return err
+	if err := s.sess.EnsureDirs(paths.Supervisors()); err != nil {
+		return fmt.Errorf("supervisor: %w", err)
 	}
 	s.peers = codedistributor.NewPeers()
 	params := codedistributor.Params{Config: cfg, Session: s.sess, Peers: s.peers, Store: s.store,
@@ -128,6 +130,10 @@ func (s *Supervisor) Start(ctx context.Context) (err error) {
 	s.fetcher = &codedistributor.Fetcher{Params: params, Dist: s.dist, Store: s.store}
 	s.assignments = cluster.NewDirCache(s.sess, paths.Assignments(), func() *clusterv1.Assignment { return new(clusterv1.Assignment) }, s.base)
 	s.spawn = newSpawner()
+	metricsAddr, err := s.serveMetrics()
+	if err != nil {
+		return err
+	}
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
@@ -135,11 +141,13 @@ func (s *Supervisor) Start(ctx context.Context) (err error) {
 	var once sync.Once
 	s.wg.Go(func() { _ = s.assignments.Run(runCtx) })
 	s.wg.Go(func() {
-		cluster.KeepEphemeral(runCtx, s.sess, paths.Supervisor(s.id), cluster.Encode(s.info()), s.log,
-			func() {
+		// The heartbeat rewrites the node; Keep (re)creates it, and its
+		// directory if the root was deleted by hand.
+		cluster.EphemeralNode{Path: paths.Supervisor(s.id), Data: cluster.Encode(s.info()), RecreateParent: true, OwnerWrites: true,
+			Ready: func() {
 				once.Do(func() { close(registered) })
 				s.heartbeatSoon() // the node was (re)created with stale data
-			})
+			}}.Keep(runCtx, s.sess, s.log)
 	})
 	s.wg.Go(func() { s.heartbeats(runCtx) })
 	reconcileCtx, stopReconcile := context.WithCancel(runCtx)
@@ -157,7 +165,8 @@ func (s *Supervisor) Start(ctx context.Context) (err error) {
 				return
 			}
 		}
-		s.log.Info("supervisor ready", "id", s.id, "host", cfg.LocalHostname, "slots", cfg.SupervisorSlotsPorts, "version", version.Version)
+		s.log.Info("supervisor ready", "id", s.id, "host", cfg.LocalHostname, "slots", cfg.SupervisorSlotsPorts,
+			"metrics", metricsAddr, "version", version.Version)
 		close(s.ready)
 	})
 	return nil
@@ -173,6 +182,9 @@ func (s *Supervisor) Close() {
 		}
 		if s.cancel != nil {
 			s.cancel()
+		}
+		if s.metrics != nil {
+			s.metrics.Close()
 		}
 		s.wg.Wait()
 		if s.spawn != nil {

@@ -20,6 +20,7 @@ var flagKeys = []string{
 	"supervisor.worker.shutdown.sleep.secs", "storm.codedistributor.class", "log.level", "log.format",
 	"bittorrent.port", "bittorrent.tracker.url",
 	"bittorrent.max.upload.rate", "bittorrent.max.download.rate", "bittorrent.seed.max.peers",
+	"supervisor.metrics.port",
 }
 
 func main() { os.Exit(run(os.Args[1:], os.Stderr)) }

@@ -1,5 +1,6 @@
-// Package daemon holds what every daemon's main does before it starts:
-// flags, configuration (flags > env > file > defaults) and the logger.
+// Package daemon holds what every daemon shares: what its main does
+// before it starts (flags, configuration with flags > env > file >
+// defaults, the logger) and what its metrics port serves.
 package daemon
 
 import (

@@ -1,0 +1,64 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/nimbusha/nimbus/internal/daemon"
+)
+
+var workersDesc = prometheus.NewDesc("supervisor_workers",
+	"Workers this supervisor runs, by state (starting, running, backoff).", []string{"state"}, nil)
+
+var restartsDesc = prometheus.NewDesc("supervisor_worker_restarts",
+	"Restarts of the workers this supervisor runs now, summed.", nil, nil)
+
+// workerCollector reads the workers at scrape time, so the metrics cannot
+// drift from what the heartbeats report.
+type workerCollector struct{ s *Supervisor }
+
+func (c workerCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- workersDesc
+	ch <- restartsDesc
+}
+
+func (c workerCollector) Collect(ch chan<- prometheus.Metric) {
+	byState := map[string]int{"starting": 0, "running": 0, "backoff": 0}
+	restarts := 0
+	for _, w := range c.s.info().GetWorkers() {
+		byState[w.GetState()]++
+		restarts += int(w.GetRestarts())
+	}
+	for state, n := range byState {
+		ch <- prometheus.MustNewConstMetric(workersDesc, prometheus.GaugeValue, float64(n), state)
+	}
+	ch <- prometheus.MustNewConstMetric(restartsDesc, prometheus.GaugeValue, float64(restarts))
+}
+
+// serveMetrics listens on supervisor.metrics.port (unless it is -1) and
+// serves metrics and pprof until Close; it returns the bound address.
+func (s *Supervisor) serveMetrics() (string, error) {
+	if s.cfg.SupervisorMetricsPort < 0 {
+		return "", nil
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(s.cfg.SupervisorMetricsPort)))
+	if err != nil {
+		return "", fmt.Errorf("supervisor: listen on supervisor.metrics.port %d: %w", s.cfg.SupervisorMetricsPort, err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), workerCollector{s})
+	s.metrics = &http.Server{Handler: daemon.MetricsHandler(reg), ReadHeaderTimeout: 10 * time.Second}
+	s.wg.Go(func() {
+		if err := s.metrics.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("metrics server stopped", "err", err)
+		}
+	})
+	return ln.Addr().String(), nil
+}
