@@ -20,6 +20,11 @@ const retryDelay = 250 * time.Millisecond
 // missingDirRetry paces looks for a directory that does not exist.
 const missingDirRetry = time.Second
 
+// maxUnreadableLogged caps the unreadable children a cache logs one by one
+// in one refresh (thousands of junk nodes would flood the log); the rest
+// are counted in one line.
+const maxUnreadableLogged = 20
+
 var errDirMissing = errors.New("cluster: directory does not exist")
 
 // DirCache keeps the children of one ZooKeeper directory and their decoded
@@ -28,16 +33,19 @@ var errDirMissing = errors.New("cluster: directory does not exist")
 // Reads are a pointer load; they never touch ZooKeeper. A directory that
 // does not exist reads as empty until it is created.
 //
-// A child whose payload does not decode is kept with a nil payload and
-// logged, never fatal: one corrupt znode must not take a nimbus down, and
-// readers still see that the child exists.
+// A child whose payload does not decode (see Decode) is logged, never
+// fatal: one corrupt znode must not take a nimbus down. It keeps the last
+// payload it had that decoded, so garbage written over a live node changes
+// nothing a reader does; one that never decoded has a nil payload, so
+// readers still see that the child exists. Unreadable lists both kinds.
 type DirCache[M proto.Message] struct {
-	sess   *Session
-	dir    string
-	newMsg func() M
-	log    *slog.Logger
+	sess     *Session
+	dir      string
+	newMsg   func() M
+	log      *slog.Logger
+	recreate bool
 
-	snap   atomic.Pointer[map[string]M]
+	snap   atomic.Pointer[dirState[M]]
 	loaded chan struct{}
 
 	mu      sync.Mutex
@@ -55,15 +63,33 @@ func NewDirCache[M proto.Message](sess *Session, dir string, newMsg func() M, lo
 		loaded:  make(chan struct{}),
 		changed: make(chan struct{}),
 	}
-	empty := map[string]M{}
-	c.snap.Store(&empty)
+	c.snap.Store(&dirState[M]{children: map[string]M{}, unreadable: map[string]bool{}})
+	return c
+}
+
+// dirState is one published state of a DirCache.
+type dirState[M proto.Message] struct {
+	children   map[string]M
+	unreadable map[string]bool
+}
+
+// Recreate makes the cache re-create its directory whenever it finds it
+// deleted, logging that: for the fixed directories under the root that a
+// daemon owns (/storms, /supervisors, ...), never for a topology's, whose
+// deletion is meant. Call it before Run; it returns c.
+func (c *DirCache[M]) Recreate() *DirCache[M] {
+	c.recreate = true
 	return c
 }
 
 // Snapshot returns the current children by name; a payload is nil when it
-// does not decode. The map and its messages are shared and must not be
-// modified.
-func (c *DirCache[M]) Snapshot() map[string]M { return *c.snap.Load() }
+// never decoded, and the last one that did when the node's current one
+// does not. The map and its messages are shared and must not be modified.
+func (c *DirCache[M]) Snapshot() map[string]M { return c.snap.Load().children }
+
+// Unreadable returns the children whose current payload does not decode,
+// as of the last Snapshot. The map is shared and must not be modified.
+func (c *DirCache[M]) Unreadable() map[string]bool { return c.snap.Load().unreadable }
 
 // Loaded is closed once the directory has been read completely.
 func (c *DirCache[M]) Loaded() <-chan struct{} { return c.loaded }
@@ -107,30 +133,41 @@ func (c *DirCache[M]) Run(ctx context.Context) error {
 	conn := c.sess.Conn()
 	var (
 		dirWatched   bool
+		dirCzxid     int64                 // the directory's creation, to spot a re-creation
 		childWatched = map[string]uint64{} // armed watches, by generation
 		gen          uint64
 		current      = map[string]M{}
+		unreadable   = map[string]bool{}
 		listed       []string
 	)
 	for {
 		dirty := false
+		bad := 0 // unreadable children logged this round
 		err := func() error {
 			if !dirWatched {
-				children, _, ch, err := conn.ChildrenW(c.dir)
+				children, stat, ch, err := conn.ChildrenW(c.dir)
 				if errors.Is(err, zk.ErrNoNode) {
-					// Never create it (that could resurrect a deleted
-					// topology's directory) nor watch it (a watch on a
-					// path that never returns lives as long as the
+					// Unless told to, never create it (that could resurrect
+					// a deleted topology's directory) nor watch it (a watch
+					// on a path that never returns lives as long as the
 					// session): read as empty, look again shortly.
+					if dirCzxid != 0 {
+						c.sess.NoticeRoot(c.log) // it was there: deleted
+					}
 					dirty = len(current) > 0 || !isClosed(c.loaded)
-					listed = nil
+					listed, dirCzxid = nil, 0
 					clear(current)
+					clear(unreadable)
 					clear(childWatched)
 					return errDirMissing
 				}
 				if err != nil {
 					return err
 				}
+				if dirCzxid != 0 && stat.Czxid != dirCzxid {
+					c.sess.NoticeRoot(c.log) // deleted and re-created meanwhile
+				}
+				dirCzxid = stat.Czxid
 				dirWatched, listed, dirty = true, children, true
 				forward(ch, watchFired{})
 				alive := make(map[string]bool, len(children))
@@ -145,6 +182,7 @@ func (c *DirCache[M]) Run(ctx context.Context) error {
 				for name := range current {
 					if !alive[name] {
 						delete(current, name)
+						delete(unreadable, name)
 					}
 				}
 			}
@@ -159,6 +197,7 @@ func (c *DirCache[M]) Run(ctx context.Context) error {
 					// Gone since the listing; the directory watch fires too,
 					// and its relist reads the name again if it comes back.
 					delete(current, name)
+					delete(unreadable, name)
 					listed = append(listed[:i], listed[i+1:]...)
 					i--
 					dirty = true
@@ -172,22 +211,45 @@ func (c *DirCache[M]) Run(ctx context.Context) error {
 				forward(ch, watchFired{name, gen})
 				m := c.newMsg()
 				if err := Decode(p, data, m); err != nil {
-					c.log.Warn("undecodable node", "path", p, "err", err)
-					var none M
-					m = none
+					prev, had := current[name]
+					kept := had && prev.ProtoReflect().IsValid()
+					if bad++; bad <= maxUnreadableLogged {
+						if kept {
+							c.log.Warn("unreadable node; keeping its last readable payload", "path", p, "err", err)
+						} else {
+							c.log.Warn("unreadable node skipped", "path", p, "err", err)
+						}
+					}
+					if !had {
+						var none M
+						current[name] = none
+					}
+					unreadable[name], dirty = true, true
+					continue
 				}
 				current[name] = m
+				delete(unreadable, name)
 				dirty = true
 			}
 			return nil
 		}()
+		if bad > maxUnreadableLogged {
+			c.log.Warn("more unreadable nodes skipped", "count", bad-maxUnreadableLogged)
+		}
 		missing := errors.Is(err, errDirMissing)
 		if dirty && (err == nil || missing) {
-			c.publish(current)
+			c.publish(current, unreadable)
 		}
 
 		var retry <-chan time.Time
-		if missing {
+		if missing && c.recreate {
+			if err := c.sess.Restore(c.dir, c.log); err != nil {
+				c.log.Warn("cannot re-create directory; retrying", "err", err)
+				retry = time.After(retryDelay)
+			} else {
+				continue // list it at once
+			}
+		} else if missing {
 			retry = time.After(missingDirRetry)
 		} else if err != nil {
 			if ctx.Err() != nil {
@@ -229,9 +291,8 @@ func (c *DirCache[M]) markFired(f watchFired, dirWatched *bool, childWatched map
 	}
 }
 
-func (c *DirCache[M]) publish(current map[string]M) {
-	snap := maps.Clone(current)
-	c.snap.Store(&snap)
+func (c *DirCache[M]) publish(current map[string]M, unreadable map[string]bool) {
+	c.snap.Store(&dirState[M]{children: maps.Clone(current), unreadable: maps.Clone(unreadable)})
 	c.mu.Lock()
 	close(c.changed)
 	c.changed = make(chan struct{})

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,56 +11,87 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
+// EphemeralNode is an ephemeral node a process keeps for as long as it
+// runs (see Keep).
+type EphemeralNode struct {
+	Path string
+	Data []byte
+	// RecreateParent re-creates the parent directory when it is missing,
+	// logging that (Session.Restore): for a daemon's registration in a
+	// directory of the layout (/nimbuses, /supervisors). Without it Keep
+	// waits for the parent and never creates it: a topology's directory
+	// may have been deleted on purpose.
+	RecreateParent bool
+	// OwnerWrites says the owner rewrites the data itself (a supervisor's
+	// heartbeat), so Keep leaves changes to it alone. Otherwise data that
+	// anyone else writes there (garbage, say) is put back.
+	OwnerWrites bool
+	// Ready, if not nil, is called after each creation of the node.
+	Ready func()
+}
+
 // KeepEphemeral keeps an ephemeral node at p holding data for as long as
-// ctx lasts: it creates the node, re-creates it after a session expiry or
-// a deletion by hand, and deletes it when ctx ends. While p's parent does
-// not exist it waits for it; it never creates it. A node left at p by an
-// earlier session (a previous run of this process that has not expired
-// yet) is replaced, so a restarted daemon rejoins at once.
-//
-// ready, if not nil, is called after each (re)creation. KeepEphemeral
-// returns when ctx ends.
+// ctx lasts; see EphemeralNode.Keep. It waits for p's parent and never
+// creates it.
 func KeepEphemeral(ctx context.Context, sess *Session, p string, data []byte, log *slog.Logger, ready func()) {
+	EphemeralNode{Path: p, Data: data, Ready: ready}.Keep(ctx, sess, log)
+}
+
+// Keep creates the node, re-creates it after a session expiry or a
+// deletion by hand, puts its data back when someone else changes it, and
+// deletes it when ctx ends. A node left at the path by an earlier session
+// (a previous run of this process that has not expired yet) is replaced,
+// so a restarted daemon rejoins at once. Keep returns when ctx ends.
+func (n EphemeralNode) Keep(ctx context.Context, sess *Session, log *slog.Logger) {
 	conn := sess.Conn()
+	p := n.Path
 	// watch is re-armed only after it fired, so reconnects don't pile up
 	// watches on p.
 	var watch <-chan zk.Event
+	check := true // false after a change of data the owner makes itself
 	for {
 		sid, err := sess.WaitSession(ctx)
 		if err != nil {
 			break
 		}
-		err = createOwned(conn, p, data, sid, log)
 		var retry <-chan time.Time
-		if errors.Is(err, errNoParent) {
-			// Never create the parent (it may have been deleted on
-			// purpose, a killed topology's, say) and never watch it: a
-			// watch on a path that never returns lives as long as the
-			// session. Look again shortly; the owner usually stops us.
-			err, retry = nil, time.After(parentRetry)
-		} else if err == nil {
-			if ready != nil {
-				ready()
-			}
-			if watch == nil {
-				var ok bool
-				ok, _, watch, err = conn.ExistsW(p)
-				if err == nil && !ok {
-					watch = nil
-					continue // deleted already: create again
+		if check {
+			var created bool
+			created, err = createOwned(conn, n, sid, log)
+			switch {
+			case errors.Is(err, errNoParent) && n.RecreateParent:
+				if err = sess.Restore(parentOf(p), log); err == nil {
+					continue
 				}
+			case errors.Is(err, errNoParent):
+				// Never watch the parent: a watch on a path that never
+				// returns lives as long as the session. Look again
+				// shortly; the owner usually stops us.
+				err, retry = nil, time.After(parentRetry)
+			case err == nil && created && n.Ready != nil:
+				n.Ready()
+			}
+		}
+		check = true
+		if err == nil && retry == nil && watch == nil {
+			var ok bool
+			ok, _, watch, err = conn.ExistsW(p)
+			if err == nil && !ok {
+				watch = nil
+				continue // deleted already: create again
 			}
 		}
 		if err != nil {
 			log.Warn("cannot register ephemeral node; retrying", "path", p, "err", err)
 			retry = time.After(retryDelay)
 		}
-		// Wait for a deletion, a session change or the end.
+		// Wait for a deletion or change, a session change or the end.
 		_, _, changed := sess.State()
 		select {
 		case <-ctx.Done():
-		case <-watch:
+		case ev := <-watch:
 			watch = nil
+			check = ev.Type != zk.EventNodeDataChanged || !n.OwnerWrites
 		case <-changed:
 		case <-retry:
 		}
@@ -83,34 +115,44 @@ const parentRetry = time.Second
 // errNoParent: the node's parent does not exist.
 var errNoParent = errors.New("cluster: parent node missing")
 
-// createOwned makes sure p exists as an ephemeral node of session sid.
-func createOwned(conn *zk.Conn, p string, data []byte, sid int64, log *slog.Logger) error {
+// createOwned makes sure n exists as an ephemeral node of session sid,
+// holding n.Data unless n.OwnerWrites, and reports whether it created it.
+func createOwned(conn *zk.Conn, n EphemeralNode, sid int64, log *slog.Logger) (bool, error) {
+	p := n.Path
 	for range 3 {
-		_, err := conn.Create(p, data, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+		_, err := conn.Create(p, n.Data, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
 		switch {
 		case err == nil:
-			return nil
+			return true, nil
 		case errors.Is(err, zk.ErrNoNode):
-			return errNoParent
+			return false, errNoParent
 		case !errors.Is(err, zk.ErrNodeExists):
-			return err
+			return false, err
 		}
-		_, stat, err := conn.Get(p)
+		data, stat, err := conn.Get(p)
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
 		if err != nil {
-			return err
+			return false, err
 		}
 		if stat.EphemeralOwner == sid {
-			return nil
+			if n.OwnerWrites || bytes.Equal(data, n.Data) {
+				return false, nil
+			}
+			log.Warn("node overwritten by someone else; putting its data back", "path", p, "bytes", len(data))
+			_, err := conn.Set(p, n.Data, stat.Version)
+			if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) {
+				continue
+			}
+			return false, err
 		}
 		log.Info("replacing node left by an earlier session", "path", p, "owner", fmt.Sprintf("%#x", stat.EphemeralOwner))
 		if err := conn.Delete(p, stat.Version); err != nil && !errors.Is(err, zk.ErrNoNode) {
-			return err
+			return false, err
 		}
 	}
-	return fmt.Errorf("cluster: %s keeps changing under us", p)
+	return false, fmt.Errorf("cluster: %s keeps changing under us", p)
 }
 
 func parentOf(p string) string {

@@ -41,6 +41,9 @@ type Session struct {
 	conn  atomic.Pointer[zk.Conn] // set once Connect returns from zk
 	paths Paths
 	log   *slog.Logger
+	// rootCzxid is the creation zxid of the root as last seen (see
+	// NoticeRoot): 0 before the first look, rootMissing when it was gone.
+	rootCzxid atomic.Int64
 
 	mu      sync.Mutex
 	state   zk.State
