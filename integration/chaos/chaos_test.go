@@ -123,7 +123,7 @@ type run struct {
 	recoveries     []time.Duration
 	staleSent      int // writes sent to deposed leaders
 	staleRejected  int // of those, rejected: all, or it is a violation
-	staleFenced    int // of those, rejected by ZooKeeper's fence
+	staleFenced    int // of those, rejected by fencing
 	canaryInactive bool
 	stamps         map[string]stamp // epoch-stamped writes seen, by path@mzxid
 	reported       map[string]bool  // violations already reported, by key
@@ -188,6 +188,13 @@ func TestChaos(t *testing.T) {
 // can cut) and the supervisors.
 func newRun(t *testing.T, seed uint64) *run {
 	dir := t.TempDir()
+	if keep := os.Getenv("CHAOS_DIR"); keep != "" {
+		var err error
+		if dir, err = os.MkdirTemp(keep, "chaos-"); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("chaos: logs and local dirs kept in %s", dir)
+	}
 	r := &run{
 		t: t, rng: rand.New(rand.NewPCG(seed, 0)), dir: dir,
 		acked: map[string]string{}, killAsked: map[string]bool{},

@@ -186,10 +186,10 @@ func (r *run) checkSlots() {
 	}
 }
 
-// checkGoroutines: a nimbus's goroutine count stays within a bound of
+// checkGoroutines: a daemon's goroutine count stays within a bound of
 // what it started with, whatever the faults did to it.
 func (r *run) checkGoroutines() {
-	for _, d := range r.nimbuses {
+	for _, d := range append(slices.Clone(r.nimbuses), r.sups...) {
 		p := d.proc()
 		n, err := goroutines(p.MetricsAddr())
 		if err != nil {
@@ -340,8 +340,8 @@ func (r *run) report(seed uint64, duration time.Duration) {
 	}
 	r.t.Logf("chaos: seed %d, %s: %d faults (%s); %d submits, %d acknowledged; client ok %v, failed %v; "+
 		"recovery after losing the leader (%d): p50 %s, p99 %s, max %s; "+
-		"writes sent to deposed leaders: %d, rejected %d (%d by ZooKeeper's fence); "+
-		"most goroutines in a nimbus: %d; violations: %d",
+		"writes sent to deposed leaders: %d, rejected %d (%d fenced, the others refused before a write); "+
+		"most goroutines in a daemon: %d; violations: %d",
 		seed, duration, total, strings.Join(kinds, ", "), r.submitted, r.ops["submit"], r.ops, r.opErrors,
 		len(rec), pct(0.5), pct(0.99), pct(1), r.staleSent, r.staleRejected, r.staleFenced, most, len(r.violations))
 }

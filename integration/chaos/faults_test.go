@@ -44,7 +44,7 @@ func (r *run) inject(ctx context.Context) {
 		case <-time.After(time.Duration(1000+r.rng.IntN(3000)) * time.Millisecond):
 		}
 		f := faults[r.rng.IntN(len(faults))]
-		r.t.Logf("chaos: fault %s", f.name)
+		r.t.Logf("chaos: fault %s at %s", f.name, time.Now().Format("15:04:05.000"))
 		r.count(r.faults, f.name)
 		f.do()
 	}
@@ -75,6 +75,9 @@ func (r *run) pauseNimbus() {
 		d, node = pick, ""
 	}
 	p := d.proc()
+	if node != "" {
+		r.connect(d) // so that the writes sent while it sleeps wait in its socket
+	}
 	start := time.Now()
 	if err := p.Signal(syscall.SIGSTOP); err != nil {
 		return // it has just died
@@ -206,8 +209,10 @@ func (r *run) probe(start time.Time) <-chan struct{} {
 		defer close(done)
 		for time.Since(start) < 60*time.Second {
 			if r.flipCanary() == nil {
+				took := time.Since(start)
+				r.t.Logf("chaos: leader writes accepted again %s after the leader was lost", took.Round(time.Millisecond))
 				r.mu.Lock()
-				r.recoveries = append(r.recoveries, time.Since(start))
+				r.recoveries = append(r.recoveries, took)
 				r.mu.Unlock()
 				return
 			}
@@ -285,8 +290,15 @@ func (r *run) staleWrites(d *daemon) <-chan []error {
 	return out
 }
 
-// checkStale: a deposed leader accepts no write; ZooKeeper's fence
-// rejects those it attempts.
+// connect makes sure the probes' connection to d is up.
+func (r *run) connect(d *daemon) {
+	ctx, cancel := context.WithTimeout(r.t.Context(), 2*time.Second)
+	defer cancel()
+	_, _ = r.apis[slices.Index(r.nimbuses, d)].GetLeader(ctx, &nimbusv1.GetLeaderRequest{})
+}
+
+// checkStale: a deposed leader accepts no write. Those that reach its
+// term are fenced: by the term's own end-of-term check, or by ZooKeeper.
 func (r *run) checkStale(d *daemon, epoch int64, errs []error) {
 	r.mu.Lock()
 	r.staleSent += len(errs)
