@@ -106,6 +106,7 @@ func torrentOf(meta *clusterv1.CodeMeta) (*metainfo.MetaInfo, *metainfo.Info, er
 		}
 		size, listed := want[path[0]]
 		ok = ok && listed && size == f.Length
+		delete(want, path[0]) // a file listed twice leaves another one out
 	}
 	if !ok {
 		return nil, nil, fmt.Errorf("%w: the torrent of %s does not describe the files of its meta", codedistributor.ErrCorrupt, id)
