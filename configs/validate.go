@@ -44,9 +44,7 @@ func (c *Config) Validate() error {
 	}
 
 	// Nimbus.
-	if c.NimbusHost == "" || strings.ContainsAny(c.NimbusHost, " \t\r\n:/") {
-		add(invalid(KeyNimbusHost, "%q is not a host name (empty, or has a blank, ':' or '/')", c.NimbusHost))
-	}
+	add(checkHostName(KeyNimbusHost, c.NimbusHost))
 	add(inRange(KeyNimbusGRPCPort, c.NimbusGRPCPort, 0, 65535))
 	add(inRange(KeyNimbusMetricsPort, c.NimbusMetricsPort, MetricsDisabled, 65535))
 	if c.NimbusMetricsPort > 0 && c.NimbusMetricsPort == c.NimbusGRPCPort {
@@ -81,9 +79,7 @@ func (c *Config) Validate() error {
 	add(positive(KeySupervisorHeartbeat, c.SupervisorHeartbeat))
 	add(positive(KeyWorkerShutdownSleep, c.WorkerShutdownSleep))
 	add(inRange(KeySupervisorMetricsPort, c.SupervisorMetricsPort, MetricsDisabled, 65535))
-	if c.LocalHostname == "" || strings.ContainsAny(c.LocalHostname, " \t\r\n:/") {
-		add(invalid(KeyLocalHostname, "%q is not a host name (empty, or has a blank, ':' or '/')", c.LocalHostname))
-	}
+	add(checkHostName(KeyLocalHostname, c.LocalHostname))
 	// Otherwise every supervisor would look dead between two heartbeats.
 	if c.SupervisorHeartbeat > 0 && c.SupervisorTimeout > 0 && c.SupervisorTimeout <= c.SupervisorHeartbeat {
 		add(invalid(KeySupervisorTimeout, "%v is not longer than %s (%v)",
@@ -183,10 +179,22 @@ func checkHost(h string) error {
 	switch {
 	case h == "":
 		return errors.New("empty host")
-	case strings.ContainsAny(h, " \t\r\n/"):
-		return fmt.Errorf("host %q has a blank or '/'", h)
+	case strings.ContainsAny(h, " \t\r\n,/[]"):
+		// A comma separates hosts in the environment and flags; a
+		// bracket is only for an IPv6 address with a port, and
+		// net.SplitHostPort has taken it off.
+		return fmt.Errorf("host %q has a blank, ',', '/', '[' or ']'", h)
 	case strings.Contains(h, ":") && net.ParseIP(h) == nil:
 		return fmt.Errorf("host %q is not an IPv6 address", h)
+	}
+	return nil
+}
+
+// checkHostName accepts a host name that others dial with a port joined
+// on: nimbus.host, storm.local.hostname.
+func checkHostName(key, h string) error {
+	if h == "" || strings.ContainsAny(h, " \t\r\n:/[]") {
+		return invalid(key, "%q is not a host name (empty, or has a blank, ':', '/', '[' or ']')", h)
 	}
 	return nil
 }
