@@ -14,17 +14,29 @@ PROTOC_GEN_GO_VERSION  := v1.36.12
 PROTOC_GEN_GRPC_VERSION := v1.6.2
 
 TEST_TIMEOUT ?= 20m
+CHAOS_DURATION ?= 5m
+FUZZTIME ?= 1m
 
-.PHONY: all build test test-deps verify proto lint-proto quickstart quickstart-down bench clean
+.PHONY: all build test test-deps chaos fuzz verify proto lint-proto quickstart quickstart-down bench clean
 
 all: build
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./cmd/... ./examples/...
 
-## test: installs what the tests need (ZooKeeper, a JRE) and runs them all with -race.
+## test: installs what the tests need (ZooKeeper, a JRE) and runs them all with -race (the chaos
+## run for 60 s), then every fuzz target briefly.
 test: test-deps
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+	@scripts/fuzz.sh 3s
+
+## chaos: the chaos run for CHAOS_DURATION (5m); CHAOS_SEED=<seed> replays a run's faults.
+chaos: test-deps
+	CHAOS_DURATION=$(CHAOS_DURATION) $(GO) test -count=1 -run '^TestChaos$$' -v -timeout 0 ./integration/chaos
+
+## fuzz: every fuzz target for FUZZTIME (1m) each.
+fuzz:
+	@scripts/fuzz.sh $(FUZZTIME)
 
 test-deps:
 	@scripts/install-test-deps.sh
