@@ -26,7 +26,8 @@ type EphemeralNode struct {
 	// heartbeat), so Keep leaves changes to it alone. Otherwise data that
 	// anyone else writes there (garbage, say) is put back.
 	OwnerWrites bool
-	// Ready, if not nil, is called after each creation of the node.
+	// Ready, if not nil, is called each time the node is (re)established:
+	// created, or found ours after it was lost or a create's answer was.
 	Ready func()
 }
 
@@ -48,7 +49,8 @@ func (n EphemeralNode) Keep(ctx context.Context, sess *Session, log *slog.Logger
 	// watch is re-armed only after it fired, so reconnects don't pile up
 	// watches on p.
 	var watch <-chan zk.Event
-	check := true // false after a change of data the owner makes itself
+	check := true      // false after a change of data the owner makes itself
+	var readySid int64 // the session Ready was called for; 0 once the node is lost
 	for {
 		sid, err := sess.WaitSession(ctx)
 		if err != nil {
@@ -68,8 +70,11 @@ func (n EphemeralNode) Keep(ctx context.Context, sess *Session, log *slog.Logger
 				// returns lives as long as the session. Look again
 				// shortly; the owner usually stops us.
 				err, retry = nil, time.After(parentRetry)
-			case err == nil && created && n.Ready != nil:
-				n.Ready()
+			case err == nil && (created || readySid != sid):
+				readySid = sid
+				if n.Ready != nil {
+					n.Ready()
+				}
 			}
 		}
 		check = true
@@ -92,6 +97,9 @@ func (n EphemeralNode) Keep(ctx context.Context, sess *Session, log *slog.Logger
 		case ev := <-watch:
 			watch = nil
 			check = ev.Type != zk.EventNodeDataChanged || !n.OwnerWrites
+			if ev.Type == zk.EventNodeDeleted {
+				readySid = 0
+			}
 		case <-changed:
 		case <-retry:
 		}
