@@ -257,8 +257,15 @@ func TestKeepPutsDataBackAndLeavesTheOwnersWritesAlone(t *testing.T) {
 
 	// Deleted with its directory: both re-created, Ready called again.
 	testenv.DeleteTree(t, conn, paths.Supervisors(), 5*time.Second)
-	testenv.WaitFor(t, 5*time.Second, "the node and its directory re-created", holds(beat, "beat-0"))
-	if n := created.Load(); n != 2 {
-		t.Fatalf("Ready called %d times, want 2", n)
-	}
+	// Ready follows the create, so wait for both rather than read the count
+	// the moment the node appears.
+	testenv.WaitFor(t, 5*time.Second, "the node and its directory re-created, Ready called again", func() error {
+		if err := holds(beat, "beat-0")(); err != nil {
+			return err
+		}
+		if n := created.Load(); n != 2 {
+			return fmt.Errorf("Ready called %d times, want 2", n)
+		}
+		return nil
+	})
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
@@ -110,6 +112,9 @@ func (s *Syncer) Eligible() error {
 	conn := s.cfg.Session.Conn()
 	paths := s.cfg.Session.Paths()
 	ids, _, err := conn.Children(paths.Storms())
+	if errors.Is(err, zk.ErrNoNode) {
+		ids, err = nil, nil // deleted by hand (the whole root, say): no topologies
+	}
 	if err != nil {
 		return fmt.Errorf("codesync: cannot list %s: %w", paths.Storms(), err)
 	}
@@ -135,17 +140,15 @@ func (s *Syncer) Eligible() error {
 
 // missing lists the topologies of storms whose code this nimbus lacks,
 // sorted. A leader needs the code of every topology except those being
-// killed (it only removes them); one whose StormBase does not decode
-// cannot be checked, so it counts as missing. A corrupt copy is reported
-// to the loop, which deletes and fetches it again.
+// killed (it only removes them). A StormBase that never decoded (garbage
+// or an empty node, logged by the cache) names no code to hold and nothing
+// a leader could schedule: it is skipped, or one junk node would take
+// every nimbus out of the leader queue. A corrupt copy is reported to the
+// loop, which deletes and fetches it again.
 func (s *Syncer) missing(storms map[string]*clusterv1.StormBase) []string {
 	var missing []string
 	for id, base := range storms {
-		if base != nil && base.GetStatus() == clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED {
-			continue
-		}
-		if base == nil {
-			missing = append(missing, id)
+		if base == nil || base.GetStatus() == clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED {
 			continue
 		}
 		if err := s.cfg.Store.Verify(id, base.GetCodeMetaDigest()); err != nil {

@@ -44,12 +44,15 @@ func newScheduler() *scheduler {
 
 // schedule assigns the topologies' executors to the live supervisors'
 // slots (package assign decides) and writes, fenced, every assignment that
-// changed. Killed and rebalancing topologies keep their assignment (and
-// slots) until their wait ends. It returns how many assignments it wrote.
+// changed, and every one whose node holds garbage. Killed and rebalancing
+// topologies keep their assignment (and slots) until their wait ends; so
+// does a topology whose StormBase is unreadable. It returns how many
+// assignments it wrote.
 func (s *Server) schedule(term *leader.Term, sch *scheduler) (int, error) {
 	now := time.Now()
 	storms := s.view.storms.Snapshot()
 	current := maps.Clone(s.view.assignments.Snapshot()) // shared: copy before changing
+	unreadable := s.view.assignments.Unreadable()
 	for id, a := range sch.written {
 		switch c := current[id]; {
 		case storms[id] == nil, c != nil && proto.Equal(c, a):
@@ -92,6 +95,12 @@ func (s *Server) schedule(term *leader.Term, sch *scheduler) (int, error) {
 	cur := map[string]assign.Assignment{}
 	for id, base := range storms {
 		if base == nil {
+			// Never readable (the cache logged it): nothing to schedule,
+			// but the topology it may be keeps its workers and slots.
+			if a := current[id]; a != nil {
+				frozen[id], cur[id] = true, fromProto(a)
+				tops = append(tops, frozenTopology(id, cur[id]))
+			}
 			continue
 		}
 		switch base.GetStatus() {
@@ -112,10 +121,14 @@ func (s *Server) schedule(term *leader.Term, sch *scheduler) (int, error) {
 	written := 0
 	for _, t := range tops {
 		a := next[t.ID]
-		if frozen[t.ID] || (equalAssignment(a, cur[t.ID]) && current[t.ID] != nil) {
+		if frozen[t.ID] || (equalAssignment(a, cur[t.ID]) && current[t.ID] != nil && !unreadable[t.ID]) {
 			continue
 		}
-		out, err := s.writeAssignment(term, t.ID, a, current[t.ID], storms[t.ID], hosts, now)
+		if unreadable[t.ID] {
+			s.log.Warn("rewriting an unreadable assignment", "topology", t.ID, "epoch", term.Epoch())
+		}
+		exists := current[t.ID] != nil || unreadable[t.ID]
+		out, err := s.writeAssignment(term, t.ID, a, current[t.ID], exists, storms[t.ID], hosts, now)
 		if err != nil {
 			return written, err
 		}
@@ -126,6 +139,21 @@ func (s *Server) schedule(term *leader.Term, sch *scheduler) (int, error) {
 		written++
 	}
 	return written, nil
+}
+
+// frozenTopology is the topology an assignment describes, for a topology
+// whose StormBase cannot be read: scheduled only so that its slots stay
+// taken.
+func frozenTopology(id string, a assign.Assignment) assign.Topology {
+	t := assign.Topology{ID: id}
+	slots := map[assign.Slot]bool{}
+	for e, slot := range a {
+		t.Executors = append(t.Executors, e)
+		slots[slot] = true
+	}
+	sort.Slice(t.Executors, func(i, j int) bool { return t.Executors[i].TaskStart < t.Executors[j].TaskStart })
+	t.NumWorkers = len(slots)
+	return t
 }
 
 func fromProto(a *clusterv1.Assignment) assign.Assignment {
@@ -150,10 +178,11 @@ func equalAssignment(a, b assign.Assignment) bool {
 	return true
 }
 
-// writeAssignment writes a topology's new assignment in a fenced write and
-// returns it (nil if the cache had lagged and nothing was written).
-// Executors that stay in their slot keep their start time.
-func (s *Server) writeAssignment(term *leader.Term, id string, a assign.Assignment, old *clusterv1.Assignment,
+// writeAssignment writes a topology's new assignment in a fenced write,
+// over the node if it exists, and returns it (nil if the cache had lagged
+// and nothing was written). Executors that stay in their slot keep their
+// start time.
+func (s *Server) writeAssignment(term *leader.Term, id string, a assign.Assignment, old *clusterv1.Assignment, exists bool,
 	base *clusterv1.StormBase, hosts map[string]string, now time.Time) (*clusterv1.Assignment, error) {
 	started := map[assign.Executor]int64{}
 	prev := map[assign.Executor]assign.Slot{}
@@ -190,7 +219,7 @@ func (s *Server) writeAssignment(term *leader.Term, id string, a assign.Assignme
 	path := s.sess.Paths().Assignment(id)
 	data := cluster.Encode(out)
 	var op any = &zk.SetDataRequest{Path: path, Data: data, Version: -1}
-	if old == nil {
+	if !exists {
 		op = &zk.CreateRequest{Path: path, Data: data, Acl: zk.WorldACL(zk.PermAll)}
 	}
 	_, err := term.Multi(op)

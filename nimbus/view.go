@@ -57,7 +57,7 @@ func (v *view) clusterSummary() *nimbusv1.ClusterSummary {
 	for id, base := range storms {
 		t := v.topologySummary(id, base)
 		c.Topologies = append(c.Topologies, t)
-		if t.ReplicationCount == 0 {
+		if t.ReplicationCount == 0 && base != nil { // unreadable ones block nothing (codesync)
 			c.LeadershipBlockedBy = append(c.LeadershipBlockedBy, id)
 		}
 	}
@@ -126,6 +126,9 @@ func (v *view) summary(id, reg *clusterv1.NimbusInfo, storms map[string]*cluster
 	}
 	addr := cluster.HostPort(id)
 	for tid, base := range storms {
+		if base == nil {
+			continue // unreadable: no code to hold (codesync skips it too)
+		}
 		r := v.replicas.Replicas(tid)[addr]
 		if r == nil || !bytes.Equal(r.GetCodeMetaDigest(), base.GetCodeMetaDigest()) {
 			s.MissingTopologyIds = append(s.MissingTopologyIds, tid)

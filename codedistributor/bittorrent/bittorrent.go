@@ -221,7 +221,7 @@ func (d *distributor) Upload(_ context.Context, dir string, code codedistributor
 	if err != nil {
 		return nil, err
 	}
-	if err := createSwarm(d.p.Session, code.TopologyID); err != nil {
+	if err := createSwarm(d.p.Session, code.TopologyID, d.p.Logger); err != nil {
 		return nil, err
 	}
 	d.mu.Lock()

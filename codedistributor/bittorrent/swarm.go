@@ -3,6 +3,7 @@ package bittorrent
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -17,9 +18,17 @@ import (
 // again, and a missing swarm directory is looked for again.
 const redialEvery = 2 * time.Second
 
-// createSwarm makes the directory where the peers of a topology register.
-func createSwarm(sess *cluster.Session, topologyID string) error {
+// createSwarm makes the directory where the peers of a topology register,
+// and the directory of swarms if it was deleted by hand (the whole root,
+// say), or no submission could succeed again.
+func createSwarm(sess *cluster.Session, topologyID string, log *slog.Logger) error {
 	_, err := sess.Conn().Create(sess.Paths().Swarm(topologyID), nil, 0, zk.WorldACL(zk.PermAll))
+	if errors.Is(err, zk.ErrNoNode) {
+		if err := sess.Restore(sess.Paths().Swarms(), log); err != nil {
+			return err
+		}
+		_, err = sess.Conn().Create(sess.Paths().Swarm(topologyID), nil, 0, zk.WorldACL(zk.PermAll))
+	}
 	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		return err
 	}
