@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,11 @@ const retryDelay = 250 * time.Millisecond
 // missingDirRetry paces looks for a directory that does not exist.
 const missingDirRetry = time.Second
 
+// maxReadsInFlight bounds the child reads a cache has outstanding at
+// once. go-zookeeper pipelines concurrent requests on its one connection,
+// so loading thousands of children takes a few round trips, not thousands.
+const maxReadsInFlight = 64
+
 // maxUnreadableLogged caps the unreadable children a cache logs one by one
 // in one refresh (thousands of junk nodes would flood the log); the rest
 // are counted in one line.
@@ -33,6 +39,8 @@ var errDirMissing = errors.New("cluster: directory does not exist")
 // Reads are a pointer load; they never touch ZooKeeper. A directory that
 // does not exist reads as empty until it is created.
 //
+// With MembersOnly the children's payloads are not watched (see there).
+//
 // A child whose payload does not decode (see Decode) is logged, never
 // fatal: one corrupt znode must not take a nimbus down. It keeps the last
 // payload it had that decoded, so garbage written over a live node changes
@@ -44,9 +52,11 @@ type DirCache[M proto.Message] struct {
 	newMsg   func() M
 	log      *slog.Logger
 	recreate bool
+	members  bool // payloads read once per appearance, not watched
 
-	snap   atomic.Pointer[dirState[M]]
-	loaded chan struct{}
+	snap    atomic.Pointer[dirState[M]]
+	loaded  chan struct{}
+	refresh chan struct{}
 
 	mu      sync.Mutex
 	changed chan struct{}
@@ -61,6 +71,7 @@ func NewDirCache[M proto.Message](sess *Session, dir string, newMsg func() M, lo
 		newMsg:  newMsg,
 		log:     log.With("component", "cache", "dir", dir),
 		loaded:  make(chan struct{}),
+		refresh: make(chan struct{}, 1),
 		changed: make(chan struct{}),
 	}
 	c.snap.Store(&dirState[M]{children: map[string]M{}, unreadable: map[string]bool{}})
@@ -71,6 +82,7 @@ func NewDirCache[M proto.Message](sess *Session, dir string, newMsg func() M, lo
 type dirState[M proto.Message] struct {
 	children   map[string]M
 	unreadable map[string]bool
+	gen        uint64
 }
 
 // Recreate makes the cache re-create its directory whenever it finds it
@@ -81,6 +93,29 @@ func (c *DirCache[M]) Recreate() *DirCache[M] {
 	c.recreate = true
 	return c
 }
+
+// MembersOnly makes the cache watch only which children exist: a child's
+// payload is read when it appears (or is replaced between two listings)
+// and on Refresh, never watched. For nodes their owners rewrite often, as
+// supervisors' heartbeats, where a watch would cost every reader a read per
+// write. Call it before Run; it returns c.
+func (c *DirCache[M]) MembersOnly() *DirCache[M] {
+	c.members = true
+	return c
+}
+
+// Refresh asks the cache to read every child's payload again; the next
+// Changed reports the result. It does not wait.
+func (c *DirCache[M]) Refresh() {
+	select {
+	case c.refresh <- struct{}{}:
+	default: // one is pending already
+	}
+}
+
+// Gen counts the states the cache has published: it changes exactly when
+// Snapshot does, so a reader can keep what it derives from a snapshot.
+func (c *DirCache[M]) Gen() uint64 { return c.snap.Load().gen }
 
 // Snapshot returns the current children by name; a payload is nil when it
 // never decoded, and the last one that did when the node's current one
@@ -134,6 +169,8 @@ func (c *DirCache[M]) Run(ctx context.Context) error {
 	var (
 		dirWatched   bool
 		dirCzxid     int64                 // the directory's creation, to spot a re-creation
+		dirCversion  int32                 // its child changes as of the last listing
+		lastListing  map[string]bool       // that listing
 		childWatched = map[string]uint64{} // armed watches, by generation
 		gen          uint64
 		current      = map[string]M{}
@@ -167,13 +204,16 @@ func (c *DirCache[M]) Run(ctx context.Context) error {
 				if dirCzxid != 0 && stat.Czxid != dirCzxid {
 					c.sess.NoticeRoot(c.log) // deleted and re-created meanwhile
 				}
-				dirCzxid = stat.Czxid
-				dirWatched, listed, dirty = true, children, true
-				forward(ch, watchFired{})
 				alive := make(map[string]bool, len(children))
 				for _, name := range children {
 					alive[name] = true
 				}
+				if c.members && replacedSince(lastListing, alive, dirCzxid, dirCversion, stat) {
+					clear(childWatched) // which one is unknown: read them all again
+				}
+				dirCzxid, dirCversion, lastListing = stat.Czxid, stat.Cversion, alive
+				dirWatched, listed, dirty = true, children, true
+				forward(ch, watchFired{})
 				for name := range childWatched {
 					if !alive[name] {
 						delete(childWatched, name)
@@ -186,31 +226,40 @@ func (c *DirCache[M]) Run(ctx context.Context) error {
 					}
 				}
 			}
-			for i := 0; i < len(listed); i++ {
-				name := listed[i]
-				if _, armed := childWatched[name]; armed {
-					continue
+			var err error
+			var unread []string
+			for _, name := range listed {
+				if _, armed := childWatched[name]; !armed {
+					unread = append(unread, name)
 				}
+			}
+			reads := c.readChildren(conn, unread)
+			var gone map[string]bool
+			for i, r := range reads {
+				name := unread[i]
 				p := c.dir + "/" + name
-				data, _, ch, err := conn.GetW(p)
-				if errors.Is(err, zk.ErrNoNode) {
+				if errors.Is(r.err, zk.ErrNoNode) {
 					// Gone since the listing; the directory watch fires too,
 					// and its relist reads the name again if it comes back.
 					delete(current, name)
 					delete(unreadable, name)
-					listed = append(listed[:i], listed[i+1:]...)
-					i--
-					dirty = true
+					if gone == nil {
+						gone = map[string]bool{}
+					}
+					gone[name], dirty = true, true
 					continue
 				}
-				if err != nil {
-					return err
+				if r.err != nil {
+					err = r.err // the rest are read; this one is retried
+					continue
 				}
 				gen++
 				childWatched[name] = gen
-				forward(ch, watchFired{name, gen})
+				if r.watch != nil {
+					forward(r.watch, watchFired{name, gen})
+				}
 				m := c.newMsg()
-				if err := Decode(p, data, m); err != nil {
+				if err := Decode(p, r.data, m); err != nil {
 					prev, had := current[name]
 					kept := had && prev.ProtoReflect().IsValid()
 					if bad++; bad <= maxUnreadableLogged {
@@ -231,7 +280,10 @@ func (c *DirCache[M]) Run(ctx context.Context) error {
 				delete(unreadable, name)
 				dirty = true
 			}
-			return nil
+			if gone != nil {
+				listed = slices.DeleteFunc(listed, func(name string) bool { return gone[name] })
+			}
+			return err
 		}()
 		if bad > maxUnreadableLogged {
 			c.log.Warn("more unreadable nodes skipped", "count", bad-maxUnreadableLogged)
@@ -264,11 +316,19 @@ func (c *DirCache[M]) Run(ctx context.Context) error {
 			return ctx.Err()
 		case <-retry:
 		case <-sessionChanged:
+		case <-c.refresh:
+			if c.members {
+				clear(childWatched) // read every payload again
+			}
 		case f := <-fired:
 			c.markFired(f, &dirWatched, childWatched)
 			// Coalesce a burst of events into one refresh.
 			for drained := false; !drained; {
 				select {
+				case <-c.refresh:
+					if c.members {
+						clear(childWatched) // read every payload again
+					}
 				case f := <-fired:
 					c.markFired(f, &dirWatched, childWatched)
 				default:
@@ -277,6 +337,58 @@ func (c *DirCache[M]) Run(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// replacedSince reports whether, between the last listing and this one,
+// a child was deleted and created again (a supervisor restarted under its
+// id): the directory counts every child created or deleted, and more
+// changes than the two listings differ by mean some are hidden. A
+// MembersOnly cache, which sees no child's own events, must read again.
+func replacedSince(last, now map[string]bool, czxid int64, cversion int32, stat *zk.Stat) bool {
+	if czxid == 0 {
+		return false // first listing: everything is read anyway
+	}
+	if stat.Czxid != czxid {
+		return true // the directory itself was replaced
+	}
+	differ := len(last)
+	for name := range now {
+		if last[name] {
+			differ-- // in both
+		} else {
+			differ++ // new
+		}
+	}
+	return int(stat.Cversion-cversion) > differ
+}
+
+// childRead is the outcome of reading one child.
+type childRead struct {
+	data  []byte
+	watch <-chan zk.Event // nil for a MembersOnly cache
+	err   error
+}
+
+// readChildren reads the named children, up to maxReadsInFlight at once,
+// with a watch on each unless the cache is MembersOnly.
+func (c *DirCache[M]) readChildren(conn *zk.Conn, names []string) []childRead {
+	out := make([]childRead, len(names))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(len(names), maxReadsInFlight) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(names); i = int(next.Add(1) - 1) {
+				r, p := &out[i], c.dir+"/"+names[i]
+				if c.members {
+					r.data, _, r.err = conn.Get(p)
+				} else {
+					r.data, _, r.watch, r.err = conn.GetW(p)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return out
 }
 
 func (c *DirCache[M]) markFired(f watchFired, dirWatched *bool, childWatched map[string]uint64) {
@@ -292,7 +404,7 @@ func (c *DirCache[M]) markFired(f watchFired, dirWatched *bool, childWatched map
 }
 
 func (c *DirCache[M]) publish(current map[string]M, unreadable map[string]bool) {
-	c.snap.Store(&dirState[M]{children: maps.Clone(current), unreadable: maps.Clone(unreadable)})
+	c.snap.Store(&dirState[M]{children: maps.Clone(current), unreadable: maps.Clone(unreadable), gen: c.snap.Load().gen + 1})
 	c.mu.Lock()
 	close(c.changed)
 	c.changed = make(chan struct{})

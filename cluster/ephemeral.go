@@ -23,9 +23,13 @@ type EphemeralNode struct {
 	// may have been deleted on purpose.
 	RecreateParent bool
 	// OwnerWrites says the owner rewrites the data itself (a supervisor's
-	// heartbeat), so Keep leaves changes to it alone. Otherwise data that
-	// anyone else writes there (garbage, say) is put back.
+	// heartbeat), so Keep leaves changes to it alone and holds no watch on
+	// the node: it would fire at every write, and re-arming it would cost a
+	// request per heartbeat. The owner reports a write that found the node
+	// gone on Lost instead. Otherwise data that anyone else writes there
+	// (garbage, say) is put back.
 	OwnerWrites bool
+	Lost        <-chan struct{}
 	// Ready, if not nil, is called each time the node is (re)established:
 	// created, or found ours after it was lost or a create's answer was.
 	Ready func()
@@ -49,7 +53,6 @@ func (n EphemeralNode) Keep(ctx context.Context, sess *Session, log *slog.Logger
 	// watch is re-armed only after it fired, so reconnects don't pile up
 	// watches on p.
 	var watch <-chan zk.Event
-	check := true      // false after a change of data the owner makes itself
 	var readySid int64 // the session Ready was called for; 0 once the node is lost
 	for {
 		sid, err := sess.WaitSession(ctx)
@@ -57,28 +60,24 @@ func (n EphemeralNode) Keep(ctx context.Context, sess *Session, log *slog.Logger
 			break
 		}
 		var retry <-chan time.Time
-		if check {
-			var created bool
-			created, err = createOwned(conn, n, sid, log)
-			switch {
-			case errors.Is(err, errNoParent) && n.RecreateParent:
-				if err = sess.Restore(parentOf(p), log); err == nil {
-					continue
-				}
-			case errors.Is(err, errNoParent):
-				// Never watch the parent: a watch on a path that never
-				// returns lives as long as the session. Look again
-				// shortly; the owner usually stops us.
-				err, retry = nil, time.After(parentRetry)
-			case err == nil && (created || readySid != sid):
-				readySid = sid
-				if n.Ready != nil {
-					n.Ready()
-				}
+		created, err := createOwned(conn, n, sid, log)
+		switch {
+		case errors.Is(err, errNoParent) && n.RecreateParent:
+			if err = sess.Restore(parentOf(p), log); err == nil {
+				continue
+			}
+		case errors.Is(err, errNoParent):
+			// Never watch the parent: a watch on a path that never
+			// returns lives as long as the session. Look again
+			// shortly; the owner usually stops us.
+			err, retry = nil, time.After(parentRetry)
+		case err == nil && (created || readySid != sid):
+			readySid = sid
+			if n.Ready != nil {
+				n.Ready()
 			}
 		}
-		check = true
-		if err == nil && retry == nil && watch == nil {
+		if err == nil && retry == nil && watch == nil && !n.OwnerWrites {
 			var ok bool
 			ok, _, watch, err = conn.ExistsW(p)
 			if err == nil && !ok {
@@ -96,10 +95,11 @@ func (n EphemeralNode) Keep(ctx context.Context, sess *Session, log *slog.Logger
 		case <-ctx.Done():
 		case ev := <-watch:
 			watch = nil
-			check = ev.Type != zk.EventNodeDataChanged || !n.OwnerWrites
 			if ev.Type == zk.EventNodeDeleted {
 				readySid = 0
 			}
+		case <-n.Lost:
+			readySid = 0
 		case <-changed:
 		case <-retry:
 		}

@@ -210,8 +210,9 @@ func TestKeepPutsDataBackAndLeavesTheOwnersWritesAlone(t *testing.T) {
 	if _, err := conn.Create(beat, []byte("beat-0"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
+	lost := make(chan struct{}, 1)
 	run(t, func(ctx context.Context) {
-		cluster.EphemeralNode{Path: beat, Data: []byte("beat-0"), OwnerWrites: true, RecreateParent: true,
+		cluster.EphemeralNode{Path: beat, Data: []byte("beat-0"), OwnerWrites: true, RecreateParent: true, Lost: lost,
 			Ready: func() { created.Add(1) }}.Keep(ctx, s, log)
 	})
 	holds := func(p, want string) func() error {
@@ -255,8 +256,10 @@ func TestKeepPutsDataBackAndLeavesTheOwnersWritesAlone(t *testing.T) {
 		t.Fatalf("after 20 writes by the owner: version %d, Ready called %d times; want 20 and 1", stat.Version, created.Load())
 	}
 
-	// Deleted with its directory: both re-created, Ready called again.
+	// Deleted with its directory, which the owner's next write finds: both
+	// re-created, Ready called again.
 	testenv.DeleteTree(t, conn, paths.Supervisors(), 5*time.Second)
+	lost <- struct{}{}
 	// Ready follows the create, so wait for both rather than read the count
 	// the moment the node appears.
 	testenv.WaitFor(t, 5*time.Second, "the node and its directory re-created, Ready called again", func() error {

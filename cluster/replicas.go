@@ -20,6 +20,7 @@ type ReplicaCache struct {
 	mu       sync.Mutex
 	replicas map[string]*DirCache[*clusterv1.ReplicaInfo]
 	changed  chan struct{}
+	gen      uint64
 }
 
 // NewReplicaCache returns a cache of /code-distributor; it starts nothing.
@@ -53,9 +54,18 @@ func (r *ReplicaCache) Changed() <-chan struct{} {
 	return r.changed
 }
 
+// Gen counts the changes Changed reports: what a reader derived from the
+// replica lists still holds while Gen is unchanged.
+func (r *ReplicaCache) Gen() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.gen
+}
+
 func (r *ReplicaCache) notify() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.gen++
 	close(r.changed)
 	r.changed = make(chan struct{})
 }

@@ -397,7 +397,7 @@ func (e *Election) lead(ctx context.Context, node string, epoch, sid int64, ownW
 		ownWatch = w
 	}
 	tctx, cancel := context.WithCancel(ctx)
-	t := &Term{ctx: tctx, cancel: cancel, sess: sess, node: node, epoch: epoch}
+	t := &Term{ctx: tctx, cancel: cancel, sess: sess, node: node, epoch: epoch, began: time.Now()}
 	e.update(func() { e.current = t })
 	e.log.Info("leading", "epoch", epoch, "node", path.Base(node))
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -21,6 +22,7 @@ type Term struct {
 	sess   *cluster.Session
 	node   string // full path of this term's lock node
 	epoch  int64
+	began  time.Time
 }
 
 // Context is cancelled when the term ends. Leader-only work runs under it.
@@ -33,6 +35,9 @@ func (t *Term) Done() <-chan struct{} { return t.ctx.Done() }
 // means no leader). It increases strictly from one leader to the next. A term that resumes after a brief
 // disconnection keeps its epoch.
 func (t *Term) Epoch() int64 { return t.epoch }
+
+// Began is when this nimbus took the lead: the lock won, the code checked.
+func (t *Term) Began() time.Time { return t.began }
 
 // Node is the path of the term's lock node.
 func (t *Term) Node() string { return t.node }

@@ -44,8 +44,15 @@ func (s *Server) lead(term *leader.Term) {
 	}
 	sch := newScheduler()
 	noStandbyWarned := false
+	firstRound := true
 	monitor := time.NewTicker(s.cfg.MonitorFreq)
 	defer monitor.Stop()
+	// Supervisors' heartbeats are not watched (see server.go): read them
+	// now and every half timeout, so that one gone silent is found within
+	// 1.5 timeouts at the cost of a read per supervisor per half timeout.
+	s.view.supervisors.Refresh()
+	heartbeats := time.NewTicker(s.cfg.SupervisorTimeout / 2)
+	defer heartbeats.Stop()
 	sweep := time.NewTicker(s.cfg.CodeSyncFreq)
 	defer sweep.Stop()
 	for {
@@ -94,9 +101,18 @@ func (s *Server) lead(term *leader.Term) {
 				log.Info("removed the code distribution of a submission that never committed", "topology", id)
 			}
 		}
-		if n, err := s.schedule(term, sch); err != nil {
+		began := time.Now()
+		n, err := s.schedule(term, sch)
+		s.metrics.scheduleSeconds.Observe(time.Since(began).Seconds())
+		switch {
+		case err != nil:
 			log.Warn("scheduling failed; will retry", "err", err)
-		} else if n > 0 {
+		case firstRound:
+			// Failover's cost at scale: the lock won to scheduling again.
+			log.Info("term's first schedule done", "elapsed_ms", time.Since(term.Began()).Milliseconds(),
+				"topologies", len(storms), "supervisors", len(s.view.supervisors.Snapshot()), "assignments_written", n)
+			firstRound = false
+		case n > 0:
 			log.Info("assignments written", "topologies", n)
 		}
 		summary := s.view.clusterSummary()
@@ -126,6 +142,8 @@ func (s *Server) lead(term *leader.Term) {
 		case <-supsChanged:
 		case <-assignmentsChanged:
 		case <-monitor.C: // heartbeats going stale wake nothing else
+		case <-heartbeats.C:
+			s.view.supervisors.Refresh() // its Changed wakes the next round
 		case <-sweep.C:
 			s.sweepStoredCode(ctx, log)
 		}

@@ -16,6 +16,8 @@ type metrics struct {
 	eligibleStandbys prometheus.Gauge
 	// Code served by this nimbus's CodeService.
 	codeSent prometheus.Counter
+	// On the leader: how long each scheduling round takes, writes included.
+	scheduleSeconds prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -41,7 +43,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "On the leader: live nimbuses other than the leader that hold all code (0 = no failover possible).",
 		}),
 		codeSent: prometheus.NewCounter(codedistributor.SentBytesOpts("grpc")),
+		scheduleSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "nimbus_schedule_duration_seconds",
+			Help:    "On the leader: time of one scheduling round over every topology and supervisor, writes included.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14), // 0.5 ms to 4 s
+		}),
 	}
-	reg.MustRegister(m.isLeader, m.leaderChanges, m.epoch, m.zkConnected, m.eligibleStandbys, m.codeSent)
+	reg.MustRegister(m.isLeader, m.leaderChanges, m.epoch, m.zkConnected, m.eligibleStandbys, m.codeSent, m.scheduleSeconds)
 	return m
 }

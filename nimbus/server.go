@@ -150,8 +150,11 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		locks:    cluster.NewNimbusInfoCache(s.sess, paths.LeaderLock(), s.base).Recreate(),
 		storms:   cluster.NewDirCache(s.sess, paths.Storms(), func() *clusterv1.StormBase { return new(clusterv1.StormBase) }, s.base).Recreate(),
 		replicas: cluster.NewReplicaCache(s.sess, s.base),
+		// Heartbeats rewrite supervisors' nodes every few seconds: watching
+		// them would cost every nimbus a read per heartbeat. Membership is
+		// watched; the leader refreshes the payloads (see lead).
 		supervisors: cluster.NewDirCache(s.sess, paths.Supervisors(),
-			func() *clusterv1.SupervisorInfo { return new(clusterv1.SupervisorInfo) }, s.base).Recreate(),
+			func() *clusterv1.SupervisorInfo { return new(clusterv1.SupervisorInfo) }, s.base).Recreate().MembersOnly(),
 		assignments: cluster.NewDirCache(s.sess, paths.Assignments(),
 			func() *clusterv1.Assignment { return new(clusterv1.Assignment) }, s.base).Recreate(),
 		now: time.Now,

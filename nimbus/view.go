@@ -4,15 +4,19 @@ import (
 	"bytes"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
+	"github.com/nimbusha/nimbus/assign"
 	"github.com/nimbusha/nimbus/cluster"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
 // view answers read RPCs from the watch-maintained caches: no request
-// costs a ZooKeeper read.
+// costs a ZooKeeper read. The cluster and leader summaries are built once
+// per change of the caches (and per second, for uptimes) and shared by
+// every request until then: thousands of requests a second cost one build.
 type view struct {
 	nimbuses *cluster.DirCache[*clusterv1.NimbusInfo] // /nimbuses, by host:port
 	locks    *cluster.DirCache[*clusterv1.NimbusInfo] // /leader-lock, by node name
@@ -22,6 +26,60 @@ type view struct {
 	supervisors *cluster.DirCache[*clusterv1.SupervisorInfo]
 	assignments *cluster.DirCache[*clusterv1.Assignment]
 	now         func() time.Time
+
+	mu      sync.Mutex // serialises builds: one per key, however many ask
+	cluster built[*nimbusv1.ClusterSummary]
+	leading built[*nimbusv1.NimbusSummary]
+}
+
+// built is a summary and the state it was built from.
+type built[M any] struct {
+	done bool
+	key  viewKey
+	msg  M
+	err  error
+}
+
+// viewKey identifies the caches' state and the second a summary was built
+// in: equal keys give equal summaries.
+type viewKey struct {
+	nimbuses, locks, storms, replicas, supervisors, assignments uint64
+	second                                                      int64
+}
+
+func (v *view) key() viewKey {
+	return viewKey{
+		nimbuses: v.nimbuses.Gen(), locks: v.locks.Gen(), storms: v.storms.Gen(), replicas: v.replicas.Gen(),
+		supervisors: v.supervisors.Gen(), assignments: v.assignments.Gen(), second: v.now().Unix(),
+	}
+}
+
+// cached returns b's summary if it was built from state k, else builds
+// and keeps it. Call with v.mu held.
+func cached[M any](b *built[M], k viewKey, build func() (M, error)) (M, error) {
+	if !b.done || b.key != k {
+		b.msg, b.err = build()
+		b.done, b.key = true, k
+	}
+	return b.msg, b.err
+}
+
+// leaderSummary is GetLeader's answer, shared: callers must not modify it.
+func (v *view) leaderSummary() (*nimbusv1.NimbusSummary, error) {
+	k := v.key()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return cached(&v.leading, k, v.buildLeaderSummary)
+}
+
+// clusterSummary is GetClusterInfo's answer, shared: callers must not
+// modify it.
+func (v *view) clusterSummary() *nimbusv1.ClusterSummary {
+	k := v.key()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	c, _ := cached(&v.cluster, k, func() (*nimbusv1.ClusterSummary, error) { return v.buildClusterSummary(), nil })
+	return c
 }
 
 // leader returns the head of the lock queue and its epoch.
@@ -33,8 +91,7 @@ func (v *view) leader() (*clusterv1.NimbusInfo, int64, bool) {
 	return q[0].Info, q[0].Epoch(), true
 }
 
-// leaderSummary is GetLeader's answer.
-func (v *view) leaderSummary() (*nimbusv1.NimbusSummary, error) {
+func (v *view) buildLeaderSummary() (*nimbusv1.NimbusSummary, error) {
 	head, epoch, ok := v.leader()
 	if !ok {
 		return nil, ErrNoLeader
@@ -45,8 +102,7 @@ func (v *view) leaderSummary() (*nimbusv1.NimbusSummary, error) {
 	return s, nil
 }
 
-// clusterSummary is GetClusterInfo's answer.
-func (v *view) clusterSummary() *nimbusv1.ClusterSummary {
+func (v *view) buildClusterSummary() *nimbusv1.ClusterSummary {
 	storms := v.storms.Snapshot()
 	c := &nimbusv1.ClusterSummary{Nimbuses: v.nimbusSummaries(storms)}
 	for _, n := range c.Nimbuses {
@@ -63,13 +119,14 @@ func (v *view) clusterSummary() *nimbusv1.ClusterSummary {
 	}
 	sort.Slice(c.Topologies, func(i, j int) bool { return c.Topologies[i].Name < c.Topologies[j].Name })
 	sort.Strings(c.LeadershipBlockedBy)
+	used := v.usedSlots()
 	for id, info := range v.supervisors.Snapshot() {
 		if info == nil {
 			continue
 		}
 		sum := &nimbusv1.SupervisorSummary{
 			SupervisorId: id, Host: info.GetHost(), Version: info.GetVersion(),
-			NumWorkers: int32(len(info.GetSlotPorts())), NumUsedWorkers: int32(len(info.GetUsedPorts())),
+			NumWorkers: int32(len(info.GetSlotPorts())), NumUsedWorkers: used[id],
 		}
 		if start := info.GetStartTimeUnixMs(); start > 0 {
 			sum.UptimeSecs = int64(v.now().Sub(time.UnixMilli(start)) / time.Second)
@@ -78,6 +135,22 @@ func (v *view) clusterSummary() *nimbusv1.ClusterSummary {
 	}
 	sort.Slice(c.Supervisors, func(i, j int) bool { return c.Supervisors[i].SupervisorId < c.Supervisors[j].SupervisorId })
 	return c
+}
+
+// usedSlots counts, per supervisor, the slots the assignments give work
+// (as Storm does): nimbuses do not follow supervisors' heartbeats.
+func (v *view) usedSlots() map[string]int32 {
+	slots := map[assign.Slot]bool{}
+	for _, a := range v.assignments.Snapshot() {
+		for _, ea := range a.GetExecutors() {
+			slots[assign.Slot{SupervisorID: ea.GetSlot().GetSupervisorId(), Port: ea.GetSlot().GetPort()}] = true
+		}
+	}
+	used := map[string]int32{}
+	for s := range slots {
+		used[s.SupervisorID]++
+	}
+	return used
 }
 
 // nimbusSummaries lists every registered nimbus, by address, and the

@@ -58,6 +58,7 @@ type Supervisor struct {
 	reconciled    chan struct{}
 	wake          chan struct{}
 	beat          chan struct{}
+	lost          chan struct{} // a heartbeat found the node gone
 	ready         chan struct{}
 	closeOnce     sync.Once
 
@@ -69,7 +70,7 @@ type Supervisor struct {
 func New(cfg *configs.Config, logger *slog.Logger) *Supervisor {
 	return &Supervisor{
 		cfg: cfg, base: logger, log: logger.With("component", "supervisor"),
-		wake: make(chan struct{}, 1), beat: make(chan struct{}, 1), ready: make(chan struct{}),
+		wake: make(chan struct{}, 1), beat: make(chan struct{}, 1), lost: make(chan struct{}, 1), ready: make(chan struct{}),
 		workers: map[int32]*worker{},
 	}
 }
@@ -142,8 +143,10 @@ func (s *Supervisor) Start(ctx context.Context) (err error) {
 	s.wg.Go(func() { _ = s.assignments.Run(runCtx) })
 	s.wg.Go(func() {
 		// The heartbeat rewrites the node; Keep (re)creates it, and its
-		// directory if the root was deleted by hand.
-		cluster.EphemeralNode{Path: paths.Supervisor(s.id), Data: cluster.Encode(s.info()), RecreateParent: true, OwnerWrites: true,
+		// directory if the root was deleted by hand, when a heartbeat finds
+		// it gone.
+		cluster.EphemeralNode{Path: paths.Supervisor(s.id), Data: cluster.Encode(s.info()), RecreateParent: true,
+			OwnerWrites: true, Lost: s.lost,
 			Ready: func() {
 				once.Do(func() { close(registered) })
 				s.heartbeatSoon() // the node was (re)created with stale data
@@ -242,7 +245,8 @@ func (s *Supervisor) info() *clusterv1.SupervisorInfo {
 
 // heartbeats writes this supervisor's state every
 // supervisor.heartbeat.frequency.secs and when a worker changes state: one
-// write per heartbeat.
+// write per heartbeat, and no other request (nimbuses read supervisors'
+// nodes when they appear and the leader now and then, never per write).
 func (s *Supervisor) heartbeats(ctx context.Context) {
 	path := s.sess.Paths().Supervisor(s.id)
 	tick := time.NewTicker(s.cfg.SupervisorHeartbeat)
@@ -257,7 +261,14 @@ func (s *Supervisor) heartbeats(ctx context.Context) {
 		if state, _, _ := s.sess.State(); state != zk.StateHasSession {
 			continue // workers keep running; the next beat after reconnecting tells
 		}
-		if _, err := s.sess.Conn().Set(path, cluster.Encode(s.info()), -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		_, err := s.sess.Conn().Set(path, cluster.Encode(s.info()), -1)
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			select {
+			case s.lost <- struct{}{}: // Keep creates it again
+			default:
+			}
+		case err != nil:
 			s.log.Debug("heartbeat failed", "err", err)
 		}
 	}
