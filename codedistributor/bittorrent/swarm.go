@@ -40,7 +40,7 @@ func createSwarm(sess *cluster.Session, topologyID string, log *slog.Logger) err
 // deleting them one by one could go on for ever.
 func removeSwarm(sess *cluster.Session, topologyID string) error {
 	conn, dir := sess.Conn(), sess.Paths().Swarm(topologyID)
-	for range 3 { // a member may join between the listing and the delete
+	for range 5 { // a member may join or leave between the listing and the delete
 		members, stat, err := conn.Children(dir)
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil
@@ -54,14 +54,16 @@ func removeSwarm(sess *cluster.Session, topologyID string) error {
 		}
 		ops = append(ops, &zk.DeleteRequest{Path: dir, Version: stat.Version})
 		_, err = conn.Multi(ops...)
-		if err == nil || errors.Is(err, zk.ErrNoNode) {
+		if err == nil {
 			return nil
 		}
-		if !errors.Is(err, zk.ErrNotEmpty) && !errors.Is(err, zk.ErrBadVersion) {
+		// A member that left (ErrNoNode) fails the whole multi, the
+		// directory's deletion too: list again.
+		if !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrNotEmpty) && !errors.Is(err, zk.ErrBadVersion) {
 			return err
 		}
 	}
-	return errors.New("bittorrent: peers keep joining the swarm of " + topologyID)
+	return errors.New("bittorrent: peers keep joining or leaving the swarm of " + topologyID)
 }
 
 // join registers this node in a's swarm until ctx ends; a download also
