@@ -75,12 +75,13 @@ quickstart: test-deps build
 quickstart-down:
 	@scripts/quickstart.sh down
 
-## bench: failover timings; results go to bench/RESULTS.md.
+## bench: every benchmark (failover, submit, schedule, distribution, scale); results go to bench/RESULTS.md.
 bench: test-deps build
 	$(GO) test ./bench -run "^$$" -bench "Failover|Submit$$" -benchtime 1x -timeout 30m -args -trials 20 -submit-trials 10 -reassign-trials 5
 	$(GO) test ./bench -run "^$$" -bench SubmitHDFS -benchtime 1x -timeout 30m -args -submit-trials 5
 	$(GO) test ./bench -run "^$$" -bench Schedule -benchtime 20x -benchmem
 	$(GO) test ./bench -run "^$$" -bench Distribute -benchtime 1x -timeout 40m -args -distribute-trials 3
+	$(GO) test ./bench -run "^$$" -bench Scale -benchtime 1x -timeout 60m -args -scale-supervisors 1000 -scale-topologies 1000
 
 clean:
 	rm -rf bin .quickstart

@@ -113,9 +113,9 @@ func (s *Server) lead(term *leader.Term) {
 				"topologies", len(storms), "supervisors", len(s.view.supervisors.Snapshot()), "assignments_written", n)
 			firstRound = false
 		case n > 0:
-			log.Info("assignments written", "topologies", n)
+			log.Info("assignments written", "topologies", n, "elapsed_ms", time.Since(began).Milliseconds())
 		}
-		summary := s.view.clusterSummary()
+		summary := s.view.clusterInfo().GetCluster()
 		s.metrics.eligibleStandbys.Set(float64(summary.GetEligibleStandbys()))
 		if summary.GetEligibleStandbys() == 0 && len(summary.GetNimbuses()) > 0 {
 			if !noStandbyWarned {

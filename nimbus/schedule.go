@@ -1,9 +1,12 @@
 package nimbus
 
 import (
+	"cmp"
 	"errors"
 	"maps"
 	"sort"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -118,7 +121,7 @@ func (s *Server) schedule(term *leader.Term, sch *scheduler) (int, error) {
 	sort.Slice(tops, func(i, j int) bool { return tops[i].ID < tops[j].ID })
 	next := assign.Schedule(tops, sups, cur)
 
-	written := 0
+	var writes []assignmentWrite
 	for _, t := range tops {
 		a := next[t.ID]
 		if frozen[t.ID] || (equalAssignment(a, cur[t.ID]) && current[t.ID] != nil && !unreadable[t.ID]) {
@@ -128,17 +131,54 @@ func (s *Server) schedule(term *leader.Term, sch *scheduler) (int, error) {
 			s.log.Warn("rewriting an unreadable assignment", "topology", t.ID, "epoch", term.Epoch())
 		}
 		exists := current[t.ID] != nil || unreadable[t.ID]
-		out, err := s.writeAssignment(term, t.ID, a, current[t.ID], exists, storms[t.ID], hosts, now)
-		if err != nil {
-			return written, err
-		}
-		if out != nil {
-			sch.written[t.ID] = out
-			delete(sch.deleted, t.ID)
-		}
-		written++
+		writes = append(writes, s.assignmentWrite(term, t.ID, a, current[t.ID], exists, storms[t.ID], hosts, now))
 	}
-	return written, nil
+	written := 0
+	var failed error
+	for i, err := range writeAll(term, writes) {
+		switch {
+		case errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrNoNode):
+			// The cache lagged; the next round sees the node as it is.
+		case err != nil:
+			failed = cmp.Or(failed, err)
+		default:
+			sch.written[writes[i].id] = writes[i].out
+			delete(sch.deleted, writes[i].id)
+			written++
+		}
+	}
+	return written, failed
+}
+
+// maxWritesInFlight bounds the assignment writes a round has outstanding.
+// Each is its own fenced multi; go-zookeeper pipelines them on its one
+// connection, so a round that places a thousand topologies takes a few
+// round trips, not a thousand.
+const maxWritesInFlight = 32
+
+// assignmentWrite is one topology's new assignment and the operation that
+// writes it.
+type assignmentWrite struct {
+	id  string
+	out *clusterv1.Assignment
+	op  any
+}
+
+// writeAll applies each write in a fenced multi of its own, concurrently,
+// and returns their errors in order.
+func writeAll(term *leader.Term, writes []assignmentWrite) []error {
+	errs := make([]error, len(writes))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(len(writes), maxWritesInFlight) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(writes); i = int(next.Add(1) - 1) {
+				_, errs[i] = term.Multi(writes[i].op)
+			}
+		})
+	}
+	wg.Wait()
+	return errs
 }
 
 // frozenTopology is the topology an assignment describes, for a topology
@@ -178,12 +218,11 @@ func equalAssignment(a, b assign.Assignment) bool {
 	return true
 }
 
-// writeAssignment writes a topology's new assignment in a fenced write,
-// over the node if it exists, and returns it (nil if the cache had lagged
-// and nothing was written). Executors that stay in their slot keep their
+// assignmentWrite builds a topology's new assignment and the write of it,
+// over the node if it exists. Executors that stay in their slot keep their
 // start time.
-func (s *Server) writeAssignment(term *leader.Term, id string, a assign.Assignment, old *clusterv1.Assignment, exists bool,
-	base *clusterv1.StormBase, hosts map[string]string, now time.Time) (*clusterv1.Assignment, error) {
+func (s *Server) assignmentWrite(term *leader.Term, id string, a assign.Assignment, old *clusterv1.Assignment, exists bool,
+	base *clusterv1.StormBase, hosts map[string]string, now time.Time) assignmentWrite {
 	started := map[assign.Executor]int64{}
 	prev := map[assign.Executor]assign.Slot{}
 	for _, ea := range old.GetExecutors() {
@@ -222,13 +261,5 @@ func (s *Server) writeAssignment(term *leader.Term, id string, a assign.Assignme
 	if !exists {
 		op = &zk.CreateRequest{Path: path, Data: data, Acl: zk.WorldACL(zk.PermAll)}
 	}
-	_, err := term.Multi(op)
-	if errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrNoNode) {
-		// The cache lagged; the next round sees the node as it is.
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return assignmentWrite{id: id, out: out, op: op}
 }

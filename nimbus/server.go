@@ -190,7 +190,9 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	s.health = health.NewServer()
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	s.health.SetServingStatus(LeaderHealthService, healthpb.HealthCheckResponse_NOT_SERVING)
-	s.grpc = grpc.NewServer()
+	encodings := newSharedEncodings()
+	v.share = encodings.share
+	s.grpc = grpc.NewServer(grpc.ForceServerCodecV2(encodings))
 	s.svc = &service{
 		cfg: cfg, log: s.log, self: addr, view: v, sess: s.sess, election: s.election,
 		store: s.store, dist: s.dist, syncer: s.syncer, inFlight: map[string]bool{}, pending: map[string]bool{},

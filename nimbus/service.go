@@ -43,15 +43,15 @@ type service struct {
 }
 
 func (s *service) GetLeader(context.Context, *nimbusv1.GetLeaderRequest) (*nimbusv1.GetLeaderResponse, error) {
-	l, err := s.view.leaderSummary()
+	resp, err := s.view.leaderInfo()
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &nimbusv1.GetLeaderResponse{Leader: l}, nil
+	return resp, nil
 }
 
 func (s *service) GetClusterInfo(context.Context, *nimbusv1.GetClusterInfoRequest) (*nimbusv1.GetClusterInfoResponse, error) {
-	return &nimbusv1.GetClusterInfoResponse{Cluster: s.view.clusterSummary()}, nil
+	return s.view.clusterInfo(), nil
 }
 
 func (s *service) GetTopologyInfo(ctx context.Context, req *nimbusv1.GetTopologyInfoRequest) (*nimbusv1.GetTopologyInfoResponse, error) {

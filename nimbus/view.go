@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/nimbusha/nimbus/assign"
 	"github.com/nimbusha/nimbus/cluster"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
@@ -27,13 +29,17 @@ type view struct {
 	assignments *cluster.DirCache[*clusterv1.Assignment]
 	now         func() time.Time
 
+	// share, if not nil, is told of each answer built and the one it
+	// replaces (the server encodes it once for every request).
+	share func(m, old proto.Message)
+
 	mu      sync.Mutex // serialises builds: one per key, however many ask
-	cluster built[*nimbusv1.ClusterSummary]
-	leading built[*nimbusv1.NimbusSummary]
+	cluster built[*nimbusv1.GetClusterInfoResponse]
+	leading built[*nimbusv1.GetLeaderResponse]
 }
 
-// built is a summary and the state it was built from.
-type built[M any] struct {
+// built is an answer and the state it was built from.
+type built[M proto.Message] struct {
 	done bool
 	key  viewKey
 	msg  M
@@ -54,31 +60,47 @@ func (v *view) key() viewKey {
 	}
 }
 
-// cached returns b's summary if it was built from state k, else builds
-// and keeps it. Call with v.mu held.
-func cached[M any](b *built[M], k viewKey, build func() (M, error)) (M, error) {
+// cached returns b's answer if it was built from state k, else builds and
+// keeps it. Call with v.mu held.
+func cached[M proto.Message](v *view, b *built[M], k viewKey, build func() (M, error)) (M, error) {
 	if !b.done || b.key != k {
+		old, wasShared := b.msg, b.done && b.err == nil
 		b.msg, b.err = build()
 		b.done, b.key = true, k
+		if v.share != nil && b.err == nil {
+			var replaced proto.Message
+			if wasShared {
+				replaced = old
+			}
+			v.share(b.msg, replaced)
+		}
 	}
 	return b.msg, b.err
 }
 
-// leaderSummary is GetLeader's answer, shared: callers must not modify it.
-func (v *view) leaderSummary() (*nimbusv1.NimbusSummary, error) {
+// leaderInfo is GetLeader's answer, shared: callers must not modify it.
+func (v *view) leaderInfo() (*nimbusv1.GetLeaderResponse, error) {
 	k := v.key()
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return cached(&v.leading, k, v.buildLeaderSummary)
+	return cached(v, &v.leading, k, func() (*nimbusv1.GetLeaderResponse, error) {
+		l, err := v.leaderSummary()
+		if err != nil {
+			return nil, err
+		}
+		return &nimbusv1.GetLeaderResponse{Leader: l}, nil
+	})
 }
 
-// clusterSummary is GetClusterInfo's answer, shared: callers must not
-// modify it.
-func (v *view) clusterSummary() *nimbusv1.ClusterSummary {
+// clusterInfo is GetClusterInfo's answer, shared: callers must not modify
+// it.
+func (v *view) clusterInfo() *nimbusv1.GetClusterInfoResponse {
 	k := v.key()
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	c, _ := cached(&v.cluster, k, func() (*nimbusv1.ClusterSummary, error) { return v.buildClusterSummary(), nil })
+	c, _ := cached(v, &v.cluster, k, func() (*nimbusv1.GetClusterInfoResponse, error) {
+		return &nimbusv1.GetClusterInfoResponse{Cluster: v.clusterSummary()}, nil
+	})
 	return c
 }
 
@@ -91,7 +113,8 @@ func (v *view) leader() (*clusterv1.NimbusInfo, int64, bool) {
 	return q[0].Info, q[0].Epoch(), true
 }
 
-func (v *view) buildLeaderSummary() (*nimbusv1.NimbusSummary, error) {
+// leaderSummary describes the leader.
+func (v *view) leaderSummary() (*nimbusv1.NimbusSummary, error) {
 	head, epoch, ok := v.leader()
 	if !ok {
 		return nil, ErrNoLeader
@@ -102,7 +125,8 @@ func (v *view) buildLeaderSummary() (*nimbusv1.NimbusSummary, error) {
 	return s, nil
 }
 
-func (v *view) buildClusterSummary() *nimbusv1.ClusterSummary {
+// clusterSummary describes the cluster.
+func (v *view) clusterSummary() *nimbusv1.ClusterSummary {
 	storms := v.storms.Snapshot()
 	c := &nimbusv1.ClusterSummary{Nimbuses: v.nimbusSummaries(storms)}
 	for _, n := range c.Nimbuses {

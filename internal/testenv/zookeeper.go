@@ -93,6 +93,7 @@ func newZooKeeper(t testing.TB, name string, id, clientPort int, servers []strin
 		"clientPortAddress=127.0.0.1",
 		"admin.enableServer=false",
 		"4lw.commands.whitelist=*",
+		"maxClientCnxns=0", // no cap per address: load tools open thousands of sessions from 127.0.0.1
 		"forceSync=no", // data survives the process, which is all tests need
 	}
 	cfg = append(cfg, servers...)

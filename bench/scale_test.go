@@ -1,0 +1,637 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/nimbusha/nimbus/client"
+	"github.com/nimbusha/nimbus/cluster"
+	"github.com/nimbusha/nimbus/integration"
+	"github.com/nimbusha/nimbus/internal/testenv"
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
+	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
+)
+
+var (
+	scaleSupervisors = flag.Int("scale-supervisors", 1000, "simulated supervisors")
+	scaleTopologies  = flag.Int("scale-topologies", 1000, "topologies submitted")
+	scaleReadSecs    = flag.Int("scale-read-secs", 10, "seconds of each read-path load")
+	scaleSteadySecs  = flag.Int("scale-steady-secs", 60, "seconds of the steady-state window")
+	scaleClients     = flag.Int("scale-clients", 32, "concurrent callers in the read-path load")
+)
+
+const (
+	scaleRoot      = "/storm"
+	scaleSession   = 6 * time.Second // the nimbuses'
+	scaleHeartbeat = 5 * time.Second // the simulated supervisors'
+)
+
+// BenchmarkScale runs 3 real nimbuses against a real ZooKeeper with
+// -scale-topologies small topologies and -scale-supervisors simulated
+// supervisors heartbeating every 5 s, and measures: how long the leader
+// takes to place every topology when the supervisors appear; the leader's
+// CPU and memory and the ZooKeeper requests per heartbeat at steady state;
+// GetLeader and GetClusterInfo throughput, latency and ZooKeeper reads on
+// the leader and on a follower; and failover (the lock won to the first
+// schedule done). It prints a markdown table.
+func BenchmarkScale(b *testing.B) {
+	bins, err := integration.Build(b.TempDir(), false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	z := testenv.StartZooKeeper(b)
+	c := &integration.Cluster{Bin: bins, ZooKeeper: z.Addr(), Root: scaleRoot, SessionTimeout: scaleSession,
+		Dir: b.TempDir(), Logf: func(string, ...any) {}}
+	defer c.Close()
+	for range 3 {
+		if _, err := c.StartNimbus(integration.NimbusOptions{Args: []string{"--topology.min.replication.count", "1"}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	leader, followers := scaleLeader(b, c)
+	conn, _, err := zk.Connect([]string{z.Addr()}, 10*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	rep := &scaleReport{}
+
+	// Topologies first, with no supervisor: every assignment stays empty
+	// until the supervisors come, so placing them all is one full schedule.
+	var seeds []string
+	for _, p := range c.Live() {
+		seeds = append(seeds, p.Addr())
+	}
+	cl, err := client.New(seeds)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	began := time.Now()
+	if err := submitTiny(cl, *scaleTopologies); err != nil {
+		b.Fatal(err)
+	}
+	rep.add("submit %d topologies (8 at a time, min replication 1)", time.Since(began).Round(time.Millisecond), *scaleTopologies)
+	if err := testenv.Poll(5*time.Minute, func() error {
+		cs, err := c.API(leader).GetClusterInfo(context.Background(), &nimbusv1.GetClusterInfoRequest{})
+		if err != nil {
+			return err
+		}
+		if n := cs.GetCluster().GetEligibleStandbys(); n != 2 {
+			return fmt.Errorf("%d eligible standbys", n)
+		}
+		return nil
+	}); err != nil {
+		b.Fatalf("followers syncing the code: %v", err)
+	}
+
+	began = time.Now()
+	sims, err := startSimSupervisors([]string{z.Addr()}, scaleRoot, *scaleSupervisors, 32, scaleHeartbeat, func(n int) {
+		if n%250 == 0 {
+			fmt.Fprintf(os.Stderr, "scale: %d supervisors registered\n", n)
+		}
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sims.Close()
+	registered := time.Now()
+	rep.add("register %d simulated supervisors (32 at a time)", registered.Sub(began).Round(time.Millisecond), *scaleSupervisors)
+	if err := testenv.Poll(5*time.Minute, func() error {
+		n, err := placed(conn)
+		if err != nil {
+			return err
+		}
+		if n < *scaleTopologies {
+			return fmt.Errorf("%d of %d topologies placed", n, *scaleTopologies)
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	rep.add("every topology placed, from the last supervisor registered (polled)", time.Since(registered).Round(time.Millisecond))
+	if ms, n, err := longestRound(leader.LogPath); err == nil {
+		rep.add("the leader's longest scheduling round (its log)", fmt.Sprintf("%d ms, writing %d assignments", ms, n))
+	}
+	if sum, count, err := histogram(leader, "nimbus_schedule_duration_seconds"); err == nil {
+		rep.add("leader's scheduling rounds so far: count, mean, largest bucket used", fmt.Sprintf("%d, %.1f ms, %s", count, 1000*sum/float64(count), maxBucket(leader, "nimbus_schedule_duration_seconds")))
+	}
+
+	// Steady state.
+	if err := steadyState(rep, z.Addr(), conn, leader, followers, sims); err != nil {
+		b.Fatal(err)
+	}
+
+	// The read path.
+	for _, target := range []struct {
+		name string
+		p    *integration.Process
+	}{{"leader", leader}, {"follower", followers[0]}} {
+		for _, rpc := range []struct {
+			name string
+			call func(context.Context, nimbusv1.NimbusServiceClient) error
+		}{
+			{"GetLeader", func(ctx context.Context, api nimbusv1.NimbusServiceClient) error {
+				_, err := api.GetLeader(ctx, &nimbusv1.GetLeaderRequest{})
+				return err
+			}},
+			{"GetClusterInfo", func(ctx context.Context, api nimbusv1.NimbusServiceClient) error {
+				_, err := api.GetClusterInfo(ctx, &nimbusv1.GetClusterInfoRequest{})
+				return err
+			}},
+		} {
+			if err := readLoad(rep, z.Addr(), conn, target.name, target.p, rpc.name, rpc.call); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if cs, err := c.API(followers[0]).GetClusterInfo(context.Background(), &nimbusv1.GetClusterInfoRequest{}); err == nil {
+		rep.add("GetClusterInfo answer", fmt.Sprintf("%d topologies, %d supervisors, %d bytes",
+			len(cs.GetCluster().GetTopologies()), len(cs.GetCluster().GetSupervisors()), proto.Size(cs)))
+	}
+
+	// Failover.
+	if err := scaleFailover(rep, c, leader); err != nil {
+		b.Fatal(err)
+	}
+	rep.print(*scaleSupervisors, *scaleTopologies)
+}
+
+// scaleLeader waits for the nimbuses to agree on a leader.
+func scaleLeader(b *testing.B, c *integration.Cluster) (*integration.Process, []*integration.Process) {
+	var leader *integration.Process
+	if err := testenv.Poll(30*time.Second, func() error {
+		_, p, err := c.AgreedLeader(c.Live())
+		leader = p
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	var followers []*integration.Process
+	for _, p := range c.Live() {
+		if p != leader {
+			followers = append(followers, p)
+		}
+	}
+	return leader, followers
+}
+
+// submitTiny submits n topologies of one worker and a 1 KiB artifact,
+// 8 at a time.
+func submitTiny(cl *client.Client, n int) error {
+	var (
+		next, done atomic.Int64
+		wg         sync.WaitGroup
+		mu         sync.Mutex
+		errs       []error
+	)
+	artifact := bytes.Repeat([]byte("x"), 1024)
+	for range 8 {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				spec := &nimbusv1.TopologySpec{
+					Name: fmt.Sprintf("tiny-%05d", i), NumWorkers: 1,
+					Components:    []*nimbusv1.ComponentSpec{{Id: "spout", Parallelism: 1}},
+					WorkerCommand: []string{"/bin/true"},
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				_, err := cl.SubmitTopology(ctx, spec, bytes.NewReader(artifact), int64(len(artifact)), nil)
+				cancel()
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("submit %s: %w", spec.Name, err))
+					mu.Unlock()
+					return
+				}
+				if d := done.Add(1); d%100 == 0 {
+					fmt.Fprintf(os.Stderr, "scale: %d topologies submitted\n", d)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// placed counts the assignments with every executor placed, reading them
+// 32 at a time.
+func placed(conn *zk.Conn) (int, error) {
+	dir := cluster.Paths{Root: scaleRoot}.Assignments()
+	ids, _, err := conn.Children(dir)
+	if err != nil {
+		return 0, err
+	}
+	var (
+		next, n atomic.Int64
+		wg      sync.WaitGroup
+	)
+	for range 32 {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(ids); i = int(next.Add(1) - 1) {
+				data, _, err := conn.Get(dir + "/" + ids[i])
+				a := new(clusterv1.Assignment)
+				if err == nil && cluster.Decode(dir, data, a) == nil && len(a.GetExecutors()) > 0 {
+					n.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return int(n.Load()), nil
+}
+
+// sessionOf is the ZooKeeper session of a nimbus: the owner of its
+// registration.
+func sessionOf(conn *zk.Conn, p *integration.Process) (int64, error) {
+	_, stat, err := conn.Get(cluster.Paths{Root: scaleRoot}.Nimbus(p.Addr()))
+	if err != nil {
+		return 0, fmt.Errorf("%s's registration: %w", p.Name, err)
+	}
+	return stat.EphemeralOwner, nil
+}
+
+// steadyState measures, over -scale-steady-secs with every supervisor
+// heartbeating: the leader's CPU and memory, and the ZooKeeper requests
+// the supervisors and each nimbus send, per heartbeat.
+func steadyState(rep *scaleReport, zkAddr string, conn *zk.Conn, leader *integration.Process, followers []*integration.Process, sims *simSupervisors) error {
+	nimbuses := append([]*integration.Process{leader}, followers...)
+	sids := map[*integration.Process]int64{}
+	for _, p := range nimbuses {
+		sid, err := sessionOf(conn, p)
+		if err != nil {
+			return err
+		}
+		sids[p] = sid
+	}
+	window := time.Duration(*scaleSteadySecs) * time.Second
+	before, err := cons(zkAddr)
+	if err != nil {
+		return err
+	}
+	cpu0, err := procCPU(leader.Pid())
+	if err != nil {
+		return err
+	}
+	beats0, failed0 := sims.beats.Load(), sims.failed.Load()
+	start := time.Now()
+	<-time.After(window) // the measurement window, not a wait for a condition
+	elapsed := time.Since(start)
+	after, err := cons(zkAddr)
+	if err != nil {
+		return err
+	}
+	cpu1, err := procCPU(leader.Pid())
+	if err != nil {
+		return err
+	}
+	beats, failed := sims.beats.Load()-beats0, sims.failed.Load()-failed0
+	rss, err := rssMiB(leader.Pid())
+	if err != nil {
+		return err
+	}
+	rep.add(fmt.Sprintf("leader at steady state (%v window): CPU, resident memory", elapsed.Round(time.Second)),
+		fmt.Sprintf("%.1f%% of one core, %d MiB", 100*float64(cpu1-cpu0)/float64(elapsed), rss))
+	supReqs, supPackets := requests(before, after, sims.sessions())
+	rep.add("heartbeats in the window (failed)", fmt.Sprintf("%d (%d)", beats, failed))
+	rep.add("ZooKeeper requests per heartbeat: the supervisor's", fmt.Sprintf("%.3f (packets with pings: %.3f)", per(supReqs, beats), per(supPackets, beats)))
+	var all int64
+	for _, p := range nimbuses {
+		r, _ := requests(before, after, map[int64]bool{sids[p]: true})
+		all += r
+		role := "follower"
+		if p == leader {
+			role = "leader"
+		}
+		rep.add(fmt.Sprintf("ZooKeeper requests in the window: %s (%s)", p.Name, role), fmt.Sprintf("%d (%.3f per heartbeat)", r, per(r, beats)))
+	}
+	rep.add("ZooKeeper requests per heartbeat, all told", fmt.Sprintf("%.3f", per(supReqs+all, beats)))
+	return nil
+}
+
+func per(n, d int64) float64 {
+	if d == 0 {
+		return 0
+	}
+	return float64(n) / float64(d)
+}
+
+// readLoad calls rpc on p from -scale-clients goroutines over 4
+// connections for -scale-read-secs, and reports throughput, latency and
+// the ZooKeeper requests p sent meanwhile.
+func readLoad(rep *scaleReport, zkAddr string, conn *zk.Conn, role string, p *integration.Process, rpc string,
+	call func(context.Context, nimbusv1.NimbusServiceClient) error) error {
+	sid, err := sessionOf(conn, p)
+	if err != nil {
+		return err
+	}
+	var apis []nimbusv1.NimbusServiceClient
+	for range 4 {
+		cc, err := grpc.NewClient(p.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return err
+		}
+		defer cc.Close()
+		apis = append(apis, nimbusv1.NewNimbusServiceClient(cc))
+	}
+	for _, api := range apis { // connected and warm before the clock starts
+		if err := call(context.Background(), api); err != nil {
+			return fmt.Errorf("%s on %s: %w", rpc, p.Name, err)
+		}
+	}
+	before, err := cons(zkAddr)
+	if err != nil {
+		return err
+	}
+	end := time.Now().Add(time.Duration(*scaleReadSecs) * time.Second)
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		lats []time.Duration
+		errs []error
+	)
+	start := time.Now()
+	for i := range *scaleClients {
+		api := apis[i%len(apis)]
+		wg.Go(func() {
+			var mine []time.Duration
+			for t0 := time.Now(); t0.Before(end); t0 = time.Now() {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				err := call(ctx, api)
+				cancel()
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+					break
+				}
+				mine = append(mine, time.Since(t0))
+			}
+			mu.Lock()
+			lats = append(lats, mine...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if len(errs) > 0 {
+		return fmt.Errorf("%s on %s: %w", rpc, p.Name, errors.Join(errs...))
+	}
+	after, err := cons(zkAddr)
+	if err != nil {
+		return err
+	}
+	zkReqs, _ := requests(before, after, map[int64]bool{sid: true})
+	sort.Slice(lats, func(i, j int) bool { return lats[i] < lats[j] })
+	rep.reads = append(rep.reads, readRow{
+		rpc: rpc, role: role, n: len(lats), rate: float64(len(lats)) / elapsed.Seconds(),
+		p50: percentile(lats, 50), p99: percentile(lats, 99), zkReqs: zkReqs,
+	})
+	return nil
+}
+
+// scaleFailover SIGKILLs the leader and reports, from the new leader's
+// log, the time from winning the lock to its first schedule done.
+func scaleFailover(rep *scaleReport, c *integration.Cluster, old *integration.Process) error {
+	var rest []*integration.Process
+	for _, p := range c.Live() {
+		if p != old {
+			rest = append(rest, p)
+		}
+	}
+	killed := time.Now()
+	if err := old.Signal(syscall.SIGKILL); err != nil {
+		return err
+	}
+	var next *integration.Process
+	if err := testenv.Poll(60*time.Second, func() error {
+		for _, p := range rest {
+			if selfLeader(c, p) {
+				next = p
+				return nil
+			}
+		}
+		return errors.New("no new leader")
+	}); err != nil {
+		return err
+	}
+	answered := time.Since(killed)
+	var elapsed int64
+	var attrs map[string]any
+	if err := testenv.Poll(60*time.Second, func() error {
+		var err error
+		attrs, err = lastLogged(next.LogPath, "term's first schedule done")
+		if err != nil {
+			return err
+		}
+		ms, ok := attrs["elapsed_ms"].(float64)
+		if !ok {
+			return fmt.Errorf("no elapsed_ms in %v", attrs)
+		}
+		elapsed = int64(ms)
+		return nil
+	}); err != nil {
+		return err
+	}
+	rep.add("failover: the lock won to the first schedule done (new leader's log)",
+		fmt.Sprintf("%d ms (%v topologies, %v supervisors)", elapsed, attrs["topologies"], attrs["supervisors"]))
+	// ZooKeeper counts the session timeout from the last packet it had, a
+	// ping up to a third of it before the kill.
+	rep.add(fmt.Sprintf("failover: leader SIGKILLed to the new one answering GetLeader (session timeout %v)", scaleSession),
+		answered.Round(time.Millisecond))
+	return nil
+}
+
+// lastLogged returns the attributes of the last JSON log line of path
+// whose message is msg.
+func lastLogged(path, msg string) (map[string]any, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var found map[string]any
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 4<<20)
+	for sc.Scan() {
+		if !bytes.Contains(sc.Bytes(), []byte(msg)) {
+			continue
+		}
+		var entry map[string]any
+		if json.Unmarshal(sc.Bytes(), &entry) == nil && entry["msg"] == msg {
+			found = entry
+		}
+	}
+	if found == nil {
+		return nil, fmt.Errorf("%s: no %q yet", path, msg)
+	}
+	return found, sc.Err()
+}
+
+// longestRound finds, in a leader's log, its longest scheduling round that
+// wrote assignments, and how many it wrote.
+func longestRound(path string) (ms, topologies int64, err error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		var entry struct {
+			Msg        string `json:"msg"`
+			ElapsedMS  int64  `json:"elapsed_ms"`
+			Topologies int64  `json:"topologies"`
+		}
+		if json.Unmarshal(line, &entry) == nil && entry.Msg == "assignments written" && entry.ElapsedMS >= ms {
+			ms, topologies = entry.ElapsedMS, entry.Topologies
+		}
+	}
+	if topologies == 0 {
+		return 0, 0, fmt.Errorf("%s: no round wrote assignments", path)
+	}
+	return ms, topologies, nil
+}
+
+// histogram reads a histogram's sum and count from p's metrics.
+func histogram(p *integration.Process, name string) (sum float64, count int64, err error) {
+	body, err := metricsBody(p)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(body, "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		switch f[0] {
+		case name + "_sum":
+			sum, _ = strconv.ParseFloat(f[1], 64)
+		case name + "_count":
+			count, _ = strconv.ParseInt(f[1], 10, 64)
+		}
+	}
+	if count == 0 {
+		return 0, 0, fmt.Errorf("%s: no %s", p.Name, name)
+	}
+	return sum, count, nil
+}
+
+// maxBucket is the smallest bucket bound that holds every observation.
+func maxBucket(p *integration.Process, name string) string {
+	body, err := metricsBody(p)
+	if err != nil {
+		return "?"
+	}
+	_, count, _ := histogram(p, name)
+	for _, line := range strings.Split(body, "\n") {
+		if !strings.HasPrefix(line, name+"_bucket{le=\"") {
+			continue
+		}
+		f := strings.Fields(line)
+		if n, _ := strconv.ParseInt(f[len(f)-1], 10, 64); n == count {
+			le := strings.TrimSuffix(strings.TrimPrefix(f[0], name+"_bucket{le=\""), "\"}")
+			if v, err := strconv.ParseFloat(le, 64); err == nil {
+				return fmt.Sprintf("<= %g ms", v*1000)
+			}
+			return le
+		}
+	}
+	return "?"
+}
+
+func metricsBody(p *integration.Process) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.MetricsAddr()+"/metrics", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	return string(data), err
+}
+
+// rssMiB is a process's resident memory.
+func rssMiB(pid int) (int, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, err := strconv.Atoi(f[1])
+			return kb / 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS for pid %d", pid)
+}
+
+// scaleReport collects the numbers for the table.
+type scaleReport struct {
+	rows  [][2]string
+	reads []readRow
+}
+
+type readRow struct {
+	rpc, role string
+	n         int
+	rate      float64
+	p50, p99  time.Duration
+	zkReqs    int64
+}
+
+func (r *scaleReport) add(what string, value any, args ...any) {
+	if len(args) > 0 {
+		what = fmt.Sprintf(what, args...)
+	}
+	r.rows = append(r.rows, [2]string{what, fmt.Sprint(value)})
+	fmt.Fprintf(os.Stderr, "scale: %s: %v\n", what, value)
+}
+
+func (r *scaleReport) print(sups, topologies int) {
+	model := "?"
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if name, ok := strings.CutPrefix(line, "model name"); ok {
+				model = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(name), ":"))
+				break
+			}
+		}
+	}
+	var out strings.Builder
+	fmt.Fprintf(&out, "\n%d supervisors, %d topologies; %d cores (%s), %s\n\n", sups, topologies, runtime.NumCPU(), model, runtime.Version())
+	fmt.Fprintf(&out, "| rpc | nimbus | calls | per second | p50 | p99 | ZooKeeper requests by that nimbus |\n|---|---|---|---|---|---|---|\n")
+	for _, x := range r.reads {
+		fmt.Fprintf(&out, "| %s | %s | %d | %.0f | %v | %v | %d |\n", x.rpc, x.role, x.n, x.rate,
+			x.p50.Round(time.Microsecond), x.p99.Round(time.Microsecond), x.zkReqs)
+	}
+	fmt.Fprintf(&out, "\n| what | value |\n|---|---|\n")
+	for _, row := range r.rows {
+		fmt.Fprintf(&out, "| %s | %s |\n", row[0], row[1])
+	}
+	fmt.Fprint(os.Stderr, out.String())
+}
