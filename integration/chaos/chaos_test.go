@@ -190,6 +190,9 @@ func newRun(t *testing.T, seed uint64) *run {
 	dir := t.TempDir()
 	if keep := os.Getenv("CHAOS_DIR"); keep != "" {
 		var err error
+		if err = os.MkdirAll(keep, 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if dir, err = os.MkdirTemp(keep, "chaos-"); err != nil {
 			t.Fatal(err)
 		}
