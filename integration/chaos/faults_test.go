@@ -89,11 +89,20 @@ func (r *run) pauseNimbus() {
 		r.waitDeposed(node)
 		stale = r.staleWrites(d)
 	}
-	time.Sleep(time.Until(start.Add(pauseFor))) // the fault itself: a pause at least this long
+	r.hold(time.Until(start.Add(pauseFor))) // a pause at least this long
 	_ = p.Signal(syscall.SIGCONT)
 	if node != "" {
 		<-recovered
 		r.checkStale(d, epoch, <-stale)
+	}
+}
+
+// hold lets a fault last for d: its length is the fault itself, not a wait
+// for some condition. It returns early when the test ends.
+func (r *run) hold(d time.Duration) {
+	select {
+	case <-time.After(d):
+	case <-r.t.Context().Done():
 	}
 }
 
@@ -117,7 +126,7 @@ func (r *run) wipeFollowerCode() {
 func (r *run) restartZooKeeper() {
 	z := r.ens.Servers[r.rng.IntN(len(r.ens.Servers))]
 	z.Stop()
-	time.Sleep(time.Duration(500+r.rng.IntN(2500)) * time.Millisecond) // the outage
+	r.hold(time.Duration(500+r.rng.IntN(2500)) * time.Millisecond) // the outage
 	z.Start()
 }
 
@@ -126,7 +135,7 @@ func (r *run) killSupervisor() {
 	p := d.proc()
 	_ = p.Signal(syscall.SIGKILL)
 	<-p.Exited()
-	time.Sleep(time.Duration(r.rng.IntN(3000)) * time.Millisecond) // down for a while
+	r.hold(time.Duration(r.rng.IntN(3000)) * time.Millisecond) // down for a while
 	r.restart(d)
 }
 
@@ -147,7 +156,7 @@ func (r *run) cutNimbus() {
 		r.waitDeposed(node)
 		stale = r.staleWrites(d)
 	}
-	time.Sleep(time.Until(start.Add(pauseFor))) // the fault itself: a partition at least this long
+	r.hold(time.Until(start.Add(pauseFor))) // a partition at least this long
 	for _, p := range r.proxies {
 		p.Restore()
 	}

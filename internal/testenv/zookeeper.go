@@ -94,7 +94,7 @@ func newZooKeeper(t testing.TB, name string, id, clientPort int, servers []strin
 		"admin.enableServer=false",
 		"4lw.commands.whitelist=*",
 		"maxClientCnxns=0", // no cap per address: load tools open thousands of sessions from 127.0.0.1
-		"forceSync=no", // data survives the process, which is all tests need
+		"forceSync=no",     // data survives the process, which is all tests need
 	}
 	cfg = append(cfg, servers...)
 	if err := os.WriteFile(filepath.Join(dir, "zoo.cfg"), []byte(strings.Join(cfg, "\n")+"\n"), 0o644); err != nil {
