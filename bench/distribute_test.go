@@ -9,10 +9,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -411,17 +409,11 @@ func storeDir(p *integration.Process, id string) string {
 // sentBytes reads nimbus_code_sent_bytes_total from a nimbus's metrics,
 // by transport.
 func sentBytes(p *integration.Process) (grpc, bittorrent float64, err error) {
-	hc := http.Client{Timeout: 5 * time.Second}
-	resp, err := hc.Get("http://" + p.MetricsAddr() + "/metrics")
+	body, err := p.Metrics()
 	if err != nil {
 		return 0, 0, err
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, 0, err
-	}
-	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc := bufio.NewScanner(strings.NewReader(body))
 	for sc.Scan() {
 		line := sc.Text()
 		if !strings.HasPrefix(line, "nimbus_code_sent_bytes_total{") {

@@ -8,8 +8,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"runtime"
 	"sort"
@@ -514,7 +512,7 @@ func longestRound(path string) (ms, topologies int64, err error) {
 
 // histogram reads a histogram's sum and count from p's metrics.
 func histogram(p *integration.Process, name string) (sum float64, count int64, err error) {
-	body, err := metricsBody(p)
+	body, err := p.Metrics()
 	if err != nil {
 		return 0, 0, err
 	}
@@ -538,7 +536,7 @@ func histogram(p *integration.Process, name string) (sum float64, count int64, e
 
 // maxBucket is the smallest bucket bound that holds every observation.
 func maxBucket(p *integration.Process, name string) string {
-	body, err := metricsBody(p)
+	body, err := p.Metrics()
 	if err != nil {
 		return "?"
 	}
@@ -557,22 +555,6 @@ func maxBucket(p *integration.Process, name string) string {
 		}
 	}
 	return "?"
-}
-
-func metricsBody(p *integration.Process) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.MetricsAddr()+"/metrics", nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	return string(data), err
 }
 
 // rssMiB is a process's resident memory.

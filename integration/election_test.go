@@ -1,11 +1,8 @@
 package integration
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"syscall"
 	"testing"
@@ -87,7 +84,7 @@ func TestThreeNimbusesAgreeOnOneLeader(t *testing.T) {
 			want = "nimbus_is_leader 1"
 		}
 		testenv.WaitFor(t, 5*time.Second, p.Name+" metrics", func() error {
-			body, err := get("http://" + p.MetricsAddr() + "/metrics")
+			body, err := p.Metrics()
 			if err != nil {
 				return err
 			}
@@ -109,22 +106,6 @@ func TestThreeNimbusesAgreeOnOneLeader(t *testing.T) {
 	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(status.Convert(err).String(), leader.Addr()) {
 		t.Fatalf("ActivateTopology on a follower: %v, want FailedPrecondition naming %s", err, leader.Addr())
 	}
-}
-
-func get(url string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return string(b), err
 }
 
 func TestSIGTERMLeaderHandsOverWithoutWaitingForTheSession(t *testing.T) {

@@ -427,7 +427,7 @@ func rssMB(t *testing.T, p *Process) int {
 // goMetric reads one unlabelled metric from p's metrics endpoint.
 func goMetric(t *testing.T, p *Process, name string) float64 {
 	t.Helper()
-	body, err := get("http://" + p.MetricsAddr() + "/metrics")
+	body, err := p.Metrics()
 	if err != nil {
 		t.Fatalf("%s: metrics: %v", p.Name, err)
 	}

@@ -2,10 +2,12 @@ package integration
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -136,6 +138,23 @@ func (p *Process) MetricsAddr() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.metricsAddr
+}
+
+// Metrics returns the daemon's Prometheus metrics page.
+func (p *Process) Metrics() (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.MetricsAddr()+"/metrics", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return string(body), err
 }
 
 // TorrentAddr is the address its BitTorrent peer listens on, with

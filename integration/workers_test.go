@@ -285,7 +285,7 @@ func TestCrashedWorkerIsRestarted(t *testing.T) {
 	})
 	// The supervisor's metrics say the same.
 	testenv.WaitFor(t, 5*time.Second, "the supervisor's metrics", func() error {
-		body, err := get("http://" + sups[0].MetricsAddr() + "/metrics")
+		body, err := sups[0].Metrics()
 		for _, want := range []string{`supervisor_workers{state="running"} 1`, "supervisor_worker_restarts 1"} {
 			if err == nil && !strings.Contains(body, want) {
 				err = errors.New("metrics lack " + want)
