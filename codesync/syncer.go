@@ -118,16 +118,22 @@ func (s *Syncer) Eligible() error {
 	if err != nil {
 		return fmt.Errorf("codesync: cannot list %s: %w", paths.Storms(), err)
 	}
-	cached := s.cfg.Storms.Snapshot()
+	cached := s.cfg.Storms.Snapshot() // a nil payload: read, never decoded
 	storms := make(map[string]*clusterv1.StormBase, len(ids))
 	for _, id := range ids {
-		base := cached[id]
-		if base == nil {
-			if data, _, err := conn.Get(paths.Storm(id)); err == nil {
-				base = new(clusterv1.StormBase)
-				if cluster.Decode(paths.Storm(id), data, base) != nil {
-					base = nil
-				}
+		base, known := cached[id]
+		if !known {
+			data, _, err := conn.Get(paths.Storm(id))
+			if errors.Is(err, zk.ErrNoNode) {
+				continue // removed since the listing
+			}
+			if err != nil {
+				// Not knowing what it needs is not holding it.
+				return fmt.Errorf("codesync: cannot read %s: %w", paths.Storm(id), err)
+			}
+			base = new(clusterv1.StormBase)
+			if cluster.Decode(paths.Storm(id), data, base) != nil {
+				base = nil
 			}
 		}
 		storms[id] = base

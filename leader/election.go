@@ -295,12 +295,20 @@ func (e *Election) Run(ctx context.Context) error {
 			p := lockDir + "/" + order[me-1].Name
 			if p != pred || predWatch == nil {
 				// GetW, not ExistsW: it leaves no watch on a missing node.
-				_, _, w, err := conn.GetW(p)
+				_, stat, w, err := conn.GetW(p)
 				switch {
 				case errors.Is(err, zk.ErrNoNode):
 					continue // gone already: look again
 				case err != nil:
 					retry = time.After(retryDelay)
+				case stat.EphemeralOwner == 0:
+					// No session owns it, so it never goes away by itself:
+					// made by hand, it would block every election for good.
+					e.log.Warn("removing a persistent node from the leader queue: no nimbus owns it", "node", p)
+					if err := conn.Delete(p, stat.Version); err != nil && !errors.Is(err, zk.ErrNoNode) {
+						failed("cannot remove the persistent node from the leader queue; retrying", err)
+					}
+					continue
 				default:
 					pred, predWatch = p, w
 				}

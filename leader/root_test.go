@@ -79,3 +79,22 @@ func zkConn(t *testing.T, addr string) *zk.Conn {
 	t.Cleanup(conn.Close)
 	return conn
 }
+
+// A persistent node made by hand at the head of the leader queue would
+// never go away by itself, and every candidate would wait behind it for
+// good: the candidate next in line removes it, and someone leads.
+func TestHostilePersistentLockNodeIsRemoved(t *testing.T) {
+	z := testenv.StartZooKeeper(t)
+	conn := zkConn(t, z.Addr())
+	const junk = "/storm/leader-lock/_c_byhand-lock-0000000000"
+	for _, p := range []string{"/storm", "/storm/leader-lock", junk} {
+		if _, err := conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs := []*candidate{startCandidate(t, z.Addr(), 1, nil), startCandidate(t, z.Addr(), 2, nil)}
+	waitOneLeader(t, cs, 10*time.Second)
+	if ok, _, err := conn.Exists(junk); err != nil || ok {
+		t.Fatalf("%s exists = %v, %v; want removed", junk, ok, err)
+	}
+}
