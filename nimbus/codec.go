@@ -27,15 +27,19 @@ func newSharedEncodings() *sharedEncodings {
 
 // share encodes m, which must never change from now on, for every request
 // answered with it; old, the answer it replaces, is forgotten (requests
-// still holding it encode it themselves).
+// still holding it encode it themselves). Either may be nil.
 func (c *sharedEncodings) share(m, old proto.Message) {
-	data, err := proto.Marshal(m)
+	var data []byte
+	var err error
+	if m != nil {
+		data, err = proto.Marshal(m)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old != nil {
 		delete(c.encoded, old)
 	}
-	if err == nil {
+	if m != nil && err == nil {
 		c.encoded[m] = data
 	}
 }

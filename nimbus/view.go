@@ -29,8 +29,9 @@ type view struct {
 	assignments *cluster.DirCache[*clusterv1.Assignment]
 	now         func() time.Time
 
-	// share, if not nil, is told of each answer built and the one it
-	// replaces (the server encodes it once for every request).
+	// share, if not nil, is told of each answer built (nil when the build
+	// failed) and the one it replaces (the server encodes it once for
+	// every request).
 	share func(m, old proto.Message)
 
 	mu      sync.Mutex // serialises builds: one per key, however many ask
@@ -63,17 +64,22 @@ func (v *view) key() viewKey {
 // cached returns b's answer if it was built from state k, else builds and
 // keeps it. Call with v.mu held.
 func cached[M proto.Message](v *view, b *built[M], k viewKey, build func() (M, error)) (M, error) {
-	if !b.done || b.key != k {
-		old, wasShared := b.msg, b.done && b.err == nil
-		b.msg, b.err = build()
-		b.done, b.key = true, k
-		if v.share != nil && b.err == nil {
-			var replaced proto.Message
-			if wasShared {
-				replaced = old
-			}
-			v.share(b.msg, replaced)
-		}
+	if b.done && b.key == k {
+		return b.msg, b.err
+	}
+	// A failed build replaces the shared answer with none: the codec must
+	// forget the old one then too, or every leaderless spell leaks one.
+	var old, next proto.Message
+	if b.done && b.err == nil {
+		old = b.msg
+	}
+	b.msg, b.err = build()
+	b.done, b.key = true, k
+	if b.err == nil {
+		next = b.msg
+	}
+	if v.share != nil && (old != nil || next != nil) {
+		v.share(next, old)
 	}
 	return b.msg, b.err
 }
