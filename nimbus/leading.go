@@ -48,10 +48,10 @@ func (s *Server) lead(term *leader.Term) {
 	monitor := time.NewTicker(s.cfg.MonitorFreq)
 	defer monitor.Stop()
 	// Supervisors' heartbeats are not watched (see server.go): read them
-	// now and every half timeout, so that one gone silent is found within
-	// 1.5 timeouts at the cost of a read per supervisor per half timeout.
+	// now and every heartbeatReadEvery, at the cost of a read per
+	// supervisor each time.
 	s.view.supervisors.Refresh()
-	heartbeats := time.NewTicker(s.cfg.SupervisorTimeout / 2)
+	heartbeats := time.NewTicker(heartbeatReadEvery(s.cfg.SupervisorTimeout, s.cfg.SupervisorHeartbeat))
 	defer heartbeats.Stop()
 	sweep := time.NewTicker(s.cfg.CodeSyncFreq)
 	defer sweep.Stop()
@@ -255,4 +255,14 @@ func (s *Server) sweepStoredCode(ctx context.Context, log *slog.Logger) {
 		}
 		log.Info("removed stored code no topology refers to", "topology", id)
 	}
+}
+
+// heartbeatReadEvery is how often the leader reads the heartbeats of
+// supervisors that beat every h and count as dead after t (> h, as
+// validated). Reading every p, it sees a live one's stamp change at least
+// every h+p, so p = (t-h)/2 leaves a live one (t-h)/2 short of the timeout,
+// and a silent one is found within t+p, under 1.5 t. (Every t/2 left no
+// margin at all when h reached t/2.)
+func heartbeatReadEvery(t, h time.Duration) time.Duration {
+	return max((t-h)/2, 100*time.Millisecond)
 }
