@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -249,7 +250,9 @@ func (c *DirCache[M]) Run(ctx context.Context) error {
 					gone[name], dirty = true, true
 					continue
 				}
-				if r.err != nil {
+				// A node whose ACL denies us stays so: unreadable, as
+				// garbage is, or one such node would stop every publish.
+				if r.err != nil && !errors.Is(r.err, zk.ErrNoAuth) {
 					err = r.err // the rest are read; this one is retried
 					continue
 				}
@@ -259,7 +262,7 @@ func (c *DirCache[M]) Run(ctx context.Context) error {
 					forward(r.watch, watchFired{name, gen})
 				}
 				m := c.newMsg()
-				if err := Decode(p, r.data, m); err != nil {
+				if err := cmp.Or(r.err, Decode(p, r.data, m)); err != nil {
 					prev, had := current[name]
 					kept := had && prev.ProtoReflect().IsValid()
 					if bad++; bad <= maxUnreadableLogged {

@@ -125,6 +125,22 @@ func TestDirCacheKeepsTheLastReadablePayload(t *testing.T) {
 		}
 		return nil
 	})
+
+	// A node whose ACL denies reading is unreadable for good, like garbage:
+	// it must not stop the cache from publishing what else changes.
+	if _, err := conn.Create(dir+"/c", cluster.Encode(&clusterv1.NimbusInfo{Host: "h", Port: 3}), 0, zk.DigestACL(zk.PermAll, "someone", "else")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Set(dir+"/a", cluster.Encode(&clusterv1.NimbusInfo{Host: "h", Port: 4}), -1); err != nil {
+		t.Fatal(err)
+	}
+	expect("a's change published beside a node it may not read", 4, false)
+	testenv.WaitFor(t, 5*time.Second, "c, unreadable, present with a nil payload", func() error {
+		if info, ok := cache.Snapshot()["c"]; !ok || info != nil || !cache.Unreadable()["c"] {
+			return fmt.Errorf("c = %v (present %v)", info, ok)
+		}
+		return nil
+	})
 }
 
 // A deleted root: each cache told to re-creates its directory, and the
