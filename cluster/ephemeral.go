@@ -78,11 +78,17 @@ func (n EphemeralNode) Keep(ctx context.Context, sess *Session, log *slog.Logger
 			}
 		}
 		if err == nil && retry == nil && watch == nil && !n.OwnerWrites {
-			var ok bool
-			ok, _, watch, err = conn.ExistsW(p)
-			if err == nil && !ok {
+			// The watch's read checks the data again: a write since
+			// createOwned looked would otherwise go unnoticed.
+			var data []byte
+			data, _, watch, err = conn.GetW(p)
+			switch {
+			case errors.Is(err, zk.ErrNoNode):
 				watch = nil
 				continue // deleted already: create again
+			case err == nil && !bytes.Equal(data, n.Data):
+				watch = nil
+				continue // overwritten meanwhile: put it back
 			}
 		}
 		if err != nil {
