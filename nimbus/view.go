@@ -78,7 +78,7 @@ func cached[M proto.Message](v *view, b *built[M], k viewKey, build func() (M, e
 	if b.err == nil {
 		next = b.msg
 	}
-	if v.share != nil && (old != nil || next != nil) {
+	if v.share != nil {
 		v.share(next, old)
 	}
 	return b.msg, b.err
