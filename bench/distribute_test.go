@@ -24,7 +24,7 @@ import (
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
 	"github.com/nimbusha/nimbus/integration"
-	"github.com/nimbusha/nimbus/internal/testenv"
+	"github.com/nimbusha/nimbus/internal/testcluster"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
@@ -55,7 +55,7 @@ func BenchmarkDistribute(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	z := testenv.StartZooKeeper(b)
+	z := testcluster.StartZooKeeper(b)
 	data := make([]byte, distributeSize)
 	rand.Read(data)
 	var rows []string
@@ -148,7 +148,7 @@ func benchDistribute(b *testing.B, bins integration.Binaries, zkAddr, name, back
 	// The leader, and its view of all 10 supervisors, before the first
 	// submit: a schedule on fewer would place the workers twice.
 	var leader *integration.Process
-	if err := testenv.Poll(60*time.Second, func() error {
+	if err := testcluster.Poll(60*time.Second, func() error {
 		_, p, err := c.AgreedLeader(nimbuses)
 		if err != nil {
 			return err
@@ -195,7 +195,7 @@ func benchDistribute(b *testing.B, bins integration.Binaries, zkAddr, name, back
 		if err := cl.KillTopology(context.Background(), &nimbusv1.KillTopologyRequest{Name: topo, WaitSecs: &zero}); err != nil {
 			b.Fatal(err)
 		}
-		if err := testenv.Poll(2*time.Minute, func() error {
+		if err := testcluster.Poll(2*time.Minute, func() error {
 			for _, p := range append(append([]*integration.Process(nil), nimbuses...), sups...) {
 				if _, err := os.Stat(storeDir(p, tr.id)); !errors.Is(err, os.ErrNotExist) {
 					return fmt.Errorf("%s still holds %s (%v)", p.Name, tr.id, err)
@@ -353,7 +353,7 @@ func watchHolders(ctx context.Context, sess *cluster.Session, start time.Time, n
 	}
 	done := map[string]time.Duration{}
 	var id string
-	tick := time.NewTicker(testenv.PollInterval)
+	tick := time.NewTicker(testcluster.PollInterval)
 	defer tick.Stop()
 	for {
 		if id == "" {

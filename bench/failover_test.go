@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/nimbusha/nimbus/integration"
-	"github.com/nimbusha/nimbus/internal/testenv"
+	"github.com/nimbusha/nimbus/internal/testcluster"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
@@ -28,7 +28,7 @@ func BenchmarkFailover(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	z := testenv.StartZooKeeper(b)
+	z := testcluster.StartZooKeeper(b)
 	for _, kind := range []struct {
 		name    string
 		sig     syscall.Signal
@@ -77,7 +77,7 @@ func BenchmarkFailover(b *testing.B) {
 func failoverOnce(c *integration.Cluster, sig syscall.Signal) (time.Duration, error) {
 	live := c.Live()
 	var old *integration.Process
-	if err := testenv.Poll(30*time.Second, func() error {
+	if err := testcluster.Poll(30*time.Second, func() error {
 		_, p, err := c.AgreedLeader(live)
 		old = p
 		return err

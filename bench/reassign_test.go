@@ -17,7 +17,7 @@ import (
 	"github.com/nimbusha/nimbus/client"
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/integration"
-	"github.com/nimbusha/nimbus/internal/testenv"
+	"github.com/nimbusha/nimbus/internal/testcluster"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
@@ -35,7 +35,7 @@ func BenchmarkSupervisorFailover(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	z := testenv.StartZooKeeper(b)
+	z := testcluster.StartZooKeeper(b)
 	c := &integration.Cluster{Bin: bins, ZooKeeper: z.Addr(), Root: "/storm", SessionTimeout: session,
 		Dir: b.TempDir(), Logf: func(string, ...any) {}}
 	defer c.Close()
@@ -79,7 +79,7 @@ func BenchmarkSupervisorFailover(b *testing.B) {
 	for range *reassignTrials {
 		// The victim: a supervisor running workers of the topology.
 		var victim, other *integration.Process
-		if err := testenv.Poll(60*time.Second, func() error {
+		if err := testcluster.Poll(60*time.Second, func() error {
 			victim, other = nil, nil
 			total := 0
 			for sid, p := range sups {
@@ -102,7 +102,7 @@ func BenchmarkSupervisorFailover(b *testing.B) {
 		if err := victim.Stop(syscall.SIGKILL, 5*time.Second); err != nil {
 			b.Fatal(err)
 		}
-		if err := testenv.Poll(60*time.Second, func() error {
+		if err := testcluster.Poll(60*time.Second, func() error {
 			if k := running(conn, other.ID(), id); k != 2 {
 				return fmt.Errorf("%d workers on the survivor", k)
 			}

@@ -27,7 +27,7 @@ import (
 	"github.com/nimbusha/nimbus/client"
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/integration"
-	"github.com/nimbusha/nimbus/internal/testenv"
+	"github.com/nimbusha/nimbus/internal/testcluster"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
@@ -59,7 +59,7 @@ func BenchmarkScale(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	z := testenv.StartZooKeeper(b)
+	z := testcluster.StartZooKeeper(b)
 	c := &integration.Cluster{Bin: bins, ZooKeeper: z.Addr(), Root: scaleRoot, SessionTimeout: scaleSession,
 		Dir: b.TempDir(), Logf: func(string, ...any) {}}
 	defer c.Close()
@@ -92,7 +92,7 @@ func BenchmarkScale(b *testing.B) {
 		b.Fatal(err)
 	}
 	rep.add("submit %d topologies (8 at a time, min replication 1)", time.Since(began).Round(time.Millisecond), *scaleTopologies)
-	if err := testenv.Poll(5*time.Minute, func() error {
+	if err := testcluster.Poll(5*time.Minute, func() error {
 		cs, err := c.API(leader).GetClusterInfo(context.Background(), &nimbusv1.GetClusterInfoRequest{})
 		if err != nil {
 			return err
@@ -117,7 +117,7 @@ func BenchmarkScale(b *testing.B) {
 	defer sims.Close()
 	registered := time.Now()
 	rep.add("register %d simulated supervisors (32 at a time)", registered.Sub(began).Round(time.Millisecond), *scaleSupervisors)
-	if err := testenv.Poll(5*time.Minute, func() error {
+	if err := testcluster.Poll(5*time.Minute, func() error {
 		n, err := placed(conn)
 		if err != nil {
 			return err
@@ -180,7 +180,7 @@ func BenchmarkScale(b *testing.B) {
 // scaleLeader waits for the nimbuses to agree on a leader.
 func scaleLeader(b *testing.B, c *integration.Cluster) (*integration.Process, []*integration.Process) {
 	var leader *integration.Process
-	if err := testenv.Poll(30*time.Second, func() error {
+	if err := testcluster.Poll(30*time.Second, func() error {
 		_, p, err := c.AgreedLeader(c.Live())
 		leader = p
 		return err
@@ -423,7 +423,7 @@ func scaleFailover(rep *scaleReport, c *integration.Cluster, old *integration.Pr
 		return err
 	}
 	var next *integration.Process
-	if err := testenv.Poll(60*time.Second, func() error {
+	if err := testcluster.Poll(60*time.Second, func() error {
 		for _, p := range rest {
 			if selfLeader(c, p) {
 				next = p
@@ -437,7 +437,7 @@ func scaleFailover(rep *scaleReport, c *integration.Cluster, old *integration.Pr
 	answered := time.Since(killed)
 	var elapsed int64
 	var attrs map[string]any
-	if err := testenv.Poll(60*time.Second, func() error {
+	if err := testcluster.Poll(60*time.Second, func() error {
 		var err error
 		attrs, err = lastLogged(next.LogPath, "term's first schedule done")
 		if err != nil {

@@ -15,7 +15,7 @@ import (
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
 	"github.com/nimbusha/nimbus/integration"
-	"github.com/nimbusha/nimbus/internal/testenv"
+	"github.com/nimbusha/nimbus/internal/testcluster"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
@@ -30,7 +30,7 @@ func BenchmarkSubmit(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	z := testenv.StartZooKeeper(b)
+	z := testcluster.StartZooKeeper(b)
 	benchSubmit(b, bins, z.Addr(), "localfs", nil, []int{1 << 20, 50 << 20})
 }
 
@@ -41,8 +41,8 @@ func BenchmarkSubmitHDFS(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	z := testenv.StartZooKeeper(b)
-	h := testenv.StartHDFS(b)
+	z := testcluster.StartZooKeeper(b)
+	h := testcluster.StartHDFS(b)
 	benchSubmit(b, bins, z.Addr(), "localfs", nil, []int{50 << 20})
 	benchSubmit(b, bins, z.Addr(), "hdfs", []string{
 		"STORM_CODEDISTRIBUTOR_CLASS=hdfs", "STORM_HDFS_NAMENODE_ADDRESSES=" + h.Addr(),

@@ -177,7 +177,7 @@ func leaderAt(t *testing.T, addr string) func() (*nimbusv1.GetLeaderResponse, er
 func notLeaderErr(t *testing.T, leader string) error {
 	t.Helper()
 	st, err := status.New(codes.FailedPrecondition, "nimbus: not the leader").WithDetails(&errdetails.ErrorInfo{
-		Reason: reasonNotLeader, Domain: errorDomain, Metadata: map[string]string{metadataLeaderKey: leader},
+		Reason: nimbusv1.ReasonNotLeader, Domain: nimbusv1.ErrorDomain, Metadata: map[string]string{nimbusv1.MetadataLeaderKey: leader},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -9,15 +9,8 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-)
 
-// The ErrorInfo detail of a not-leader answer. These match ErrorDomain,
-// ReasonNotLeader and MetadataLeaderKey in nimbus/errors.go; they are
-// copied because an SDK must not import the daemon.
-const (
-	errorDomain       = "nimbus.v1"
-	reasonNotLeader   = "NOT_LEADER"
-	metadataLeaderKey = "leader"
+	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
 var (
@@ -132,8 +125,8 @@ func notLeader(err error) (leader string, ok bool) {
 	}
 	for _, d := range st.Details() {
 		info, isInfo := d.(*errdetails.ErrorInfo)
-		if isInfo && info.GetDomain() == errorDomain && info.GetReason() == reasonNotLeader {
-			return info.GetMetadata()[metadataLeaderKey], true
+		if isInfo && info.GetDomain() == nimbusv1.ErrorDomain && info.GetReason() == nimbusv1.ReasonNotLeader {
+			return info.GetMetadata()[nimbusv1.MetadataLeaderKey], true
 		}
 	}
 	return "", false

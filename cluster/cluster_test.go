@@ -11,7 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/nimbusha/nimbus/cluster"
-	"github.com/nimbusha/nimbus/internal/testenv"
+	"github.com/nimbusha/nimbus/internal/testcluster"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 )
 
@@ -37,13 +37,13 @@ func run(t *testing.T, f func(ctx context.Context)) {
 }
 
 func TestDirCacheFollowsChildrenAndData(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	s := connect(t, z.Addr())
 	conn := s.Conn()
 	dir := s.Paths().Nimbuses()
 	cache := cluster.NewNimbusInfoCache(s, dir, slog.New(slog.DiscardHandler))
 	run(t, func(ctx context.Context) { _ = cache.Run(ctx) })
-	testenv.WaitFor(t, 5*time.Second, "cache loaded", func() error {
+	testcluster.WaitFor(t, 5*time.Second, "cache loaded", func() error {
 		select {
 		case <-cache.Loaded():
 			return nil
@@ -70,7 +70,7 @@ func TestDirCacheFollowsChildrenAndData(t *testing.T) {
 	}
 	expect := func(what string, want map[string]int32) {
 		t.Helper()
-		testenv.WaitFor(t, 5*time.Second, what, func() error {
+		testcluster.WaitFor(t, 5*time.Second, what, func() error {
 			snap := cache.Snapshot()
 			if len(snap) != len(want) {
 				return fmt.Errorf("snapshot %v, want %v", snap, want)
@@ -122,7 +122,7 @@ func TestDirCacheFollowsChildrenAndData(t *testing.T) {
 }
 
 func TestKeepEphemeralReplacesAStaleNodeAndRecreatesADeletedOne(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	old := connect(t, z.Addr())
 	s := connect(t, z.Addr())
 	p := s.Paths().Nimbus("127.0.0.1:6627")
@@ -148,12 +148,12 @@ func TestKeepEphemeralReplacesAStaleNodeAndRecreatesADeletedOne(t *testing.T) {
 		}
 		return nil
 	}
-	testenv.WaitFor(t, 5*time.Second, "the stale node replaced", owned)
+	testcluster.WaitFor(t, 5*time.Second, "the stale node replaced", owned)
 
 	if err := old.Conn().Delete(p, -1); err != nil {
 		t.Fatal(err)
 	}
-	testenv.WaitFor(t, 5*time.Second, "the node deleted by hand re-created", owned)
+	testcluster.WaitFor(t, 5*time.Second, "the node deleted by hand re-created", owned)
 }
 
 func TestLockOrder(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/nimbusha/nimbus/cluster"
-	"github.com/nimbusha/nimbus/internal/testenv"
+	"github.com/nimbusha/nimbus/internal/testcluster"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 )
 
@@ -81,7 +81,7 @@ func TestDecodeRejectsPayloadsLackingWhatWritersSet(t *testing.T) {
 // the cache, listed as unreadable, until it is readable again; a node that
 // never was has a nil payload.
 func TestDirCacheKeepsTheLastReadablePayload(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	s := connect(t, z.Addr())
 	conn := s.Conn()
 	dir := s.Paths().Nimbuses()
@@ -96,7 +96,7 @@ func TestDirCacheKeepsTheLastReadablePayload(t *testing.T) {
 	}
 	expect := func(what string, port int32, unreadable bool) {
 		t.Helper()
-		testenv.WaitFor(t, 5*time.Second, what, func() error {
+		testcluster.WaitFor(t, 5*time.Second, what, func() error {
 			info, ok := cache.Snapshot()["a"]
 			if !ok || info.GetPort() != port || cache.Unreadable()["a"] != unreadable {
 				return fmt.Errorf("a = %v (present %v), unreadable %v", info, ok, cache.Unreadable())
@@ -119,7 +119,7 @@ func TestDirCacheKeepsTheLastReadablePayload(t *testing.T) {
 	if _, err := conn.Create(dir+"/b", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	testenv.WaitFor(t, 5*time.Second, "b, never readable, present with a nil payload", func() error {
+	testcluster.WaitFor(t, 5*time.Second, "b, never readable, present with a nil payload", func() error {
 		if info, ok := cache.Snapshot()["b"]; !ok || info != nil || !cache.Unreadable()["b"] {
 			return fmt.Errorf("b = %v (present %v)", info, ok)
 		}
@@ -135,7 +135,7 @@ func TestDirCacheKeepsTheLastReadablePayload(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect("a's change published beside a node it may not read", 4, false)
-	testenv.WaitFor(t, 5*time.Second, "c, unreadable, present with a nil payload", func() error {
+	testcluster.WaitFor(t, 5*time.Second, "c, unreadable, present with a nil payload", func() error {
 		if info, ok := cache.Snapshot()["c"]; !ok || info != nil || !cache.Unreadable()["c"] {
 			return fmt.Errorf("c = %v (present %v)", info, ok)
 		}
@@ -146,7 +146,7 @@ func TestDirCacheKeepsTheLastReadablePayload(t *testing.T) {
 // A deleted root: each cache told to re-creates its directory, and the
 // process reports the root once, at error level, by name.
 func TestDeletedRootIsReportedOnceAndDirectoriesRecreated(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	s := connect(t, z.Addr())
 	conn := s.Conn()
 	paths := s.Paths()
@@ -160,7 +160,7 @@ func TestDeletedRootIsReportedOnceAndDirectoriesRecreated(t *testing.T) {
 	for _, c := range []interface{ Run(context.Context) error }{storms, assignments} {
 		run(t, func(ctx context.Context) { _ = c.Run(ctx) })
 	}
-	testenv.WaitFor(t, 5*time.Second, "caches loaded", func() error {
+	testcluster.WaitFor(t, 5*time.Second, "caches loaded", func() error {
 		for _, ch := range []<-chan struct{}{storms.Loaded(), assignments.Loaded()} {
 			select {
 			case <-ch:
@@ -171,8 +171,8 @@ func TestDeletedRootIsReportedOnceAndDirectoriesRecreated(t *testing.T) {
 		return nil
 	})
 
-	testenv.DeleteTree(t, conn, "/storm", 5*time.Second)
-	testenv.WaitFor(t, 5*time.Second, "both directories re-created", func() error {
+	testcluster.DeleteTree(t, conn, "/storm", 5*time.Second)
+	testcluster.WaitFor(t, 5*time.Second, "both directories re-created", func() error {
 		for _, dir := range []string{paths.Storms(), paths.Assignments()} {
 			if ok, _, err := conn.Exists(dir); err != nil || !ok {
 				return fmt.Errorf("%s: exists %v, %v", dir, ok, err)
@@ -181,7 +181,7 @@ func TestDeletedRootIsReportedOnceAndDirectoriesRecreated(t *testing.T) {
 		return nil
 	})
 	const rootMsg = "ZooKeeper root was deleted: its topologies and assignments are gone; re-creating this daemon's nodes"
-	testenv.WaitFor(t, 5*time.Second, "the root reported", func() error {
+	testcluster.WaitFor(t, 5*time.Second, "the root reported", func() error {
 		if n := logs.count(rootMsg, "root", "/storm"); n != 1 {
 			return fmt.Errorf("%d reports", n)
 		}
@@ -191,7 +191,7 @@ func TestDeletedRootIsReportedOnceAndDirectoriesRecreated(t *testing.T) {
 	if _, err := conn.Create(paths.Storm("t-1-1"), nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	testenv.WaitFor(t, 5*time.Second, "the cache follows the new directory", func() error {
+	testcluster.WaitFor(t, 5*time.Second, "the cache follows the new directory", func() error {
 		if _, ok := storms.Snapshot()["t-1-1"]; !ok {
 			return errors.New("t-1-1 not listed")
 		}
@@ -207,7 +207,7 @@ func TestDeletedRootIsReportedOnceAndDirectoriesRecreated(t *testing.T) {
 // not count as re-creations. A supervisor's heartbeat once re-triggered
 // itself through Ready: hundreds of writes a second.
 func TestKeepPutsDataBackAndLeavesTheOwnersWritesAlone(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	s := connect(t, z.Addr())
 	conn := s.Conn()
 	paths := s.Paths()
@@ -243,7 +243,7 @@ func TestKeepPutsDataBackAndLeavesTheOwnersWritesAlone(t *testing.T) {
 			return nil
 		}
 	}
-	testenv.WaitFor(t, 5*time.Second, "both nodes created, the heartbeat's established", func() error {
+	testcluster.WaitFor(t, 5*time.Second, "both nodes created, the heartbeat's established", func() error {
 		if err := holds(static, "mine")(); err != nil {
 			return err
 		}
@@ -256,14 +256,14 @@ func TestKeepPutsDataBackAndLeavesTheOwnersWritesAlone(t *testing.T) {
 	if _, err := conn.Set(static, []byte{0xff}, -1); err != nil {
 		t.Fatal(err)
 	}
-	testenv.WaitFor(t, 5*time.Second, "the static node's data put back", holds(static, "mine"))
+	testcluster.WaitFor(t, 5*time.Second, "the static node's data put back", holds(static, "mine"))
 
 	for i := 1; i <= 20; i++ {
 		if _, err := conn.Set(beat, []byte(fmt.Sprintf("beat-%d", i)), -1); err != nil {
 			t.Fatal(err)
 		}
 	}
-	testenv.WaitFor(t, 5*time.Second, "the owner's last write kept", holds(beat, "beat-20"))
+	testcluster.WaitFor(t, 5*time.Second, "the owner's last write kept", holds(beat, "beat-20"))
 	_, stat, err := conn.Get(beat)
 	if err != nil {
 		t.Fatal(err)
@@ -274,11 +274,11 @@ func TestKeepPutsDataBackAndLeavesTheOwnersWritesAlone(t *testing.T) {
 
 	// Deleted with its directory, which the owner's next write finds: both
 	// re-created, Ready called again.
-	testenv.DeleteTree(t, conn, paths.Supervisors(), 5*time.Second)
+	testcluster.DeleteTree(t, conn, paths.Supervisors(), 5*time.Second)
 	lost <- struct{}{}
 	// Ready follows the create, so wait for both rather than read the count
 	// the moment the node appears.
-	testenv.WaitFor(t, 5*time.Second, "the node and its directory re-created, Ready called again", func() error {
+	testcluster.WaitFor(t, 5*time.Second, "the node and its directory re-created, Ready called again", func() error {
 		if err := holds(beat, "beat-0")(); err != nil {
 			return err
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/nimbusha/nimbus/cluster"
-	"github.com/nimbusha/nimbus/internal/testenv"
+	"github.com/nimbusha/nimbus/internal/testcluster"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 )
 
@@ -19,7 +19,7 @@ import (
 // its node (a heartbeat) costs it nothing. Hundreds of children load
 // through pipelined reads.
 func TestDirCacheMembersOnly(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	s := connect(t, z.Addr())
 	conn := s.Conn()
 	dir := s.Paths().Supervisors()
@@ -41,7 +41,7 @@ func TestDirCacheMembersOnly(t *testing.T) {
 		slog.New(slog.DiscardHandler)).MembersOnly()
 	run(t, func(ctx context.Context) { _ = cache.Run(ctx) })
 	host := func(name string) string { return cache.Snapshot()[name].GetHost() }
-	testenv.WaitFor(t, 10*time.Second, "every child loaded", func() error {
+	testcluster.WaitFor(t, 10*time.Second, "every child loaded", func() error {
 		snap := cache.Snapshot()
 		if len(snap) != n {
 			return fmt.Errorf("%d children", len(snap))
@@ -62,7 +62,7 @@ func TestDirCacheMembersOnly(t *testing.T) {
 	if _, err := conn.Create(dir+"/marker", info("m"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	testenv.WaitFor(t, 5*time.Second, "the marker listed", func() error {
+	testcluster.WaitFor(t, 5*time.Second, "the marker listed", func() error {
 		if host("marker") != "m" {
 			return fmt.Errorf("marker: %q", host("marker"))
 		}
@@ -78,7 +78,7 @@ func TestDirCacheMembersOnly(t *testing.T) {
 		&zk.CreateRequest{Path: dir + "/s001", Data: info("h2"), Acl: zk.WorldACL(zk.PermAll)}); err != nil {
 		t.Fatal(err)
 	}
-	testenv.WaitFor(t, 5*time.Second, "the replaced child read again", func() error {
+	testcluster.WaitFor(t, 5*time.Second, "the replaced child read again", func() error {
 		if got := host("s001"); got != "h2" {
 			return fmt.Errorf("s001: %q", got)
 		}
@@ -87,7 +87,7 @@ func TestDirCacheMembersOnly(t *testing.T) {
 
 	// Refresh reads every payload again.
 	cache.Refresh()
-	testenv.WaitFor(t, 5*time.Second, "the rewrite read on Refresh", func() error {
+	testcluster.WaitFor(t, 5*time.Second, "the rewrite read on Refresh", func() error {
 		if got := host("s000"); got != "h1" {
 			return fmt.Errorf("s000: %q", got)
 		}

@@ -13,7 +13,7 @@ import (
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
 	"github.com/nimbusha/nimbus/codesync"
-	"github.com/nimbusha/nimbus/internal/testenv"
+	"github.com/nimbusha/nimbus/internal/testcluster"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 )
 
@@ -21,7 +21,7 @@ import (
 // gate against a real ZooKeeper, with a cache that has read nothing yet (as
 // right after a lock hand-over), so every StormBase is read afresh.
 func TestEligibleNeedsTheCodeOfEveryTopologyItCanRead(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	sess, err := cluster.Connect(t.Context(), cluster.SessionConfig{
 		Servers: []string{z.Addr()}, SessionTimeout: 4 * time.Second, ConnectTimeout: 10 * time.Second, Root: "/storm",
 	})

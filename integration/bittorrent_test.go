@@ -15,7 +15,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/nimbusha/nimbus/internal/testenv"
+	"github.com/nimbusha/nimbus/internal/testcluster"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
@@ -28,7 +28,7 @@ var bittorrentArgs = []string{"--storm.codedistributor.class", "bittorrent", "--
 // nimbuses and from each other, run their workers from it, and stay in the
 // swarm as seeds.
 func TestBitTorrentDistributionSurvivesLeaderCrash(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	c := newCluster(t, z.Addr(), 4*time.Second)
 	ps := startNimbusesWith(t, c, 3, append([]string{"--nimbus.monitor.freq.secs", "1",
 		"--topology.min.replication.count", "2"}, bittorrentArgs...)...)
@@ -81,7 +81,7 @@ func TestBitTorrentDistributionSurvivesLeaderCrash(t *testing.T) {
 	t.Logf("submitted %d bytes as %s in %v", len(data), id, time.Since(start).Round(time.Millisecond))
 
 	// The leader dies as soon as the first supervisor joins the swarm.
-	testenv.WaitFor(t, 30*time.Second, "a supervisor in the swarm of "+id, func() error {
+	testcluster.WaitFor(t, 30*time.Second, "a supervisor in the swarm of "+id, func() error {
 		members, err := swarmMembers(conn, id)
 		for _, m := range members {
 			if p := peerOf[m]; p != nil && slices.Contains(sups, p) {
@@ -127,7 +127,7 @@ func TestBitTorrentDistributionSurvivesLeaderCrash(t *testing.T) {
 			want[addr] = p.Name
 		}
 	}
-	testenv.WaitFor(t, 20*time.Second, "the swarm to be the live nimbuses and every supervisor", func() error {
+	testcluster.WaitFor(t, 20*time.Second, "the swarm to be the live nimbuses and every supervisor", func() error {
 		members, err := swarmMembers(conn, id)
 		if err != nil {
 			return err

@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nimbusha/nimbus/internal/testenv"
+	"github.com/nimbusha/nimbus/internal/testcluster"
 )
 
 func TestStormctlAgainstARealCluster(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	c := newCluster(t, z.Addr(), 2*time.Second)
 	ps := startNimbuses(t, c, 3)
 	_, leader := waitLeader(t, c, ps, 10*time.Second)
@@ -99,7 +99,7 @@ func TestBadConfigExitsBeforeTouchingZooKeeper(t *testing.T) {
 }
 
 func TestStormctlTopologyLifecycle(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	c := newCluster(t, z.Addr(), 4*time.Second)
 	ps := startNimbuses(t, c, 2)
 	waitLeader(t, c, ps, 10*time.Second)
@@ -140,7 +140,7 @@ func TestStormctlTopologyLifecycle(t *testing.T) {
 	if _, _, code := stormctl(t, "--seeds", seeds, "kill", "clicount", "--wait", "0"); code != 0 {
 		t.Fatalf("kill: exit %d", code)
 	}
-	testenv.WaitFor(t, 10*time.Second, "the topology gone", func() error {
+	testcluster.WaitFor(t, 10*time.Second, "the topology gone", func() error {
 		out, _, _ := stormctl(t, "--seeds", seeds, "list")
 		if strings.Contains(out, "clicount") {
 			return errors.New("still listed")

@@ -12,13 +12,12 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
-	"github.com/nimbusha/nimbus/internal/testenv"
-	"github.com/nimbusha/nimbus/nimbus"
+	"github.com/nimbusha/nimbus/internal/testcluster"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
 func TestThreeNimbusesAgreeOnOneLeader(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	c := newCluster(t, z.Addr(), 2*time.Second)
 	ps := startNimbuses(t, c, 3)
 	epoch, leader := waitLeader(t, c, ps, 10*time.Second)
@@ -57,12 +56,12 @@ func TestThreeNimbusesAgreeOnOneLeader(t *testing.T) {
 
 	// Health: overall SERVING everywhere; the leader service only on the leader.
 	for _, p := range ps {
-		testenv.WaitFor(t, 5*time.Second, p.Name+" health", func() error {
+		testcluster.WaitFor(t, 5*time.Second, p.Name+" health", func() error {
 			overall, err := c.Health(p, "")
 			if err != nil {
 				return err
 			}
-			lead, err := c.Health(p, nimbus.LeaderHealthService)
+			lead, err := c.Health(p, nimbusv1.LeaderHealthService)
 			if err != nil {
 				return err
 			}
@@ -83,7 +82,7 @@ func TestThreeNimbusesAgreeOnOneLeader(t *testing.T) {
 		if p == leader {
 			want = "nimbus_is_leader 1"
 		}
-		testenv.WaitFor(t, 5*time.Second, p.Name+" metrics", func() error {
+		testcluster.WaitFor(t, 5*time.Second, p.Name+" metrics", func() error {
 			body, err := p.Metrics()
 			if err != nil {
 				return err
@@ -109,7 +108,7 @@ func TestThreeNimbusesAgreeOnOneLeader(t *testing.T) {
 }
 
 func TestSIGTERMLeaderHandsOverWithoutWaitingForTheSession(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	// A long session timeout: a new leader before it passes proves the
 	// stopping leader handed over by deleting its lock node.
 	const session = 20 * time.Second
@@ -131,7 +130,7 @@ func TestSIGTERMLeaderHandsOverWithoutWaitingForTheSession(t *testing.T) {
 }
 
 func TestSIGKILLLeaderIsReplacedAfterSessionTimeout(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	const session = 2 * time.Second
 	c := newCluster(t, z.Addr(), session)
 	ps := startNimbuses(t, c, 3)
@@ -148,7 +147,7 @@ func TestSIGKILLLeaderIsReplacedAfterSessionTimeout(t *testing.T) {
 }
 
 func TestRestartedNimbusRejoinsOnTheSameAddress(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	c := newCluster(t, z.Addr(), 2*time.Second)
 	ps := startNimbuses(t, c, 3)
 	_, leader := waitLeader(t, c, ps, 10*time.Second)

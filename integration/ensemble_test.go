@@ -7,12 +7,12 @@ import (
 
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	"github.com/nimbusha/nimbus/internal/testenv"
-	"github.com/nimbusha/nimbus/nimbus"
+	"github.com/nimbusha/nimbus/internal/testcluster"
+	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
 func TestLeaderSurvivesLossOfOneZooKeeperServer(t *testing.T) {
-	e := testenv.StartEnsemble(t, 3)
+	e := testcluster.StartEnsemble(t, 3)
 	c := newCluster(t, e.ConnectString(), 4*time.Second)
 	ps := startNimbuses(t, c, 3)
 	epoch, leader := waitLeader(t, c, ps, 15*time.Second)
@@ -21,7 +21,7 @@ func TestLeaderSurvivesLossOfOneZooKeeperServer(t *testing.T) {
 	// sessions move to another server and the leader stays.
 	for i := range e.Servers {
 		e.Servers[i].Stop()
-		testenv.WaitFor(t, 15*time.Second, "one nimbus acting as leader", func() error {
+		testcluster.WaitFor(t, 15*time.Second, "one nimbus acting as leader", func() error {
 			if n := actingLeaders(c, ps); n != 1 {
 				return fmt.Errorf("%d nimbuses act as leader", n)
 			}
@@ -38,7 +38,7 @@ func TestLeaderSurvivesLossOfOneZooKeeperServer(t *testing.T) {
 }
 
 func TestQuorumLossThenRecoveryLeavesExactlyOneLeader(t *testing.T) {
-	e := testenv.StartEnsemble(t, 3)
+	e := testcluster.StartEnsemble(t, 3)
 	const session = 4 * time.Second
 	c := newCluster(t, e.ConnectString(), session)
 	ps := startNimbuses(t, c, 3)
@@ -48,7 +48,7 @@ func TestQuorumLossThenRecoveryLeavesExactlyOneLeader(t *testing.T) {
 	// may act as leader.
 	e.Servers[0].Stop()
 	e.Servers[1].Stop()
-	testenv.WaitFor(t, 15*time.Second, "no nimbus acting as leader without quorum", func() error {
+	testcluster.WaitFor(t, 15*time.Second, "no nimbus acting as leader without quorum", func() error {
 		if n := actingLeaders(c, ps); n != 0 {
 			return fmt.Errorf("%d nimbuses act as leader", n)
 		}
@@ -62,7 +62,7 @@ func TestQuorumLossThenRecoveryLeavesExactlyOneLeader(t *testing.T) {
 
 	// Exactly one leader again, all agree, and nobody stuck outside the
 	// queue.
-	testenv.WaitFor(t, 30*time.Second, "exactly one nimbus acting as leader", func() error {
+	testcluster.WaitFor(t, 30*time.Second, "exactly one nimbus acting as leader", func() error {
 		if n := actingLeaders(c, ps); n != 1 {
 			return fmt.Errorf("%d nimbuses act as leader", n)
 		}
@@ -80,7 +80,7 @@ func TestQuorumLossThenRecoveryLeavesExactlyOneLeader(t *testing.T) {
 func actingLeaders(c *Cluster, ps []*Process) int {
 	n := 0
 	for _, p := range ps {
-		if st, err := c.Health(p, nimbus.LeaderHealthService); err == nil && st == healthpb.HealthCheckResponse_SERVING {
+		if st, err := c.Health(p, nimbusv1.LeaderHealthService); err == nil && st == healthpb.HealthCheckResponse_SERVING {
 			n++
 		}
 	}

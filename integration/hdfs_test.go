@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/nimbusha/nimbus/internal/testenv"
+	"github.com/nimbusha/nimbus/internal/testcluster"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
@@ -22,8 +22,8 @@ import (
 // get the code from HDFS; a NameNode outage fails a submit cleanly and
 // loses nothing already submitted.
 func TestHDFSDistributor(t *testing.T) {
-	h := testenv.StartHDFS(t)
-	z := testenv.StartZooKeeper(t)
+	h := testcluster.StartHDFS(t)
+	z := testcluster.StartZooKeeper(t)
 	c := newCluster(t, z.Addr(), 2*time.Second)
 	env := []string{
 		"STORM_CODEDISTRIBUTOR_CLASS=hdfs",
@@ -96,11 +96,11 @@ func TestHDFSDistributor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testenv.WaitFor(t, 30*time.Second, "a new nimbus synced from HDFS", func() error { return holds(joiner, first, data) })
+	testcluster.WaitFor(t, 30*time.Second, "a new nimbus synced from HDFS", func() error { return holds(joiner, first, data) })
 	submit(t, cl, "after-outage", data[:5000])
 
 	path := info.GetStorage()["artifact.path"]
-	hc, err := gohdfs.NewClient(gohdfs.ClientOptions{Addresses: []string{h.Addr()}, User: testenv.HDFSUser})
+	hc, err := gohdfs.NewClient(gohdfs.ClientOptions{Addresses: []string{h.Addr()}, User: testcluster.HDFSUser})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestHDFSDistributor(t *testing.T) {
 	if err := hc.CreateEmptyFile(orphan + "/artifact.uploading"); err != nil {
 		t.Fatal(err)
 	}
-	testenv.WaitFor(t, 20*time.Second, "the orphaned upload swept", func() error {
+	testcluster.WaitFor(t, 20*time.Second, "the orphaned upload swept", func() error {
 		if _, err := hc.Stat(orphan); !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("%s: %v", orphan, err)
 		}
@@ -129,7 +129,7 @@ func TestHDFSDistributor(t *testing.T) {
 	if err := cl.KillTopology(t.Context(), &nimbusv1.KillTopologyRequest{Name: "in-hdfs", WaitSecs: &zero}); err != nil {
 		t.Fatal(err)
 	}
-	testenv.WaitFor(t, 20*time.Second, "the killed topology's HDFS directory removed", func() error {
+	testcluster.WaitFor(t, 20*time.Second, "the killed topology's HDFS directory removed", func() error {
 		if _, err := hc.Stat(path); !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("%s: %v", path, err)
 		}

@@ -18,7 +18,7 @@ import (
 
 	"github.com/nimbusha/nimbus/client"
 	"github.com/nimbusha/nimbus/cluster"
-	"github.com/nimbusha/nimbus/internal/testenv"
+	"github.com/nimbusha/nimbus/internal/testcluster"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
@@ -76,7 +76,7 @@ func submitSleeper(t *testing.T, cl *client.Client, name string, workers int32) 
 func sleepers(t *testing.T, conn *zk.Conn, topology string, n int, timeout time.Duration, sups ...*Process) map[int32]int32 {
 	t.Helper()
 	var out map[int32]int32
-	testenv.WaitFor(t, timeout, fmt.Sprintf("%d workers of %s", n, topology), func() error {
+	testcluster.WaitFor(t, timeout, fmt.Sprintf("%d workers of %s", n, topology), func() error {
 		out = map[int32]int32{}
 		for _, s := range sups {
 			info, err := supervisorInfo(t, conn, s.ID())
@@ -171,7 +171,7 @@ func countLogged(t *testing.T, p *Process, msg string) int {
 
 func waitLogged(t *testing.T, p *Process, msg string, attrs map[string]string) {
 	t.Helper()
-	testenv.WaitFor(t, 10*time.Second, fmt.Sprintf("%s to log %q %v", p.Name, msg, attrs), func() error {
+	testcluster.WaitFor(t, 10*time.Second, fmt.Sprintf("%s to log %q %v", p.Name, msg, attrs), func() error {
 		return logged(p, msg, attrs)
 	})
 }
@@ -189,7 +189,7 @@ func allRunning(t *testing.T, ps ...*Process) {
 // so, re-create what they own, elect again and take new submissions; the
 // topology is gone, and so are its workers and code.
 func TestHostileRootDeleted(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	c := newCluster(t, z.Addr(), 4*time.Second)
 	ps := startNimbusesWith(t, c, 2, "--nimbus.monitor.freq.secs", "1", "--topology.min.replication.count", "2")
 	waitLeader(t, c, ps, 10*time.Second)
@@ -199,7 +199,7 @@ func TestHostileRootDeleted(t *testing.T) {
 	before := submitSleeper(t, cl, "before", 2).GetTopologyId()
 	workers := sleepers(t, conn, before, 2, 20*time.Second, sups...)
 
-	testenv.DeleteTree(t, conn, "/storm", 10*time.Second)
+	testcluster.DeleteTree(t, conn, "/storm", 10*time.Second)
 
 	// Every daemon reports the root, by name.
 	for _, p := range append(ps, sups...) {
@@ -210,13 +210,13 @@ func TestHostileRootDeleted(t *testing.T) {
 	// registered.
 	waitLeader(t, c, ps, 15*time.Second)
 	waitQueued(t, []string{z.Addr()}, 2, 10*time.Second)
-	testenv.WaitFor(t, 10*time.Second, "the supervisor registered again", func() error {
+	testcluster.WaitFor(t, 10*time.Second, "the supervisor registered again", func() error {
 		_, err := supervisorInfo(t, conn, sups[0].ID())
 		return err
 	})
 	// The topology is gone: its workers stopped, its code removed from
 	// every node, and no nimbus lists it.
-	testenv.WaitFor(t, 20*time.Second, "the vanished topology's workers stopped and code removed", func() error {
+	testcluster.WaitFor(t, 20*time.Second, "the vanished topology's workers stopped and code removed", func() error {
 		for port, pid := range workers {
 			if syscall.Kill(int(pid), 0) == nil {
 				return fmt.Errorf("worker %d on port %d of the deleted topology still runs", pid, port)
@@ -233,7 +233,7 @@ func TestHostileRootDeleted(t *testing.T) {
 		return nil
 	})
 	for _, p := range ps {
-		testenv.WaitFor(t, 10*time.Second, p.Name+"'s cluster summary", func() error {
+		testcluster.WaitFor(t, 10*time.Second, p.Name+"'s cluster summary", func() error {
 			cs := clusterSummary(t, c, p)
 			if len(cs.GetTopologies()) != 0 || len(cs.GetSupervisors()) != 1 || len(cs.GetNimbuses()) != 2 {
 				return fmt.Errorf("%d topologies, %d supervisors, %d nimbuses, want 0, 1, 2",
@@ -257,7 +257,7 @@ func TestHostileRootDeleted(t *testing.T) {
 // their workers, the leader keeps its term and schedules nothing on the
 // garbage, and GetClusterInfo answers.
 func TestHostileGarbageInZnodes(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	c := newCluster(t, z.Addr(), 4*time.Second)
 	ps := startNimbusesWith(t, c, 2, "--nimbus.monitor.freq.secs", "1", "--topology.min.replication.count", "2")
 	epoch, leader := waitLeader(t, c, ps, 10*time.Second)
@@ -297,7 +297,7 @@ func TestHostileGarbageInZnodes(t *testing.T) {
 	waitLogged(t, leader, "rewriting an unreadable assignment", map[string]string{"topology": steady})
 	waitLogged(t, follower, "node overwritten by someone else; putting its data back", map[string]string{"path": nimbusPath})
 	waitLogged(t, follower, "node overwritten by someone else; putting its data back", map[string]string{"path": replicaPath})
-	testenv.WaitFor(t, 10*time.Second, "the owned nodes readable again", func() error {
+	testcluster.WaitFor(t, 10*time.Second, "the owned nodes readable again", func() error {
 		for path, m := range map[string]proto.Message{
 			supPath: new(clusterv1.SupervisorInfo), assignmentPath: new(clusterv1.Assignment),
 			nimbusPath: new(clusterv1.NimbusInfo), replicaPath: new(clusterv1.ReplicaInfo),
@@ -337,7 +337,7 @@ func TestHostileGarbageInZnodes(t *testing.T) {
 	// Every nimbus answers: the junk topology by id only, with no status;
 	// the junk supervisor left out; both nimbuses, one an eligible standby.
 	for _, p := range ps {
-		testenv.WaitFor(t, 10*time.Second, p.Name+"'s cluster summary", func() error {
+		testcluster.WaitFor(t, 10*time.Second, p.Name+"'s cluster summary", func() error {
 			cs := clusterSummary(t, c, p)
 			var ids []string
 			for _, top := range cs.GetTopologies() {
@@ -375,7 +375,7 @@ func TestHostileGarbageInZnodes(t *testing.T) {
 	}
 	waitLeader(t, c, []*Process{restarted}, 15*time.Second)
 	late := submitSleeper(t, newClient(t, restarted), "late", 1).GetTopologyId()
-	testenv.WaitFor(t, 10*time.Second, "the late topology's (empty) assignment", func() error {
+	testcluster.WaitFor(t, 10*time.Second, "the late topology's (empty) assignment", func() error {
 		a := new(clusterv1.Assignment)
 		if err := readable(conn, "/storm/assignments/"+late, a); err != nil {
 			return err
@@ -461,9 +461,9 @@ func goMetric(t *testing.T, p *Process, name string) float64 {
 // closes the connection on a request past 1 MiB (a multi of ~4,000 creates
 // of 250-byte paths), and go-zookeeper refuses one past its 1.5 MiB buffer
 // ("buffer too small"). No daemon sends multis near that size;
-// testenv.DeleteTree, one multi for a whole tree, would fail on this one.
+// testcluster.DeleteTree, one multi for a whole tree, would fail on this one.
 func TestHostileThousandsOfChildren(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	c := newCluster(t, z.Addr(), 4*time.Second)
 	ps := startNimbusesWith(t, c, 2, "--nimbus.monitor.freq.secs", "1")
 	epoch, leader := waitLeader(t, c, ps, 10*time.Second)
@@ -505,7 +505,7 @@ func TestHostileThousandsOfChildren(t *testing.T) {
 
 	// Every nimbus has loaded them all and answers quickly.
 	for _, p := range ps {
-		testenv.WaitFor(t, 30*time.Second, p.Name+" lists the junk", func() error {
+		testcluster.WaitFor(t, 30*time.Second, p.Name+" lists the junk", func() error {
 			begin := time.Now()
 			cs := clusterSummary(t, c, p)
 			if took := time.Since(begin); took > 2*time.Second {

@@ -9,8 +9,8 @@ import (
 	"github.com/go-zookeeper/zk"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	"github.com/nimbusha/nimbus/internal/testenv"
-	"github.com/nimbusha/nimbus/nimbus"
+	"github.com/nimbusha/nimbus/internal/testcluster"
+	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
 var bin Binaries
@@ -72,12 +72,12 @@ func startNimbuses(t *testing.T, c *Cluster, n int) []*Process {
 // returns it.
 func waitLeader(t *testing.T, c *Cluster, ps []*Process, timeout time.Duration) (leaderEpoch int64, leader *Process) {
 	t.Helper()
-	testenv.WaitFor(t, timeout, "one leader all agree on", func() error {
+	testcluster.WaitFor(t, timeout, "one leader all agree on", func() error {
 		s, p, err := c.AgreedLeader(ps)
 		if err != nil {
 			return err
 		}
-		if st, err := c.Health(p, nimbus.LeaderHealthService); err != nil || st != healthpb.HealthCheckResponse_SERVING {
+		if st, err := c.Health(p, nimbusv1.LeaderHealthService); err != nil || st != healthpb.HealthCheckResponse_SERVING {
 			return fmt.Errorf("%s named leader but not acting yet (%v, %v)", p.Name, st, err)
 		}
 		leaderEpoch, leader = s.GetEpoch(), p
@@ -105,7 +105,7 @@ func waitQueued(t *testing.T, zkAddrs []string, n int, timeout time.Duration) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	testenv.WaitFor(t, timeout, fmt.Sprintf("%d nimbuses registered and queued", n), func() error {
+	testcluster.WaitFor(t, timeout, fmt.Sprintf("%d nimbuses registered and queued", n), func() error {
 		locks, _, err := conn.Children("/storm/leader-lock")
 		if err != nil {
 			return err

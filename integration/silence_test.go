@@ -8,7 +8,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/nimbusha/nimbus/cluster"
-	"github.com/nimbusha/nimbus/internal/testenv"
+	"github.com/nimbusha/nimbus/internal/testcluster"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 )
 
@@ -17,7 +17,7 @@ import (
 // nimbuses do not watch heartbeats (that would cost each a read per
 // heartbeat); the leader reads them every half timeout.
 func TestSilentSupervisorLosesItsWork(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	c := newCluster(t, z.Addr(), 4*time.Second)
 	const timeout = 3 * time.Second
 	// The timeout must exceed the heartbeat period, a supervisor key the
@@ -81,7 +81,7 @@ func TestSilentSupervisorLosesItsWork(t *testing.T) {
 	silent := time.Now()
 	sups := []*Process{mustStartSupervisor(t, c, SupervisorOptions{Args: []string{"--supervisor.heartbeat.frequency.secs", "1"}})}
 	sleepers(t, conn, id, 1, 20*time.Second, sups...)
-	testenv.WaitFor(t, 5*time.Second, "nothing left on the silent supervisor", func() error {
+	testcluster.WaitFor(t, 5*time.Second, "nothing left on the silent supervisor", func() error {
 		on, err := placedOn(id)
 		if err != nil || on["silent"] != 0 || on[sups[0].ID()] != 1 {
 			return fmt.Errorf("placed %v (%v)", on, err)

@@ -15,7 +15,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/nimbusha/nimbus/client"
-	"github.com/nimbusha/nimbus/internal/testenv"
+	"github.com/nimbusha/nimbus/internal/testcluster"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
@@ -103,7 +103,7 @@ func zkChildren(t *testing.T, zkAddrs []string, path string) []string {
 	}
 	defer conn.Close()
 	var children []string
-	testenv.WaitFor(t, 10*time.Second, "a ZooKeeper read of "+path, func() error {
+	testcluster.WaitFor(t, 10*time.Second, "a ZooKeeper read of "+path, func() error {
 		var err error
 		children, _, err = conn.Children(path)
 		return err

@@ -19,8 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/nimbusha/nimbus/cluster"
-	"github.com/nimbusha/nimbus/internal/testenv"
-	"github.com/nimbusha/nimbus/nimbus"
+	"github.com/nimbusha/nimbus/internal/testcluster"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
@@ -39,7 +38,7 @@ func startNimbusesWith(t *testing.T, c *Cluster, n int, args ...string) []*Proce
 }
 
 func TestSubmitReplicatesToEveryNimbusAndKillRemovesEverywhere(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	c := newCluster(t, z.Addr(), 4*time.Second)
 	ps := startNimbusesWith(t, c, 3, "--topology.min.replication.count", "3")
 	_, leader := waitLeader(t, c, ps, 10*time.Second)
@@ -58,7 +57,7 @@ func TestSubmitReplicatesToEveryNimbusAndKillRemovesEverywhere(t *testing.T) {
 		}
 	}
 	for _, p := range ps {
-		testenv.WaitFor(t, 5*time.Second, p.Name+" lists the topology", func() error {
+		testcluster.WaitFor(t, 5*time.Second, p.Name+" lists the topology", func() error {
 			cs := clusterSummary(t, c, p)
 			if len(cs.GetTopologies()) != 1 {
 				return fmt.Errorf("%d topologies", len(cs.GetTopologies()))
@@ -101,7 +100,7 @@ func TestSubmitReplicatesToEveryNimbusAndKillRemovesEverywhere(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		testenv.WaitFor(t, 5*time.Second, "status "+want.String(), func() error {
+		testcluster.WaitFor(t, 5*time.Second, "status "+want.String(), func() error {
 			info, err := cl.GetTopologyInfo(t.Context(), "wordcount")
 			if err != nil {
 				return err
@@ -124,7 +123,7 @@ func TestSubmitReplicatesToEveryNimbusAndKillRemovesEverywhere(t *testing.T) {
 	if err := viaFollower.KillTopology(t.Context(), &nimbusv1.KillTopologyRequest{Name: "wordcount", WaitSecs: &zero}); err != nil {
 		t.Fatalf("kill via a follower: %v", err)
 	}
-	testenv.WaitFor(t, 10*time.Second, "the topology and its code gone everywhere", func() error {
+	testcluster.WaitFor(t, 10*time.Second, "the topology and its code gone everywhere", func() error {
 		for _, p := range ps {
 			if n := len(clusterSummary(t, c, p).GetTopologies()); n != 0 {
 				return fmt.Errorf("%s lists %d topologies", p.Name, n)
@@ -141,7 +140,7 @@ func TestSubmitReplicatesToEveryNimbusAndKillRemovesEverywhere(t *testing.T) {
 }
 
 func TestReplicationWaitTimesOutWithTooFewNimbuses(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	c := newCluster(t, z.Addr(), 4*time.Second)
 	ps := startNimbusesWith(t, c, 2, "--topology.min.replication.count", "3", "--topology.max.replication.wait.time.sec", "2")
 	waitLeader(t, c, ps, 10*time.Second)
@@ -159,7 +158,7 @@ func TestReplicationWaitTimesOutWithTooFewNimbuses(t *testing.T) {
 	t.Logf("submit with an unreachable minimum answered after %v", elapsed)
 	// Acknowledged, so committed: every nimbus shows it.
 	for _, p := range ps {
-		testenv.WaitFor(t, 5*time.Second, p.Name+" lists the topology", func() error {
+		testcluster.WaitFor(t, 5*time.Second, p.Name+" lists the topology", func() error {
 			if n := len(clusterSummary(t, c, p).GetTopologies()); n != 1 {
 				return fmt.Errorf("%d topologies", n)
 			}
@@ -169,7 +168,7 @@ func TestReplicationWaitTimesOutWithTooFewNimbuses(t *testing.T) {
 }
 
 func TestJoiningNimbusCatchesUpAndQueues(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	c := newCluster(t, z.Addr(), 4*time.Second)
 	first := startNimbusesWith(t, c, 1)
 	waitLeader(t, c, first, 10*time.Second)
@@ -181,7 +180,7 @@ func TestJoiningNimbusCatchesUpAndQueues(t *testing.T) {
 	}
 
 	joiner := startNimbusesWith(t, c, 1)[0]
-	testenv.WaitFor(t, 10*time.Second, "the joiner holds every topology", func() error {
+	testcluster.WaitFor(t, 10*time.Second, "the joiner holds every topology", func() error {
 		for id, data := range blobs {
 			if err := holds(joiner, id, data); err != nil {
 				return err
@@ -190,7 +189,7 @@ func TestJoiningNimbusCatchesUpAndQueues(t *testing.T) {
 		return nil
 	})
 	waitQueued(t, []string{z.Addr()}, 2, 10*time.Second)
-	testenv.WaitFor(t, 5*time.Second, "one eligible standby", func() error {
+	testcluster.WaitFor(t, 5*time.Second, "one eligible standby", func() error {
 		if n := clusterSummary(t, c, joiner).GetEligibleStandbys(); n != 1 {
 			return fmt.Errorf("%d eligible standbys", n)
 		}
@@ -202,7 +201,7 @@ func TestJoiningNimbusCatchesUpAndQueues(t *testing.T) {
 // 2, each follower holding part of the code when the leader dies. Only a
 // nimbus that holds all 4 may lead; nothing is lost or resubmitted.
 func TestFailoverGoesOnlyToANimbusHoldingAllCode(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	// Long enough that paused nimbuses keep their sessions.
 	c := newCluster(t, z.Addr(), 8*time.Second)
 	args := []string{"--topology.min.replication.count", "2"}
@@ -252,10 +251,10 @@ func TestFailoverGoesOnlyToANimbusHoldingAllCode(t *testing.T) {
 	survivors := []*Process{b, cc}
 
 	// While leadership settles, whoever acts as leader holds all four.
-	testenv.WaitFor(t, 30*time.Second, "a leader holding all code, and both survivors holding it", func() error {
+	testcluster.WaitFor(t, 30*time.Second, "a leader holding all code, and both survivors holding it", func() error {
 		leaders := 0
 		for _, p := range survivors {
-			st, err := c.Health(p, nimbus.LeaderHealthService)
+			st, err := c.Health(p, nimbusv1.LeaderHealthService)
 			if err != nil || st.String() != "SERVING" {
 				continue
 			}
@@ -292,7 +291,7 @@ func TestFailoverGoesOnlyToANimbusHoldingAllCode(t *testing.T) {
 }
 
 func TestWipedLeaderStepsDownAndResyncs(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	c := newCluster(t, z.Addr(), 4*time.Second)
 	ps := startNimbusesWith(t, c, 2, "--topology.min.replication.count", "2", "--nimbus.code.sync.freq.secs", "1")
 	_, leader := waitLeader(t, c, ps, 10*time.Second)
@@ -306,13 +305,13 @@ func TestWipedLeaderStepsDownAndResyncs(t *testing.T) {
 
 	// The sweep notices the loss; the wiped leader steps down at once.
 	wipeCode(t, leader)
-	testenv.WaitFor(t, 15*time.Second, "the other nimbus leading", func() error {
+	testcluster.WaitFor(t, 15*time.Second, "the other nimbus leading", func() error {
 		if _, l, err := c.AgreedLeader(ps); err != nil || l != other {
 			return fmt.Errorf("leader %v, err %v", l, err)
 		}
 		return nil
 	})
-	testenv.WaitFor(t, 15*time.Second, "the wiped nimbus re-synced and eligible", func() error {
+	testcluster.WaitFor(t, 15*time.Second, "the wiped nimbus re-synced and eligible", func() error {
 		for id, data := range blobs {
 			if err := holds(leader, id, data); err != nil {
 				return err
@@ -340,7 +339,7 @@ func wipeCode(t *testing.T, p *Process) {
 // (the gate when it wins the lock, or codesync withdrawing it first), the
 // one after it leads, and it re-syncs and queues again by itself.
 func TestNimbusWithoutCodeNeverLeads(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	c := newCluster(t, z.Addr(), 2*time.Second)
 	// A slow sweep: only the lock hand-over can reveal the wipe.
 	args := []string{"--topology.min.replication.count", "3", "--nimbus.code.sync.freq.secs", "600"}
@@ -367,8 +366,8 @@ func TestNimbusWithoutCodeNeverLeads(t *testing.T) {
 		t.Fatal(err)
 	}
 	survivors := []*Process{b, cc}
-	testenv.WaitFor(t, 20*time.Second, "c leading and b re-synced", func() error {
-		if st, err := c.Health(b, nimbus.LeaderHealthService); err == nil && st.String() == "SERVING" {
+	testcluster.WaitFor(t, 20*time.Second, "c leading and b re-synced", func() error {
+		if st, err := c.Health(b, nimbusv1.LeaderHealthService); err == nil && st.String() == "SERVING" {
 			for id, data := range blobs {
 				if err := holds(b, id, data); err != nil {
 					t.Fatalf("b leads without the code: %v", err)
@@ -389,7 +388,7 @@ func TestNimbusWithoutCodeNeverLeads(t *testing.T) {
 }
 
 func TestBadSubmissionsChangeNothing(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	c := newCluster(t, z.Addr(), 4*time.Second)
 	ps := startNimbusesWith(t, c, 1, "--nimbus.max.artifact.bytes", "1048576")
 	_, leader := waitLeader(t, c, ps, 10*time.Second)
@@ -429,7 +428,7 @@ func TestBadSubmissionsChangeNothing(t *testing.T) {
 	}
 
 	// Nothing but the good topology, in ZooKeeper and on disk.
-	testenv.WaitFor(t, 5*time.Second, "no trace of the bad submissions", func() error {
+	testcluster.WaitFor(t, 5*time.Second, "no trace of the bad submissions", func() error {
 		storms := zkChildren(t, []string{z.Addr()}, "/storm/storms")
 		dists := zkChildren(t, []string{z.Addr()}, "/storm/code-distributor")
 		if len(storms) != 1 || len(dists) != 1 || !strings.HasPrefix(storms[0], "taken-") {
@@ -489,7 +488,7 @@ func rawSubmit(t *testing.T, c *Cluster, p *Process, spec *nimbusv1.TopologySpec
 // submit is not committed, the SDK submits again to the new leader, and
 // exactly one topology exists.
 func TestLeadershipLostDuringReplicationWait(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	c := newCluster(t, z.Addr(), 8*time.Second)
 	ps := startNimbusesWith(t, c, 3, "--topology.min.replication.count", "3", "--topology.max.replication.wait.time.sec", "-1")
 	_, leader := waitLeader(t, c, ps, 10*time.Second)
@@ -515,7 +514,7 @@ func TestLeadershipLostDuringReplicationWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	testenv.WaitFor(t, 10*time.Second, "the submission waiting for replication", func() error {
+	testcluster.WaitFor(t, 10*time.Second, "the submission waiting for replication", func() error {
 		if d, _, err := conn.Children("/storm/code-distributor"); err != nil || len(d) != 1 {
 			return fmt.Errorf("distributions %v, %v", d, err)
 		}
@@ -542,7 +541,7 @@ func TestLeadershipLostDuringReplicationWait(t *testing.T) {
 	if r.err != nil {
 		t.Fatalf("submit across the leader change: %v", r.err)
 	}
-	testenv.WaitFor(t, 10*time.Second, "exactly one topology and one distribution", func() error {
+	testcluster.WaitFor(t, 10*time.Second, "exactly one topology and one distribution", func() error {
 		storms, _, err := conn.Children("/storm/storms")
 		if err != nil {
 			return err
@@ -563,7 +562,7 @@ func TestLeadershipLostDuringReplicationWait(t *testing.T) {
 // intact afterwards. (Downloaders verifying and moving to another replica
 // are in codedistributor's conformance suite.)
 func TestAlteredReplicaIsDetectedAndResynced(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	c := newCluster(t, z.Addr(), 4*time.Second)
 	ps := startNimbusesWith(t, c, 2, "--topology.min.replication.count", "2", "--nimbus.code.sync.freq.secs", "600")
 	_, leader := waitLeader(t, c, ps, 10*time.Second)
@@ -584,7 +583,7 @@ func TestAlteredReplicaIsDetectedAndResynced(t *testing.T) {
 	if code := status.Code(err); code != codes.DataLoss && code != codes.NotFound {
 		t.Fatalf("download of the altered copy: %v, want DataLoss or NotFound", err)
 	}
-	testenv.WaitFor(t, 15*time.Second, "the victim re-synced", func() error {
+	testcluster.WaitFor(t, 15*time.Second, "the victim re-synced", func() error {
 		if err := holds(victim, id, data); err != nil {
 			return err
 		}
@@ -613,7 +612,7 @@ func download(t *testing.T, c *Cluster, p *Process, id string) error {
 // says which topology blocks it, and the cluster recovers when the holder
 // comes back with its disk.
 func TestLeadershipBlockedIsVisibleAndRecoverable(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	c := newCluster(t, z.Addr(), 3*time.Second)
 	a := startNimbusesWith(t, c, 1)[0]
 	waitLeader(t, c, []*Process{a}, 10*time.Second)
@@ -631,7 +630,7 @@ func TestLeadershipBlockedIsVisibleAndRecoverable(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	testenv.WaitFor(t, 20*time.Second, "b reporting the block", func() error {
+	testcluster.WaitFor(t, 20*time.Second, "b reporting the block", func() error {
 		cs := clusterSummary(t, c, b)
 		if !slices.Equal(cs.GetLeadershipBlockedBy(), []string{id}) {
 			return fmt.Errorf("blocked by %v", cs.GetLeadershipBlockedBy())
@@ -646,7 +645,7 @@ func TestLeadershipBlockedIsVisibleAndRecoverable(t *testing.T) {
 		}
 		return nil
 	})
-	if st, err := c.Health(b, nimbus.LeaderHealthService); err != nil || st.String() == "SERVING" {
+	if st, err := c.Health(b, nimbusv1.LeaderHealthService); err != nil || st.String() == "SERVING" {
 		t.Fatalf("b acts as leader without the code: %v %v", st, err)
 	}
 
@@ -659,13 +658,13 @@ func TestLeadershipBlockedIsVisibleAndRecoverable(t *testing.T) {
 	if leader != back {
 		t.Fatalf("%s leads, want the nimbus that holds the code", leader.Name)
 	}
-	testenv.WaitFor(t, 10*time.Second, "b fetched the code", func() error { return holds(b, id, data) })
+	testcluster.WaitFor(t, 10*time.Second, "b fetched the code", func() error { return holds(b, id, data) })
 }
 
 // An activate right after a kill must not undo it, however fresh the
 // caches are.
 func TestActivateRightAfterKillDoesNotUndoIt(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	c := newCluster(t, z.Addr(), 4*time.Second)
 	ps := startNimbusesWith(t, c, 1)
 	waitLeader(t, c, ps, 10*time.Second)
@@ -678,7 +677,7 @@ func TestActivateRightAfterKillDoesNotUndoIt(t *testing.T) {
 	if err := cl.ActivateTopology(t.Context(), "doomed"); status.Code(err) != codes.FailedPrecondition {
 		t.Fatalf("activate of a killed topology: %v, want FailedPrecondition", err)
 	}
-	testenv.WaitFor(t, 10*time.Second, "the killed topology removed", func() error {
+	testcluster.WaitFor(t, 10*time.Second, "the killed topology removed", func() error {
 		if n := len(clusterSummary(t, c, ps[0]).GetTopologies()); n != 0 {
 			return fmt.Errorf("%d topologies", n)
 		}

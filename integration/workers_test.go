@@ -20,7 +20,7 @@ import (
 
 	"github.com/nimbusha/nimbus/client"
 	"github.com/nimbusha/nimbus/cluster"
-	"github.com/nimbusha/nimbus/internal/testenv"
+	"github.com/nimbusha/nimbus/internal/testcluster"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
@@ -95,7 +95,7 @@ func runningWorkers(t *testing.T, conn *zk.Conn, topology string, sups ...*Proce
 func waitWorkers(t *testing.T, conn *zk.Conn, topology string, n int, timeout time.Duration, sups ...*Process) map[int32]int32 {
 	t.Helper()
 	var workers map[int32]int32
-	testenv.WaitFor(t, timeout, fmt.Sprintf("%d workers of %s", n, topology), func() error {
+	testcluster.WaitFor(t, timeout, fmt.Sprintf("%d workers of %s", n, topology), func() error {
 		var err error
 		workers, err = runningWorkers(t, conn, topology, sups...)
 		if err == nil && len(workers) != n {
@@ -130,7 +130,7 @@ func startSupervisors(t *testing.T, c *Cluster, n int) []*Process {
 }
 
 func TestWorkersRunWithTheirEnvironmentAndStopOnKill(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	c := newCluster(t, z.Addr(), 4*time.Second)
 	ps := startNimbusesWith(t, c, 1, "--nimbus.monitor.freq.secs", "1")
 	waitLeader(t, c, ps, 10*time.Second)
@@ -166,7 +166,7 @@ func TestWorkersRunWithTheirEnvironmentAndStopOnKill(t *testing.T) {
 	if err := cl.KillTopology(t.Context(), &nimbusv1.KillTopologyRequest{Name: "wc", WaitSecs: &zero}); err != nil {
 		t.Fatal(err)
 	}
-	testenv.WaitFor(t, 20*time.Second, "workers stopped and code removed", func() error {
+	testcluster.WaitFor(t, 20*time.Second, "workers stopped and code removed", func() error {
 		for port, pid := range workers {
 			if syscall.Kill(int(pid), 0) == nil {
 				return fmt.Errorf("worker %d on port %d still runs", pid, port)
@@ -183,7 +183,7 @@ func TestWorkersRunWithTheirEnvironmentAndStopOnKill(t *testing.T) {
 }
 
 func TestSupervisorCrashMovesItsWorkersAndItRejoinsAsItself(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	const session = 2 * time.Second
 	c := newCluster(t, z.Addr(), session)
 	ps := startNimbusesWith(t, c, 1, "--nimbus.monitor.freq.secs", "1", "--nimbus.supervisor.timeout.secs", "6")
@@ -191,7 +191,7 @@ func TestSupervisorCrashMovesItsWorkersAndItRejoinsAsItself(t *testing.T) {
 	sups := startSupervisors(t, c, 2)
 	conn := zkConn(t, z.Addr())
 	id := submitExample(t, newClient(t, ps...), "movable", 2)
-	testenv.WaitFor(t, 20*time.Second, "a worker on each supervisor", func() error {
+	testcluster.WaitFor(t, 20*time.Second, "a worker on each supervisor", func() error {
 		for _, s := range sups {
 			if w, err := runningWorkers(t, conn, id, s); err != nil || len(w) != 1 {
 				return fmt.Errorf("%s: %v workers, %v", s.Name, w, err)
@@ -207,7 +207,7 @@ func TestSupervisorCrashMovesItsWorkersAndItRejoinsAsItself(t *testing.T) {
 	}
 	// Its worker died with it; once its session expires both workers run
 	// on the survivor.
-	testenv.WaitFor(t, session+15*time.Second, "both workers on the survivor", func() error {
+	testcluster.WaitFor(t, session+15*time.Second, "both workers on the survivor", func() error {
 		w, err := runningWorkers(t, conn, id, survivor)
 		if err != nil || len(w) != 2 {
 			return fmt.Errorf("%v, %v", w, err)
@@ -225,7 +225,7 @@ func TestSupervisorCrashMovesItsWorkersAndItRejoinsAsItself(t *testing.T) {
 }
 
 func TestLeaderCrashRestartsNoWorker(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	c := newCluster(t, z.Addr(), 2*time.Second)
 	ps := startNimbusesWith(t, c, 2, "--nimbus.monitor.freq.secs", "1", "--topology.min.replication.count", "2")
 	_, leader := waitLeader(t, c, ps, 10*time.Second)
@@ -238,7 +238,7 @@ func TestLeaderCrashRestartsNoWorker(t *testing.T) {
 	}
 	waitLeader(t, c, without(ps, leader), 15*time.Second)
 	// Give the new leader several monitor rounds to (wrongly) move things.
-	testenv.WaitFor(t, 10*time.Second, "the new leader's rounds", func() error {
+	testcluster.WaitFor(t, 10*time.Second, "the new leader's rounds", func() error {
 		cs := clusterSummary(t, c, without(ps, leader)[0])
 		if len(cs.GetSupervisors()) != 2 {
 			return fmt.Errorf("%d supervisors", len(cs.GetSupervisors()))
@@ -258,7 +258,7 @@ func TestLeaderCrashRestartsNoWorker(t *testing.T) {
 }
 
 func TestCrashedWorkerIsRestarted(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	c := newCluster(t, z.Addr(), 4*time.Second)
 	ps := startNimbusesWith(t, c, 1, "--nimbus.monitor.freq.secs", "1")
 	waitLeader(t, c, ps, 10*time.Second)
@@ -271,7 +271,7 @@ func TestCrashedWorkerIsRestarted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	testenv.WaitFor(t, 15*time.Second, "the worker back with a new pid and a restart counted", func() error {
+	testcluster.WaitFor(t, 15*time.Second, "the worker back with a new pid and a restart counted", func() error {
 		info, err := supervisorInfo(t, conn, sups[0].ID())
 		if err != nil {
 			return err
@@ -284,7 +284,7 @@ func TestCrashedWorkerIsRestarted(t *testing.T) {
 		return fmt.Errorf("workers %v", info.GetWorkers())
 	})
 	// The supervisor's metrics say the same.
-	testenv.WaitFor(t, 5*time.Second, "the supervisor's metrics", func() error {
+	testcluster.WaitFor(t, 5*time.Second, "the supervisor's metrics", func() error {
 		body, err := sups[0].Metrics()
 		for _, want := range []string{`supervisor_workers{state="running"} 1`, "supervisor_worker_restarts 1"} {
 			if err == nil && !strings.Contains(body, want) {
@@ -296,7 +296,7 @@ func TestCrashedWorkerIsRestarted(t *testing.T) {
 }
 
 func TestRebalanceTwoToFourWorkersAndBack(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	c := newCluster(t, z.Addr(), 4*time.Second)
 	ps := startNimbusesWith(t, c, 1, "--nimbus.monitor.freq.secs", "1")
 	waitLeader(t, c, ps, 10*time.Second)
@@ -323,7 +323,7 @@ func TestRebalanceTwoToFourWorkersAndBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	workersBecome(4)
-	testenv.WaitFor(t, 10*time.Second, "8 executors", func() error {
+	testcluster.WaitFor(t, 10*time.Second, "8 executors", func() error {
 		info, err := cl.GetTopologyInfo(t.Context(), "elastic")
 		if err != nil {
 			return err
@@ -346,7 +346,7 @@ func TestRebalanceTwoToFourWorkersAndBack(t *testing.T) {
 // running (same pids), and when it returns the cluster converges with one
 // worker per slot.
 func TestWorkersSurviveZooKeeperOutage(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	const session = 2 * time.Second
 	c := newCluster(t, z.Addr(), session)
 	ps := startNimbusesWith(t, c, 1, "--nimbus.monitor.freq.secs", "1")
@@ -370,7 +370,7 @@ func TestWorkersSurviveZooKeeperOutage(t *testing.T) {
 	}
 	z.Start()
 
-	testenv.WaitFor(t, 30*time.Second, "the cluster converged: same workers, one per slot", func() error {
+	testcluster.WaitFor(t, 30*time.Second, "the cluster converged: same workers, one per slot", func() error {
 		after, err := runningWorkers(t, conn, id, sups...)
 		if err != nil {
 			return err
@@ -390,7 +390,7 @@ func TestWorkersSurviveZooKeeperOutage(t *testing.T) {
 // A worker command that fails at once backs off, visibly, without a busy
 // loop.
 func TestFailingWorkerCommandBacksOff(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	c := newCluster(t, z.Addr(), 4*time.Second)
 	ps := startNimbusesWith(t, c, 1, "--nimbus.monitor.freq.secs", "1")
 	waitLeader(t, c, ps, 10*time.Second)
@@ -405,7 +405,7 @@ func TestFailingWorkerCommandBacksOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	testenv.WaitFor(t, 20*time.Second, "the worker in backoff with restarts counted", func() error {
+	testcluster.WaitFor(t, 20*time.Second, "the worker in backoff with restarts counted", func() error {
 		info, err := supervisorInfo(t, conn, sups[0].ID())
 		if err != nil {
 			return err
@@ -434,7 +434,7 @@ func TestFailingWorkerCommandBacksOff(t *testing.T) {
 // Invariant 7 across a supervisor restart: with no nimbus up, a restarted
 // supervisor runs its workers again from the code it kept.
 func TestSupervisorRestartWithoutNimbusRunsItsWorkers(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	c := newCluster(t, z.Addr(), 2*time.Second)
 	ps := startNimbusesWith(t, c, 1, "--nimbus.monitor.freq.secs", "1")
 	waitLeader(t, c, ps, 10*time.Second)
@@ -460,7 +460,7 @@ func TestSupervisorRestartWithoutNimbusRunsItsWorkers(t *testing.T) {
 func slotPorts(t *testing.T, conn *zk.Conn, id string) []int {
 	t.Helper()
 	var ports []int
-	testenv.WaitFor(t, 10*time.Second, "the supervisor's registration", func() error {
+	testcluster.WaitFor(t, 10*time.Second, "the supervisor's registration", func() error {
 		info, err := supervisorInfo(t, conn, id)
 		if err != nil {
 			return err

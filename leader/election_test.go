@@ -13,7 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/nimbusha/nimbus/cluster"
-	"github.com/nimbusha/nimbus/internal/testenv"
+	"github.com/nimbusha/nimbus/internal/testcluster"
 	"github.com/nimbusha/nimbus/leader"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 )
@@ -24,7 +24,7 @@ const sessionTimeout = 1500 * time.Millisecond
 type candidate struct {
 	sess     *cluster.Session
 	election *leader.Election
-	net      *testenv.Cutter
+	net      *testcluster.Cutter
 	stop     func()
 }
 
@@ -34,7 +34,7 @@ func startCandidate(t *testing.T, zkAddr string, port int32, eligible func() err
 
 func startCandidateWithSession(t *testing.T, zkAddr string, port int32, eligible func() error, session time.Duration) *candidate {
 	t.Helper()
-	cutter := testenv.NewCutter()
+	cutter := testcluster.NewCutter()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	sess, err := cluster.Connect(t.Context(), cluster.SessionConfig{
 		Servers:        []string{zkAddr},
@@ -84,7 +84,7 @@ func leaders(cs []*candidate) []*candidate {
 func waitOneLeader(t *testing.T, cs []*candidate, timeout time.Duration) *candidate {
 	t.Helper()
 	var got *candidate
-	testenv.WaitFor(t, timeout, "exactly one leader", func() error {
+	testcluster.WaitFor(t, timeout, "exactly one leader", func() error {
 		ls := leaders(cs)
 		if len(ls) != 1 {
 			return fmt.Errorf("%d leaders", len(ls))
@@ -96,7 +96,7 @@ func waitOneLeader(t *testing.T, cs []*candidate, timeout time.Duration) *candid
 }
 
 func TestExactlyOneLeaderAndItHandsOverOnLeave(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	cs := []*candidate{
 		startCandidate(t, z.Addr(), 1, nil),
 		startCandidate(t, z.Addr(), 2, nil),
@@ -140,7 +140,7 @@ func TestExactlyOneLeaderAndItHandsOverOnLeave(t *testing.T) {
 
 	// Queue again: it waits behind the others and does not lead.
 	first.election.Queue()
-	testenv.WaitFor(t, 5*time.Second, "requeued", func() error {
+	testcluster.WaitFor(t, 5*time.Second, "requeued", func() error {
 		children, _, err := first.sess.Conn().Children("/storm/leader-lock")
 		if err != nil {
 			return err
@@ -156,13 +156,13 @@ func TestExactlyOneLeaderAndItHandsOverOnLeave(t *testing.T) {
 }
 
 func TestCrashedLeaderIsReplacedAfterSessionTimeout(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	cs := []*candidate{startCandidate(t, z.Addr(), 1, nil), startCandidate(t, z.Addr(), 2, nil)}
 	first := waitOneLeader(t, cs, 10*time.Second)
 	// A crash: the network goes and never returns; the session expires on
 	// the server.
 	first.net.Cut()
-	testenv.WaitFor(t, 2*time.Second, "old term ends at disconnection", func() error {
+	testcluster.WaitFor(t, 2*time.Second, "old term ends at disconnection", func() error {
 		if first.election.IsLeader() {
 			return errors.New("still leads")
 		}
@@ -176,7 +176,7 @@ func TestCrashedLeaderIsReplacedAfterSessionTimeout(t *testing.T) {
 }
 
 func TestExpiredLeaderIsFencedAndRequeues(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	cs := []*candidate{startCandidate(t, z.Addr(), 1, nil), startCandidate(t, z.Addr(), 2, nil)}
 	old := waitOneLeader(t, cs, 10*time.Second)
 	oldTerm := old.election.Current()
@@ -192,7 +192,7 @@ func TestExpiredLeaderIsFencedAndRequeues(t *testing.T) {
 	// Cut the leader off for longer than the session timeout: it steps
 	// down at once and another nimbus leads once the session expires.
 	old.net.Cut()
-	testenv.WaitFor(t, 2*time.Second, "the cut-off leader steps down", func() error {
+	testcluster.WaitFor(t, 2*time.Second, "the cut-off leader steps down", func() error {
 		select {
 		case <-oldTerm.Done():
 			return nil
@@ -231,7 +231,7 @@ func TestExpiredLeaderIsFencedAndRequeues(t *testing.T) {
 	}
 
 	// It re-queues behind the new leader by itself and does not lead.
-	testenv.WaitFor(t, 10*time.Second, "expired nimbus back in the queue", func() error {
+	testcluster.WaitFor(t, 10*time.Second, "expired nimbus back in the queue", func() error {
 		children, _, err := newLeader.sess.Conn().Children("/storm/leader-lock")
 		if err != nil {
 			return err
@@ -247,7 +247,7 @@ func TestExpiredLeaderIsFencedAndRequeues(t *testing.T) {
 }
 
 func TestBriefDisconnectionSuspendsThenResumesSameEpoch(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	// A long session: the cut below (about a second, go-zookeeper's
 	// reconnect pace) stays well inside it.
 	c := startCandidateWithSession(t, z.Addr(), 1, nil, 10*time.Second)
@@ -256,7 +256,7 @@ func TestBriefDisconnectionSuspendsThenResumesSameEpoch(t *testing.T) {
 	sid := sessionID(c)
 
 	c.net.Cut()
-	testenv.WaitFor(t, 2*time.Second, "term suspended at disconnection", func() error {
+	testcluster.WaitFor(t, 2*time.Second, "term suspended at disconnection", func() error {
 		if c.election.IsLeader() {
 			return errors.New("still leads while disconnected")
 		}
@@ -278,14 +278,14 @@ func sessionID(c *candidate) int64 {
 }
 
 func TestIneligibleWinnerGivesTheLockBack(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	notYet := errors.New("missing code for topology t-1")
 	var mu sync.Mutex
 	eligible := notYet
 	gate := func() error { mu.Lock(); defer mu.Unlock(); return eligible }
 
 	blocked := startCandidate(t, z.Addr(), 1, gate)
-	testenv.WaitFor(t, 5*time.Second, "ineligible candidate leaves the queue", func() error {
+	testcluster.WaitFor(t, 5*time.Second, "ineligible candidate leaves the queue", func() error {
 		children, _, err := blocked.sess.Conn().Children("/storm/leader-lock")
 		if err != nil {
 			return err
@@ -314,4 +314,4 @@ func TestIneligibleWinnerGivesTheLockBack(t *testing.T) {
 }
 
 // The cutter fits zk.Dialer.
-var _ zk.Dialer = testenv.NewCutter().Dial
+var _ zk.Dialer = testcluster.NewCutter().Dial

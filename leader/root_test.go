@@ -7,7 +7,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/nimbusha/nimbus/internal/testenv"
+	"github.com/nimbusha/nimbus/internal/testcluster"
 	"github.com/nimbusha/nimbus/leader"
 )
 
@@ -16,14 +16,14 @@ import (
 // must rebuild the queue and elect again, without anyone creating the
 // directory for them.
 func TestHostileRootDeletedEndsTermAndElectsAgain(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	cs := []*candidate{startCandidate(t, z.Addr(), 1, nil), startCandidate(t, z.Addr(), 2, nil)}
 	old := waitOneLeader(t, cs, 10*time.Second)
 	oldTerm := old.election.Current()
 	conn := zkConn(t, z.Addr())
 
-	testenv.DeleteTree(t, conn, "/storm", 10*time.Second)
-	testenv.WaitFor(t, 5*time.Second, "the old term ends", func() error {
+	testcluster.DeleteTree(t, conn, "/storm", 10*time.Second)
+	testcluster.WaitFor(t, 5*time.Second, "the old term ends", func() error {
 		select {
 		case <-oldTerm.Done():
 			return nil
@@ -38,7 +38,7 @@ func TestHostileRootDeletedEndsTermAndElectsAgain(t *testing.T) {
 	if newTerm.Node() == oldTerm.Node() {
 		t.Fatalf("new term on the old lock node %s", newTerm.Node())
 	}
-	testenv.WaitFor(t, 10*time.Second, "both candidates queued again", func() error {
+	testcluster.WaitFor(t, 10*time.Second, "both candidates queued again", func() error {
 		children, _, err := conn.Children("/storm/leader-lock")
 		if err != nil {
 			return err
@@ -84,7 +84,7 @@ func zkConn(t *testing.T, addr string) *zk.Conn {
 // never go away by itself, and every candidate would wait behind it for
 // good: the candidate next in line removes it, and someone leads.
 func TestHostilePersistentLockNodeIsRemoved(t *testing.T) {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	conn := zkConn(t, z.Addr())
 	const junk = "/storm/leader-lock/_c_byhand-lock-0000000000"
 	for _, p := range []string{"/storm", "/storm/leader-lock", junk} {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nimbusha/nimbus/codedistributor"
 	"github.com/nimbusha/nimbus/leader"
+	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
 // Domain errors that handlers return; toStatus maps them to gRPC codes.
@@ -60,14 +61,6 @@ func (e *NotLeaderError) Error() string {
 	return fmt.Sprintf("nimbus: not the leader; the leader is %s", e.Leader)
 }
 
-// Reason and domain of the ErrorInfo detail that carries the leader's
-// address with a not-leader answer; package client reads them.
-const (
-	ErrorDomain       = "nimbus.v1"
-	ReasonNotLeader   = "NOT_LEADER"
-	MetadataLeaderKey = "leader"
-)
-
 // toStatus maps a domain error to a gRPC status error. It is the only
 // place that does.
 func toStatus(err error) error {
@@ -103,9 +96,9 @@ func toStatus(err error) error {
 		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.As(err, &notLeader):
 		st, derr := status.New(codes.FailedPrecondition, err.Error()).WithDetails(&errdetails.ErrorInfo{
-			Reason:   ReasonNotLeader,
-			Domain:   ErrorDomain,
-			Metadata: map[string]string{MetadataLeaderKey: notLeader.Leader},
+			Reason:   nimbusv1.ReasonNotLeader,
+			Domain:   nimbusv1.ErrorDomain,
+			Metadata: map[string]string{nimbusv1.MetadataLeaderKey: notLeader.Leader},
 		})
 		if derr != nil {
 			return status.Error(codes.FailedPrecondition, err.Error())

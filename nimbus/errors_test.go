@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/nimbusha/nimbus/leader"
+	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
 func TestToStatus(t *testing.T) {
@@ -47,7 +48,7 @@ func TestNotLeaderCarriesTheLeaderAddress(t *testing.T) {
 	}
 	for _, d := range st.Details() {
 		if info, ok := d.(*errdetails.ErrorInfo); ok {
-			if info.GetReason() != ReasonNotLeader || info.GetDomain() != ErrorDomain || info.GetMetadata()[MetadataLeaderKey] != "10.0.0.7:6627" {
+			if info.GetReason() != nimbusv1.ReasonNotLeader || info.GetDomain() != nimbusv1.ErrorDomain || info.GetMetadata()[nimbusv1.MetadataLeaderKey] != "10.0.0.7:6627" {
 				t.Fatalf("ErrorInfo %v", info)
 			}
 			return

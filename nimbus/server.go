@@ -34,10 +34,6 @@ import (
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
-// LeaderHealthService is the grpc.health.v1 service name that is SERVING
-// only on the leader, so a load balancer can find it.
-const LeaderHealthService = "nimbus.v1.NimbusService.leader"
-
 // Server is one nimbus daemon. New builds it and starts nothing; Start
 // brings it up; Close takes it down.
 type Server struct {
@@ -189,7 +185,7 @@ func (s *Server) Start(ctx context.Context) (err error) {
 
 	s.health = health.NewServer()
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
-	s.health.SetServingStatus(LeaderHealthService, healthpb.HealthCheckResponse_NOT_SERVING)
+	s.health.SetServingStatus(nimbusv1.LeaderHealthService, healthpb.HealthCheckResponse_NOT_SERVING)
 	encodings := newSharedEncodings()
 	v.share = encodings.share
 	s.grpc = grpc.NewServer(grpc.ForceServerCodecV2(encodings))
@@ -268,7 +264,7 @@ func (s *Server) watchStatus(ctx context.Context, v *view, m *metrics) {
 		loaded := isClosed(v.nimbuses.Loaded()) && isClosed(v.locks.Loaded()) && isClosed(v.storms.Loaded())
 		setServing(s.health, "", connected && loaded)
 		term := s.election.Current()
-		setServing(s.health, LeaderHealthService, term != nil)
+		setServing(s.health, nimbusv1.LeaderHealthService, term != nil)
 		m.isLeader.Set(boolFloat(term != nil))
 		m.zkConnected.Set(boolFloat(connected))
 

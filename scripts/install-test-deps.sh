@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Installs what the tests run against: Debian's zookeeper package and a Java
 # runtime, and the Hadoop jars of the HDFS NameNode and DataNode. The tests
-# start their own servers (internal/testenv); the zookeeper package ships no
+# start their own servers (internal/testcluster); the zookeeper package ships no
 # service (zookeeperd does), so no system server starts.
 #
 # The Hadoop jars come from Maven Central (mvn dependency:copy-dependencies on
-# internal/testenv/hdfs/pom.xml, Maven installed from apt if missing) into
+# internal/testcluster/hdfs/pom.xml, Maven installed from apt if missing) into
 # ${NIMBUS_HDFS_JARS:-~/.cache/nimbus/hdfs-<version>}, outside the repository,
 # once: a .fetched file marks a complete copy.
 #
@@ -14,14 +14,14 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-hdfs_pom=$root/internal/testenv/hdfs/pom.xml
+hdfs_pom=$root/internal/testcluster/hdfs/pom.xml
 hadoop_version=$(sed -n 's:.*<hadoop\.version>\(.*\)</hadoop\.version>.*:\1:p' "$hdfs_pom")
 [[ -n $hadoop_version ]] || {
 	echo "install-test-deps: no hadoop.version in $hdfs_pom" >&2
 	exit 1
 }
 hdfs_jars=${NIMBUS_HDFS_JARS:-$HOME/.cache/nimbus/hdfs-$hadoop_version}
-hdfs_marker=$hdfs_jars/.fetched # internal/testenv/hdfs.go looks for it
+hdfs_marker=$hdfs_jars/.fetched # internal/testcluster/hdfs.go looks for it
 
 pkgs=()
 [[ -f /usr/share/java/zookeeper.jar ]] || pkgs+=(zookeeper)

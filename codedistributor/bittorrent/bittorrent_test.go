@@ -17,7 +17,7 @@ import (
 	"github.com/nimbusha/nimbus/codedistributor/bittorrent"
 	"github.com/nimbusha/nimbus/codedistributor/conformance"
 	"github.com/nimbusha/nimbus/configs"
-	"github.com/nimbusha/nimbus/internal/testenv"
+	"github.com/nimbusha/nimbus/internal/testcluster"
 )
 
 func TestConformance(t *testing.T) {
@@ -44,15 +44,15 @@ func TestSwarmFollowsTheStores(t *testing.T) {
 			return nil
 		}
 	}
-	testenv.WaitFor(t, 10*time.Second, "the uploader seeds", members(1))
+	testcluster.WaitFor(t, 10*time.Second, "the uploader seeds", members(1))
 	if err := b.Fetcher.Fetch(t.Context(), code.TopologyID, code.Digest); err != nil {
 		t.Fatal(err)
 	}
-	testenv.WaitFor(t, 10*time.Second, "the downloader seeds what it installed", members(2))
+	testcluster.WaitFor(t, 10*time.Second, "the downloader seeds what it installed", members(2))
 	if err := b.Store.Remove(code.TopologyID); err != nil {
 		t.Fatal(err)
 	}
-	testenv.WaitFor(t, 10*time.Second, "a node whose store dropped the code leaves", members(1))
+	testcluster.WaitFor(t, 10*time.Second, "a node whose store dropped the code leaves", members(1))
 
 	if err := a.Dist.Cleanup(t.Context(), code.TopologyID); err != nil {
 		t.Fatal(err)
@@ -94,7 +94,7 @@ func TestSeedServesAFewDownloadersAtOnce(t *testing.T) {
 	})
 	seed := e.Node()
 	code, data := e.Publish(seed, "fanout-1-1", 16<<20)
-	testenv.WaitFor(t, 10*time.Second, "the uploader seeds", func() error {
+	testcluster.WaitFor(t, 10*time.Second, "the uploader seeds", func() error {
 		if m, _, err := e.Session.Conn().Children(e.Session.Paths().Swarm(code.TopologyID)); err != nil || len(m) != 1 {
 			return fmt.Errorf("swarm members %v (%v)", m, err)
 		}

@@ -21,7 +21,7 @@ import (
 	"github.com/nimbusha/nimbus/codedistributor/bittorrent"
 	"github.com/nimbusha/nimbus/codedistributor/conformance"
 	"github.com/nimbusha/nimbus/configs"
-	"github.com/nimbusha/nimbus/internal/testenv"
+	"github.com/nimbusha/nimbus/internal/testcluster"
 )
 
 // An ordinary BitTorrent client that knows nothing of ZooKeeper joins the
@@ -44,7 +44,7 @@ func TestOrdinaryClientJoinsThroughTracker(t *testing.T) {
 		t.Fatalf("announce URL in the metainfo: %q", mi.Announce)
 	}
 	// The node announces itself once it seeds.
-	testenv.WaitFor(t, 10*time.Second, "the seeding node announced to the tracker", func() error {
+	testcluster.WaitFor(t, 10*time.Second, "the seeding node announced to the tracker", func() error {
 		if tr.peers(mi.HashInfoBytes()) == 0 {
 			return errors.New("no announce yet")
 		}

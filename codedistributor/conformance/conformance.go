@@ -23,7 +23,7 @@ import (
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
 	"github.com/nimbusha/nimbus/configs"
-	"github.com/nimbusha/nimbus/internal/testenv"
+	"github.com/nimbusha/nimbus/internal/testcluster"
 	"github.com/nimbusha/nimbus/nimbus"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
@@ -124,7 +124,7 @@ func Run(t *testing.T, backend string, configure func(*configs.Config)) {
 // NewEnv starts a ZooKeeper and a session for nodes of backend, for a
 // backend's own tests beyond the suite.
 func NewEnv(t *testing.T, backend string, configure func(*configs.Config)) *Env {
-	z := testenv.StartZooKeeper(t)
+	z := testcluster.StartZooKeeper(t)
 	cfg := configs.Default()
 	cfg.ZKHosts = []string{z.Addr()}
 	cfg.CodeDistributorClass = backend

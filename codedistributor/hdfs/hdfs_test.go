@@ -6,11 +6,11 @@ import (
 	"github.com/nimbusha/nimbus/codedistributor/conformance"
 	"github.com/nimbusha/nimbus/codedistributor/hdfs"
 	"github.com/nimbusha/nimbus/configs"
-	"github.com/nimbusha/nimbus/internal/testenv"
+	"github.com/nimbusha/nimbus/internal/testcluster"
 )
 
 func TestConformance(t *testing.T) {
-	h := testenv.StartHDFS(t) // one real HDFS for every case
+	h := testcluster.StartHDFS(t) // one real HDFS for every case
 	conformance.Run(t, hdfs.Name, func(cfg *configs.Config) {
 		cfg.HDFSNamenodeAddresses = []string{h.Addr()}
 		cfg.HDFSUser = "nimbus"

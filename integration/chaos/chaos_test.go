@@ -21,7 +21,7 @@ import (
 
 	"github.com/nimbusha/nimbus/client"
 	"github.com/nimbusha/nimbus/integration"
-	"github.com/nimbusha/nimbus/internal/testenv"
+	"github.com/nimbusha/nimbus/internal/testcluster"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
@@ -103,8 +103,8 @@ type run struct {
 	t          *testing.T
 	rng        *rand.Rand // the faults'; the seed makes them replayable
 	dir        string
-	ens        *testenv.Ensemble
-	proxies    []*testenv.Proxy // between nimbuses[2] and ZooKeeper
+	ens        *testcluster.Ensemble
+	proxies    []*testcluster.Proxy // between nimbuses[2] and ZooKeeper
 	nimbuses   []*daemon
 	sups       []*daemon
 	nimbusArgs []string
@@ -212,10 +212,10 @@ func newRun(t *testing.T, seed uint64) *run {
 			"--topology.message.timeout.secs", "1",
 		},
 	}
-	r.ens = testenv.StartEnsemble(t, 3)
+	r.ens = testcluster.StartEnsemble(t, 3)
 	var proxied []string
 	for _, addr := range r.ens.Addrs() {
-		p := testenv.StartProxy(t, addr)
+		p := testcluster.StartProxy(t, addr)
 		r.proxies = append(r.proxies, p)
 		proxied = append(proxied, p.Addr())
 	}
@@ -298,7 +298,7 @@ func newRun(t *testing.T, seed uint64) *run {
 // restart starts d again after a crash, retrying while its port is still
 // held by the dying process.
 func (r *run) restart(d *daemon) {
-	err := testenv.Poll(30*time.Second, func() error { return d.start(r.nimbusArgs) })
+	err := testcluster.Poll(30*time.Second, func() error { return d.start(r.nimbusArgs) })
 	if err != nil {
 		r.t.Errorf("chaos: %v", err)
 	}

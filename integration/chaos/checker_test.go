@@ -20,7 +20,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nimbusha/nimbus/cluster"
-	"github.com/nimbusha/nimbus/internal/testenv"
+	"github.com/nimbusha/nimbus/internal/testcluster"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 )
 
@@ -58,7 +58,7 @@ func (r *run) finalCheck() {
 	r.checkEpochs()
 	r.checkSlots()
 	r.checkGoroutines()
-	err := testenv.Poll(healFor, func() error {
+	err := testcluster.Poll(healFor, func() error {
 		var errs []error
 		for id := range r.expectedLive() {
 			errs = append(errs, r.replicated(id), r.running(id))

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/nimbusha/nimbus/cluster"
-	"github.com/nimbusha/nimbus/internal/testenv"
+	"github.com/nimbusha/nimbus/internal/testcluster"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
@@ -198,7 +198,7 @@ func (r *run) leader() (d *daemon, epoch int64, node string) {
 // waitDeposed waits until node, a leader's lock node, is gone: from then
 // on that nimbus leads no more, whatever it believes.
 func (r *run) waitDeposed(node string) {
-	err := testenv.Poll(30*time.Second, func() error {
+	err := testcluster.Poll(30*time.Second, func() error {
 		ok, _, err := r.conn.Exists(node)
 		if err == nil && ok {
 			err = fmt.Errorf("%s still exists", node)

@@ -1,9 +1,9 @@
-package testenv
+package testcluster
 
 // HDFS: a real NameNode and DataNode, Hadoop's own jars from Maven Central,
 // each a java process in its own process group, bound to 127.0.0.1. The jars
 // are fetched once, outside the repository, by scripts/install-test-deps.sh
-// (mvn dependency:copy-dependencies on internal/testenv/hdfs/pom.xml) into
+// (mvn dependency:copy-dependencies on internal/testcluster/hdfs/pom.xml) into
 // $NIMBUS_HDFS_JARS, by default ~/.cache/nimbus/hdfs-<hdfsVersion>.
 
 import (
@@ -97,7 +97,7 @@ func StartHDFS(t testing.TB) *HDFS {
 	start := time.Now()
 	dir, err := os.MkdirTemp("", "nimbus-hdfs-") // not t.TempDir: its name may hold '#', which breaks file: URIs
 	if err != nil {
-		t.Fatalf("testenv: %v", err)
+		t.Fatalf("testcluster: %v", err)
 	}
 	h := &HDFS{
 		t:         t,
@@ -109,23 +109,23 @@ func StartHDFS(t testing.TB) *HDFS {
 	h.dn = &javaProc{name: "datanode", logPath: filepath.Join(dir, "datanode.log")}
 	t.Cleanup(h.cleanup)
 	if err := h.writeConf(); err != nil {
-		t.Fatalf("testenv: hdfs: %v", err)
+		t.Fatalf("testcluster: hdfs: %v", err)
 	}
 	// The DataNode retries until the NameNode serves: it boots while the
 	// NameNode is formatted.
 	if err := h.dn.start(h.dir, h.javaArgs(h.dn, "-Xmx256m", hdfsDataNodeMain)); err != nil {
-		t.Fatalf("testenv: hdfs: start datanode: %v", err)
+		t.Fatalf("testcluster: hdfs: start datanode: %v", err)
 	}
 	if err := h.format(); err != nil {
-		t.Fatalf("testenv: hdfs: %v", err)
+		t.Fatalf("testcluster: hdfs: %v", err)
 	}
 	if err := h.nn.start(h.dir, h.javaArgs(h.nn, "-Xmx384m", hdfsNameNodeMain)); err != nil {
-		t.Fatalf("testenv: hdfs: start namenode: %v", err)
+		t.Fatalf("testcluster: hdfs: start namenode: %v", err)
 	}
 	if err := h.waitReady(); err != nil {
-		t.Fatalf("testenv: hdfs: %v", err)
+		t.Fatalf("testcluster: hdfs: %v", err)
 	}
-	t.Logf("testenv: HDFS ready at %s in %v", h.addr, time.Since(start).Round(time.Millisecond))
+	t.Logf("testcluster: HDFS ready at %s in %v", h.addr, time.Since(start).Round(time.Millisecond))
 	return h
 }
 
@@ -150,13 +150,13 @@ func (h *HDFS) StopNameNode() { h.nn.stop() }
 func (h *HDFS) StartNameNode() {
 	h.t.Helper()
 	if h.stopped.Load() {
-		h.t.Fatalf("testenv: hdfs: StartNameNode after Stop")
+		h.t.Fatalf("testcluster: hdfs: StartNameNode after Stop")
 	}
 	if err := h.nn.start(h.dir, h.javaArgs(h.nn, "-Xmx384m", hdfsNameNodeMain)); err != nil {
-		h.t.Fatalf("testenv: hdfs: start namenode: %v", err)
+		h.t.Fatalf("testcluster: hdfs: start namenode: %v", err)
 	}
 	if err := h.waitReady(); err != nil {
-		h.t.Fatalf("testenv: hdfs: %v", err)
+		h.t.Fatalf("testcluster: hdfs: %v", err)
 	}
 }
 
@@ -182,7 +182,7 @@ func (h *HDFS) cleanup() {
 		}
 	}
 	if err := os.RemoveAll(h.dir); err != nil {
-		h.t.Logf("testenv: hdfs: %v", err)
+		h.t.Logf("testcluster: hdfs: %v", err)
 	}
 }
 
@@ -462,10 +462,10 @@ func requireHDFSInstalled(t testing.TB) string {
 		_, err = os.Stat(filepath.Join(dir, hdfsJarsMarker))
 	}
 	if err != nil {
-		t.Fatalf("testenv: the Hadoop %s jars are not fetched (%v); run `make test`, which fetches them with scripts/install-test-deps.sh", hdfsVersion, err)
+		t.Fatalf("testcluster: the Hadoop %s jars are not fetched (%v); run `make test`, which fetches them with scripts/install-test-deps.sh", hdfsVersion, err)
 	}
 	if _, err := exec.LookPath("java"); err != nil {
-		t.Fatalf("testenv: no Java runtime (%v); run `make test`, which installs one with scripts/install-test-deps.sh", err)
+		t.Fatalf("testcluster: no Java runtime (%v); run `make test`, which installs one with scripts/install-test-deps.sh", err)
 	}
 	return dir
 }
@@ -556,12 +556,12 @@ func (p *javaProc) logTail(t testing.TB, addr string) {
 		return
 	}
 	if err != nil {
-		t.Logf("testenv: hdfs %s log: %v", p.name, err)
+		t.Logf("testcluster: hdfs %s log: %v", p.name, err)
 		return
 	}
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 	lines = lines[max(0, len(lines)-logTailLines):]
-	t.Logf("testenv: hdfs %s (NameNode %s) log, last %d lines:\n%s", p.name, addr, len(lines), strings.Join(lines, "\n"))
+	t.Logf("testcluster: hdfs %s (NameNode %s) log, last %d lines:\n%s", p.name, addr, len(lines), strings.Join(lines, "\n"))
 }
 
 // hadoopFreeEnv is the environment without HADOOP_* variables, which would

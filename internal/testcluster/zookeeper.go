@@ -1,4 +1,4 @@
-package testenv
+package testcluster
 
 import (
 	"bufio"
@@ -77,11 +77,11 @@ func newZooKeeper(t testing.TB, name string, id, clientPort int, servers []strin
 	dir := t.TempDir()
 	dataDir := filepath.Join(dir, "data")
 	if err := os.Mkdir(dataDir, 0o755); err != nil {
-		t.Fatalf("testenv: %v", err)
+		t.Fatalf("testcluster: %v", err)
 	}
 	if id > 0 {
 		if err := os.WriteFile(filepath.Join(dataDir, "myid"), []byte(strconv.Itoa(id)+"\n"), 0o644); err != nil {
-			t.Fatalf("testenv: %v", err)
+			t.Fatalf("testcluster: %v", err)
 		}
 	}
 	cfg := []string{
@@ -98,7 +98,7 @@ func newZooKeeper(t testing.TB, name string, id, clientPort int, servers []strin
 	}
 	cfg = append(cfg, servers...)
 	if err := os.WriteFile(filepath.Join(dir, "zoo.cfg"), []byte(strings.Join(cfg, "\n")+"\n"), 0o644); err != nil {
-		t.Fatalf("testenv: %v", err)
+		t.Fatalf("testcluster: %v", err)
 	}
 	z := &ZooKeeper{t: t, name: name, dir: dir, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(clientPort))}
 	t.Cleanup(z.cleanup)
@@ -116,10 +116,10 @@ func (z *ZooKeeper) Addr() string { return z.addr }
 func (z *ZooKeeper) Start() {
 	z.t.Helper()
 	if err := z.launch(); err != nil {
-		z.t.Fatalf("testenv: start %s: %v", z.name, err)
+		z.t.Fatalf("testcluster: start %s: %v", z.name, err)
 	}
 	if err := z.waitReady(); err != nil {
-		z.t.Fatalf("testenv: %v", err)
+		z.t.Fatalf("testcluster: %v", err)
 	}
 }
 
@@ -153,7 +153,7 @@ func (z *ZooKeeper) Stop() {
 func (z *ZooKeeper) Mode() (string, error) {
 	mode, err := srvrMode(z.addr)
 	if err != nil {
-		return "", fmt.Errorf("testenv: %s at %s: %w", z.name, z.addr, err)
+		return "", fmt.Errorf("testcluster: %s at %s: %w", z.name, z.addr, err)
 	}
 	return mode, nil
 }
@@ -234,12 +234,12 @@ func (z *ZooKeeper) cleanup() {
 		return // never started
 	}
 	if err != nil {
-		z.t.Logf("testenv: %s log: %v", z.name, err)
+		z.t.Logf("testcluster: %s log: %v", z.name, err)
 		return
 	}
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 	lines = lines[max(0, len(lines)-logTailLines):]
-	z.t.Logf("testenv: %s (%s) log, last %d lines:\n%s", z.name, z.addr, len(lines), strings.Join(lines, "\n"))
+	z.t.Logf("testcluster: %s (%s) log, last %d lines:\n%s", z.name, z.addr, len(lines), strings.Join(lines, "\n"))
 }
 
 // srvrMode sends srvr to addr and returns the value of the Mode line.
@@ -281,10 +281,10 @@ func srvrMode(addr string) (string, error) {
 func requireInstalled(t testing.TB) {
 	t.Helper()
 	if _, err := os.Stat(zkJar); err != nil {
-		t.Fatalf("testenv: ZooKeeper is not installed (%v); run `make test`, which installs it with scripts/install-test-deps.sh", err)
+		t.Fatalf("testcluster: ZooKeeper is not installed (%v); run `make test`, which installs it with scripts/install-test-deps.sh", err)
 	}
 	if _, err := exec.LookPath("java"); err != nil {
-		t.Fatalf("testenv: no Java runtime (%v); run `make test`, which installs one with scripts/install-test-deps.sh", err)
+		t.Fatalf("testcluster: no Java runtime (%v); run `make test`, which installs one with scripts/install-test-deps.sh", err)
 	}
 }
 
@@ -295,7 +295,7 @@ func freePorts(t testing.TB, n int) []int {
 	for range n {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			t.Fatalf("testenv: free port: %v", err)
+			t.Fatalf("testcluster: free port: %v", err)
 		}
 		defer l.Close() // held until all are chosen, so they differ
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)

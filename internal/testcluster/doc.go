@@ -1,4 +1,4 @@
-// Package testenv owns the real components that tests run against, and the
+// Package testcluster owns the real components that tests run against, and the
 // helpers to wait for them.
 //
 // ZooKeeper servers are real Java processes from Debian's zookeeper package
@@ -11,4 +11,4 @@
 //
 // WaitFor polls a condition under a deadline; tests use it instead of sleeps.
 // Cutter is a dialer that cuts a client off the network.
-package testenv
+package testcluster

@@ -1,4 +1,4 @@
-package testenv
+package testcluster
 
 import (
 	"errors"
@@ -25,7 +25,7 @@ func (c *Cutter) Dial(network, addr string, timeout time.Duration) (net.Conn, er
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cut {
-		return nil, errors.New("testenv: network cut")
+		return nil, errors.New("testcluster: network cut")
 	}
 	conn, err := net.DialTimeout(network, addr, timeout)
 	if err != nil {

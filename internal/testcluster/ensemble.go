@@ -1,4 +1,4 @@
-package testenv
+package testcluster
 
 import (
 	"errors"
@@ -42,13 +42,13 @@ func (e *Ensemble) StartAll() {
 	for _, z := range e.Servers {
 		if !z.running() {
 			if err := z.launch(); err != nil {
-				e.t.Fatalf("testenv: start %s: %v", z.name, err)
+				e.t.Fatalf("testcluster: start %s: %v", z.name, err)
 			}
 		}
 	}
 	for _, z := range e.Servers {
 		if err := z.waitReady(); err != nil {
-			e.t.Fatalf("testenv: %v", err)
+			e.t.Fatalf("testcluster: %v", err)
 		}
 	}
 }

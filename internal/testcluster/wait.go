@@ -1,4 +1,4 @@
-package testenv
+package testcluster
 
 import (
 	"testing"
@@ -15,7 +15,7 @@ const PollInterval = 10 * time.Millisecond
 func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() error) {
 	t.Helper()
 	if err := poll(timeout, PollInterval, cond); err != nil {
-		t.Fatalf("testenv: timed out after %v waiting for %s: %v", timeout, what, err)
+		t.Fatalf("testcluster: timed out after %v waiting for %s: %v", timeout, what, err)
 	}
 }
 

@@ -1,4 +1,4 @@
-package testenv
+package testcluster
 
 import (
 	"io"
@@ -28,7 +28,7 @@ func StartProxy(t testing.TB, upstream string) *Proxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("testenv: proxy: %v", err)
+		t.Fatalf("testcluster: proxy: %v", err)
 	}
 	p := &Proxy{ln: ln, upstream: upstream, conns: map[net.Conn]struct{}{}}
 	p.wg.Go(p.accept)
