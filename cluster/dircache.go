@@ -13,6 +13,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/nimbusha/nimbus/internal/notify"
 )
 
 // retryDelay paces retries of ZooKeeper reads that failed for a reason
@@ -58,9 +60,7 @@ type DirCache[M proto.Message] struct {
 	snap    atomic.Pointer[dirState[M]]
 	loaded  chan struct{}
 	refresh chan struct{}
-
-	mu      sync.Mutex
-	changed chan struct{}
+	changes notify.Notifier
 }
 
 // NewDirCache returns a cache of dir whose payloads newMsg allocates.
@@ -73,7 +73,6 @@ func NewDirCache[M proto.Message](sess *Session, dir string, newMsg func() M, lo
 		log:     log.With("component", "cache", "dir", dir),
 		loaded:  make(chan struct{}),
 		refresh: make(chan struct{}, 1),
-		changed: make(chan struct{}),
 	}
 	c.snap.Store(&dirState[M]{children: map[string]M{}, unreadable: map[string]bool{}})
 	return c
@@ -131,11 +130,7 @@ func (c *DirCache[M]) Unreadable() map[string]bool { return c.snap.Load().unread
 func (c *DirCache[M]) Loaded() <-chan struct{} { return c.loaded }
 
 // Changed returns a channel that is closed at the next change.
-func (c *DirCache[M]) Changed() <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.changed
-}
+func (c *DirCache[M]) Changed() <-chan struct{} { return c.changes.Changed() }
 
 // watchFired says which watch fired: the directory's (child == "") or a
 // child's, and which generation of that child's watch, so an event that
@@ -192,7 +187,7 @@ func (c *DirCache[M]) Run(ctx context.Context) error {
 					if dirCzxid != 0 {
 						c.sess.NoticeRoot(c.log) // it was there: deleted
 					}
-					dirty = len(current) > 0 || !isClosed(c.loaded)
+					dirty = len(current) > 0 || !notify.Closed(c.loaded)
 					listed, dirCzxid = nil, 0
 					clear(current)
 					clear(unreadable)
@@ -408,22 +403,8 @@ func (c *DirCache[M]) markFired(f watchFired, dirWatched *bool, childWatched map
 
 func (c *DirCache[M]) publish(current map[string]M, unreadable map[string]bool) {
 	c.snap.Store(&dirState[M]{children: maps.Clone(current), unreadable: maps.Clone(unreadable), gen: c.snap.Load().gen + 1})
-	c.mu.Lock()
-	close(c.changed)
-	c.changed = make(chan struct{})
-	c.mu.Unlock()
-	select {
-	case <-c.loaded:
-	default:
+	c.changes.Notify()
+	if !notify.Closed(c.loaded) {
 		close(c.loaded)
-	}
-}
-
-func isClosed(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
 	}
 }

@@ -19,7 +19,7 @@ func EnsurePath(conn *zk.Conn, p string) error {
 	cur := ""
 	for _, part := range parts {
 		cur += "/" + part
-		_, err := conn.Create(cur, nil, 0, zk.WorldACL(zk.PermAll))
+		_, err := conn.Create(cur, nil, 0, openACL())
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return err
 		}

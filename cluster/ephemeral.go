@@ -134,7 +134,7 @@ var errNoParent = errors.New("cluster: parent node missing")
 func createOwned(conn *zk.Conn, n EphemeralNode, sid int64, log *slog.Logger) (bool, error) {
 	p := n.Path
 	for range 3 {
-		_, err := conn.Create(p, n.Data, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+		_, err := conn.Create(p, n.Data, zk.FlagEphemeral, openACL())
 		switch {
 		case err == nil:
 			return true, nil

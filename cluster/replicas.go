@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/nimbusha/nimbus/internal/notify"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 )
 
@@ -19,8 +20,8 @@ type ReplicaCache struct {
 
 	mu       sync.Mutex
 	replicas map[string]*DirCache[*clusterv1.ReplicaInfo]
-	changed  chan struct{}
 	gen      uint64
+	changes  notify.Notifier
 }
 
 // NewReplicaCache returns a cache of /code-distributor; it starts nothing.
@@ -30,7 +31,6 @@ func NewReplicaCache(sess *Session, log *slog.Logger) *ReplicaCache {
 		log:           log,
 		Distributions: NewDirCache(sess, sess.Paths().CodeDistributor(), func() *clusterv1.CodeDistribution { return new(clusterv1.CodeDistribution) }, log),
 		replicas:      map[string]*DirCache[*clusterv1.ReplicaInfo]{},
-		changed:       make(chan struct{}),
 	}
 }
 
@@ -48,11 +48,7 @@ func (r *ReplicaCache) Replicas(topologyID string) map[string]*clusterv1.Replica
 
 // Changed returns a channel closed at the next change of any replica list
 // or distribution.
-func (r *ReplicaCache) Changed() <-chan struct{} {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.changed
-}
+func (r *ReplicaCache) Changed() <-chan struct{} { return r.changes.Changed() }
 
 // Gen counts the changes Changed reports: what a reader derived from the
 // replica lists still holds while Gen is unchanged.
@@ -64,10 +60,9 @@ func (r *ReplicaCache) Gen() uint64 {
 
 func (r *ReplicaCache) notify() {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.gen++
-	close(r.changed)
-	r.changed = make(chan struct{})
+	r.mu.Unlock()
+	r.changes.Notify()
 }
 
 // Run keeps the cache current until ctx ends.

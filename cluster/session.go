@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/nimbusha/nimbus/internal/notify"
 )
 
 // ErrNoSession is returned when the ZooKeeper session could not be
@@ -47,7 +49,7 @@ type Session struct {
 
 	mu      sync.Mutex
 	state   zk.State
-	changed chan struct{}
+	changes notify.Notifier
 }
 
 // Connect opens a session and waits until it is established, ctx ends, or
@@ -57,10 +59,9 @@ func Connect(ctx context.Context, cfg SessionConfig) (*Session, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Session{
-		paths:   Paths{Root: cfg.Root},
-		log:     cfg.Logger.With("component", "zk"),
-		state:   zk.StateDisconnected,
-		changed: make(chan struct{}),
+		paths: Paths{Root: cfg.Root},
+		log:   cfg.Logger.With("component", "zk"),
+		state: zk.StateDisconnected,
 	}
 	dialer := cfg.Dialer
 	if dialer == nil {
@@ -105,9 +106,8 @@ func (s *Session) onEvent(ev zk.Event) {
 	}
 	s.mu.Lock()
 	s.state = ev.State
-	close(s.changed)
-	s.changed = make(chan struct{})
 	s.mu.Unlock()
+	s.changes.Notify()
 	s.log.Debug("session state", "state", ev.State.String(), "server", ev.Server)
 }
 
@@ -116,8 +116,9 @@ func (s *Session) onEvent(ev zk.Event) {
 // before it reports StateHasSession, so a caller that sees HasSession
 // sees the id of that session or a later one.
 func (s *Session) State() (zk.State, int64, <-chan struct{}) {
+	changed := s.changes.Changed() // before the state: no change goes unseen
 	s.mu.Lock()
-	state, changed := s.state, s.changed
+	state := s.state
 	s.mu.Unlock()
 	var id int64
 	if conn := s.conn.Load(); conn != nil {

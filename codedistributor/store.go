@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nimbusha/nimbus/internal/notify"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 )
 
@@ -32,7 +33,7 @@ type Store struct {
 
 	mu       sync.Mutex
 	verified map[string]verifiedBundle // by topology id
-	changed  chan struct{}             // closed and replaced on every Install and Remove
+	changes  notify.Notifier           // on every Install and Remove
 }
 
 type verifiedBundle struct {
@@ -56,22 +57,12 @@ func OpenStore(root string) (*Store, error) {
 			return nil, fmt.Errorf("codedistributor: open store: %w", err)
 		}
 	}
-	return &Store{root: root, verified: map[string]verifiedBundle{}, changed: make(chan struct{})}, nil
+	return &Store{root: root, verified: map[string]verifiedBundle{}}, nil
 }
 
 // Changed returns a channel closed at the next Install or Remove, so a
 // reader that lists the store after taking it misses no change.
-func (s *Store) Changed() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.changed
-}
-
-// notifyLocked wakes the readers of Changed; s.mu is held.
-func (s *Store) notifyLocked() {
-	close(s.changed)
-	s.changed = make(chan struct{})
-}
+func (s *Store) Changed() <-chan struct{} { return s.changes.Changed() }
 
 // Root is the directory the store was opened at.
 func (s *Store) Root() string { return s.root }
@@ -137,7 +128,7 @@ func (s *Store) Install(tmp, id string, meta *clusterv1.CodeMeta) ([]byte, error
 		os.RemoveAll(old)
 	}
 	s.verified[id] = verifiedBundle{digest: digest, files: stamps}
-	s.notifyLocked()
+	s.changes.Notify()
 	return digest, nil
 }
 
@@ -242,7 +233,7 @@ func (s *Store) Remove(id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.verified, id)
-	defer s.notifyLocked()
+	defer s.changes.Notify()
 	return os.RemoveAll(s.Dir(id))
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/internal/testcluster"
@@ -180,12 +181,18 @@ func TestExpiredLeaderIsFencedAndRequeues(t *testing.T) {
 	cs := []*candidate{startCandidate(t, z.Addr(), 1, nil), startCandidate(t, z.Addr(), 2, nil)}
 	old := waitOneLeader(t, cs, 10*time.Second)
 	oldTerm := old.election.Current()
-	conn := old.sess.Conn()
-	if _, err := conn.Create("/storm/fenced", []byte("v0"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+	// The node the terms write: a StormBase whose name says who wrote it.
+	const fenced = "fenced-1-1"
+	named := func(name string) *clusterv1.StormBase { return &clusterv1.StormBase{Name: name} }
+	ops := old.sess.Ops()
+	if err := cluster.EnsurePath(old.sess.Conn(), old.sess.Paths().Storms()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.sess.Conn().Create(old.sess.Paths().Storm(fenced), cluster.Encode(named("v0")), 0, old.sess.ACL()); err != nil {
 		t.Fatal(err)
 	}
 	// A write in the term succeeds.
-	if _, err := oldTerm.Multi(&zk.SetDataRequest{Path: "/storm/fenced", Data: []byte("v1"), Version: -1}); err != nil {
+	if _, err := oldTerm.Multi(ops.SetStorm(fenced, named("v1"), cluster.AnyVersion)); err != nil {
 		t.Fatalf("fenced write by the live leader: %v", err)
 	}
 
@@ -215,19 +222,23 @@ func TestExpiredLeaderIsFencedAndRequeues(t *testing.T) {
 	if _, err := old.sess.WaitSession(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	_, err := oldTerm.Multi(&zk.SetDataRequest{Path: "/storm/fenced", Data: []byte("stale"), Version: -1})
+	_, err := oldTerm.Multi(ops.SetStorm(fenced, named("stale"), cluster.AnyVersion))
 	if !errors.Is(err, leader.ErrFenced) {
 		t.Fatalf("write with the expired term: err = %v, want ErrFenced", err)
 	}
 	// ZooKeeper itself rejects it too: a process paused through its expiry
 	// would not have seen its term end.
-	_, err = leader.FencedMulti(old.sess.Conn(), oldTerm.Node(), &zk.SetDataRequest{Path: "/storm/fenced", Data: []byte("stale"), Version: -1})
+	_, err = leader.FencedMulti(old.sess.Conn(), oldTerm.Node(), ops.SetStorm(fenced, named("stale"), cluster.AnyVersion))
 	if !errors.Is(err, leader.ErrFenced) {
 		t.Fatalf("write through the expired lock node: err = %v, want ErrFenced", err)
 	}
-	data, _, err := newLeader.sess.Conn().Get("/storm/fenced")
-	if err != nil || string(data) != "v1" {
-		t.Fatalf("fenced node = %q, %v; want v1 unchanged", data, err)
+	data, _, err := newLeader.sess.Conn().Get(newLeader.sess.Paths().Storm(fenced))
+	got := new(clusterv1.StormBase)
+	if err == nil {
+		err = proto.Unmarshal(data, got)
+	}
+	if err != nil || got.GetName() != "v1" {
+		t.Fatalf("fenced node = %q, %v; want v1 unchanged", got.GetName(), err)
 	}
 
 	// It re-queues behind the new leader by itself and does not lead.

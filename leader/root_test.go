@@ -7,8 +7,10 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/internal/testcluster"
 	"github.com/nimbusha/nimbus/leader"
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 )
 
 // The whole root deleted by hand takes every lock node with it: the leader
@@ -52,21 +54,28 @@ func TestHostileRootDeletedEndsTermAndElectsAgain(t *testing.T) {
 	// Nothing writes through the old term: neither its own end-of-term
 	// check nor ZooKeeper's fence on the vanished lock node lets it, even
 	// now that the root exists again.
-	if _, err := oldTerm.Multi(&zk.CreateRequest{Path: "/storm/stale", Acl: zk.WorldACL(zk.PermAll)}); !errors.Is(err, leader.ErrFenced) {
+	// The writes below create a distribution; its directory exists, so
+	// only the fence can refuse them.
+	ops, paths := old.sess.Ops(), old.sess.Paths()
+	if err := cluster.EnsurePath(conn, paths.CodeDistributor()); err != nil {
+		t.Fatal(err)
+	}
+	stale := &clusterv1.CodeDistribution{CodeMetaDigest: make([]byte, 32)}
+	if _, err := oldTerm.Multi(ops.CreateDistribution("stale-1-1", stale)); !errors.Is(err, leader.ErrFenced) {
 		t.Fatalf("write with the old term: err = %v, want ErrFenced", err)
 	}
-	if _, err := leader.FencedMulti(conn, oldTerm.Node(), &zk.CreateRequest{Path: "/storm/stale", Acl: zk.WorldACL(zk.PermAll)}); !errors.Is(err, leader.ErrFenced) {
+	if _, err := leader.FencedMulti(conn, oldTerm.Node(), ops.CreateDistribution("stale-1-1", stale)); !errors.Is(err, leader.ErrFenced) {
 		t.Fatalf("write through the old lock node: err = %v, want ErrFenced", err)
 	}
-	if ok, _, err := conn.Exists("/storm/stale"); err != nil || ok {
-		t.Fatalf("/storm/stale exists = %v, %v; want not written", ok, err)
+	if ok, _, err := conn.Exists(paths.Distribution("stale-1-1")); err != nil || ok {
+		t.Fatalf("stale distribution exists = %v, %v; want not written", ok, err)
 	}
 	// The new term writes.
-	if _, err := newTerm.Multi(&zk.CreateRequest{Path: "/storm/fresh", Acl: zk.WorldACL(zk.PermAll)}); err != nil {
+	if _, err := newTerm.Multi(ops.CreateDistribution("fresh-1-1", stale)); err != nil {
 		t.Fatalf("write with the new term: %v", err)
 	}
-	if ok, _, err := conn.Exists("/storm/fresh"); err != nil || !ok {
-		t.Fatalf("/storm/fresh exists = %v, %v; want written", ok, err)
+	if ok, _, err := conn.Exists(paths.Distribution("fresh-1-1")); err != nil || !ok {
+		t.Fatalf("fresh distribution exists = %v, %v; want written", ok, err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -32,8 +33,8 @@ func (t *Term) Context() context.Context { return t.ctx }
 func (t *Term) Done() <-chan struct{} { return t.ctx.Done() }
 
 // Epoch is the sequence number of the term's lock node plus one (zero
-// means no leader). It increases strictly from one leader to the next. A term that resumes after a brief
-// disconnection keeps its epoch.
+// means no leader). It increases strictly from one leader to the next. A
+// term that resumes after a brief disconnection keeps its epoch.
 func (t *Term) Epoch() int64 { return t.epoch }
 
 // Began is when this nimbus took the lead: the lock won, the code checked.
@@ -48,7 +49,7 @@ func (t *Term) Node() string { return t.node }
 // node, so a deposed leader is stopped by ZooKeeper itself, whatever this
 // process believes (say it was paused and has not yet seen its session
 // expire). A fenced write ends the term at once.
-func (t *Term) Multi(ops ...any) ([]zk.MultiResponse, error) {
+func (t *Term) Multi(ops ...cluster.Op) ([]zk.MultiResponse, error) {
 	if t.ctx.Err() != nil {
 		return nil, fmt.Errorf("%w (epoch %d ended)", ErrFenced, t.epoch)
 	}
@@ -64,10 +65,12 @@ func (t *Term) Multi(ops ...any) ([]zk.MultiResponse, error) {
 // existence only: the node's version is not ours to guard, and its
 // existence alone proves that the session that won the lock is alive and
 // still first in the queue (lower nodes can never reappear).
-func fencedMulti(conn *zk.Conn, lockNode string, ops ...any) ([]zk.MultiResponse, error) {
+func fencedMulti(conn *zk.Conn, lockNode string, ops ...cluster.Op) ([]zk.MultiResponse, error) {
 	all := make([]any, 0, len(ops)+1)
-	all = append(all, &zk.CheckVersionRequest{Path: lockNode, Version: -1})
-	all = append(all, ops...)
+	all = append(all, &zk.CheckVersionRequest{Path: lockNode, Version: cluster.AnyVersion})
+	for _, op := range ops {
+		all = append(all, op.Request())
+	}
 	res, err := conn.Multi(all...)
 	if len(res) > 0 && res[0].Error != nil {
 		if errors.Is(res[0].Error, zk.ErrNoNode) {
@@ -90,4 +93,90 @@ func firstOpError(res []zk.MultiResponse, err error) error {
 		}
 	}
 	return err
+}
+
+// lead runs one term on node, watched through ownWatch (armed here if
+// nil), if the Eligible gate lets it. It returns when the term ends: ctx
+// ends, the session leaves the connected state or changes, the node is
+// deleted, this nimbus leaves the queue, or a write was fenced. It returns
+// the watch on node if that is still armed, so reconnections don't pile
+// watches up.
+func (e *Election) lead(ctx context.Context, node string, epoch, sid int64, ownWatch <-chan zk.Event) <-chan zk.Event {
+	if !e.eligible(epoch) {
+		return ownWatch
+	}
+	conn := e.cfg.Session.Conn()
+	if ownWatch == nil {
+		_, _, w, err := conn.GetW(node)
+		if err != nil {
+			return nil
+		}
+		ownWatch = w
+	}
+	tctx, cancel := context.WithCancel(ctx)
+	t := &Term{ctx: tctx, cancel: cancel, sess: e.cfg.Session, node: node, epoch: epoch, began: time.Now()}
+	e.update(func() { e.current = t })
+	e.log.Info("leading", "epoch", epoch, "node", path.Base(node))
+
+	var reason string
+	reason, ownWatch = e.holdTerm(ctx, t, sid, ownWatch)
+	cancel()
+	e.update(func() { e.current = nil })
+	e.log.Info("leadership ended", "epoch", epoch, "reason", reason)
+	return ownWatch
+}
+
+// eligible asks the gate whether this nimbus may lead the term it won. If
+// not, it takes this nimbus out of the queue, unless a Queue call came
+// after the check: the caller gives the lock back.
+func (e *Election) eligible(epoch int64) bool {
+	if e.cfg.Eligible == nil {
+		return true
+	}
+	gen := e.queueGeneration()
+	err := e.cfg.Eligible()
+	if err == nil {
+		return true
+	}
+	e.log.Warn("won the leader lock but may not lead; giving it back", "err", err, "epoch", epoch)
+	e.update(func() {
+		if e.queueGen == gen {
+			e.queued = false
+		}
+	})
+	return false
+}
+
+// holdTerm waits until term t, on session sid, must end, and says why.
+func (e *Election) holdTerm(ctx context.Context, t *Term, sid int64, ownWatch <-chan zk.Event) (string, <-chan zk.Event) {
+	for {
+		queued, wake := e.wanted()
+		state, id, sessChanged := e.cfg.Session.State()
+		switch {
+		case !queued:
+			return "left the queue", ownWatch
+		case state != zk.StateHasSession:
+			return "session " + state.String(), ownWatch
+		case id != sid:
+			return "session expired", ownWatch
+		}
+		select {
+		case <-ctx.Done():
+			return "stopping", ownWatch
+		case <-t.ctx.Done():
+			return "a write was fenced", ownWatch
+		case ev := <-ownWatch:
+			if ev.Type == zk.EventNodeDeleted {
+				return "lock node deleted", nil
+			}
+			// Data changed or the watch was dropped: re-arm.
+			_, _, w, err := e.cfg.Session.Conn().GetW(t.node)
+			if err != nil {
+				return "lock node lost", nil
+			}
+			ownWatch = w
+		case <-wake:
+		case <-sessChanged:
+		}
+	}
 }

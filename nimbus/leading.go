@@ -6,8 +6,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
 	"github.com/nimbusha/nimbus/leader"
@@ -158,11 +156,11 @@ func (s *Server) removeTopology(ctx context.Context, term *leader.Term, id strin
 	if ok, _, err := s.sess.Conn().Exists(paths.Storm(id)); err != nil || !ok {
 		return err // removed already; the cache lags
 	}
-	extra := []any{&zk.DeleteRequest{Path: paths.Storm(id), Version: -1}}
+	extra := []cluster.Op{s.sess.Ops().DeleteStorm(id)}
 	if ok, _, err := s.sess.Conn().Exists(paths.Assignment(id)); err != nil {
 		return err
 	} else if ok {
-		extra = append(extra, &zk.DeleteRequest{Path: paths.Assignment(id), Version: -1})
+		extra = append(extra, s.sess.Ops().DeleteAssignment(id))
 	}
 	if err := deleteDistribution(term, s.sess, id, extra...); err != nil {
 		return err
@@ -215,11 +213,11 @@ func (s *Server) applyRebalance(term *leader.Term, id string) error {
 	}
 	base.Status, base.PreviousStatus = base.GetPreviousStatus(), clusterv1.TopologyStatus_TOPOLOGY_STATUS_UNSPECIFIED
 	base.PendingRebalance, base.ActionDeadlineUnixMs, base.Epoch = nil, 0, term.Epoch()
-	ops := []any{&zk.SetDataRequest{Path: paths.Storm(id), Data: cluster.Encode(base), Version: stat.Version}}
+	ops := []cluster.Op{s.sess.Ops().SetStorm(id, base, stat.Version)}
 	if ok, _, err := s.sess.Conn().Exists(paths.Assignment(id)); err != nil {
 		return err
 	} else if ok {
-		ops = append(ops, &zk.DeleteRequest{Path: paths.Assignment(id), Version: -1})
+		ops = append(ops, s.sess.Ops().DeleteAssignment(id))
 	}
 	_, err = term.Multi(ops...)
 	return err

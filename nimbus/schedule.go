@@ -161,7 +161,7 @@ const maxWritesInFlight = 32
 type assignmentWrite struct {
 	id  string
 	out *clusterv1.Assignment
-	op  any
+	op  cluster.Op
 }
 
 // writeAll applies each write in a fenced multi of its own, concurrently,
@@ -255,11 +255,9 @@ func (s *Server) assignmentWrite(term *leader.Term, id string, a assign.Assignme
 		})
 		out.SupervisorHosts[slot.SupervisorID] = hosts[slot.SupervisorID]
 	}
-	path := s.sess.Paths().Assignment(id)
-	data := cluster.Encode(out)
-	var op any = &zk.SetDataRequest{Path: path, Data: data, Version: -1}
+	op := s.sess.Ops().SetAssignment(id, out)
 	if !exists {
-		op = &zk.CreateRequest{Path: path, Data: data, Acl: zk.WorldACL(zk.PermAll)}
+		op = s.sess.Ops().CreateAssignment(id, out)
 	}
 	return assignmentWrite{id: id, out: out, op: op}
 }

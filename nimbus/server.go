@@ -157,11 +157,15 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	}
 	v.replicas.Distributions.Recreate()
 	s.view = v
-	s.election = leader.New(leader.Config{Session: s.sess, Self: s.self, Logger: s.base})
+	// The gate of invariant 6: a nimbus that wins the lock leads only if it
+	// holds every active topology's code, checked afresh.
+	var syncer *codesync.Syncer
+	s.election = leader.New(leader.Config{Session: s.sess, Self: s.self, Logger: s.base,
+		Eligible: func() error { return syncer.Eligible() }})
 	// The syncer comes first: the backend tells it of corrupt copies. Its
 	// fetcher gets the backend before anything runs.
 	fetcher := &codedistributor.Fetcher{Store: s.store}
-	s.syncer = codesync.New(codesync.Config{
+	syncer = codesync.New(codesync.Config{
 		Session:    s.sess,
 		Store:      s.store,
 		Fetcher:    fetcher,
@@ -172,15 +176,13 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		SweepEvery: cfg.CodeSyncFreq,
 		Logger:     s.base,
 	})
+	s.syncer = syncer
 	fetcher.Params = codedistributor.Params{Config: cfg, Session: s.sess, Peers: s.peers, Self: addr,
 		Store: s.store, OnCorrupt: s.syncer.Invalidate, Metrics: s.reg, Logger: s.base}
 	if s.dist, err = codedistributor.New(cfg.CodeDistributorClass, fetcher.Params); err != nil {
 		return err
 	}
 	fetcher.Dist = s.dist
-	// The gate of invariant 6: a nimbus that wins the lock leads only if it
-	// holds every active topology's code, checked afresh.
-	s.election.SetEligible(s.syncer.Eligible)
 	s.actions = make(chan struct{}, 1)
 
 	s.health = health.NewServer()

@@ -248,10 +248,10 @@ func (s *service) transition(ctx context.Context, name string, change func(*clus
 		}
 		// Even a no-op goes through the fence: a deposed leader that has
 		// not noticed yet must not answer as the leader.
-		op := any(&zk.CheckVersionRequest{Path: path, Version: stat.Version})
+		op := s.sess.Ops().CheckStorm(id, stat.Version)
 		if changed {
 			base.Epoch = term.Epoch()
-			op = &zk.SetDataRequest{Path: path, Data: cluster.Encode(base), Version: stat.Version}
+			op = s.sess.Ops().SetStorm(id, base, stat.Version)
 		}
 		_, err = term.Multi(op)
 		if errors.Is(err, zk.ErrNoNode) {

@@ -115,7 +115,7 @@ func (s *service) submit(stream nimbusv1.NimbusService_SubmitTopologyServer) (*n
 
 	// Ask every nimbus to fetch the code; codesync registers this one.
 	dist := &clusterv1.CodeDistribution{CodeMetaDigest: digest, Epoch: term.Epoch(), CreatedUnixMs: time.Now().UnixMilli()}
-	if _, err := term.Multi(&zk.CreateRequest{Path: s.sess.Paths().Distribution(id), Data: cluster.Encode(dist), Acl: zk.WorldACL(zk.PermAll)}); err != nil {
+	if _, err := term.Multi(s.sess.Ops().CreateDistribution(id, dist)); err != nil {
 		// Nothing in ZooKeeper will lead anyone to the stored code.
 		s.cleanupBackend(id, log)
 		return nil, notCommitted(err)
@@ -144,7 +144,7 @@ func (s *service) submit(stream nimbusv1.NimbusService_SubmitTopologyServer) (*n
 	for _, c := range spec.GetComponents() {
 		base.ComponentExecutors[c.GetId()] = c.GetParallelism()
 	}
-	if _, err := term.Multi(&zk.CreateRequest{Path: s.sess.Paths().Storm(id), Data: cluster.Encode(base), Acl: zk.WorldACL(zk.PermAll)}); err != nil {
+	if _, err := term.Multi(s.sess.Ops().CreateStorm(id, base)); err != nil {
 		if errors.Is(err, leader.ErrFenced) {
 			return nil, notCommitted(err)
 		}
@@ -335,21 +335,17 @@ func notCommitted(err error) error {
 
 // deleteDistribution removes /code-distributor/<id> and its replicas in one
 // fenced write, retrying while replicas register meanwhile.
-func deleteDistribution(term *leader.Term, sess *cluster.Session, id string, extra ...any) error {
+func deleteDistribution(term *leader.Term, sess *cluster.Session, id string, extra ...cluster.Op) error {
 	dir := sess.Paths().Distribution(id)
 	for range 5 {
-		children, _, err := sess.Conn().Children(dir)
-		if errors.Is(err, zk.ErrNoNode) {
-			children, dir = nil, ""
-		} else if err != nil {
+		var ops []cluster.Op
+		replicas, _, err := sess.Conn().Children(dir)
+		switch {
+		case errors.Is(err, zk.ErrNoNode): // gone already
+		case err != nil:
 			return err
-		}
-		ops := make([]any, 0, len(children)+1+len(extra))
-		for _, c := range children {
-			ops = append(ops, &zk.DeleteRequest{Path: dir + "/" + c, Version: -1})
-		}
-		if dir != "" {
-			ops = append(ops, &zk.DeleteRequest{Path: dir, Version: -1})
+		default:
+			ops = sess.Ops().DeleteDistribution(id, replicas)
 		}
 		ops = append(ops, extra...)
 		if len(ops) == 0 {

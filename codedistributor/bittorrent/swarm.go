@@ -22,12 +22,12 @@ const redialEvery = 2 * time.Second
 // and the directory of swarms if it was deleted by hand (the whole root,
 // say), or no submission could succeed again.
 func createSwarm(sess *cluster.Session, topologyID string, log *slog.Logger) error {
-	_, err := sess.Conn().Create(sess.Paths().Swarm(topologyID), nil, 0, zk.WorldACL(zk.PermAll))
+	_, err := sess.Conn().Create(sess.Paths().Swarm(topologyID), nil, 0, sess.ACL())
 	if errors.Is(err, zk.ErrNoNode) {
 		if err := sess.Restore(sess.Paths().Swarms(), log); err != nil {
 			return err
 		}
-		_, err = sess.Conn().Create(sess.Paths().Swarm(topologyID), nil, 0, zk.WorldACL(zk.PermAll))
+		_, err = sess.Conn().Create(sess.Paths().Swarm(topologyID), nil, 0, sess.ACL())
 	}
 	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		return err

@@ -1,0 +1,87 @@
+package cluster
+
+import (
+	"github.com/go-zookeeper/zk"
+	"google.golang.org/protobuf/proto"
+
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
+)
+
+// Op is one operation of a ZooKeeper multi: the writes that only the leader
+// may make, which leader.Term.Multi applies behind its fence. They are built
+// here, by what they write, so that payload encoding, paths and the ACL of
+// new nodes are decided in one place.
+type Op struct{ req any }
+
+// Request is the go-zookeeper request, for whoever applies the multi.
+func (o Op) Request() any { return o.req }
+
+// AnyVersion as a version matches whatever version the node has.
+const AnyVersion int32 = -1
+
+// Ops builds the operations on the nodes of one cluster; see Session.Ops.
+type Ops struct{ paths Paths }
+
+// Ops returns the builders for this session's cluster.
+func (s *Session) Ops() Ops { return Ops{paths: s.paths} }
+
+// ACL is the ACL of every node the daemons create, the one place it is
+// chosen.
+func (s *Session) ACL() []zk.ACL { return openACL() }
+
+func openACL() []zk.ACL { return zk.WorldACL(zk.PermAll) }
+
+func create(path string, m proto.Message) Op {
+	return Op{&zk.CreateRequest{Path: path, Data: Encode(m), Acl: openACL()}}
+}
+
+func set(path string, m proto.Message, version int32) Op {
+	return Op{&zk.SetDataRequest{Path: path, Data: Encode(m), Version: version}}
+}
+
+func del(path string) Op { return Op{&zk.DeleteRequest{Path: path, Version: AnyVersion}} }
+
+// CreateStorm commits a topology: its StormBase at /storms/<id>.
+func (o Ops) CreateStorm(id string, base *clusterv1.StormBase) Op { return create(o.paths.Storm(id), base) }
+
+// SetStorm replaces a topology's StormBase if the node is at version.
+func (o Ops) SetStorm(id string, base *clusterv1.StormBase, version int32) Op {
+	return set(o.paths.Storm(id), base, version)
+}
+
+// CheckStorm changes nothing, but fails the multi unless the topology's
+// StormBase is at version.
+func (o Ops) CheckStorm(id string, version int32) Op {
+	return Op{&zk.CheckVersionRequest{Path: o.paths.Storm(id), Version: version}}
+}
+
+// DeleteStorm removes a topology's StormBase.
+func (o Ops) DeleteStorm(id string) Op { return del(o.paths.Storm(id)) }
+
+// CreateAssignment writes a topology's first assignment.
+func (o Ops) CreateAssignment(id string, a *clusterv1.Assignment) Op {
+	return create(o.paths.Assignment(id), a)
+}
+
+// SetAssignment replaces a topology's assignment, whatever its version.
+func (o Ops) SetAssignment(id string, a *clusterv1.Assignment) Op {
+	return set(o.paths.Assignment(id), a, AnyVersion)
+}
+
+// DeleteAssignment removes a topology's assignment.
+func (o Ops) DeleteAssignment(id string) Op { return del(o.paths.Assignment(id)) }
+
+// CreateDistribution asks every nimbus to hold a topology's code.
+func (o Ops) CreateDistribution(id string, d *clusterv1.CodeDistribution) Op {
+	return create(o.paths.Distribution(id), d)
+}
+
+// DeleteDistribution removes a topology's distribution and the replicas
+// registered under it (by their node names, host:port), children first.
+func (o Ops) DeleteDistribution(id string, replicas []string) []Op {
+	ops := make([]Op, 0, len(replicas)+1)
+	for _, r := range replicas {
+		ops = append(ops, del(o.paths.Replica(id, r)))
+	}
+	return append(ops, del(o.paths.Distribution(id)))
+}
