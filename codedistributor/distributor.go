@@ -63,11 +63,9 @@ type Params struct {
 	// it. Empty on nodes that serve no code.
 	Self string
 	// Store is this node's verified copy. Backends in which nodes serve
-	// each other (bittorrent) serve what it holds.
+	// each other (bittorrent) serve what it holds, and report a copy they
+	// find corrupt to it (Store.ReportCorrupt).
 	Store *Store
-	// OnCorrupt, if set, is told when the backend finds the store's copy
-	// of a topology corrupt, so the node can fetch it again.
-	OnCorrupt func(topologyID string)
 	// Metrics, if set, is where the backend registers its metrics.
 	Metrics prometheus.Registerer
 	Logger  *slog.Logger

@@ -33,7 +33,7 @@ type Store struct {
 
 	mu       sync.Mutex
 	verified map[string]verifiedBundle // by topology id
-	changes  notify.Notifier           // on every Install and Remove
+	changes  notify.Notifier           // on every Install, Remove and ReportCorrupt
 }
 
 type verifiedBundle struct {
@@ -60,8 +60,9 @@ func OpenStore(root string) (*Store, error) {
 	return &Store{root: root, verified: map[string]verifiedBundle{}}, nil
 }
 
-// Changed returns a channel closed at the next Install or Remove, so a
-// reader that lists the store after taking it misses no change.
+// Changed returns a channel closed at the next Install, Remove or
+// ReportCorrupt, so a reader that looks at the store after taking it misses
+// no change.
 func (s *Store) Changed() <-chan struct{} { return s.changes.Changed() }
 
 // Root is the directory the store was opened at.
@@ -208,6 +209,19 @@ func (s *Store) Verify(id string, want []byte) error {
 	s.verified[id] = verifiedBundle{digest: digest, files: stamps}
 	s.mu.Unlock()
 	return nil
+}
+
+// ReportCorrupt tells the store that a reader of the bundle of id (a peer
+// being served it, a seed) found bytes that do not match its meta. The
+// store forgets that it verified the bundle, so the next Verify hashes
+// every file again, and wakes Changed: its owner (codesync on a nimbus, the
+// reconcile loop on a supervisor) verifies, finds the copy corrupt, and
+// fetches it again.
+func (s *Store) ReportCorrupt(id string) {
+	s.mu.Lock()
+	delete(s.verified, id)
+	s.mu.Unlock()
+	s.changes.Notify()
 }
 
 // Open opens one file of a bundle, by a name its meta lists.

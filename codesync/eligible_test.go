@@ -37,11 +37,10 @@ func TestEligibleNeedsTheCodeOfEveryTopologyItCanRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	paths := sess.Paths()
-	s := codesync.New(codesync.Config{
-		Session: sess, Store: store, Self: &clusterv1.NimbusInfo{Host: "127.0.0.1", Port: 6627},
+	s := codesync.Gate{
+		Session: sess, Store: store,
 		Storms: cluster.NewDirCache(sess, paths.Storms(), func() *clusterv1.StormBase { return new(clusterv1.StormBase) }, slog.New(slog.DiscardHandler)),
-		Logger: slog.New(slog.DiscardHandler),
-	})
+	}
 	conn := sess.Conn()
 	create := func(id string, data []byte, acl []zk.ACL) {
 		t.Helper()

@@ -4,13 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"sort"
 	"sync"
 	"time"
-
-	"github.com/go-zookeeper/zk"
 
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
@@ -32,12 +28,11 @@ type Election interface {
 	Changed() <-chan struct{}
 }
 
-// Config wires a Syncer.
+// Config wires a Syncer. The Gate's session, store and /storms cache are
+// the Syncer's too.
 type Config struct {
-	Session  *cluster.Session
-	Store    *codedistributor.Store
+	Gate
 	Fetcher  *codedistributor.Fetcher
-	Storms   *cluster.DirCache[*clusterv1.StormBase]
 	Replicas *cluster.ReplicaCache
 	Self     *clusterv1.NimbusInfo
 	Election Election
@@ -54,20 +49,18 @@ type Syncer struct {
 	self string
 	wake chan struct{}
 
-	mu      sync.Mutex
-	pinned  map[string]int
-	invalid map[string]bool
+	mu     sync.Mutex
+	pinned map[string]int
 }
 
 // New returns a Syncer.
 func New(cfg Config) *Syncer {
 	return &Syncer{
-		cfg:     cfg,
-		log:     cfg.Logger.With("component", "codesync"),
-		self:    cluster.HostPort(cfg.Self),
-		wake:    make(chan struct{}, 1),
-		pinned:  map[string]int{},
-		invalid: map[string]bool{},
+		cfg:    cfg,
+		log:    cfg.Logger.With("component", "codesync"),
+		self:   cluster.HostPort(cfg.Self),
+		wake:   make(chan struct{}, 1),
+		pinned: map[string]int{},
 	}
 }
 
@@ -94,92 +87,57 @@ func (s *Syncer) Pin(id string) (unpin func()) {
 	}
 }
 
-// Invalidate reports that the local copy of id is corrupt (found while
-// serving it): this nimbus stops being a replica of it at once, deletes it
-// and fetches it again.
-func (s *Syncer) Invalidate(id string) {
+func (s *Syncer) isPinned(id string) bool {
 	s.mu.Lock()
-	s.invalid[id] = true
-	s.mu.Unlock()
-	s.nudge()
+	defer s.mu.Unlock()
+	return s.pinned[id] > 0
 }
 
-// Eligible checks, against a fresh read of /storms (a cache may lag the
-// write that a lock hand-over follows), that this nimbus holds the code of
-// every topology that needs it, verified. It is the election's gate.
-func (s *Syncer) Eligible() error {
-	defer s.nudge() // a failure below withdraws the election: re-check soon
-	conn := s.cfg.Session.Conn()
-	paths := s.cfg.Session.Paths()
-	ids, _, err := conn.Children(paths.Storms())
-	if errors.Is(err, zk.ErrNoNode) {
-		ids, err = nil, nil // deleted by hand (the whole root, say): no topologies
-	}
-	if err != nil {
-		return fmt.Errorf("codesync: cannot list %s: %w", paths.Storms(), err)
-	}
-	cached := s.cfg.Storms.Snapshot() // a nil payload: read, never decoded
-	storms := make(map[string]*clusterv1.StormBase, len(ids))
-	for _, id := range ids {
-		base, known := cached[id]
-		if !known {
-			data, _, err := conn.Get(paths.Storm(id))
-			if errors.Is(err, zk.ErrNoNode) {
-				continue // removed since the listing
-			}
-			if err != nil {
-				// Not knowing what it needs is not holding it.
-				return fmt.Errorf("codesync: cannot read %s: %w", paths.Storm(id), err)
-			}
-			base = new(clusterv1.StormBase)
-			if cluster.Decode(paths.Storm(id), data, base) != nil {
-				base = nil
-			}
-		}
-		storms[id] = base
-	}
-	if missing := s.missing(storms); len(missing) > 0 {
-		return fmt.Errorf("codesync: no verified code for %d active topologies: %v", len(missing), missing)
-	}
-	return nil
-}
-
-// missing lists the topologies of storms whose code this nimbus lacks,
-// sorted. A leader needs the code of every topology except those being
-// killed (it only removes them). A StormBase that never decoded (garbage
-// or an empty node, logged by the cache) names no code to hold and nothing
-// a leader could schedule: it is skipped, or one junk node would take
-// every nimbus out of the leader queue. A corrupt copy is reported to the
-// loop, which deletes and fetches it again.
-func (s *Syncer) missing(storms map[string]*clusterv1.StormBase) []string {
-	var missing []string
-	for id, base := range storms {
-		if base == nil || base.GetStatus() == clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED {
-			continue
-		}
-		if err := s.cfg.Store.Verify(id, base.GetCodeMetaDigest()); err != nil {
-			if errors.Is(err, codedistributor.ErrCorrupt) {
-				s.Invalidate(id)
-			}
-			missing = append(missing, id)
-		}
-	}
-	sort.Strings(missing)
-	return missing
-}
-
+// task is a fetch under way, or a replica registration held, for one
+// topology's code; cancel ends it.
 type task struct {
 	cancel context.CancelFunc
 	digest []byte
 }
 
-// Run keeps the store in step until ctx ends.
+// tasks are the fetches, or the registrations, by topology id.
+type tasks map[string]*task
+
+// stop ends the task of id, if there is one.
+func (ts tasks) stop(id string) {
+	if t, ok := ts[id]; ok {
+		t.cancel()
+		delete(ts, id)
+	}
+}
+
+// stopUnless ends every task whose topology keep does not name.
+func (ts tasks) stopUnless(keep map[string][]byte) {
+	for id := range ts {
+		if _, ok := keep[id]; !ok {
+			ts.stop(id)
+		}
+	}
+}
+
+// run is one Run's state: what it fetches and which replicas it holds.
+type run struct {
+	*Syncer
+	ctx        context.Context
+	wg         *sync.WaitGroup
+	fetching   tasks
+	registered tasks
+	fetched    chan *task // a fetch is done
+}
+
+// Run keeps the store in step until ctx ends. Each pass reads what the
+// cluster wants and acts on it; a change of /storms, /code-distributor,
+// the store or the election, a fetch done, or the sweep starts the next.
 func (s *Syncer) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-
 	for _, c := range []<-chan struct{}{s.cfg.Storms.Loaded(), s.cfg.Replicas.Distributions.Loaded()} {
 		select {
 		case <-c:
@@ -189,102 +147,95 @@ func (s *Syncer) Run(ctx context.Context) error {
 	}
 	sweep := time.NewTicker(s.cfg.SweepEvery)
 	defer sweep.Stop()
-	fetched := make(chan *task, 16)
-	fetching := map[string]*task{}
-	registered := map[string]*task{}
-	stop := func(tasks map[string]*task, id string) {
-		if t, ok := tasks[id]; ok {
-			t.cancel()
-			delete(tasks, id)
-		}
-	}
-
+	r := &run{Syncer: s, ctx: ctx, wg: &wg, fetching: tasks{}, registered: tasks{}, fetched: make(chan *task, 16)}
 	for {
-		stormsChanged, replicasChanged := s.cfg.Storms.Changed(), s.cfg.Replicas.Changed()
-		electionChanged := s.cfg.Election.Changed()
+		// Taken before what they announce is read: no change goes unseen.
+		storms, replicas := s.cfg.Storms.Changed(), s.cfg.Replicas.Changed()
+		election, store := s.cfg.Election.Changed(), s.cfg.Store.Changed()
+
 		wanted := s.wanted()
-
-		s.mu.Lock()
-		invalid := s.invalid
-		s.invalid = map[string]bool{}
-		s.mu.Unlock()
-		for id := range invalid {
-			s.log.Error("local code corrupt; no longer a replica, fetching it again", "topology", id)
-			stop(registered, id)
-			_ = s.cfg.Store.Remove(id)
-		}
-
-		for id, digest := range wanted {
-			if t, ok := registered[id]; ok && !bytes.Equal(t.digest, digest) {
-				stop(registered, id) // same id, other code: start over
-			}
-			if t, ok := fetching[id]; ok && !bytes.Equal(t.digest, digest) {
-				stop(fetching, id)
-			}
-			err := s.cfg.Store.Verify(id, digest)
-			if err == nil {
-				stop(fetching, id)
-				if _, ok := registered[id]; !ok {
-					registered[id] = s.register(ctx, &wg, id, digest)
-				}
-				continue
-			}
-			if _, ok := registered[id]; ok {
-				s.log.Error("lost verified code; no longer a replica", "topology", id, "err", err)
-				stop(registered, id)
-			}
-			if errors.Is(err, codedistributor.ErrCorrupt) {
-				_ = s.cfg.Store.Remove(id)
-			}
-			if _, ok := fetching[id]; !ok && !s.isPinned(id) {
-				fctx, cancel := context.WithCancel(ctx)
-				t := &task{cancel: cancel, digest: digest}
-				fetching[id] = t
-				wg.Go(func() {
-					if s.fetch(fctx, id, digest) == nil {
-						select {
-						case fetched <- t:
-						case <-ctx.Done():
-						}
-					}
-				})
-			}
-		}
-		for id := range registered {
-			if _, ok := wanted[id]; !ok {
-				stop(registered, id)
-			}
-		}
-		for id := range fetching {
-			if _, ok := wanted[id]; !ok {
-				stop(fetching, id)
-			}
-		}
+		r.holdOrFetch(wanted)
+		r.fetching.stopUnless(wanted)
+		r.registered.stopUnless(wanted)
 		s.removeUnwanted(wanted)
-		s.gate(len(s.missing(s.cfg.Storms.Snapshot())))
+		s.gate(len(s.cfg.Missing(s.cfg.Storms.Snapshot())))
 
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-stormsChanged:
-		case <-replicasChanged:
-		case <-electionChanged: // a failed Eligible withdrew it, say
+		case <-storms:
+		case <-replicas:
+		case <-election: // a failed Eligible withdrew it, say
+		case <-store: // a copy reported corrupt, say
 		case <-s.wake:
 		case <-sweep.C:
-		case t := <-fetched:
-			for id, cur := range fetching {
+		case t := <-r.fetched:
+			for id, cur := range r.fetching {
 				if cur == t {
-					stop(fetching, id)
+					r.fetching.stop(id)
 				}
 			}
 		}
 	}
 }
 
-func (s *Syncer) isPinned(id string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.pinned[id] > 0
+// holdOrFetch registers this nimbus as a replica of every wanted topology
+// whose code it holds, verified, and fetches the code of the others.
+func (r *run) holdOrFetch(wanted map[string][]byte) {
+	for id, digest := range wanted {
+		if t, ok := r.registered[id]; ok && !bytes.Equal(t.digest, digest) {
+			r.registered.stop(id) // same id, other code: start over
+		}
+		if t, ok := r.fetching[id]; ok && !bytes.Equal(t.digest, digest) {
+			r.fetching.stop(id)
+		}
+		err := r.cfg.Store.Verify(id, digest)
+		if err == nil {
+			r.fetching.stop(id)
+			if _, ok := r.registered[id]; !ok {
+				r.registered[id] = r.register(id, digest)
+			}
+			continue
+		}
+		if _, ok := r.registered[id]; ok {
+			r.log.Error("lost verified code; no longer a replica", "topology", id, "err", err)
+			r.registered.stop(id)
+		}
+		if errors.Is(err, codedistributor.ErrCorrupt) {
+			_ = r.cfg.Store.Remove(id)
+		}
+		if _, ok := r.fetching[id]; !ok && !r.isPinned(id) {
+			r.fetching[id] = r.startFetch(id, digest)
+		}
+	}
+}
+
+// register keeps this nimbus's replica node for id while the task lives.
+func (r *run) register(id string, digest []byte) *task {
+	ctx, cancel := context.WithCancel(r.ctx)
+	info := &clusterv1.ReplicaInfo{Host: r.cfg.Self.GetHost(), Port: r.cfg.Self.GetPort(), CodeMetaDigest: digest}
+	path := r.cfg.Session.Paths().Replica(id, r.self)
+	r.wg.Go(func() {
+		cluster.KeepEphemeral(ctx, r.cfg.Session, path, cluster.Encode(info), r.log, nil)
+	})
+	r.log.Info("replica of topology", "topology", id, "digest", codedistributor.Hex(digest)[:16])
+	return &task{cancel: cancel, digest: digest}
+}
+
+// startFetch fetches the code of id in the background; the task is sent
+// on r.fetched once it is installed.
+func (r *run) startFetch(id string, digest []byte) *task {
+	ctx, cancel := context.WithCancel(r.ctx)
+	t := &task{cancel: cancel, digest: digest}
+	r.wg.Go(func() {
+		if r.fetch(ctx, id, digest) == nil {
+			select {
+			case r.fetched <- t:
+			case <-r.ctx.Done():
+			}
+		}
+	})
+	return t
 }
 
 // wanted returns the digest of every topology the cluster wants held: a
@@ -349,18 +300,6 @@ func (s *Syncer) removeUnwanted(wanted map[string][]byte) {
 	}
 }
 
-// register keeps this nimbus's replica node for id while the task lives.
-func (s *Syncer) register(ctx context.Context, wg *sync.WaitGroup, id string, digest []byte) *task {
-	rctx, cancel := context.WithCancel(ctx)
-	info := &clusterv1.ReplicaInfo{Host: s.cfg.Self.GetHost(), Port: s.cfg.Self.GetPort(), CodeMetaDigest: digest}
-	path := s.cfg.Session.Paths().Replica(id, s.self)
-	wg.Go(func() {
-		cluster.KeepEphemeral(rctx, s.cfg.Session, path, cluster.Encode(info), s.log, nil)
-	})
-	s.log.Info("replica of topology", "topology", id, "digest", codedistributor.Hex(digest)[:16])
-	return &task{cancel: cancel, digest: digest}
-}
-
 // fetch retries until the code of id is installed or ctx ends: at once
 // when a replica list changes, otherwise with backoff.
 func (s *Syncer) fetch(ctx context.Context, id string, digest []byte) error {
@@ -370,7 +309,6 @@ func (s *Syncer) fetch(ctx context.Context, id string, digest []byte) error {
 		replicasChanged := s.cfg.Replicas.Changed()
 		err := s.cfg.Fetcher.Fetch(ctx, id, digest)
 		if err == nil {
-			s.nudge()
 			return nil
 		}
 		if ctx.Err() != nil {

@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/nimbusha/nimbus/apierr"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
@@ -71,7 +72,7 @@ func TestViewForgetsTheSharedAnswerOnAFailedBuild(t *testing.T) {
 	fail := false
 	build := func() (*nimbusv1.GetLeaderResponse, error) {
 		if fail {
-			return nil, ErrNoLeader
+			return nil, apierr.ErrNoLeader
 		}
 		return &nimbusv1.GetLeaderResponse{Leader: &nimbusv1.NimbusSummary{Host: "a", Port: 1}}, nil
 	}

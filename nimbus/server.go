@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"google.golang.org/grpc"
@@ -22,9 +21,8 @@ import (
 
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
-	_ "github.com/nimbusha/nimbus/codedistributor/bittorrent" // storm.codedistributor.class: bittorrent
-	_ "github.com/nimbusha/nimbus/codedistributor/hdfs"       // storm.codedistributor.class: hdfs
-	_ "github.com/nimbusha/nimbus/codedistributor/localfs"    // the default backend
+	_ "github.com/nimbusha/nimbus/codedistributor/backends" // every storm.codedistributor.class
+	"github.com/nimbusha/nimbus/codeservice"
 	"github.com/nimbusha/nimbus/codesync"
 	"github.com/nimbusha/nimbus/configs"
 	"github.com/nimbusha/nimbus/internal/daemon"
@@ -42,27 +40,24 @@ type Server struct {
 	log  *slog.Logger
 	reg  *prometheus.Registry
 
-	// Set by Start.
-	listener    net.Listener
-	metricsLn   net.Listener
-	grpc        *grpc.Server
-	metricsHTTP *http.Server
-	health      *health.Server
-	sess        *cluster.Session
-	election    *leader.Election
-	self        *clusterv1.NimbusInfo
-	view        *view
-	metrics     *metrics
-	store       *codedistributor.Store
-	peers       *codedistributor.Peers
-	dist        codedistributor.Distributor
-	syncer      *codesync.Syncer
-	svc         *service
-	actions     chan struct{} // wakes the leader loop
-	stopSync    context.CancelFunc
-	cancel      context.CancelFunc
-	wg          sync.WaitGroup
+	// The parts, made by Start: listen, connect, build.
+	self      *clusterv1.NimbusInfo
+	listener  net.Listener
+	metricsLn net.Listener // nil when nimbus.metrics.port is -1
+	store     *codedistributor.Store
+	sess      *cluster.Session
+	metrics   *metrics
+	view      *view
+	dist      codedistributor.Distributor
+	election  *leader.Election
+	syncer    *codesync.Syncer
+	svc       *service
+	health    *health.Server
+	grpc      *grpc.Server
+	actions   chan struct{} // wakes the leader loop
 
+	wg        sync.WaitGroup // every goroutine Start started
+	closers   []func()       // the stops of what Start started, for Close
 	ready     chan struct{}
 	errc      chan error
 	closeOnce sync.Once
@@ -80,16 +75,41 @@ func New(cfg *configs.Config, logger *slog.Logger) *Server {
 	}
 }
 
-// Start listens, connects to ZooKeeper, registers this nimbus, joins the
-// leader queue and serves gRPC. It returns once the session exists and the
-// goroutines run; ReadyNotify says when the caches are loaded and the
-// nimbus is registered. On error, everything started is stopped.
+// Start brings the nimbus up in four steps: listen (the gRPC and metrics
+// ports), connect (the local code store, the ZooKeeper session and the
+// layout's directories), build (the caches, the code distributor, the
+// election and its gate, the syncer, the gRPC services) and run (every
+// loop and server).
+//
+// ctx bounds connecting only. Once Start returns, the nimbus runs until
+// Close, under a context of its own; ReadyNotify says when it is
+// registered and its caches are loaded. On error, whatever was started is
+// stopped.
 func (s *Server) Start(ctx context.Context) (err error) {
 	defer func() {
 		if err != nil {
 			s.Close()
 		}
 	}()
+	if err := s.listen(); err != nil {
+		return err
+	}
+	if err := s.connect(ctx); err != nil {
+		return err
+	}
+	if err := s.build(); err != nil {
+		return err
+	}
+	s.run()
+	return nil
+}
+
+// onClose registers the stop of something Start started; Close runs the
+// stops in reverse order, so each part stops before what it depends on.
+func (s *Server) onClose(stop func()) { s.closers = append(s.closers, stop) }
+
+// listen opens the gRPC port and, unless disabled, the metrics port.
+func (s *Server) listen() (err error) {
 	cfg := s.cfg
 	// An IP literal binds that interface only (tests stay on loopback);
 	// a host name binds every interface and is what others dial.
@@ -100,19 +120,27 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if s.listener, err = net.Listen("tcp", net.JoinHostPort(bindHost, strconv.Itoa(cfg.NimbusGRPCPort))); err != nil {
 		return fmt.Errorf("nimbus: listen on nimbus.grpc.port %d: %w", cfg.NimbusGRPCPort, err)
 	}
-	port := s.listener.Addr().(*net.TCPAddr).Port
+	s.onClose(func() { s.listener.Close() }) // closed already if gRPC served it
 	s.self = &clusterv1.NimbusInfo{
 		Host:            cfg.NimbusHost,
-		Port:            int32(port),
+		Port:            int32(s.listener.Addr().(*net.TCPAddr).Port),
 		StartTimeUnixMs: time.Now().UnixMilli(),
 		Version:         version.Version,
 	}
-	if cfg.NimbusMetricsPort >= 0 {
-		if s.metricsLn, err = net.Listen("tcp", net.JoinHostPort(bindHost, strconv.Itoa(cfg.NimbusMetricsPort))); err != nil {
-			return fmt.Errorf("nimbus: listen on nimbus.metrics.port %d: %w", cfg.NimbusMetricsPort, err)
-		}
+	if cfg.NimbusMetricsPort == configs.MetricsDisabled {
+		return nil
 	}
+	if s.metricsLn, err = net.Listen("tcp", net.JoinHostPort(bindHost, strconv.Itoa(cfg.NimbusMetricsPort))); err != nil {
+		return fmt.Errorf("nimbus: listen on nimbus.metrics.port %d: %w", cfg.NimbusMetricsPort, err)
+	}
+	s.onClose(func() { s.metricsLn.Close() })
+	return nil
+}
 
+// connect opens the local code store and the ZooKeeper session, and makes
+// sure the directories of the layout exist.
+func (s *Server) connect(ctx context.Context) (err error) {
+	cfg := s.cfg
 	if s.store, err = codedistributor.OpenStore(filepath.Join(cfg.LocalDir, "nimbus")); err != nil {
 		return fmt.Errorf("nimbus: storm.local.dir %s: %w", cfg.LocalDir, err)
 	}
@@ -126,73 +154,49 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	s.onClose(s.sess.Close) // last: its ephemeral nodes go with it
 	paths := s.sess.Paths()
 	if err := s.sess.EnsureDirs(paths.LeaderLock(), paths.Nimbuses(), paths.Storms(), paths.CodeDistributor(), paths.Assignments(), paths.Supervisors()); err != nil {
 		return fmt.Errorf("nimbus: %w", err)
 	}
-	addr := cluster.HostPort(s.self)
-	s.peers = codedistributor.NewPeers()
+	return nil
+}
 
-	runCtx, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
+// build makes every part, each whole: nothing is patched afterwards.
+func (s *Server) build() (err error) {
+	cfg := s.cfg
 	s.metrics = newMetrics(s.reg)
-	m := s.metrics
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	encodings := newSharedEncodings()
+	s.view = newView(s.sess, encodings.share, s.base)
 
-	// The directories of the layout are re-created if deleted by hand (the
-	// whole root, say): a cluster without them could not elect or submit.
-	v := &view{
-		nimbuses: cluster.NewNimbusInfoCache(s.sess, paths.Nimbuses(), s.base).Recreate(),
-		locks:    cluster.NewNimbusInfoCache(s.sess, paths.LeaderLock(), s.base).Recreate(),
-		storms:   cluster.NewDirCache(s.sess, paths.Storms(), func() *clusterv1.StormBase { return new(clusterv1.StormBase) }, s.base).Recreate(),
-		replicas: cluster.NewReplicaCache(s.sess, s.base),
-		// Heartbeats rewrite supervisors' nodes every few seconds: watching
-		// them would cost every nimbus a read per heartbeat. Membership is
-		// watched; the leader refreshes the payloads (see lead).
-		supervisors: cluster.NewDirCache(s.sess, paths.Supervisors(),
-			func() *clusterv1.SupervisorInfo { return new(clusterv1.SupervisorInfo) }, s.base).Recreate().MembersOnly(),
-		assignments: cluster.NewDirCache(s.sess, paths.Assignments(),
-			func() *clusterv1.Assignment { return new(clusterv1.Assignment) }, s.base).Recreate(),
-		now: time.Now,
+	peers := codedistributor.NewPeers()
+	s.onClose(peers.Close)
+	params := codedistributor.Params{Config: cfg, Session: s.sess, Peers: peers, Self: s.Addr(),
+		Store: s.store, Metrics: s.reg, Logger: s.base}
+	if s.dist, err = codedistributor.New(cfg.CodeDistributorClass, params); err != nil {
+		return err
 	}
-	v.replicas.Distributions.Recreate()
-	s.view = v
-	// The gate of invariant 6: a nimbus that wins the lock leads only if it
-	// holds every active topology's code, checked afresh.
-	var syncer *codesync.Syncer
-	s.election = leader.New(leader.Config{Session: s.sess, Self: s.self, Logger: s.base,
-		Eligible: func() error { return syncer.Eligible() }})
-	// The syncer comes first: the backend tells it of corrupt copies. Its
-	// fetcher gets the backend before anything runs.
-	fetcher := &codedistributor.Fetcher{Store: s.store}
-	syncer = codesync.New(codesync.Config{
-		Session:    s.sess,
-		Store:      s.store,
-		Fetcher:    fetcher,
-		Storms:     v.storms,
-		Replicas:   v.replicas,
+	s.onClose(func() { s.dist.Close() })
+
+	// The gate of invariant 6: a nimbus that wins the lock leads only if
+	// it holds every active topology's code, checked afresh; the syncer
+	// keeps it queued only while it holds them.
+	gate := codesync.Gate{Session: s.sess, Store: s.store, Storms: s.view.storms}
+	s.election = leader.New(leader.Config{Session: s.sess, Self: s.self, Eligible: gate.Eligible, Logger: s.base})
+	s.syncer = codesync.New(codesync.Config{
+		Gate:       gate,
+		Fetcher:    &codedistributor.Fetcher{Params: params, Dist: s.dist, Store: s.store},
+		Replicas:   s.view.replicas,
 		Self:       s.self,
 		Election:   s.election,
 		SweepEvery: cfg.CodeSyncFreq,
 		Logger:     s.base,
 	})
-	s.syncer = syncer
-	fetcher.Params = codedistributor.Params{Config: cfg, Session: s.sess, Peers: s.peers, Self: addr,
-		Store: s.store, OnCorrupt: s.syncer.Invalidate, Metrics: s.reg, Logger: s.base}
-	if s.dist, err = codedistributor.New(cfg.CodeDistributorClass, fetcher.Params); err != nil {
-		return err
-	}
-	fetcher.Dist = s.dist
-	s.actions = make(chan struct{}, 1)
 
-	s.health = health.NewServer()
-	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
-	s.health.SetServingStatus(nimbusv1.LeaderHealthService, healthpb.HealthCheckResponse_NOT_SERVING)
-	encodings := newSharedEncodings()
-	v.share = encodings.share
-	s.grpc = grpc.NewServer(grpc.ForceServerCodecV2(encodings))
+	s.actions = make(chan struct{}, 1)
 	s.svc = &service{
-		cfg: cfg, log: s.log, self: addr, view: v, sess: s.sess, election: s.election,
+		cfg: cfg, log: s.log, self: s.Addr(), view: s.view, sess: s.sess, election: s.election,
 		store: s.store, dist: s.dist, syncer: s.syncer, inFlight: map[string]bool{}, pending: map[string]bool{},
 		actionsChanged: func() {
 			select {
@@ -201,96 +205,119 @@ func (s *Server) Start(ctx context.Context) (err error) {
 			}
 		},
 	}
+	s.health = health.NewServer()
+	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	s.health.SetServingStatus(nimbusv1.LeaderHealthService, healthpb.HealthCheckResponse_NOT_SERVING)
+	s.grpc = grpc.NewServer(grpc.ForceServerCodecV2(encodings))
 	nimbusv1.RegisterNimbusServiceServer(s.grpc, s.svc)
-	nimbusv1.RegisterCodeServiceServer(s.grpc, NewCodeService(s.store, s.syncer.Invalidate, m.codeSent))
+	nimbusv1.RegisterCodeServiceServer(s.grpc, codeservice.New(s.store, s.metrics.codeSent))
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
+	return nil
+}
 
-	registered := make(chan struct{})
-	var registerOnce sync.Once
-	for _, c := range []interface{ Run(context.Context) error }{v.nimbuses, v.locks, v.storms, v.replicas, v.supervisors, v.assignments} {
-		s.wg.Go(func() { _ = c.Run(runCtx) })
-	}
-	s.wg.Go(func() {
-		cluster.EphemeralNode{Path: paths.Nimbus(addr), Data: cluster.Encode(s.self), RecreateParent: true,
-			Ready: func() { registerOnce.Do(func() { close(registered) }) }}.Keep(runCtx, s.sess, s.log)
+// run starts every loop and server. Their stops, in the reverse order,
+// hand leadership over first, then drain the servers, then end the loops.
+func (s *Server) run() {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.onClose(func() {
+		cancel()
+		s.wg.Wait()
 	})
-	// codesync queues the election once this nimbus holds all code.
-	syncCtx, stopSync := context.WithCancel(runCtx)
-	s.stopSync = stopSync
-	s.wg.Go(func() { _ = s.syncer.Run(syncCtx) })
-	s.wg.Go(func() { _ = s.election.Run(runCtx) })
-	s.wg.Go(func() { s.leadTerms(runCtx) })
-	s.wg.Go(func() { s.watchStatus(runCtx, v, m) })
+	for _, c := range s.view.caches() {
+		s.wg.Go(func() { _ = c.Run(ctx) })
+	}
+	registered := s.register(ctx)
+	s.wg.Go(func() { s.leadTerms(ctx) })
+	s.wg.Go(func() { s.watchStatus(ctx) })
+	s.wg.Go(func() { s.announceReady(ctx, registered) })
+	s.serveMetrics()
+	s.serveGRPC()
+	s.joinElection(ctx)
+}
+
+// register keeps this nimbus's node under /nimbuses; the channel is closed
+// once it exists.
+func (s *Server) register(ctx context.Context) <-chan struct{} {
+	registered := make(chan struct{})
+	var once sync.Once
+	node := cluster.EphemeralNode{Path: s.sess.Paths().Nimbus(s.Addr()), Data: cluster.Encode(s.self), RecreateParent: true,
+		Ready: func() { once.Do(func() { close(registered) }) }}
+	s.wg.Go(func() { node.Keep(ctx, s.sess, s.log) })
+	return registered
+}
+
+// serveMetrics serves metrics and pprof on the metrics port, if any.
+func (s *Server) serveMetrics() {
+	if s.metricsLn == nil {
+		return
+	}
+	srv := &http.Server{Handler: daemon.MetricsHandler(s.reg), ReadHeaderTimeout: 10 * time.Second}
+	s.wg.Go(func() {
+		if err := srv.Serve(s.metricsLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.fail(fmt.Errorf("nimbus: metrics: %w", err))
+		}
+	})
+	s.onClose(func() { srv.Close() })
+}
+
+// serveGRPC serves the gRPC services. Its stop drains in-flight calls for
+// up to nimbus.drain.timeout.secs, then closes what is left.
+func (s *Server) serveGRPC() {
 	s.wg.Go(func() {
 		if err := s.grpc.Serve(s.listener); err != nil {
 			s.fail(fmt.Errorf("nimbus: grpc: %w", err))
 		}
 	})
-	if s.metricsLn != nil {
-		s.metricsHTTP = &http.Server{Handler: daemon.MetricsHandler(s.reg), ReadHeaderTimeout: 10 * time.Second}
-		s.wg.Go(func() {
-			if err := s.metricsHTTP.Serve(s.metricsLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				s.fail(fmt.Errorf("nimbus: metrics: %w", err))
-			}
-		})
-	}
-	s.wg.Go(func() {
-		for _, c := range []<-chan struct{}{registered, v.nimbuses.Loaded(), v.locks.Loaded(), v.storms.Loaded(), v.replicas.Distributions.Loaded()} {
-			select {
-			case <-c:
-			case <-runCtx.Done():
-				return
-			}
+	s.onClose(func() {
+		s.health.Shutdown()
+		drained := make(chan struct{})
+		go func() { s.grpc.GracefulStop(); close(drained) }()
+		select {
+		case <-drained:
+		case <-time.After(s.cfg.NimbusDrainTimeout):
+			s.log.Warn("drain timed out; closing connections", "timeout", s.cfg.NimbusDrainTimeout)
+			s.grpc.Stop()
+			<-drained
 		}
-		attrs := []any{"addr", addr, "listen", s.listener.Addr().String(), "version", version.Version}
-		if s.metricsLn != nil {
-			attrs = append(attrs, "metrics", s.metricsLn.Addr().String())
-		}
-		s.log.Info("nimbus ready", attrs...)
-		close(s.ready)
 	})
-	return nil
 }
 
-// watchStatus keeps health and metrics in step with the session, the
-// caches and this nimbus's own term, and logs leader changes it sees.
-func (s *Server) watchStatus(ctx context.Context, v *view, m *metrics) {
-	var lastEpoch int64 // zero: no leader seen yet
-	for {
-		// Take every wake-up channel before reading what it guards: a
-		// change in between would otherwise go unseen until the next one.
-		state, _, sessChanged := s.sess.State()
-		elected, locks, nimbuses := s.election.Changed(), v.locks.Changed(), v.nimbuses.Changed()
-		connected := state == zk.StateHasSession
-		loaded := isClosed(v.nimbuses.Loaded()) && isClosed(v.locks.Loaded()) && isClosed(v.storms.Loaded())
-		setServing(s.health, "", connected && loaded)
-		term := s.election.Current()
-		setServing(s.health, nimbusv1.LeaderHealthService, term != nil)
-		m.isLeader.Set(boolFloat(term != nil))
-		m.zkConnected.Set(boolFloat(connected))
+// joinElection runs the election and the syncer, which queues this nimbus
+// once it holds all code. Its stop leaves the queue first of all: the lock
+// node is deleted, so a follower leads within a ZooKeeper notification
+// instead of a session timeout.
+func (s *Server) joinElection(ctx context.Context) {
+	syncCtx, stopSync := context.WithCancel(ctx)
+	s.wg.Go(func() { _ = s.syncer.Run(syncCtx) })
+	s.wg.Go(func() { _ = s.election.Run(ctx) })
+	s.onClose(func() {
+		stopSync() // or it would queue this nimbus again
+		leaveCtx, cancel := context.WithTimeout(context.Background(), s.cfg.ZKSessionTimeout)
+		defer cancel()
+		if err := s.election.Leave(leaveCtx); err != nil {
+			s.log.Warn("could not leave the leader queue; the session timeout hands over", "err", err)
+		}
+	})
+}
 
-		head, epoch, ok := v.leader()
-		if !ok {
-			epoch = 0
-		}
-		if epoch != lastEpoch {
-			m.epoch.Set(float64(epoch))
-			if ok {
-				m.leaderChanges.Inc()
-				s.log.Info("leader changed", "leader", cluster.HostPort(head), "epoch", epoch)
-			}
-			lastEpoch = epoch
-		}
+// announceReady logs the ready line and closes ReadyNotify once this
+// nimbus is registered and the caches that answer reads are loaded.
+func (s *Server) announceReady(ctx context.Context, registered <-chan struct{}) {
+	v := s.view
+	for _, c := range []<-chan struct{}{registered, v.nimbuses.Loaded(), v.locks.Loaded(), v.storms.Loaded(), v.replicas.Distributions.Loaded()} {
 		select {
+		case <-c:
 		case <-ctx.Done():
 			return
-		case <-sessChanged:
-		case <-elected:
-		case <-locks: // also closed when a cache loads
-		case <-nimbuses:
 		}
 	}
+	attrs := []any{"addr", s.Addr(), "listen", s.listener.Addr().String(), "version", version.Version}
+	if s.metricsLn != nil {
+		attrs = append(attrs, "metrics", s.metricsLn.Addr().String())
+	}
+	s.log.Info("nimbus ready", attrs...)
+	close(s.ready)
 }
 
 // Addr is the address other processes dial: nimbus.host and the bound
@@ -314,78 +341,14 @@ func (s *Server) fail(err error) {
 // Close stops the nimbus in an order that hands leadership over at once:
 // it leaves the leader queue first (deleting its lock node, so a follower
 // leads within a ZooKeeper notification), then drains in-flight RPCs for
-// up to nimbus.drain.timeout.secs, then deregisters and ends the session.
-// It is idempotent and safe after a failed Start.
+// up to nimbus.drain.timeout.secs, then ends its loops, closes the code
+// distributor and ends the session, which deregisters it. It is idempotent
+// and safe after a failed Start.
 func (s *Server) Close() {
 	s.closeOnce.Do(func() {
-		if s.stopSync != nil {
-			s.stopSync() // or it would queue this nimbus again
-		}
-		if s.election != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ZKSessionTimeout)
-			if err := s.election.Leave(ctx); err != nil {
-				s.log.Warn("could not leave the leader queue; the session timeout hands over", "err", err)
-			}
-			cancel()
-		}
-		if s.health != nil {
-			s.health.Shutdown()
-		}
-		if s.grpc != nil {
-			drained := make(chan struct{})
-			go func() { s.grpc.GracefulStop(); close(drained) }()
-			select {
-			case <-drained:
-			case <-time.After(s.cfg.NimbusDrainTimeout):
-				s.log.Warn("drain timed out; closing connections", "timeout", s.cfg.NimbusDrainTimeout)
-				s.grpc.Stop()
-				<-drained
-			}
-		} else if s.listener != nil {
-			s.listener.Close()
-		}
-		if s.metricsHTTP != nil {
-			s.metricsHTTP.Close()
-		} else if s.metricsLn != nil {
-			s.metricsLn.Close()
-		}
-		if s.cancel != nil {
-			s.cancel()
-		}
-		s.wg.Wait()
-		if s.dist != nil {
-			s.dist.Close()
-		}
-		if s.peers != nil {
-			s.peers.Close()
-		}
-		if s.sess != nil {
-			s.sess.Close()
+		for i := len(s.closers) - 1; i >= 0; i-- {
+			s.closers[i]()
 		}
 		s.log.Info("nimbus stopped")
 	})
-}
-
-func setServing(h *health.Server, service string, ok bool) {
-	st := healthpb.HealthCheckResponse_NOT_SERVING
-	if ok {
-		st = healthpb.HealthCheckResponse_SERVING
-	}
-	h.SetServingStatus(service, st)
-}
-
-func isClosed(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
-}
-
-func boolFloat(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
 }

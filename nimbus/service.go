@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/nimbusha/nimbus/apierr"
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
 	"github.com/nimbusha/nimbus/codesync"
@@ -18,6 +19,7 @@ import (
 	"github.com/nimbusha/nimbus/leader"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
+	"github.com/nimbusha/nimbus/validate"
 )
 
 // service implements nimbus.v1.NimbusService. Handlers validate, call the
@@ -45,7 +47,7 @@ type service struct {
 func (s *service) GetLeader(context.Context, *nimbusv1.GetLeaderRequest) (*nimbusv1.GetLeaderResponse, error) {
 	resp, err := s.view.leaderInfo()
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, apierr.ToStatus(err)
 	}
 	return resp, nil
 }
@@ -55,12 +57,12 @@ func (s *service) GetClusterInfo(context.Context, *nimbusv1.GetClusterInfoReques
 }
 
 func (s *service) GetTopologyInfo(ctx context.Context, req *nimbusv1.GetTopologyInfoRequest) (*nimbusv1.GetTopologyInfoResponse, error) {
-	if err := validateGetTopologyInfo(req); err != nil {
-		return nil, toStatus(err)
+	if err := validate.GetTopologyInfo(req); err != nil {
+		return nil, apierr.ToStatus(err)
 	}
 	resp, err := s.view.topologyInfo(req.GetName())
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, apierr.ToStatus(err)
 	}
 	s.describeStorage(ctx, resp)
 	return resp, nil
@@ -109,7 +111,7 @@ func (s *service) leaderTerm(ctx context.Context) (*leader.Term, error) {
 	}
 	head, _, ok := s.view.leader()
 	if ok && cluster.HostPort(head) != s.self {
-		return nil, &NotLeaderError{Leader: cluster.HostPort(head)}
+		return nil, &apierr.NotLeaderError{Leader: cluster.HostPort(head)}
 	}
 	if ok { // this nimbus won the lock; its term is about to start
 		ctx, cancel := context.WithTimeout(ctx, termWait)
@@ -119,12 +121,12 @@ func (s *service) leaderTerm(ctx context.Context) (*leader.Term, error) {
 		}
 	}
 	// Nobody, or this nimbus while its term is suspended: retry shortly.
-	return nil, ErrNoLeader
+	return nil, apierr.ErrNoLeader
 }
 
 func (s *service) KillTopology(ctx context.Context, req *nimbusv1.KillTopologyRequest) (*nimbusv1.KillTopologyResponse, error) {
-	if err := validateKill(req); err != nil {
-		return nil, toStatus(err)
+	if err := validate.Kill(req); err != nil {
+		return nil, apierr.ToStatus(err)
 	}
 	wait := s.cfg.TopologyMessageTimeout
 	if req.WaitSecs != nil {
@@ -143,28 +145,28 @@ func (s *service) KillTopology(ctx context.Context, req *nimbusv1.KillTopologyRe
 		s.log.Info("topology killed", "topology", req.GetName(), "removal_in", wait)
 		s.actionsChanged()
 	}
-	return &nimbusv1.KillTopologyResponse{}, toStatus(err)
+	return &nimbusv1.KillTopologyResponse{}, apierr.ToStatus(err)
 }
 
 func (s *service) ActivateTopology(ctx context.Context, req *nimbusv1.ActivateTopologyRequest) (*nimbusv1.ActivateTopologyResponse, error) {
-	if err := validateActivate(req); err != nil {
-		return nil, toStatus(err)
+	if err := validate.Activate(req); err != nil {
+		return nil, apierr.ToStatus(err)
 	}
 	err := s.transition(ctx, req.GetName(), setStatus(clusterv1.TopologyStatus_TOPOLOGY_STATUS_ACTIVE))
-	return &nimbusv1.ActivateTopologyResponse{}, toStatus(err)
+	return &nimbusv1.ActivateTopologyResponse{}, apierr.ToStatus(err)
 }
 
 func (s *service) DeactivateTopology(ctx context.Context, req *nimbusv1.DeactivateTopologyRequest) (*nimbusv1.DeactivateTopologyResponse, error) {
-	if err := validateDeactivate(req); err != nil {
-		return nil, toStatus(err)
+	if err := validate.Deactivate(req); err != nil {
+		return nil, apierr.ToStatus(err)
 	}
 	err := s.transition(ctx, req.GetName(), setStatus(clusterv1.TopologyStatus_TOPOLOGY_STATUS_INACTIVE))
-	return &nimbusv1.DeactivateTopologyResponse{}, toStatus(err)
+	return &nimbusv1.DeactivateTopologyResponse{}, apierr.ToStatus(err)
 }
 
 func (s *service) RebalanceTopology(ctx context.Context, req *nimbusv1.RebalanceTopologyRequest) (*nimbusv1.RebalanceTopologyResponse, error) {
-	if err := validateRebalance(req); err != nil {
-		return nil, toStatus(err)
+	if err := validate.Rebalance(req); err != nil {
+		return nil, apierr.ToStatus(err)
 	}
 	wait := s.cfg.TopologyMessageTimeout
 	if req.WaitSecs != nil {
@@ -177,14 +179,14 @@ func (s *service) RebalanceTopology(ctx context.Context, req *nimbusv1.Rebalance
 			if proto.Equal(base.GetPendingRebalance(), plan) {
 				return false, nil // a retry of the same request
 			}
-			return false, fmt.Errorf("%w: %s is already rebalancing to another plan", ErrWrongStatus, base.GetName())
+			return false, fmt.Errorf("%w: %s is already rebalancing to another plan", apierr.ErrWrongStatus, base.GetName())
 		case clusterv1.TopologyStatus_TOPOLOGY_STATUS_ACTIVE, clusterv1.TopologyStatus_TOPOLOGY_STATUS_INACTIVE:
 		default:
-			return false, fmt.Errorf("%w: %s is %s", ErrWrongStatus, base.GetName(), base.GetStatus())
+			return false, fmt.Errorf("%w: %s is %s", apierr.ErrWrongStatus, base.GetName(), base.GetStatus())
 		}
 		for c := range req.GetComponentParallelism() {
 			if _, ok := base.GetComponentExecutors()[c]; !ok {
-				return false, invalid(fmt.Sprintf("component_parallelism[%q]", c), "the topology has no such component")
+				return false, validate.Invalid(fmt.Sprintf("component_parallelism[%q]", c), "the topology has no such component")
 			}
 		}
 		base.PreviousStatus = base.GetStatus()
@@ -197,7 +199,7 @@ func (s *service) RebalanceTopology(ctx context.Context, req *nimbusv1.Rebalance
 		s.log.Info("topology rebalancing", "topology", req.GetName(), "in", wait)
 		s.actionsChanged()
 	}
-	return &nimbusv1.RebalanceTopologyResponse{}, toStatus(err)
+	return &nimbusv1.RebalanceTopologyResponse{}, apierr.ToStatus(err)
 }
 
 // setStatus moves between ACTIVE and INACTIVE; repeating one is a no-op.
@@ -210,7 +212,7 @@ func setStatus(to clusterv1.TopologyStatus) func(*clusterv1.StormBase) (bool, er
 			base.Status = to
 			return true, nil
 		default:
-			return false, fmt.Errorf("%w: %s is %s", ErrWrongStatus, base.GetName(), base.GetStatus())
+			return false, fmt.Errorf("%w: %s is %s", apierr.ErrWrongStatus, base.GetName(), base.GetStatus())
 		}
 	}
 }
@@ -233,7 +235,7 @@ func (s *service) transition(ctx context.Context, name string, change func(*clus
 	for range 3 {
 		data, stat, err := s.sess.Conn().Get(path)
 		if errors.Is(err, zk.ErrNoNode) {
-			return fmt.Errorf("%w: %q", ErrNotFound, name) // removed meanwhile
+			return fmt.Errorf("%w: %q", apierr.ErrNotFound, name) // removed meanwhile
 		}
 		if err != nil {
 			return err
@@ -255,7 +257,7 @@ func (s *service) transition(ctx context.Context, name string, change func(*clus
 		}
 		_, err = term.Multi(op)
 		if errors.Is(err, zk.ErrNoNode) {
-			return fmt.Errorf("%w: %q", ErrNotFound, name)
+			return fmt.Errorf("%w: %q", apierr.ErrNotFound, name)
 		}
 		if !errors.Is(err, zk.ErrBadVersion) {
 			return err

@@ -13,11 +13,13 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/nimbusha/nimbus/apierr"
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
 	"github.com/nimbusha/nimbus/leader"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
+	"github.com/nimbusha/nimbus/validate"
 )
 
 // maxChunk is the largest artifact chunk a client may send.
@@ -31,7 +33,7 @@ const maxChunk = 1 << 20
 func (s *service) SubmitTopology(stream nimbusv1.NimbusService_SubmitTopologyServer) error {
 	resp, err := s.submit(stream)
 	if err != nil {
-		return toStatus(err)
+		return apierr.ToStatus(err)
 	}
 	return stream.SendAndClose(resp)
 }
@@ -40,25 +42,25 @@ func (s *service) submit(stream nimbusv1.NimbusService_SubmitTopologyServer) (*n
 	ctx := stream.Context()
 	first, err := stream.Recv()
 	if errors.Is(err, io.EOF) {
-		return nil, invalid("spec", "the stream ended before the spec")
+		return nil, validate.Invalid("spec", "the stream ended before the spec")
 	}
 	if err != nil {
 		return nil, err
 	}
 	spec := first.GetSpec()
 	if spec == nil {
-		return nil, invalid("spec", "the first message must be the spec")
+		return nil, validate.Invalid("spec", "the first message must be the spec")
 	}
-	if err := validateSpec(spec); err != nil {
+	if err := validate.Spec(spec); err != nil {
 		return nil, err
 	}
 	// Check leadership before the upload, so a client sent to a follower
 	// is redirected before it sends megabytes.
 	term, err := s.leaderTerm(ctx)
-	if errors.Is(err, ErrNoLeader) {
+	if errors.Is(err, apierr.ErrNoLeader) {
 		// The client cannot tell how much of its upload arrived; say that
 		// nothing was committed, so it submits again.
-		return nil, notCommitted(err)
+		return nil, apierr.NotCommitted(err)
 	}
 	if err != nil {
 		return nil, err
@@ -86,7 +88,7 @@ func (s *service) submit(stream nimbusv1.NimbusService_SubmitTopologyServer) (*n
 
 	id, err := s.newTopologyID(spec.GetName())
 	if err != nil {
-		return nil, notCommitted(err)
+		return nil, apierr.NotCommitted(err)
 	}
 	log := s.log.With("topology", id)
 	// From here until the commit the submission is pending: the leader
@@ -103,14 +105,14 @@ func (s *service) submit(stream nimbusv1.NimbusService_SubmitTopologyServer) (*n
 	}})
 	if err != nil {
 		s.cleanupBackend(id, log)
-		return nil, fmt.Errorf("%w: nothing was submitted: %v", ErrCodeStoreUnavailable, err)
+		return nil, fmt.Errorf("%w: nothing was submitted: %v", apierr.ErrCodeStoreUnavailable, err)
 	}
 	unpin := s.syncer.Pin(id) // keep it until the distribution asks for it
 	defer unpin()
 	digest, err := s.store.Install(tmp, id, meta)
 	if err != nil {
 		s.cleanupBackend(id, log)
-		return nil, notCommitted(err)
+		return nil, apierr.NotCommitted(err)
 	}
 
 	// Ask every nimbus to fetch the code; codesync registers this one.
@@ -118,7 +120,7 @@ func (s *service) submit(stream nimbusv1.NimbusService_SubmitTopologyServer) (*n
 	if _, err := term.Multi(s.sess.Ops().CreateDistribution(id, dist)); err != nil {
 		// Nothing in ZooKeeper will lead anyone to the stored code.
 		s.cleanupBackend(id, log)
-		return nil, notCommitted(err)
+		return nil, apierr.NotCommitted(err)
 	}
 	count, timedOut, err := s.waitReplication(ctx, term, id, digest)
 	if err != nil {
@@ -146,7 +148,7 @@ func (s *service) submit(stream nimbusv1.NimbusService_SubmitTopologyServer) (*n
 	}
 	if _, err := term.Multi(s.sess.Ops().CreateStorm(id, base)); err != nil {
 		if errors.Is(err, leader.ErrFenced) {
-			return nil, notCommitted(err)
+			return nil, apierr.NotCommitted(err)
 		}
 		// The commit may have been applied (a lost answer): say so, and
 		// leave the distribution to the leader loop, which checks.
@@ -181,12 +183,12 @@ func (s *service) awaitCached(ctx context.Context, id string) {
 // submitted, and holds the name until release.
 func (s *service) reserveName(name string) (release func(), err error) {
 	if _, _, err := s.view.byName(name); err == nil {
-		return nil, fmt.Errorf("%w: %q", ErrAlreadyExists, name)
+		return nil, fmt.Errorf("%w: %q", apierr.ErrAlreadyExists, name)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.inFlight[name] {
-		return nil, fmt.Errorf("%w: %q is being submitted", ErrAlreadyExists, name)
+		return nil, fmt.Errorf("%w: %q is being submitted", apierr.ErrAlreadyExists, name)
 	}
 	s.inFlight[name] = true
 	return func() {
@@ -202,11 +204,11 @@ func (s *service) reserveName(name string) (release func(), err error) {
 func (s *service) checkNameFree(name string) error {
 	ids, _, err := s.sess.Conn().Children(s.sess.Paths().Storms())
 	if err != nil {
-		return notCommitted(err)
+		return apierr.NotCommitted(err)
 	}
 	for _, id := range ids {
-		if n, _, _, err := splitTopologyID("id", id); err == nil && n == name {
-			return fmt.Errorf("%w: %q", ErrAlreadyExists, name)
+		if n, _, _, err := validate.SplitTopologyID("id", id); err == nil && n == name {
+			return fmt.Errorf("%w: %q", apierr.ErrAlreadyExists, name)
 		}
 	}
 	return nil
@@ -242,7 +244,7 @@ func (s *service) receiveArtifact(stream nimbusv1.NimbusService_SubmitTopologySe
 	for {
 		msg, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
-			return nil, invalid("trailer", "the stream ended after %d artifact bytes without the trailer", size)
+			return nil, validate.Invalid("trailer", "the stream ended after %d artifact bytes without the trailer", size)
 		}
 		if err != nil {
 			return nil, err // the client went away: status from the transport
@@ -250,10 +252,10 @@ func (s *service) receiveArtifact(stream nimbusv1.NimbusService_SubmitTopologySe
 		switch part := msg.GetPart().(type) {
 		case *nimbusv1.SubmitTopologyRequest_Chunk:
 			if len(part.Chunk) > maxChunk {
-				return nil, invalid("chunk", "%d bytes; chunks are at most %d", len(part.Chunk), maxChunk)
+				return nil, validate.Invalid("chunk", "%d bytes; chunks are at most %d", len(part.Chunk), maxChunk)
 			}
 			if size += int64(len(part.Chunk)); size > s.cfg.NimbusMaxArtifactBytes {
-				return nil, invalid("artifact", "larger than nimbus.max.artifact.bytes (%d)", s.cfg.NimbusMaxArtifactBytes)
+				return nil, validate.Invalid("artifact", "larger than nimbus.max.artifact.bytes (%d)", s.cfg.NimbusMaxArtifactBytes)
 			}
 			h.Write(part.Chunk)
 			if _, err := f.Write(part.Chunk); err != nil {
@@ -262,15 +264,15 @@ func (s *service) receiveArtifact(stream nimbusv1.NimbusService_SubmitTopologySe
 		case *nimbusv1.SubmitTopologyRequest_Trailer:
 			sum := h.Sum(nil)
 			if want := part.Trailer.GetSha256(); !bytes.Equal(sum, want) {
-				return nil, invalid("trailer.sha256", "the artifact received (%d bytes) has SHA-256 %s, the trailer says %s",
+				return nil, validate.Invalid("trailer.sha256", "the artifact received (%d bytes) has SHA-256 %s, the trailer says %s",
 					size, codedistributor.Hex(sum), codedistributor.Hex(want))
 			}
 			if size == 0 {
-				return nil, invalid("artifact", "empty")
+				return nil, validate.Invalid("artifact", "empty")
 			}
 			return &clusterv1.CodeFile{Name: codedistributor.ArtifactFile, Size: size, Sha256: sum}, f.Close()
 		default:
-			return nil, invalid("spec", "sent twice, or an empty message, after the artifact started")
+			return nil, validate.Invalid("spec", "sent twice, or an empty message, after the artifact started")
 		}
 	}
 }
@@ -284,7 +286,7 @@ func (s *service) newTopologyID(name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return topologyID(name, int64(stat.Cversion)+1, time.Now()), nil
+	return validate.NewTopologyID(name, int64(stat.Cversion)+1, time.Now()), nil
 }
 
 // waitReplication waits for the minimum replication within the configured
@@ -306,14 +308,14 @@ func (s *service) waitReplication(clientCtx context.Context, term *leader.Term, 
 	case err == nil:
 		return count, false, nil
 	case term.Context().Err() != nil:
-		return count, false, fmt.Errorf("%w: leadership lost while waiting for replication (%d of %d)", ErrNotCommitted, count, s.cfg.MinReplicationCount)
+		return count, false, fmt.Errorf("%w: leadership lost while waiting for replication (%d of %d)", apierr.ErrNotCommitted, count, s.cfg.MinReplicationCount)
 	case clientCtx.Err() != nil:
 		// The client left or its deadline passed: nobody to acknowledge.
 		return count, false, clientCtx.Err()
 	case errors.Is(err, context.DeadlineExceeded):
 		return count, true, nil // topology.max.replication.wait.time.sec
 	default:
-		return count, false, notCommitted(err)
+		return count, false, apierr.NotCommitted(err)
 	}
 }
 
@@ -325,12 +327,6 @@ func (s *service) cleanupBackend(id string, log interface{ Warn(string, ...any) 
 	if err := s.dist.Cleanup(ctx, id); err != nil {
 		log.Warn("cannot clean up the code of a failed submission", "err", err)
 	}
-}
-
-// notCommitted marks a failure before the commit: nothing was committed,
-// so the client may submit again (ABORTED).
-func notCommitted(err error) error {
-	return fmt.Errorf("%w: %v", ErrNotCommitted, err)
 }
 
 // deleteDistribution removes /code-distributor/<id> and its replicas in one

@@ -2,13 +2,16 @@ package nimbus
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"log/slog"
 	"sort"
 	"sync"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/nimbusha/nimbus/apierr"
 	"github.com/nimbusha/nimbus/assign"
 	"github.com/nimbusha/nimbus/cluster"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
@@ -84,6 +87,36 @@ func cached[M proto.Message](v *view, b *built[M], k viewKey, build func() (M, e
 	return b.msg, b.err
 }
 
+// newView makes the caches of every directory the view reads; share, if
+// not nil, hears of each answer built (see view.share). The directories of
+// the layout are re-created if deleted by hand (the whole root, say): a
+// cluster without them could not elect or submit.
+func newView(sess *cluster.Session, share func(m, old proto.Message), log *slog.Logger) *view {
+	paths := sess.Paths()
+	v := &view{
+		nimbuses: cluster.NewNimbusInfoCache(sess, paths.Nimbuses(), log).Recreate(),
+		locks:    cluster.NewNimbusInfoCache(sess, paths.LeaderLock(), log).Recreate(),
+		storms:   cluster.NewDirCache(sess, paths.Storms(), func() *clusterv1.StormBase { return new(clusterv1.StormBase) }, log).Recreate(),
+		replicas: cluster.NewReplicaCache(sess, log),
+		// Heartbeats rewrite supervisors' nodes every few seconds: watching
+		// them would cost every nimbus a read per heartbeat. Membership is
+		// watched; the leader refreshes the payloads (see lead).
+		supervisors: cluster.NewDirCache(sess, paths.Supervisors(),
+			func() *clusterv1.SupervisorInfo { return new(clusterv1.SupervisorInfo) }, log).Recreate().MembersOnly(),
+		assignments: cluster.NewDirCache(sess, paths.Assignments(),
+			func() *clusterv1.Assignment { return new(clusterv1.Assignment) }, log).Recreate(),
+		now:   time.Now,
+		share: share,
+	}
+	v.replicas.Distributions.Recreate()
+	return v
+}
+
+// caches are the view's caches, to Run.
+func (v *view) caches() []interface{ Run(context.Context) error } {
+	return []interface{ Run(context.Context) error }{v.nimbuses, v.locks, v.storms, v.replicas, v.supervisors, v.assignments}
+}
+
 // leaderInfo is GetLeader's answer, shared: callers must not modify it.
 func (v *view) leaderInfo() (*nimbusv1.GetLeaderResponse, error) {
 	k := v.key()
@@ -123,7 +156,7 @@ func (v *view) leader() (*clusterv1.NimbusInfo, int64, bool) {
 func (v *view) leaderSummary() (*nimbusv1.NimbusSummary, error) {
 	head, epoch, ok := v.leader()
 	if !ok {
-		return nil, ErrNoLeader
+		return nil, apierr.ErrNoLeader
 	}
 	reg := v.nimbuses.Snapshot()[cluster.HostPort(head)]
 	s := v.summary(head, reg, v.storms.Snapshot())
@@ -283,7 +316,7 @@ func (v *view) byName(name string) (string, *clusterv1.StormBase, error) {
 			return id, base, nil
 		}
 	}
-	return "", nil, fmt.Errorf("%w: %q", ErrNotFound, name)
+	return "", nil, fmt.Errorf("%w: %q", apierr.ErrNotFound, name)
 }
 
 // topologyInfo is GetTopologyInfo's answer.

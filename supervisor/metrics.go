@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/nimbusha/nimbus/configs"
 	"github.com/nimbusha/nimbus/internal/daemon"
 )
 
@@ -42,23 +43,31 @@ func (c workerCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(restartsDesc, prometheus.GaugeValue, float64(restarts))
 }
 
-// serveMetrics listens on supervisor.metrics.port (unless it is -1) and
-// serves metrics and pprof until Close; it returns the bound address.
-func (s *Supervisor) serveMetrics() (string, error) {
-	if s.cfg.SupervisorMetricsPort < 0 {
-		return "", nil
+// listenMetrics opens supervisor.metrics.port, unless it is -1.
+func (s *Supervisor) listenMetrics() (err error) {
+	if s.cfg.SupervisorMetricsPort == configs.MetricsDisabled {
+		return nil
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(s.cfg.SupervisorMetricsPort)))
-	if err != nil {
-		return "", fmt.Errorf("supervisor: listen on supervisor.metrics.port %d: %w", s.cfg.SupervisorMetricsPort, err)
+	if s.metricsLn, err = net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(s.cfg.SupervisorMetricsPort))); err != nil {
+		return fmt.Errorf("supervisor: listen on supervisor.metrics.port %d: %w", s.cfg.SupervisorMetricsPort, err)
+	}
+	s.onClose(func() { s.metricsLn.Close() }) // closed already if served
+	return nil
+}
+
+// serveMetrics serves metrics and pprof on the metrics port, if any, until
+// Close.
+func (s *Supervisor) serveMetrics() {
+	if s.metricsLn == nil {
+		return
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), workerCollector{s})
-	s.metrics = &http.Server{Handler: daemon.MetricsHandler(reg), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: daemon.MetricsHandler(reg), ReadHeaderTimeout: 10 * time.Second}
 	s.wg.Go(func() {
-		if err := s.metrics.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error("metrics server stopped", "err", err)
+		if err := srv.Serve(s.metricsLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.fail(fmt.Errorf("supervisor: metrics: %w", err))
 		}
 	})
-	return ln.Addr().String(), nil
+	s.onClose(func() { srv.Close() })
 }

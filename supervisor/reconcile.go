@@ -18,87 +18,122 @@ func (s *Supervisor) reconcileLoop(ctx context.Context) {
 	case <-ctx.Done():
 		return
 	}
-	var fetches sync.WaitGroup
-	fetching := map[string]context.CancelFunc{}
-	fetched := make(chan string, 16)
+	f := &fetches{s: s, ctx: ctx, running: map[string]context.CancelFunc{}, done: make(chan string, 16)}
 	defer func() {
-		for _, cancel := range fetching {
-			cancel()
-		}
-		fetches.Wait()
+		f.stopAll()
 		s.stopWorkers(func(int32, *worker) bool { return true })
 	}()
 	tick := time.NewTicker(resync)
 	defer tick.Stop()
 	for {
-		changed := s.assignments.Changed()
+		// Taken before what they announce is read: no change goes unseen.
+		assigned, stored := s.assignments.Changed(), s.store.Changed()
 		desired := s.desired()
-
-		// Code first: a worker starts only from verified code.
-		ready := map[string]bool{}
-		for _, d := range desired {
-			if _, done := ready[d.topologyID]; done {
-				continue
-			}
-			ready[d.topologyID] = s.store.Verify(d.topologyID, d.digest) == nil
-			if !ready[d.topologyID] && fetching[d.topologyID] == nil {
-				fctx, cancel := context.WithCancel(ctx)
-				fetching[d.topologyID] = cancel
-				id, digest := d.topologyID, d.digest
-				fetches.Go(func() {
-					s.fetch(fctx, id, digest)
-					select {
-					case fetched <- id:
-					case <-ctx.Done():
-					}
-				})
-			}
-		}
-		for id, cancel := range fetching {
-			if ready[id] || !wanted(desired, id) {
-				cancel()
-				delete(fetching, id)
-			}
-		}
-
-		// Stop what no longer matches, all at once (each takes up to the
-		// grace period), then start what is missing.
-		s.stopWorkers(func(port int32, w *worker) bool {
-			d, ok := desired[port]
-			return !ok || d.topologyID != w.spec.TopologyID || d.executors != w.spec.Executors
-		})
-		for port, d := range desired {
-			s.mu.Lock()
-			_, running := s.workers[port]
-			s.mu.Unlock()
-			if running || !ready[d.topologyID] {
-				continue
-			}
-			spec, err := s.workerSpecFor(port, d)
-			if err != nil {
-				s.log.Error("cannot start worker", "topology", d.topologyID, "port", port, "err", err)
-				continue
-			}
-			w := startWorker(ctx, spec, s.spawn, s.cfg.WorkerShutdownSleep, s.log, s.heartbeatSoon)
-			s.mu.Lock()
-			s.workers[port] = w
-			s.mu.Unlock()
-			s.heartbeatSoon()
-		}
+		ready := f.fetchMissing(desired) // a worker starts only from verified code
+		s.stopMismatched(desired)
+		s.startMissing(ctx, desired, ready)
 		s.removeUnassignedCode(desired)
 
 		select {
 		case <-ctx.Done():
 			return
-		case <-changed:
+		case <-assigned:
+		case <-stored: // a copy reported corrupt, say
 		case <-s.wake:
 		case <-tick.C:
-		case id := <-fetched: // done or given up: the next pass decides again
-			if cancel := fetching[id]; cancel != nil {
-				cancel()
-				delete(fetching, id)
-			}
+		case id := <-f.done: // done or given up: the next pass decides again
+			f.stop(id)
 		}
+	}
+}
+
+// fetches are the code fetches under way, by topology.
+type fetches struct {
+	s       *Supervisor
+	ctx     context.Context
+	wg      sync.WaitGroup
+	running map[string]context.CancelFunc
+	done    chan string // a fetch ended
+}
+
+// fetchMissing reports which desired topologies' code is held, verified,
+// and fetches the code of the others; fetches of code no longer desired
+// or held now stop.
+func (f *fetches) fetchMissing(desired map[int32]desiredWorker) map[string]bool {
+	ready := map[string]bool{}
+	for _, d := range desired {
+		if _, seen := ready[d.topologyID]; seen {
+			continue
+		}
+		ready[d.topologyID] = f.s.store.Verify(d.topologyID, d.digest) == nil
+		if !ready[d.topologyID] && f.running[d.topologyID] == nil {
+			f.start(d.topologyID, d.digest)
+		}
+	}
+	for id := range f.running {
+		if ready[id] || !wanted(desired, id) {
+			f.stop(id)
+		}
+	}
+	return ready
+}
+
+func (f *fetches) start(id string, digest []byte) {
+	ctx, cancel := context.WithCancel(f.ctx)
+	f.running[id] = cancel
+	f.wg.Go(func() {
+		f.s.fetch(ctx, id, digest)
+		select {
+		case f.done <- id:
+		case <-f.ctx.Done():
+		}
+	})
+}
+
+func (f *fetches) stop(id string) {
+	if cancel := f.running[id]; cancel != nil {
+		cancel()
+		delete(f.running, id)
+	}
+}
+
+// stopAll stops every fetch and waits for them.
+func (f *fetches) stopAll() {
+	for id := range f.running {
+		f.stop(id)
+	}
+	f.wg.Wait()
+}
+
+// stopMismatched stops, all at once (each takes up to the grace period),
+// the workers whose slot no longer runs what the assignments ask.
+func (s *Supervisor) stopMismatched(desired map[int32]desiredWorker) {
+	s.stopWorkers(func(port int32, w *worker) bool {
+		d, ok := desired[port]
+		return !ok || d.topologyID != w.spec.TopologyID || d.executors != w.spec.Executors
+	})
+}
+
+// startMissing starts a worker on every desired slot that runs none and
+// whose code is ready.
+func (s *Supervisor) startMissing(ctx context.Context, desired map[int32]desiredWorker, ready map[string]bool) {
+	for port, d := range desired {
+		s.mu.Lock()
+		_, running := s.workers[port]
+		s.mu.Unlock()
+		if running || !ready[d.topologyID] {
+			continue
+		}
+		spec, err := s.workerSpecFor(port, d)
+		if err != nil {
+			s.log.Error("cannot start worker", "topology", d.topologyID, "port", port, "err", err)
+			continue
+		}
+		w := startWorker(ctx, spec, s.spawn, s.cfg.WorkerShutdownSleep, s.log, s.heartbeatSoon)
+		s.mu.Lock()
+		s.workers[port] = w
+		s.mu.Unlock()
+		s.heartbeatSoon()
 	}
 }
 

@@ -5,27 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
-	_ "github.com/nimbusha/nimbus/codedistributor/bittorrent" // storm.codedistributor.class: bittorrent
-	_ "github.com/nimbusha/nimbus/codedistributor/hdfs"       // storm.codedistributor.class: hdfs
-	_ "github.com/nimbusha/nimbus/codedistributor/localfs"    // the default backend
+	_ "github.com/nimbusha/nimbus/codedistributor/backends" // every storm.codedistributor.class
 	"github.com/nimbusha/nimbus/configs"
 	"github.com/nimbusha/nimbus/internal/version"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
-	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
 // resync is the safety period of the reconcile loop; changes wake it at once.
@@ -38,29 +33,26 @@ type Supervisor struct {
 	base *slog.Logger
 	log  *slog.Logger
 
+	// The parts, made by Start.
 	id          string
 	dir         string
-	lock        *os.File
 	started     time.Time
 	sess        *cluster.Session
 	store       *codedistributor.Store
-	peers       *codedistributor.Peers
 	dist        codedistributor.Distributor
 	fetcher     *codedistributor.Fetcher
 	assignments *cluster.DirCache[*clusterv1.Assignment]
 	spawn       *spawner
-	metrics     *http.Server // nil when supervisor.metrics.port is -1
-	cancel      context.CancelFunc
-	wg          sync.WaitGroup
-	// The reconcile loop stops first, so workers are stopped while this
-	// supervisor is still registered and heartbeating.
-	stopReconcile context.CancelFunc
-	reconciled    chan struct{}
-	wake          chan struct{}
-	beat          chan struct{}
-	lost          chan struct{} // a heartbeat found the node gone
-	ready         chan struct{}
-	closeOnce     sync.Once
+	metricsLn   net.Listener // nil when supervisor.metrics.port is -1
+
+	wake      chan struct{}
+	beat      chan struct{}
+	lost      chan struct{} // a heartbeat found the node gone
+	ready     chan struct{}
+	errc      chan error
+	wg        sync.WaitGroup // every goroutine Start started
+	closers   []func()       // the stops of what Start started, for Close
+	closeOnce sync.Once
 
 	mu      sync.Mutex
 	workers map[int32]*worker // by port
@@ -70,7 +62,8 @@ type Supervisor struct {
 func New(cfg *configs.Config, logger *slog.Logger) *Supervisor {
 	return &Supervisor{
 		cfg: cfg, base: logger, log: logger.With("component", "supervisor"),
-		wake: make(chan struct{}, 1), beat: make(chan struct{}, 1), lost: make(chan struct{}, 1), ready: make(chan struct{}),
+		wake: make(chan struct{}, 1), beat: make(chan struct{}, 1), lost: make(chan struct{}, 1),
+		ready: make(chan struct{}), errc: make(chan error, 1),
 		workers: map[int32]*worker{},
 	}
 }
@@ -82,35 +75,79 @@ func (s *Supervisor) ID() string { return s.id }
 // its assignments.
 func (s *Supervisor) ReadyNotify() <-chan struct{} { return s.ready }
 
-// Start loads the id, connects to ZooKeeper, registers and starts the
-// heartbeat and reconcile loops. On error everything started is stopped.
+// Err delivers a fatal error from the metrics listener; the caller should
+// Close.
+func (s *Supervisor) Err() <-chan error { return s.errc }
+
+func (s *Supervisor) fail(err error) {
+	select {
+	case s.errc <- err:
+	default:
+	}
+}
+
+// Start brings the supervisor up in four steps: claim its local directory
+// (and the id kept there), listen on the metrics port, connect (the
+// ZooKeeper session, the code distributor, the assignments cache) and run
+// (registration and heartbeats, the reconcile loop, metrics).
+//
+// ctx bounds connecting only. Once Start returns, the supervisor runs
+// until Close, under a context of its own; ReadyNotify says when it is
+// registered and has read its assignments. On error, whatever was started
+// is stopped.
 func (s *Supervisor) Start(ctx context.Context) (err error) {
 	defer func() {
 		if err != nil {
 			s.Close()
 		}
 	}()
-	cfg := s.cfg
 	s.started = time.Now()
-	s.dir = filepath.Join(cfg.LocalDir, "supervisor")
+	if err := s.claimDir(); err != nil {
+		return err
+	}
+	if err := s.listenMetrics(); err != nil {
+		return err
+	}
+	if err := s.connect(ctx); err != nil {
+		return err
+	}
+	s.run()
+	return nil
+}
+
+// onClose registers the stop of something Start started; Close runs the
+// stops in reverse order, so each part stops before what it depends on.
+func (s *Supervisor) onClose(stop func()) { s.closers = append(s.closers, stop) }
+
+// claimDir locks storm.local.dir/supervisor, loads the id kept there and
+// opens the code store.
+func (s *Supervisor) claimDir() (err error) {
+	s.dir = filepath.Join(s.cfg.LocalDir, "supervisor")
 	if err := os.MkdirAll(filepath.Join(s.dir, "workers"), 0o755); err != nil {
-		return fmt.Errorf("supervisor: storm.local.dir %s: %w", cfg.LocalDir, err)
+		return fmt.Errorf("supervisor: storm.local.dir %s: %w", s.cfg.LocalDir, err)
 	}
 	// One supervisor per local dir: two would share an id, take each
 	// other's registration and start workers on the same ports.
-	if s.lock, err = os.OpenFile(filepath.Join(s.dir, "lock"), os.O_CREATE|os.O_RDWR, 0o644); err != nil {
+	lock, err := os.OpenFile(filepath.Join(s.dir, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
 		return err
 	}
-	if err := syscall.Flock(int(s.lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	s.onClose(func() { lock.Close() })
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		return fmt.Errorf("supervisor: %s is in use by another supervisor: %w", s.dir, err)
 	}
 	if s.id, err = loadID(s.dir); err != nil {
 		return err
 	}
 	s.log = s.log.With("supervisor_id", s.id)
-	if s.store, err = codedistributor.OpenStore(s.dir); err != nil {
-		return err
-	}
+	s.store, err = codedistributor.OpenStore(s.dir)
+	return err
+}
+
+// connect opens the ZooKeeper session and builds what reads and fetches
+// through it: the code distributor and the assignments cache.
+func (s *Supervisor) connect(ctx context.Context) (err error) {
+	cfg := s.cfg
 	s.sess, err = cluster.Connect(ctx, cluster.SessionConfig{
 		Servers: cfg.ZKServers(), SessionTimeout: cfg.ZKSessionTimeout, ConnectTimeout: cfg.ZKConnectionTimeout,
 		Root: cfg.ZKRoot, Logger: s.base,
@@ -118,92 +155,103 @@ func (s *Supervisor) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	s.onClose(s.sess.Close)
 	paths := s.sess.Paths()
 	if err := s.sess.EnsureDirs(paths.Supervisors()); err != nil {
 		return fmt.Errorf("supervisor: %w", err)
 	}
-	s.peers = codedistributor.NewPeers()
-	params := codedistributor.Params{Config: cfg, Session: s.sess, Peers: s.peers, Store: s.store,
-		OnCorrupt: func(string) { s.nudge() }, Logger: s.base}
+	peers := codedistributor.NewPeers()
+	s.onClose(peers.Close)
+	params := codedistributor.Params{Config: cfg, Session: s.sess, Peers: peers, Store: s.store, Logger: s.base}
 	if s.dist, err = codedistributor.New(cfg.CodeDistributorClass, params); err != nil {
 		return err
 	}
+	s.onClose(func() { s.dist.Close() })
 	s.fetcher = &codedistributor.Fetcher{Params: params, Dist: s.dist, Store: s.store}
 	s.assignments = cluster.NewDirCache(s.sess, paths.Assignments(), func() *clusterv1.Assignment { return new(clusterv1.Assignment) }, s.base)
 	s.spawn = newSpawner()
-	metricsAddr, err := s.serveMetrics()
-	if err != nil {
-		return err
-	}
-
-	runCtx, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
-	registered := make(chan struct{})
-	var once sync.Once
-	s.wg.Go(func() { _ = s.assignments.Run(runCtx) })
-	s.wg.Go(func() {
-		// The heartbeat rewrites the node; Keep (re)creates it, and its
-		// directory if the root was deleted by hand, when a heartbeat finds
-		// it gone.
-		cluster.EphemeralNode{Path: paths.Supervisor(s.id), Data: cluster.Encode(s.info()), RecreateParent: true,
-			OwnerWrites: true, Lost: s.lost,
-			Ready: func() {
-				once.Do(func() { close(registered) })
-				s.heartbeatSoon() // the node was (re)created with stale data
-			}}.Keep(runCtx, s.sess, s.log)
-	})
-	s.wg.Go(func() { s.heartbeats(runCtx) })
-	reconcileCtx, stopReconcile := context.WithCancel(runCtx)
-	s.stopReconcile = stopReconcile
-	s.reconciled = make(chan struct{})
-	go func() {
-		defer close(s.reconciled)
-		s.reconcileLoop(reconcileCtx)
-	}()
-	s.wg.Go(func() {
-		for _, c := range []<-chan struct{}{registered, s.assignments.Loaded()} {
-			select {
-			case <-c:
-			case <-runCtx.Done():
-				return
-			}
-		}
-		s.log.Info("supervisor ready", "id", s.id, "host", cfg.LocalHostname, "slots", cfg.SupervisorSlotsPorts,
-			"metrics", metricsAddr, "version", version.Version)
-		close(s.ready)
-	})
+	s.onClose(s.spawn.close) // after every worker has exited
 	return nil
 }
 
+// run starts every loop. Their stops, in the reverse order, stop the
+// workers first, while this supervisor is still registered and
+// heartbeating, then the rest.
+func (s *Supervisor) run() {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.onClose(func() {
+		cancel()
+		s.wg.Wait()
+	})
+	s.wg.Go(func() { _ = s.assignments.Run(ctx) })
+	registered := s.register(ctx)
+	s.wg.Go(func() { s.heartbeats(ctx) })
+	s.wg.Go(func() { s.announceReady(ctx, registered) })
+	s.serveMetrics()
+	s.reconcile(ctx)
+}
+
+// register keeps this supervisor's node under /supervisors, which its
+// heartbeats rewrite; the channel is closed once it exists.
+func (s *Supervisor) register(ctx context.Context) <-chan struct{} {
+	registered := make(chan struct{})
+	var once sync.Once
+	// The heartbeat rewrites the node; Keep (re)creates it, and its
+	// directory if the root was deleted by hand, when a heartbeat finds it
+	// gone.
+	node := cluster.EphemeralNode{Path: s.sess.Paths().Supervisor(s.id), Data: cluster.Encode(s.info()), RecreateParent: true,
+		OwnerWrites: true, Lost: s.lost,
+		Ready: func() {
+			once.Do(func() { close(registered) })
+			s.heartbeatSoon() // the node was (re)created with stale data
+		}}
+	s.wg.Go(func() { node.Keep(ctx, s.sess, s.log) })
+	return registered
+}
+
+// reconcile runs the reconcile loop; its stop waits until the loop has
+// stopped every worker.
+func (s *Supervisor) reconcile(ctx context.Context) {
+	ctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.reconcileLoop(ctx)
+	}()
+	s.onClose(func() {
+		stop() // it stops the workers as it returns
+		<-done
+	})
+}
+
+// announceReady logs the ready line and closes ReadyNotify once this
+// supervisor is registered and has read its assignments.
+func (s *Supervisor) announceReady(ctx context.Context, registered <-chan struct{}) {
+	for _, c := range []<-chan struct{}{registered, s.assignments.Loaded()} {
+		select {
+		case <-c:
+		case <-ctx.Done():
+			return
+		}
+	}
+	metrics := ""
+	if s.metricsLn != nil {
+		metrics = s.metricsLn.Addr().String()
+	}
+	s.log.Info("supervisor ready", "id", s.id, "host", s.cfg.LocalHostname, "slots", s.cfg.SupervisorSlotsPorts,
+		"metrics", metrics, "version", version.Version)
+	close(s.ready)
+}
+
 // Close stops every worker (SIGTERM, then SIGKILL after
-// supervisor.worker.shutdown.sleep.secs), then deregisters. Idempotent.
+// supervisor.worker.shutdown.sleep.secs) while still registered, then ends
+// its loops, closes the code distributor and the session (deregistering
+// it) and releases its local directory. Idempotent, and safe after a
+// failed Start.
 func (s *Supervisor) Close() {
 	s.closeOnce.Do(func() {
-		if s.stopReconcile != nil {
-			s.stopReconcile() // it stops the workers as it returns
-			<-s.reconciled
-		}
-		if s.cancel != nil {
-			s.cancel()
-		}
-		if s.metrics != nil {
-			s.metrics.Close()
-		}
-		s.wg.Wait()
-		if s.spawn != nil {
-			s.spawn.close()
-		}
-		if s.dist != nil {
-			s.dist.Close()
-		}
-		if s.peers != nil {
-			s.peers.Close()
-		}
-		if s.sess != nil {
-			s.sess.Close()
-		}
-		if s.lock != nil {
-			s.lock.Close()
+		for i := len(s.closers) - 1; i >= 0; i-- {
+			s.closers[i]()
 		}
 		s.log.Info("supervisor stopped")
 	})
@@ -272,94 +320,4 @@ func (s *Supervisor) heartbeats(ctx context.Context) {
 			s.log.Debug("heartbeat failed", "err", err)
 		}
 	}
-}
-
-// desiredWorker is what the assignments ask of one of this supervisor's
-// ports.
-type desiredWorker struct {
-	topologyID string
-	digest     []byte
-	executors  string
-}
-
-// desired reads this supervisor's part of every assignment.
-func (s *Supervisor) desired() map[int32]desiredWorker {
-	byPort := map[int32]map[string][]*clusterv1.Executor{}
-	digests := map[string][]byte{}
-	mine := map[int32]bool{} // an old assignment may name a port no longer ours
-	for _, p := range s.cfg.SupervisorSlotsPorts {
-		mine[int32(p)] = true
-	}
-	for id, a := range s.assignments.Snapshot() {
-		if a == nil {
-			continue
-		}
-		for _, ea := range a.GetExecutors() {
-			if ea.GetSlot().GetSupervisorId() != s.id || !mine[ea.GetSlot().GetPort()] {
-				continue
-			}
-			port := ea.GetSlot().GetPort()
-			if byPort[port] == nil {
-				byPort[port] = map[string][]*clusterv1.Executor{}
-			}
-			byPort[port][id] = append(byPort[port][id], ea.GetExecutor())
-			digests[id] = a.GetCodeMetaDigest()
-		}
-	}
-	out := map[int32]desiredWorker{}
-	for port, tops := range byPort {
-		// A slot hosts one topology; should two claim it, take one
-		// deterministically and let the leader sort it out.
-		ids := make([]string, 0, len(tops))
-		for id := range tops {
-			ids = append(ids, id)
-		}
-		sort.Strings(ids)
-		id := ids[0]
-		out[port] = desiredWorker{topologyID: id, digest: digests[id], executors: formatExecutors(tops[id])}
-	}
-	return out
-}
-
-// formatExecutors renders STORM_EXECUTORS: component[start-end],...
-func formatExecutors(execs []*clusterv1.Executor) string {
-	sort.Slice(execs, func(i, j int) bool {
-		if execs[i].GetComponentId() != execs[j].GetComponentId() {
-			return execs[i].GetComponentId() < execs[j].GetComponentId()
-		}
-		return execs[i].GetTaskStart() < execs[j].GetTaskStart()
-	})
-	parts := make([]string, len(execs))
-	for i, e := range execs {
-		parts[i] = fmt.Sprintf("%s[%d-%d]", e.GetComponentId(), e.GetTaskStart(), e.GetTaskEnd())
-	}
-	return strings.Join(parts, ",")
-}
-
-// workerSpecFor builds the command of a desired worker from its
-// topology's spec, installed with the code.
-func (s *Supervisor) workerSpecFor(port int32, d desiredWorker) (workerSpec, error) {
-	codeDir := s.store.Dir(d.topologyID)
-	data, err := os.ReadFile(filepath.Join(codeDir, codedistributor.SpecFile))
-	if err != nil {
-		return workerSpec{}, err
-	}
-	spec := new(nimbusv1.TopologySpec)
-	if err := proto.Unmarshal(data, spec); err != nil {
-		return workerSpec{}, fmt.Errorf("spec of %s: %w", d.topologyID, err)
-	}
-	r := strings.NewReplacer("{code_dir}", codeDir, "{port}", fmt.Sprint(port), "{topology_id}", d.topologyID)
-	argv := make([]string, len(spec.GetWorkerCommand()))
-	for i, a := range spec.GetWorkerCommand() {
-		argv[i] = r.Replace(a)
-	}
-	if len(argv) == 0 {
-		return workerSpec{}, fmt.Errorf("topology %s has no worker command", d.topologyID)
-	}
-	// The artifact is often the program itself.
-	_ = os.Chmod(filepath.Join(codeDir, codedistributor.ArtifactFile), 0o755)
-	return workerSpec{
-		TopologyID: d.topologyID, Port: port, Executors: d.executors, Argv: argv, CodeDir: codeDir,
-		LogPath: filepath.Join(s.dir, "workers", fmt.Sprintf("%s-%d.log", d.topologyID, port)),
-	}, nil
 }

@@ -37,8 +37,14 @@ func run(args []string, stderr io.Writer) int {
 		logger.Error("supervisor failed to start", "err", err)
 		return 1
 	}
-	<-ctx.Done()
-	logger.Info("signal received; stopping workers")
+	code = 0
+	select {
+	case <-ctx.Done():
+		logger.Info("signal received; stopping workers")
+	case err := <-s.Err():
+		logger.Error("supervisor failed; stopping workers", "err", err)
+		code = 1
+	}
 	s.Close()
-	return 0
+	return code
 }

@@ -76,9 +76,7 @@ func (d *distributor) reseed(rejected map[string]string) {
 			// Not again until the bundle changes: its owner re-fetches it.
 			rejected[id] = fp
 			d.p.Logger.Error("not seeding code that does not verify", "topology", id, "err", err)
-			if d.p.OnCorrupt != nil {
-				d.p.OnCorrupt(id)
-			}
+			d.p.Store.ReportCorrupt(id)
 		default: // tried again on the next pass
 			d.p.Logger.Warn("cannot seed code", "topology", id, "err", err)
 		}

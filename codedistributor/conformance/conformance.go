@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,9 +21,10 @@ import (
 
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
+	"github.com/nimbusha/nimbus/codeservice"
 	"github.com/nimbusha/nimbus/configs"
+	"github.com/nimbusha/nimbus/internal/notify"
 	"github.com/nimbusha/nimbus/internal/testcluster"
-	"github.com/nimbusha/nimbus/nimbus"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
@@ -32,11 +32,10 @@ import (
 // Node is one simulated nimbus: a store served by a CodeService, and the
 // backend under test.
 type Node struct {
-	Addr     string
-	Store    *codedistributor.Store
-	Dist     codedistributor.Distributor
-	Fetcher  *codedistributor.Fetcher
-	corrupts atomic.Int32 // corrupt copies its CodeService reported
+	Addr    string
+	Store   *codedistributor.Store
+	Dist    codedistributor.Distributor
+	Fetcher *codedistributor.Fetcher
 }
 
 // Env is a ZooKeeper session and nodes sharing it.
@@ -76,6 +75,7 @@ func Run(t *testing.T, backend string, configure func(*configs.Config)) {
 		code, data := e.Publish(a, "corrupt-1-1", 200<<10)
 		// a's copy is altered on disk; so far it is the only replica.
 		corrupt(t, filepath.Join(a.Store.Dir(code.TopologyID), codedistributor.ArtifactFile))
+		reported := a.Store.Changed() // closed when a reports its copy corrupt
 		// A backend that reads a's disk must refuse its bytes, install
 		// nothing, and a must notice (its CodeService or its backend); one
 		// that stores the code elsewhere (HDFS) never reads them and
@@ -84,7 +84,7 @@ func Run(t *testing.T, backend string, configure func(*configs.Config)) {
 			if !errors.Is(err, codedistributor.ErrCorrupt) && !errors.Is(err, codedistributor.ErrNotHeld) {
 				t.Fatalf("fetch from a corrupt only replica: %v, want ErrCorrupt or ErrNotHeld", err)
 			}
-			if a.corrupts.Load() == 0 {
+			if !notify.Closed(reported) {
 				t.Fatal("the node serving corrupt code did not notice")
 			}
 		}
@@ -158,14 +158,13 @@ func (e *Env) Node() *Node {
 	}
 	n := &Node{Addr: ln.Addr().String(), Store: store}
 	srv := grpc.NewServer()
-	nimbusv1.RegisterCodeServiceServer(srv, nimbus.NewCodeService(store, func(string) { n.corrupts.Add(1) }, nil))
+	nimbusv1.RegisterCodeServiceServer(srv, codeservice.New(store, nil))
 	go srv.Serve(ln)
 	t.Cleanup(srv.Stop)
 	peers := codedistributor.NewPeers()
 	t.Cleanup(peers.Close)
 	params := codedistributor.Params{Config: e.cfg, Session: e.Session, Peers: peers, Self: n.Addr, Store: store,
-		OnCorrupt: func(string) { n.corrupts.Add(1) },
-		Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if n.Dist, err = codedistributor.New(e.backend, params); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package nimbus
+package validate
 
 import (
 	"errors"
@@ -14,7 +14,7 @@ import (
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
-// validSpec returns a fresh spec that passes validateSpec; cases mutate it.
+// validSpec returns a fresh spec that passes Spec; cases mutate it.
 func validSpec() *nimbusv1.TopologySpec {
 	return &nimbusv1.TopologySpec{
 		Name:       "word-count_v1.2",
@@ -31,7 +31,7 @@ func validSpec() *nimbusv1.TopologySpec {
 	}
 }
 
-// checkField fails t unless err is nil (want == "") or a *ValidationError
+// checkField fails t unless err is nil (want == "") or a *Error
 // for exactly the field want.
 func checkField(t *testing.T, err error, want string) {
 	t.Helper()
@@ -41,9 +41,9 @@ func checkField(t *testing.T, err error, want string) {
 		}
 		return
 	}
-	var ve *ValidationError
+	var ve *Error
 	if !errors.As(err, &ve) {
-		t.Fatalf("got error %v (%T), want a *ValidationError for %s", err, err, want)
+		t.Fatalf("got error %v (%T), want a *Error for %s", err, err, want)
 	}
 	if ve.Field != want {
 		t.Fatalf("got field %q (%v), want %q", ve.Field, err, want)
@@ -156,7 +156,7 @@ func TestValidateSpec(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := validSpec()
 			tc.mutate(s)
-			err := validateSpec(s)
+			err := Spec(s)
 			checkField(t, err, tc.field)
 			if tc.inReason != "" && !strings.Contains(err.Error(), tc.inReason) {
 				t.Errorf("error %q does not contain %q", err, tc.inReason)
@@ -166,14 +166,14 @@ func TestValidateSpec(t *testing.T) {
 }
 
 func TestValidateSpecNil(t *testing.T) {
-	checkField(t, validateSpec(nil), "spec")
+	checkField(t, Spec(nil), "spec")
 }
 
 // Reasons show the bad value, but never all of a huge one.
 func TestReasonTruncatesValues(t *testing.T) {
 	s := validSpec()
 	s.Name = strings.Repeat("/", 1<<20)
-	err := validateSpec(s)
+	err := Spec(s)
 	checkField(t, err, "spec.name")
 	if n := len(err.Error()); n > 300 {
 		t.Errorf("error is %d bytes long: %.100q...", n, err)
@@ -195,8 +195,8 @@ func TestMapKeyErrorsAreDeterministic(t *testing.T) {
 		"zeta": 0, "mu": -1, "beta": 0, "omega": 20000, "alpha": 0, "pi": 0,
 	}}
 	for range 100 {
-		checkField(t, validateSpec(spec), `spec.config["alpha\x00"]`)
-		checkField(t, validateRebalance(reb), `component_parallelism["alpha"]`)
+		checkField(t, Spec(spec), `spec.config["alpha\x00"]`)
+		checkField(t, Rebalance(reb), `component_parallelism["alpha"]`)
 	}
 }
 
@@ -216,19 +216,19 @@ func TestValidateRequests(t *testing.T) {
 	}
 	for _, nc := range nameCases {
 		t.Run("name "+strconv.Quote(nc.name), func(t *testing.T) {
-			checkField(t, validateKill(&nimbusv1.KillTopologyRequest{Name: nc.name}), nc.field)
-			checkField(t, validateActivate(&nimbusv1.ActivateTopologyRequest{Name: nc.name}), nc.field)
-			checkField(t, validateDeactivate(&nimbusv1.DeactivateTopologyRequest{Name: nc.name}), nc.field)
-			checkField(t, validateRebalance(&nimbusv1.RebalanceTopologyRequest{Name: nc.name}), nc.field)
-			checkField(t, validateGetTopologyInfo(&nimbusv1.GetTopologyInfoRequest{Name: nc.name}), nc.field)
+			checkField(t, Kill(&nimbusv1.KillTopologyRequest{Name: nc.name}), nc.field)
+			checkField(t, Activate(&nimbusv1.ActivateTopologyRequest{Name: nc.name}), nc.field)
+			checkField(t, Deactivate(&nimbusv1.DeactivateTopologyRequest{Name: nc.name}), nc.field)
+			checkField(t, Rebalance(&nimbusv1.RebalanceTopologyRequest{Name: nc.name}), nc.field)
+			checkField(t, GetTopologyInfo(&nimbusv1.GetTopologyInfoRequest{Name: nc.name}), nc.field)
 		})
 	}
 	t.Run("nil requests", func(t *testing.T) {
-		checkField(t, validateKill(nil), "name")
-		checkField(t, validateActivate(nil), "name")
-		checkField(t, validateDeactivate(nil), "name")
-		checkField(t, validateRebalance(nil), "name")
-		checkField(t, validateGetTopologyInfo(nil), "name")
+		checkField(t, Kill(nil), "name")
+		checkField(t, Activate(nil), "name")
+		checkField(t, Deactivate(nil), "name")
+		checkField(t, Rebalance(nil), "name")
+		checkField(t, GetTopologyInfo(nil), "name")
 	})
 
 	for _, tc := range []struct {
@@ -272,9 +272,9 @@ func TestValidateRequests(t *testing.T) {
 			var err error
 			switch req := tc.req.(type) {
 			case *nimbusv1.KillTopologyRequest:
-				err = validateKill(req)
+				err = Kill(req)
 			case *nimbusv1.RebalanceTopologyRequest:
-				err = validateRebalance(req)
+				err = Rebalance(req)
 			default:
 				t.Fatalf("unexpected request %T", req)
 			}
@@ -320,12 +320,12 @@ func TestValidateTopologyID(t *testing.T) {
 		{"wc-١-2", "topology_id"}, // a non-ASCII digit
 	} {
 		t.Run(strconv.Quote(tc.id), func(t *testing.T) {
-			checkField(t, validateTopologyID("topology_id", tc.id), tc.field)
+			checkField(t, TopologyID("topology_id", tc.id), tc.field)
 		})
 	}
 }
 
-// topologyID builds ids that validateTopologyID accepts and that split back
+// topologyID builds ids that TopologyID accepts and that split back
 // into their parts. FuzzTopologyID explores further.
 func TestTopologyIDRoundTrip(t *testing.T) {
 	const alphabet = "abcXYZ019_.-"
@@ -336,7 +336,7 @@ func TestTopologyIDRoundTrip(t *testing.T) {
 			b[j] = alphabet[rng.IntN(len(alphabet))]
 		}
 		name := string(b)
-		if validateTopologyName("name", name) != nil {
+		if TopologyName("name", name) != nil {
 			continue
 		}
 		counter, secs := rng.Int64(), rng.Int64()
@@ -348,16 +348,16 @@ func TestTopologyIDRoundTrip(t *testing.T) {
 		case 2:
 			counter, secs = math.MaxInt64, 0
 		}
-		id := topologyID(name, counter, time.Unix(secs, 0))
-		gotName, gotCounter, gotSecs, err := splitTopologyID("topology_id", id)
+		id := NewTopologyID(name, counter, time.Unix(secs, 0))
+		gotName, gotCounter, gotSecs, err := SplitTopologyID("topology_id", id)
 		if err != nil {
-			t.Fatalf("topologyID(%q, %d, %d) = %q: %v", name, counter, secs, id, err)
+			t.Fatalf("NewTopologyID(%q, %d, %d) = %q: %v", name, counter, secs, id, err)
 		}
 		if gotName != name || gotCounter != counter || gotSecs != secs {
 			t.Fatalf("split(%q) = %q, %d, %d; want %q, %d, %d", id, gotName, gotCounter, gotSecs, name, counter, secs)
 		}
 	}
-	if got := topologyID("wordcount", 1, time.Unix(1400000000, 0)); got != "wordcount-1-1400000000" {
+	if got := NewTopologyID("wordcount", 1, time.Unix(1400000000, 0)); got != "wordcount-1-1400000000" {
 		t.Errorf("topologyID = %q", got)
 	}
 }
@@ -383,7 +383,7 @@ func TestValidateCodeFileName(t *testing.T) {
 		{strings.Repeat("f", 256), "file"},
 	} {
 		t.Run(strconv.Quote(tc.name), func(t *testing.T) {
-			checkField(t, validateCodeFileName("file", tc.name), tc.field)
+			checkField(t, CodeFileName("file", tc.name), tc.field)
 		})
 	}
 }

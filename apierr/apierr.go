@@ -1,4 +1,4 @@
-package nimbus
+package apierr
 
 import (
 	"context"
@@ -13,45 +13,36 @@ import (
 	"github.com/nimbusha/nimbus/codedistributor"
 	"github.com/nimbusha/nimbus/leader"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
+	"github.com/nimbusha/nimbus/validate"
 )
 
-// Domain errors that handlers return; toStatus maps them to gRPC codes.
+// The errors a request can end with. Their messages keep the "nimbus:"
+// prefix clients have always seen.
 var (
 	// ErrNoLeader: no nimbus leads right now (an election is under way).
 	ErrNoLeader = errors.New("nimbus: no leader elected")
+	// ErrNotFound: no topology has that name (or id).
+	ErrNotFound = errors.New("nimbus: topology not found")
+	// ErrAlreadyExists: a topology with that name is in /storms, or is
+	// being submitted.
+	ErrAlreadyExists = errors.New("nimbus: topology name in use")
+	// ErrNotCommitted: a submission stopped before its topology was
+	// committed (this nimbus lost leadership during the replication wait,
+	// say). Nothing remains of it, so submitting again is safe.
+	ErrNotCommitted = errors.New("nimbus: submission not committed")
+	// ErrCodeStoreUnavailable: the code distributor could not store the
+	// code (HDFS down or in safe mode, say). Nothing was written.
+	ErrCodeStoreUnavailable = errors.New("nimbus: code store unavailable")
+	// ErrWrongStatus: the topology's status forbids the action (activating
+	// a topology that is being killed, say).
+	ErrWrongStatus = errors.New("nimbus: action not allowed in the topology's status")
 )
 
-// ErrNotFound: no topology has that name (or id).
-var ErrNotFound = errors.New("nimbus: topology not found")
-
-// ErrAlreadyExists: a topology with that name is in /storms.
-var ErrAlreadyExists = errors.New("nimbus: topology name in use")
-
-// ErrNotCommitted: a submission stopped before its topology was committed
-// (this nimbus lost leadership during the replication wait). Nothing
-// remains of it, so submitting again is safe.
-var ErrNotCommitted = errors.New("nimbus: submission not committed")
-
-// ErrCodeStoreUnavailable: the code distributor could not store the code
-// (HDFS down or in safe mode, say). Nothing was written.
-var ErrCodeStoreUnavailable = errors.New("nimbus: code store unavailable")
-
-// ErrWrongStatus: the topology's status forbids the action (activating a
-// topology that is being killed, say).
-var ErrWrongStatus = errors.New("nimbus: action not allowed in the topology's status")
-
-// ValidationError is a request field that fails validation. Nothing has
-// been written when one is returned.
-type ValidationError struct {
-	Field  string // e.g. "spec.components[1].parallelism"
-	Reason string // e.g. "must be at least 1, got 0"
-}
-
-func (e *ValidationError) Error() string { return e.Field + ": " + e.Reason }
-
-// invalid returns a ValidationError.
-func invalid(field, format string, args ...any) error {
-	return &ValidationError{Field: field, Reason: fmt.Sprintf(format, args...)}
+// NotCommitted marks a failure before a submission's commit: nothing was
+// committed, so the client may submit again (ABORTED). The cause is kept as
+// text (%v), so its own sentinel cannot change the code.
+func NotCommitted(cause error) error {
+	return fmt.Errorf("%w: %v", ErrNotCommitted, cause)
 }
 
 // NotLeaderError is returned by leader-only work on a follower.
@@ -61,9 +52,10 @@ func (e *NotLeaderError) Error() string {
 	return fmt.Sprintf("nimbus: not the leader; the leader is %s", e.Leader)
 }
 
-// toStatus maps a domain error to a gRPC status error. It is the only
-// place that does.
-func toStatus(err error) error {
+// ToStatus maps the error a request ended with to a gRPC status error. It
+// is the only place that does. An error that is a status already passes
+// through.
+func ToStatus(err error) error {
 	if err == nil {
 		return nil
 	}
@@ -71,7 +63,7 @@ func toStatus(err error) error {
 		return err
 	}
 	var notLeader *NotLeaderError
-	var bad *ValidationError
+	var bad *validate.Error
 	switch {
 	case errors.As(err, &bad):
 		st, derr := status.New(codes.InvalidArgument, err.Error()).WithDetails(&errdetails.BadRequest{

@@ -1,4 +1,4 @@
-package nimbus
+package validate
 
 import (
 	"errors"
@@ -14,7 +14,7 @@ import (
 )
 
 // Fuzz targets for request validation. `go test` runs the seeds; run one
-// for longer with: go test -run '^$' -fuzz FuzzValidateSpec ./nimbus
+// for longer with: go test -run '^$' -fuzz FuzzValidateSpec ./validate
 
 func FuzzValidateSpec(f *testing.F) {
 	seeds := []*nimbusv1.TopologySpec{validSpec(), {}, {Name: "../x", NumWorkers: 1}}
@@ -36,14 +36,14 @@ func FuzzValidateSpec(f *testing.F) {
 		if proto.Unmarshal(data, spec) != nil {
 			t.Skip()
 		}
-		err := validateSpec(spec)
-		if again := validateSpec(spec); errString(again) != errString(err) {
+		err := Spec(spec)
+		if again := Spec(spec); errString(again) != errString(err) {
 			t.Fatalf("not deterministic: %v, then %v", err, again)
 		}
 		if err != nil {
-			var ve *ValidationError
+			var ve *Error
 			if !errors.As(err, &ve) || !strings.HasPrefix(ve.Field, "spec.") {
-				t.Fatalf("want a *ValidationError for a spec field, got %v (%T)", err, err)
+				t.Fatalf("want a *Error for a spec field, got %v (%T)", err, err)
 			}
 			return
 		}
@@ -86,13 +86,13 @@ func FuzzTopologyID(f *testing.F) {
 	f.Add("a", int64(math.MaxInt64), int64(math.MaxInt64))
 	f.Add("..", int64(1), int64(1))
 	f.Fuzz(func(t *testing.T, name string, counter, secs int64) {
-		if validateTopologyName("name", name) != nil || counter < 0 || secs < 0 {
+		if TopologyName("name", name) != nil || counter < 0 || secs < 0 {
 			t.Skip()
 		}
-		id := topologyID(name, counter, time.Unix(secs, 0))
-		gotName, gotCounter, gotSecs, err := splitTopologyID("topology_id", id)
+		id := NewTopologyID(name, counter, time.Unix(secs, 0))
+		gotName, gotCounter, gotSecs, err := SplitTopologyID("topology_id", id)
 		if err != nil {
-			t.Fatalf("topologyID(%q, %d, %d) = %q: %v", name, counter, secs, id, err)
+			t.Fatalf("NewTopologyID(%q, %d, %d) = %q: %v", name, counter, secs, id, err)
 		}
 		if gotName != name || gotCounter != counter || gotSecs != secs {
 			t.Fatalf("split(%q) = %q, %d, %d", id, gotName, gotCounter, gotSecs)
@@ -105,7 +105,7 @@ func FuzzValidateTopologyID(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		name, _, _, err := splitTopologyID("topology_id", s)
+		name, _, _, err := SplitTopologyID("topology_id", s)
 		if err != nil {
 			return
 		}
@@ -123,7 +123,7 @@ func FuzzValidateCodeFileName(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if validateCodeFileName("file", s) != nil {
+		if CodeFileName("file", s) != nil {
 			return
 		}
 		if filepath.Base(s) != s || !filepath.IsLocal(s) || filepath.Join("/code", s) != "/code/"+s {

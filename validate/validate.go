@@ -1,4 +1,4 @@
-package nimbus
+package validate
 
 import (
 	"fmt"
@@ -12,10 +12,23 @@ import (
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
-// Request validation (DESIGN.md invariant 8): handlers call these before
-// anything is written. Each returns nil or the first problem found, as a
-// *ValidationError naming the field. Map keys are checked in sorted order
-// so that the first problem is the same on every call.
+// Each check returns nil or the first problem found, as an *Error naming
+// the field. Map keys are checked in sorted order so that the first problem
+// is the same on every call.
+
+// Error is a request field that fails validation. Nothing has been
+// written when one is returned.
+type Error struct {
+	Field  string // e.g. "spec.components[1].parallelism"
+	Reason string // e.g. "must be at least 1, got 0"
+}
+
+func (e *Error) Error() string { return e.Field + ": " + e.Reason }
+
+// Invalid returns an *Error for field, its reason formatted as by fmt.
+func Invalid(field, format string, args ...any) error {
+	return &Error{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
 
 // Limits. They bound what one request can make the leader store in ZooKeeper
 // and what the scheduler has to place.
@@ -47,11 +60,11 @@ const (
 	initialStatusAccepted = "INITIAL_STATUS_UNSPECIFIED, INITIAL_STATUS_ACTIVE or INITIAL_STATUS_INACTIVE"
 )
 
-// validateTopologyName checks a topology name. Names become directory names
+// TopologyName checks a topology name. Names become directory names
 // (and the prefix of topology ids), so they must never escape a directory.
-func validateTopologyName(field, name string) error {
+func TopologyName(field, name string) error {
 	if reason := topologyNameProblem(name); reason != "" {
-		return invalid(field, "%s", reason)
+		return Invalid(field, "%s", reason)
 	}
 	return nil
 }
@@ -68,16 +81,16 @@ func topologyNameProblem(name string) string {
 	return ""
 }
 
-// validateSpec checks the spec that opens a submission.
-func validateSpec(spec *nimbusv1.TopologySpec) error {
+// Spec checks the spec that opens a submission.
+func Spec(spec *nimbusv1.TopologySpec) error {
 	if spec == nil {
-		return invalid("spec", "must be set")
+		return Invalid("spec", "must be set")
 	}
-	if err := validateTopologyName("spec.name", spec.GetName()); err != nil {
+	if err := TopologyName("spec.name", spec.GetName()); err != nil {
 		return err
 	}
 	if n := spec.GetNumWorkers(); n < 1 || n > maxNumWorkers {
-		return invalid("spec.num_workers", "must be between 1 and %d, got %d", maxNumWorkers, n)
+		return Invalid("spec.num_workers", "must be between 1 and %d, got %d", maxNumWorkers, n)
 	}
 	if err := validateComponents(spec.GetComponents()); err != nil {
 		return err
@@ -92,7 +105,7 @@ func validateSpec(spec *nimbusv1.TopologySpec) error {
 		return err
 	}
 	if s := spec.GetInitialStatus(); nimbusv1.InitialStatus_name[int32(s)] == "" {
-		return invalid("spec.initial_status", "must be %s, got %d", initialStatusAccepted, int32(s))
+		return Invalid("spec.initial_status", "must be %s, got %d", initialStatusAccepted, int32(s))
 	}
 	return nil
 }
@@ -100,22 +113,22 @@ func validateSpec(spec *nimbusv1.TopologySpec) error {
 func validateComponents(components []*nimbusv1.ComponentSpec) error {
 	switch {
 	case len(components) == 0:
-		return invalid("spec.components", "must have at least one component")
+		return Invalid("spec.components", "must have at least one component")
 	case len(components) > maxComponents:
-		return invalid("spec.components", "must have at most %d components, got %d", maxComponents, len(components))
+		return Invalid("spec.components", "must have at most %d components, got %d", maxComponents, len(components))
 	}
 	first := make(map[string]int, len(components)) // id -> index of its first use
 	var executors int64
 	for i, c := range components {
 		field := fmt.Sprintf("spec.components[%d]", i)
 		if c == nil {
-			return invalid(field, "must be set")
+			return Invalid(field, "must be set")
 		}
 		if reason := componentIDProblem(c.GetId()); reason != "" {
-			return invalid(field+".id", "%s", reason)
+			return Invalid(field+".id", "%s", reason)
 		}
 		if j, dup := first[c.GetId()]; dup {
-			return invalid(field+".id", "duplicates spec.components[%d].id %s", j, showValue(c.GetId()))
+			return Invalid(field+".id", "duplicates spec.components[%d].id %s", j, showValue(c.GetId()))
 		}
 		first[c.GetId()] = i
 		if err := validateParallelism(field+".parallelism", c.GetParallelism()); err != nil {
@@ -124,7 +137,7 @@ func validateComponents(components []*nimbusv1.ComponentSpec) error {
 		executors += int64(c.GetParallelism())
 	}
 	if executors > maxExecutors {
-		return invalid("spec.components", "total parallelism (executors) must be at most %d, got %d", maxExecutors, executors)
+		return Invalid("spec.components", "total parallelism (executors) must be at most %d, got %d", maxExecutors, executors)
 	}
 	return nil
 }
@@ -139,7 +152,7 @@ func componentIDProblem(id string) string {
 
 func validateParallelism(field string, p int32) error {
 	if p < 1 || p > maxParallelism {
-		return invalid(field, "must be between 1 and %d, got %d", maxParallelism, p)
+		return Invalid(field, "must be between 1 and %d, got %d", maxParallelism, p)
 	}
 	return nil
 }
@@ -150,19 +163,19 @@ func validateParallelism(field string, p int32) error {
 func validateWorkerCommand(argv []string) error {
 	switch {
 	case len(argv) == 0:
-		return invalid("spec.worker_command", "must have at least one element (the program)")
+		return Invalid("spec.worker_command", "must have at least one element (the program)")
 	case len(argv) > maxWorkerCommandArgs:
-		return invalid("spec.worker_command", "must have at most %d elements, got %d", maxWorkerCommandArgs, len(argv))
+		return Invalid("spec.worker_command", "must have at most %d elements, got %d", maxWorkerCommandArgs, len(argv))
 	case argv[0] == "":
-		return invalid("spec.worker_command[0]", "must not be empty (it is the program)")
+		return Invalid("spec.worker_command[0]", "must not be empty (it is the program)")
 	}
 	for i, arg := range argv {
 		field := fmt.Sprintf("spec.worker_command[%d]", i)
 		if len(arg) > maxWorkerCommandArg {
-			return invalid(field, "must be at most %d bytes, got %d: %s", maxWorkerCommandArg, len(arg), showValue(arg))
+			return Invalid(field, "must be at most %d bytes, got %d: %s", maxWorkerCommandArg, len(arg), showValue(arg))
 		}
 		if strings.IndexByte(arg, 0) >= 0 {
-			return invalid(field, "must not contain a NUL byte, got %s", showValue(arg))
+			return Invalid(field, "must not contain a NUL byte, got %s", showValue(arg))
 		}
 	}
 	return nil
@@ -170,17 +183,17 @@ func validateWorkerCommand(argv []string) error {
 
 func validateConfig(config map[string]string) error {
 	if len(config) > maxConfigEntries {
-		return invalid("spec.config", "must have at most %d entries, got %d", maxConfigEntries, len(config))
+		return Invalid("spec.config", "must have at most %d entries, got %d", maxConfigEntries, len(config))
 	}
 	for _, k := range sortedKeys(config) {
 		field := "spec.config[" + showValue(k) + "]"
 		switch {
 		case len(k) == 0 || len(k) > maxConfigKeyLen:
-			return invalid(field, "key must be 1 to %d bytes, got %d", maxConfigKeyLen, len(k))
+			return Invalid(field, "key must be 1 to %d bytes, got %d", maxConfigKeyLen, len(k))
 		case strings.IndexByte(k, 0) >= 0:
-			return invalid(field, "key must not contain a NUL byte")
+			return Invalid(field, "key must not contain a NUL byte")
 		case len(config[k]) > maxConfigValueLen:
-			return invalid(field, "value must be at most %d bytes, got %d", maxConfigValueLen, len(config[k]))
+			return Invalid(field, "value must be at most %d bytes, got %d", maxConfigValueLen, len(config[k]))
 		}
 	}
 	return nil
@@ -191,11 +204,11 @@ func validateConfig(config map[string]string) error {
 func validateOwner(field, owner string) error {
 	switch {
 	case len(owner) > maxOwnerLen:
-		return invalid(field, "must be at most %d bytes, got %d: %s", maxOwnerLen, len(owner), showValue(owner))
+		return Invalid(field, "must be at most %d bytes, got %d: %s", maxOwnerLen, len(owner), showValue(owner))
 	case !utf8.ValidString(owner):
-		return invalid(field, "must be valid UTF-8, got %s", showValue(owner))
+		return Invalid(field, "must be valid UTF-8, got %s", showValue(owner))
 	case strings.IndexFunc(owner, unicode.IsControl) >= 0:
-		return invalid(field, "must not contain control characters, got %s", showValue(owner))
+		return Invalid(field, "must not contain control characters, got %s", showValue(owner))
 	}
 	return nil
 }
@@ -204,27 +217,27 @@ func validateOwner(field, owner string) error {
 // the name check first, so the request validators below never dereference
 // a nil request.
 
-func validateKill(req *nimbusv1.KillTopologyRequest) error {
-	if err := validateTopologyName("name", req.GetName()); err != nil {
+func Kill(req *nimbusv1.KillTopologyRequest) error {
+	if err := TopologyName("name", req.GetName()); err != nil {
 		return err
 	}
 	return validateWaitSecs(req.WaitSecs)
 }
 
-func validateActivate(req *nimbusv1.ActivateTopologyRequest) error {
-	return validateTopologyName("name", req.GetName())
+func Activate(req *nimbusv1.ActivateTopologyRequest) error {
+	return TopologyName("name", req.GetName())
 }
 
-func validateDeactivate(req *nimbusv1.DeactivateTopologyRequest) error {
-	return validateTopologyName("name", req.GetName())
+func Deactivate(req *nimbusv1.DeactivateTopologyRequest) error {
+	return TopologyName("name", req.GetName())
 }
 
-func validateGetTopologyInfo(req *nimbusv1.GetTopologyInfoRequest) error {
-	return validateTopologyName("name", req.GetName())
+func GetTopologyInfo(req *nimbusv1.GetTopologyInfoRequest) error {
+	return TopologyName("name", req.GetName())
 }
 
-func validateRebalance(req *nimbusv1.RebalanceTopologyRequest) error {
-	if err := validateTopologyName("name", req.GetName()); err != nil {
+func Rebalance(req *nimbusv1.RebalanceTopologyRequest) error {
+	if err := TopologyName("name", req.GetName()); err != nil {
 		return err
 	}
 	if err := validateWaitSecs(req.WaitSecs); err != nil {
@@ -232,17 +245,17 @@ func validateRebalance(req *nimbusv1.RebalanceTopologyRequest) error {
 	}
 	if req.NumWorkers != nil {
 		if n := *req.NumWorkers; n < 1 || n > maxNumWorkers {
-			return invalid("num_workers", "must be between 1 and %d, got %d", maxNumWorkers, n)
+			return Invalid("num_workers", "must be between 1 and %d, got %d", maxNumWorkers, n)
 		}
 	}
 	cp := req.GetComponentParallelism()
 	if len(cp) > maxComponents {
-		return invalid("component_parallelism", "must have at most %d entries, got %d", maxComponents, len(cp))
+		return Invalid("component_parallelism", "must have at most %d entries, got %d", maxComponents, len(cp))
 	}
 	for _, id := range sortedKeys(cp) {
 		field := "component_parallelism[" + showValue(id) + "]"
 		if reason := componentIDProblem(id); reason != "" {
-			return invalid(field, "key %s", reason)
+			return Invalid(field, "key %s", reason)
 		}
 		if err := validateParallelism(field, cp[id]); err != nil {
 			return err
@@ -254,45 +267,45 @@ func validateRebalance(req *nimbusv1.RebalanceTopologyRequest) error {
 // validateWaitSecs checks an optional wait_secs; unset means the default.
 func validateWaitSecs(w *int32) error {
 	if w != nil && (*w < 0 || *w > maxWaitSecs) {
-		return invalid("wait_secs", "must be between 0 and %d, got %d", maxWaitSecs, *w)
+		return Invalid("wait_secs", "must be between 0 and %d, got %d", maxWaitSecs, *w)
 	}
 	return nil
 }
 
 // topologyID builds a topology id, <name>-<counter>-<launch-unix-secs>, as
 // Storm does. Callers pass a valid name, a non-negative counter and a
-// launch time not before 1970; validateTopologyID accepts the result.
-func topologyID(name string, counter int64, launch time.Time) string {
+// launch time not before 1970; TopologyID accepts the result.
+func NewTopologyID(name string, counter int64, launch time.Time) string {
 	return name + "-" + strconv.FormatInt(counter, 10) + "-" + strconv.FormatInt(launch.Unix(), 10)
 }
 
-// validateTopologyID checks a topology id. Ids are directory names and ZK
+// TopologyID checks a topology id. Ids are directory names and ZK
 // node names, so the name part must follow the name rules.
-func validateTopologyID(field, id string) error {
-	_, _, _, err := splitTopologyID(field, id)
+func TopologyID(field, id string) error {
+	_, _, _, err := SplitTopologyID(field, id)
 	return err
 }
 
-// splitTopologyID parses an id from the right, since names may contain
+// SplitTopologyID parses an id from the right, since names may contain
 // '-' but the two numbers cannot. Leading zeros are accepted so that a
 // zero-padded ZooKeeper sequence number parses.
-func splitTopologyID(field, id string) (name string, counter, secs int64, err error) {
+func SplitTopologyID(field, id string) (name string, counter, secs int64, err error) {
 	rest, secsPart, ok := cutLast(id, "-")
 	if !ok {
-		return "", 0, 0, invalid(field, "%s, got %s", topologyIDShape, showValue(id))
+		return "", 0, 0, Invalid(field, "%s, got %s", topologyIDShape, showValue(id))
 	}
 	name, counterPart, ok := cutLast(rest, "-")
 	if !ok {
-		return "", 0, 0, invalid(field, "%s, got %s", topologyIDShape, showValue(id))
+		return "", 0, 0, Invalid(field, "%s, got %s", topologyIDShape, showValue(id))
 	}
 	if reason := topologyNameProblem(name); reason != "" {
-		return "", 0, 0, invalid(field, "name part %s, in %s", reason, showValue(id))
+		return "", 0, 0, Invalid(field, "name part %s, in %s", reason, showValue(id))
 	}
 	if counter, ok = parseDecimal(counterPart); !ok {
-		return "", 0, 0, invalid(field, "counter %s and fit in 64 bits, got %s in %s", topologyIDNumberRule, showValue(counterPart), showValue(id))
+		return "", 0, 0, Invalid(field, "counter %s and fit in 64 bits, got %s in %s", topologyIDNumberRule, showValue(counterPart), showValue(id))
 	}
 	if secs, ok = parseDecimal(secsPart); !ok {
-		return "", 0, 0, invalid(field, "launch secs %s and fit in 64 bits, got %s in %s", topologyIDNumberRule, showValue(secsPart), showValue(id))
+		return "", 0, 0, Invalid(field, "launch secs %s and fit in 64 bits, got %s in %s", topologyIDNumberRule, showValue(secsPart), showValue(id))
 	}
 	return name, counter, secs, nil
 }
@@ -307,12 +320,12 @@ func parseDecimal(s string) (int64, bool) {
 	return n, err == nil
 }
 
-// validateCodeFileName checks the name of one file of a code bundle: it is
+// CodeFileName checks the name of one file of a code bundle: it is
 // joined to the topology's code directory, so it must be a single path
 // element.
-func validateCodeFileName(field, name string) error {
+func CodeFileName(field, name string) error {
 	if name == "" || len(name) > maxCodeFileNameLen || name == "." || name == ".." || !onlyBytes(name, isNameByte) {
-		return invalid(field, "%s, got %s", codeFileNameRule, showValue(name))
+		return Invalid(field, "%s, got %s", codeFileNameRule, showValue(name))
 	}
 	return nil
 }

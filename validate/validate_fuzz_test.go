@@ -1,11 +1,7 @@
-package nimbus
+package validate
 
 import (
-	"bytes"
-	"crypto/sha256"
 	"errors"
-	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -15,36 +11,31 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nimbusha/nimbus/codedistributor"
-	"github.com/nimbusha/nimbus/configs"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
 // Fuzz targets for the validation of every request but the spec (see
 // fuzz_test.go for those): the unary requests, the CodeService requests,
-// the artifact part of a submission, and the string-level rules. Run one
-// for longer with: go test ./nimbus -run '^$' -fuzz '^FuzzValidateRequest$'
+// and the string-level rules (the artifact part of a submission is
+// package nimbus's FuzzReceiveArtifact). Run one for longer with:
+// go test ./validate -run '^$' -fuzz '^FuzzValidateRequest$'
 
 // maxValidationErrorLen bounds a validation error: values are shown
 // truncated (showValue), so a huge request cannot make a huge error.
 const maxValidationErrorLen = 1024
 
-// checkValidationError fails t unless err is a *ValidationError whose
-// field is rooted at one of roots (the request's own field names), with a
-// reason, bounded, that toStatus sends as InvalidArgument with a
-// BadRequest detail naming the same field.
-func checkValidationError(t *testing.T, err error, roots ...string) *ValidationError {
+// checkValidationError fails t unless err is an *Error whose field is
+// rooted at one of roots (the request's own field names), with a reason,
+// bounded. (That every *Error becomes InvalidArgument naming its field is
+// package apierr's test.)
+func checkValidationError(t *testing.T, err error, roots ...string) *Error {
 	t.Helper()
-	var ve *ValidationError
+	var ve *Error
 	if !errors.As(err, &ve) {
-		t.Fatalf("want a *ValidationError, got %v (%T)", err, err)
+		t.Fatalf("want a *Error, got %v (%T)", err, err)
 	}
 	root := ve.Field
 	if i := strings.IndexAny(root, ".["); i >= 0 {
@@ -60,18 +51,7 @@ func checkValidationError(t *testing.T, err error, roots ...string) *ValidationE
 	if !strings.HasPrefix(msg, ve.Field+": ") || len(msg) > maxValidationErrorLen || !utf8.ValidString(msg) {
 		t.Fatalf("error (%d bytes) does not start with its field, is too long or is not UTF-8: %.200q", len(msg), msg)
 	}
-	st := status.Convert(toStatus(err))
-	if st.Code() != codes.InvalidArgument {
-		t.Fatalf("toStatus(%v) has code %v, want InvalidArgument", err, st.Code())
-	}
-	for _, d := range st.Details() {
-		if br, ok := d.(*errdetails.BadRequest); ok && len(br.GetFieldViolations()) == 1 &&
-			br.GetFieldViolations()[0].GetField() == ve.Field {
-			return ve
-		}
-	}
-	t.Fatalf("toStatus(%v) carries no BadRequest naming %s: %v", err, ve.Field, st.Details())
-	return nil
+	return ve
 }
 
 // checkSafeElement fails t unless p is one plain path element: joined to a
@@ -97,8 +77,8 @@ type requestKind struct {
 func checkName(t *testing.T, name string) {
 	t.Helper()
 	checkSafeElement(t, "name", name)
-	if validateTopologyName("name", name) != nil {
-		t.Fatalf("accepted name %q fails validateTopologyName", name)
+	if TopologyName("name", name) != nil {
+		t.Fatalf("accepted name %q fails TopologyName", name)
 	}
 }
 
@@ -113,7 +93,7 @@ var requestKinds = []requestKind{
 	{
 		name:     "KillTopology",
 		msg:      func() proto.Message { return new(nimbusv1.KillTopologyRequest) },
-		validate: func(m proto.Message) error { return validateKill(m.(*nimbusv1.KillTopologyRequest)) },
+		validate: func(m proto.Message) error { return Kill(m.(*nimbusv1.KillTopologyRequest)) },
 		fields:   []string{"name", "wait_secs"},
 		accepted: func(t *testing.T, m proto.Message) {
 			req := m.(*nimbusv1.KillTopologyRequest)
@@ -124,28 +104,28 @@ var requestKinds = []requestKind{
 	{
 		name:     "ActivateTopology",
 		msg:      func() proto.Message { return new(nimbusv1.ActivateTopologyRequest) },
-		validate: func(m proto.Message) error { return validateActivate(m.(*nimbusv1.ActivateTopologyRequest)) },
+		validate: func(m proto.Message) error { return Activate(m.(*nimbusv1.ActivateTopologyRequest)) },
 		fields:   []string{"name"},
 		accepted: func(t *testing.T, m proto.Message) { checkName(t, m.(*nimbusv1.ActivateTopologyRequest).GetName()) },
 	},
 	{
 		name:     "DeactivateTopology",
 		msg:      func() proto.Message { return new(nimbusv1.DeactivateTopologyRequest) },
-		validate: func(m proto.Message) error { return validateDeactivate(m.(*nimbusv1.DeactivateTopologyRequest)) },
+		validate: func(m proto.Message) error { return Deactivate(m.(*nimbusv1.DeactivateTopologyRequest)) },
 		fields:   []string{"name"},
 		accepted: func(t *testing.T, m proto.Message) { checkName(t, m.(*nimbusv1.DeactivateTopologyRequest).GetName()) },
 	},
 	{
 		name:     "GetTopologyInfo",
 		msg:      func() proto.Message { return new(nimbusv1.GetTopologyInfoRequest) },
-		validate: func(m proto.Message) error { return validateGetTopologyInfo(m.(*nimbusv1.GetTopologyInfoRequest)) },
+		validate: func(m proto.Message) error { return GetTopologyInfo(m.(*nimbusv1.GetTopologyInfoRequest)) },
 		fields:   []string{"name"},
 		accepted: func(t *testing.T, m proto.Message) { checkName(t, m.(*nimbusv1.GetTopologyInfoRequest).GetName()) },
 	},
 	{
 		name:     "RebalanceTopology",
 		msg:      func() proto.Message { return new(nimbusv1.RebalanceTopologyRequest) },
-		validate: func(m proto.Message) error { return validateRebalance(m.(*nimbusv1.RebalanceTopologyRequest)) },
+		validate: func(m proto.Message) error { return Rebalance(m.(*nimbusv1.RebalanceTopologyRequest)) },
 		fields:   []string{"name", "wait_secs", "num_workers", "component_parallelism"},
 		accepted: func(t *testing.T, m proto.Message) {
 			req := m.(*nimbusv1.RebalanceTopologyRequest)
@@ -168,7 +148,7 @@ var requestKinds = []requestKind{
 		name: "GetCodeMeta",
 		msg:  func() proto.Message { return new(nimbusv1.GetCodeMetaRequest) },
 		validate: func(m proto.Message) error {
-			return validateTopologyID("topology_id", m.(*nimbusv1.GetCodeMetaRequest).GetTopologyId())
+			return TopologyID("topology_id", m.(*nimbusv1.GetCodeMetaRequest).GetTopologyId())
 		},
 		fields: []string{"topology_id"},
 		accepted: func(t *testing.T, m proto.Message) {
@@ -181,10 +161,10 @@ var requestKinds = []requestKind{
 		msg:  func() proto.Message { return new(nimbusv1.DownloadCodeRequest) },
 		validate: func(m proto.Message) error {
 			req := m.(*nimbusv1.DownloadCodeRequest)
-			if err := validateTopologyID("topology_id", req.GetTopologyId()); err != nil {
+			if err := TopologyID("topology_id", req.GetTopologyId()); err != nil {
 				return err
 			}
-			return validateCodeFileName("file", req.GetFile())
+			return CodeFileName("file", req.GetFile())
 		},
 		fields: []string{"topology_id", "file"},
 		accepted: func(t *testing.T, m proto.Message) {
@@ -200,9 +180,9 @@ var requestKinds = []requestKind{
 		validate: func(m proto.Message) error {
 			spec := m.(*nimbusv1.SubmitTopologyRequest).GetSpec()
 			if spec == nil {
-				return invalid("spec", "the first message must be the spec")
+				return Invalid("spec", "the first message must be the spec")
 			}
-			return validateSpec(spec)
+			return Spec(spec)
 		},
 		fields: []string{"spec"},
 		accepted: func(t *testing.T, m proto.Message) {
@@ -213,11 +193,11 @@ var requestKinds = []requestKind{
 
 // checkTopologyID checks an accepted topology id: one safe path element
 // whose parts split back out and build the same id again (up to leading
-// zeros in the numbers, which splitTopologyID accepts).
+// zeros in the numbers, which SplitTopologyID accepts).
 func checkTopologyID(t *testing.T, id string) {
 	t.Helper()
 	checkSafeElement(t, "topology id", id)
-	name, counter, secs, err := splitTopologyID("topology_id", id)
+	name, counter, secs, err := SplitTopologyID("topology_id", id)
 	if err != nil {
 		t.Fatalf("accepted id %q does not split: %v", id, err)
 	}
@@ -225,8 +205,8 @@ func checkTopologyID(t *testing.T, id string) {
 	if counter < 0 || secs < 0 {
 		t.Fatalf("id %q split into negative numbers %d, %d", id, counter, secs)
 	}
-	again := topologyID(name, counter, time.Unix(secs, 0))
-	n2, c2, s2, err := splitTopologyID("topology_id", again)
+	again := NewTopologyID(name, counter, time.Unix(secs, 0))
+	n2, c2, s2, err := SplitTopologyID("topology_id", again)
 	if err != nil || n2 != name || c2 != counter || s2 != secs {
 		t.Fatalf("id %q splits into %q, %d, %d; rebuilt as %q it splits into %q, %d, %d (%v)",
 			id, name, counter, secs, again, n2, c2, s2, err)
@@ -324,9 +304,9 @@ func FuzzSplitTopologyID(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		_, _, _, err := splitTopologyID("topology_id", s)
-		if verr := validateTopologyID("topology_id", s); errString(verr) != errString(err) {
-			t.Fatalf("validateTopologyID(%q) = %v, splitTopologyID says %v", s, verr, err)
+		_, _, _, err := SplitTopologyID("topology_id", s)
+		if verr := TopologyID("topology_id", s); errString(verr) != errString(err) {
+			t.Fatalf("TopologyID(%q) = %v, SplitTopologyID says %v", s, verr, err)
 		}
 		if err != nil {
 			if ve := checkValidationError(t, err, "topology_id"); ve.Field != "topology_id" {
@@ -349,7 +329,7 @@ func FuzzValidateStrings(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if err := validateTopologyName("spec.name", s); err != nil {
+		if err := TopologyName("spec.name", s); err != nil {
 			checkValidationError(t, err, "spec")
 		} else {
 			checkName(t, s)
@@ -366,7 +346,7 @@ func FuzzValidateStrings(f *testing.F) {
 			t.Fatalf("component id reason is not UTF-8 or too long: %.200q", reason)
 		}
 
-		if err := validateCodeFileName("file", s); err != nil {
+		if err := CodeFileName("file", s); err != nil {
 			checkValidationError(t, err, "file")
 		} else {
 			checkSafeElement(t, "file", s)
@@ -400,130 +380,6 @@ func FuzzValidateStrings(f *testing.F) {
 		}
 		if !utf8.ValidString(shown) || len(shown) > 4*maxShownValueLen+32 {
 			t.Fatalf("showValue(%.100q) is %d bytes or not UTF-8", s, len(shown))
-		}
-	})
-}
-
-// submitStream feeds receiveArtifact a fixed list of messages, then EOF.
-type submitStream struct {
-	grpc.ServerStream
-	msgs []*nimbusv1.SubmitTopologyRequest
-}
-
-func (s *submitStream) Recv() (*nimbusv1.SubmitTopologyRequest, error) {
-	if len(s.msgs) == 0 {
-		return nil, io.EOF
-	}
-	m := s.msgs[0]
-	s.msgs = s.msgs[1:]
-	return m, nil
-}
-
-func (s *submitStream) SendAndClose(*nimbusv1.SubmitTopologyResponse) error { return nil }
-
-// fuzzArtifactLimit is nimbus.max.artifact.bytes for FuzzReceiveArtifact:
-// small, so that the limit is reached.
-const fuzzArtifactLimit = 4096
-
-// encodeStream writes messages as length-delimited records, the input
-// format of FuzzReceiveArtifact.
-func encodeStream(msgs ...*nimbusv1.SubmitTopologyRequest) []byte {
-	var b []byte
-	for _, m := range msgs {
-		data, err := proto.Marshal(m)
-		if err != nil {
-			panic(err)
-		}
-		b = protowire.AppendBytes(b, data)
-	}
-	return b
-}
-
-func artifactChunk(b string) *nimbusv1.SubmitTopologyRequest {
-	return &nimbusv1.SubmitTopologyRequest{Part: &nimbusv1.SubmitTopologyRequest_Chunk{Chunk: []byte(b)}}
-}
-
-func artifactTrailer(sum []byte) *nimbusv1.SubmitTopologyRequest {
-	return &nimbusv1.SubmitTopologyRequest{Part: &nimbusv1.SubmitTopologyRequest_Trailer{
-		Trailer: &nimbusv1.ArtifactTrailer{Sha256: sum}}}
-}
-
-func sha(b string) []byte {
-	s := sha256.Sum256([]byte(b))
-	return s[:]
-}
-
-// FuzzReceiveArtifact drives the artifact part of SubmitTopology (after
-// the spec): chunks, then a trailer with the SHA-256 of their bytes.
-func FuzzReceiveArtifact(f *testing.F) {
-	spec := &nimbusv1.SubmitTopologyRequest{Part: &nimbusv1.SubmitTopologyRequest_Spec{Spec: validSpec()}}
-	big := strings.Repeat("j", fuzzArtifactLimit)
-	for _, s := range [][]*nimbusv1.SubmitTopologyRequest{
-		{artifactChunk("PK\x03\x04jar"), artifactTrailer(sha("PK\x03\x04jar"))},
-		{artifactChunk("ab"), artifactChunk("cd"), artifactChunk(""), artifactTrailer(sha("abcd"))},
-		{artifactChunk(big), artifactTrailer(sha(big))},
-		{artifactChunk(big), artifactChunk("x"), artifactTrailer(sha(big + "x"))},
-		{artifactChunk("ab"), artifactTrailer(sha("abc"))},
-		{artifactChunk("ab"), artifactTrailer(nil)},
-		{artifactTrailer(sha(""))},
-		{artifactChunk("ab")},
-		{artifactChunk("ab"), spec},
-		{artifactChunk("ab"), {}},
-		{},
-	} {
-		f.Add(encodeStream(s...))
-	}
-	f.Add([]byte{0x05, 0x1a, 0x03})
-
-	cfg := &configs.Config{NimbusMaxArtifactBytes: fuzzArtifactLimit}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		var msgs []*nimbusv1.SubmitTopologyRequest
-		for len(data) > 0 {
-			b, n := protowire.ConsumeBytes(data)
-			if n < 0 {
-				break // the stream ends here
-			}
-			data = data[n:]
-			m := new(nimbusv1.SubmitTopologyRequest)
-			if proto.Unmarshal(b, m) != nil {
-				return // the gRPC server would not decode it either
-			}
-			msgs = append(msgs, m)
-		}
-		var sent bytes.Buffer
-		var trailerAt = -1
-		for i, m := range msgs {
-			if m.GetTrailer() != nil || m.GetPart() == nil || m.GetSpec() != nil {
-				if m.GetTrailer() != nil {
-					trailerAt = i
-				}
-				break
-			}
-			sent.Write(m.GetChunk())
-		}
-
-		path := filepath.Join(t.TempDir(), codedistributor.ArtifactFile)
-		s := &service{cfg: cfg}
-		file, err := s.receiveArtifact(&submitStream{msgs: msgs}, path)
-		if err != nil {
-			checkValidationError(t, err, "trailer", "chunk", "artifact", "spec")
-			return
-		}
-		got, rerr := os.ReadFile(path)
-		if rerr != nil {
-			t.Fatal(rerr)
-		}
-		want := sha256.Sum256(sent.Bytes())
-		switch {
-		case trailerAt < 0:
-			t.Fatalf("accepted an artifact without a trailer")
-		case !bytes.Equal(got, sent.Bytes()):
-			t.Fatalf("stored %d bytes, the chunks before the trailer hold %d", len(got), sent.Len())
-		case len(got) == 0 || int64(len(got)) > cfg.NimbusMaxArtifactBytes:
-			t.Fatalf("accepted an artifact of %d bytes", len(got))
-		case file.GetName() != codedistributor.ArtifactFile || file.GetSize() != int64(len(got)) ||
-			!bytes.Equal(file.GetSha256(), want[:]) || !bytes.Equal(msgs[trailerAt].GetTrailer().GetSha256(), want[:]):
-			t.Fatalf("CodeFile %v does not describe the %d bytes received", file, len(got))
 		}
 	})
 }

@@ -1,0 +1,84 @@
+package codeservice
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nimbusha/nimbus/apierr"
+	"github.com/nimbusha/nimbus/codedistributor"
+	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
+	"github.com/nimbusha/nimbus/validate"
+)
+
+// chunkSize is the largest chunk sent; the same as a submission's.
+const chunkSize = 1 << 20
+
+// server is the CodeService of one node's store.
+type server struct {
+	nimbusv1.UnimplementedCodeServiceServer
+	store *codedistributor.Store
+	sent  prometheus.Counter
+}
+
+// New serves store's code; sent, if not nil, counts the bytes served.
+func New(store *codedistributor.Store, sent prometheus.Counter) nimbusv1.CodeServiceServer {
+	return &server{store: store, sent: sent}
+}
+
+func (c *server) GetCodeMeta(_ context.Context, req *nimbusv1.GetCodeMetaRequest) (*nimbusv1.GetCodeMetaResponse, error) {
+	if err := validate.TopologyID("topology_id", req.GetTopologyId()); err != nil {
+		return nil, apierr.ToStatus(err)
+	}
+	data, _, _, err := c.store.Meta(req.GetTopologyId())
+	if err != nil {
+		return nil, apierr.ToStatus(err)
+	}
+	return &nimbusv1.GetCodeMetaResponse{Meta: data}, nil
+}
+
+func (c *server) DownloadCode(req *nimbusv1.DownloadCodeRequest, stream nimbusv1.CodeService_DownloadCodeServer) error {
+	id := req.GetTopologyId()
+	if err := validate.TopologyID("topology_id", id); err != nil {
+		return apierr.ToStatus(err)
+	}
+	if err := validate.CodeFileName("file", req.GetFile()); err != nil {
+		return apierr.ToStatus(err)
+	}
+	f, want, err := c.store.Open(id, req.GetFile())
+	if err != nil {
+		return apierr.ToStatus(err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	buf := make([]byte, chunkSize)
+	for {
+		n, err := f.Read(buf)
+		if n > 0 {
+			h.Write(buf[:n])
+			if err := stream.Send(&nimbusv1.DownloadCodeResponse{Chunk: buf[:n]}); err != nil {
+				return err
+			}
+			if c.sent != nil {
+				c.sent.Add(float64(n))
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return apierr.ToStatus(err)
+		}
+	}
+	if sum := h.Sum(nil); !bytes.Equal(sum, want.GetSha256()) {
+		c.store.ReportCorrupt(id)
+		return apierr.ToStatus(fmt.Errorf("%w: %s/%s on this nimbus has SHA-256 %s, meta says %s",
+			codedistributor.ErrCorrupt, id, req.GetFile(), codedistributor.Hex(sum), codedistributor.Hex(want.GetSha256())))
+	}
+	return nil
+}

@@ -1,0 +1,84 @@
+package codesync
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/nimbusha/nimbus/cluster"
+	"github.com/nimbusha/nimbus/codedistributor"
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
+)
+
+// Gate is the election's gate of invariant 6: a nimbus may lead only while
+// it holds, verified, the code of every topology that needs it. The
+// election asks Eligible when it wins the lock; the Syncer keeps the
+// nimbus queued only while Missing finds nothing.
+type Gate struct {
+	Session *cluster.Session
+	Store   *codedistributor.Store
+	// Storms is the cache of /storms: what Eligible need not read again.
+	Storms *cluster.DirCache[*clusterv1.StormBase]
+}
+
+// Eligible checks, against a fresh read of /storms (a cache may lag the
+// write that a lock hand-over follows), that this nimbus holds the code of
+// every topology that needs it, verified.
+func (g Gate) Eligible() error {
+	conn := g.Session.Conn()
+	paths := g.Session.Paths()
+	ids, _, err := conn.Children(paths.Storms())
+	if errors.Is(err, zk.ErrNoNode) {
+		ids, err = nil, nil // deleted by hand (the whole root, say): no topologies
+	}
+	if err != nil {
+		return fmt.Errorf("codesync: cannot list %s: %w", paths.Storms(), err)
+	}
+	cached := g.Storms.Snapshot() // a nil payload: read, never decoded
+	storms := make(map[string]*clusterv1.StormBase, len(ids))
+	for _, id := range ids {
+		base, known := cached[id]
+		if !known {
+			data, _, err := conn.Get(paths.Storm(id))
+			if errors.Is(err, zk.ErrNoNode) {
+				continue // removed since the listing
+			}
+			if err != nil {
+				// Not knowing what it needs is not holding it.
+				return fmt.Errorf("codesync: cannot read %s: %w", paths.Storm(id), err)
+			}
+			base = new(clusterv1.StormBase)
+			if cluster.Decode(paths.Storm(id), data, base) != nil {
+				base = nil
+			}
+		}
+		storms[id] = base
+	}
+	if missing := g.Missing(storms); len(missing) > 0 {
+		return fmt.Errorf("codesync: no verified code for %d active topologies: %v", len(missing), missing)
+	}
+	return nil
+}
+
+// Missing lists the topologies of storms whose code this nimbus lacks,
+// sorted. A leader needs the code of every topology except those being
+// killed (it only removes them). A StormBase that never decoded (garbage
+// or an empty node, logged by the cache) names no code to hold and nothing
+// a leader could schedule: it is skipped, or one junk node would take
+// every nimbus out of the leader queue. A copy found corrupt is left to
+// the Syncer, whose own check finds it so too, and fetches it again.
+func (g Gate) Missing(storms map[string]*clusterv1.StormBase) []string {
+	var missing []string
+	for id, base := range storms {
+		if base == nil || base.GetStatus() == clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED {
+			continue
+		}
+		if err := g.Store.Verify(id, base.GetCodeMetaDigest()); err != nil {
+			missing = append(missing, id)
+		}
+	}
+	sort.Strings(missing)
+	return missing
+}

@@ -1,0 +1,105 @@
+package supervisor
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/nimbusha/nimbus/codedistributor"
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
+	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
+)
+
+// desiredWorker is what the assignments ask of one of this supervisor's
+// ports.
+type desiredWorker struct {
+	topologyID string
+	digest     []byte
+	executors  string
+}
+
+// desired reads this supervisor's part of every assignment.
+func (s *Supervisor) desired() map[int32]desiredWorker {
+	byPort := map[int32]map[string][]*clusterv1.Executor{}
+	digests := map[string][]byte{}
+	mine := map[int32]bool{} // an old assignment may name a port no longer ours
+	for _, p := range s.cfg.SupervisorSlotsPorts {
+		mine[int32(p)] = true
+	}
+	for id, a := range s.assignments.Snapshot() {
+		if a == nil {
+			continue
+		}
+		for _, ea := range a.GetExecutors() {
+			if ea.GetSlot().GetSupervisorId() != s.id || !mine[ea.GetSlot().GetPort()] {
+				continue
+			}
+			port := ea.GetSlot().GetPort()
+			if byPort[port] == nil {
+				byPort[port] = map[string][]*clusterv1.Executor{}
+			}
+			byPort[port][id] = append(byPort[port][id], ea.GetExecutor())
+			digests[id] = a.GetCodeMetaDigest()
+		}
+	}
+	out := map[int32]desiredWorker{}
+	for port, tops := range byPort {
+		// A slot hosts one topology; should two claim it, take one
+		// deterministically and let the leader sort it out.
+		ids := make([]string, 0, len(tops))
+		for id := range tops {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		id := ids[0]
+		out[port] = desiredWorker{topologyID: id, digest: digests[id], executors: formatExecutors(tops[id])}
+	}
+	return out
+}
+
+// formatExecutors renders STORM_EXECUTORS: component[start-end],...
+func formatExecutors(execs []*clusterv1.Executor) string {
+	sort.Slice(execs, func(i, j int) bool {
+		if execs[i].GetComponentId() != execs[j].GetComponentId() {
+			return execs[i].GetComponentId() < execs[j].GetComponentId()
+		}
+		return execs[i].GetTaskStart() < execs[j].GetTaskStart()
+	})
+	parts := make([]string, len(execs))
+	for i, e := range execs {
+		parts[i] = fmt.Sprintf("%s[%d-%d]", e.GetComponentId(), e.GetTaskStart(), e.GetTaskEnd())
+	}
+	return strings.Join(parts, ",")
+}
+
+// workerSpecFor builds the command of a desired worker from its
+// topology's spec, installed with the code.
+func (s *Supervisor) workerSpecFor(port int32, d desiredWorker) (workerSpec, error) {
+	codeDir := s.store.Dir(d.topologyID)
+	data, err := os.ReadFile(filepath.Join(codeDir, codedistributor.SpecFile))
+	if err != nil {
+		return workerSpec{}, err
+	}
+	spec := new(nimbusv1.TopologySpec)
+	if err := proto.Unmarshal(data, spec); err != nil {
+		return workerSpec{}, fmt.Errorf("spec of %s: %w", d.topologyID, err)
+	}
+	r := strings.NewReplacer("{code_dir}", codeDir, "{port}", fmt.Sprint(port), "{topology_id}", d.topologyID)
+	argv := make([]string, len(spec.GetWorkerCommand()))
+	for i, a := range spec.GetWorkerCommand() {
+		argv[i] = r.Replace(a)
+	}
+	if len(argv) == 0 {
+		return workerSpec{}, fmt.Errorf("topology %s has no worker command", d.topologyID)
+	}
+	// The artifact is often the program itself.
+	_ = os.Chmod(filepath.Join(codeDir, codedistributor.ArtifactFile), 0o755)
+	return workerSpec{
+		TopologyID: d.topologyID, Port: port, Executors: d.executors, Argv: argv, CodeDir: codeDir,
+		LogPath: filepath.Join(s.dir, "workers", fmt.Sprintf("%s-%d.log", d.topologyID, port)),
+	}, nil
+}

@@ -1,0 +1,11 @@
+// Package validate checks every request before anything is written
+// (docs/ARCHITECTURE.md invariant 8): the topology spec of a submission, the
+// unary requests, the CodeService requests, and the rules behind them (names,
+// component ids, topology ids, code file names). A problem is an *Error
+// naming the field and the reason; client-supplied values are shown quoted
+// and truncated, so a huge or hostile value cannot bloat an error or a log.
+//
+// It is pure logic, without I/O, and fuzzed: its rules are what keeps a
+// name from escaping a directory and a request from making the leader store
+// more in ZooKeeper than a node can hold.
+package validate
