@@ -42,7 +42,9 @@ func set(path string, m proto.Message, version int32) Op {
 func del(path string) Op { return Op{&zk.DeleteRequest{Path: path, Version: AnyVersion}} }
 
 // CreateStorm commits a topology: its StormBase at /storms/<id>.
-func (o Ops) CreateStorm(id string, base *clusterv1.StormBase) Op { return create(o.paths.Storm(id), base) }
+func (o Ops) CreateStorm(id string, base *clusterv1.StormBase) Op {
+	return create(o.paths.Storm(id), base)
+}
 
 // SetStorm replaces a topology's StormBase if the node is at version.
 func (o Ops) SetStorm(id string, base *clusterv1.StormBase, version int32) Op {

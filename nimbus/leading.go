@@ -3,8 +3,11 @@ package nimbus
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
@@ -24,176 +27,159 @@ func (s *Server) leadTerms(ctx context.Context) {
 	}
 }
 
-// lead does the leader's periodic duties until the term ends: removing
-// killed topologies when their wait is over, removing distributions that
-// an earlier leader's submission abandoned, and warning when no standby
-// could take over.
+// duties is one term's leader-only work, and what it remembers from one
+// round to the next.
+type duties struct {
+	*Server
+	term            *leader.Term
+	ctx             context.Context // the term's
+	log             *slog.Logger
+	sch             *scheduler
+	scheduledOnce   bool
+	noStandbyWarned bool
+}
+
+// lead does the leader's duties until the term ends. A round does each
+// once, in this order; a change of what they read, an action from a
+// handler, a deadline or a tick starts the next.
 func (s *Server) lead(term *leader.Term) {
-	ctx := term.Context()
-	log := s.log.With("epoch", term.Epoch())
-	// Schedule only from loaded caches: an empty supervisor list would
-	// empty every assignment and stop every worker.
-	for _, loaded := range []<-chan struct{}{s.view.storms.Loaded(), s.view.supervisors.Loaded(), s.view.assignments.Loaded()} {
-		select {
-		case <-loaded:
-		case <-ctx.Done():
-			return
-		}
+	d := &duties{Server: s, term: term, ctx: term.Context(), log: s.log.With("epoch", term.Epoch()), sch: newScheduler()}
+	if !d.awaitCaches() {
+		return
 	}
-	sch := newScheduler()
-	noStandbyWarned := false
-	firstRound := true
 	monitor := time.NewTicker(s.cfg.MonitorFreq)
 	defer monitor.Stop()
-	// Supervisors' heartbeats are not watched (see server.go): read them
-	// now and every heartbeatReadEvery, at the cost of a read per
-	// supervisor each time.
+	// Supervisors' heartbeats are not watched (see newView): the leader
+	// reads them now and every heartbeatReadEvery, at the cost of a read
+	// per supervisor each time.
 	s.view.supervisors.Refresh()
 	heartbeats := time.NewTicker(heartbeatReadEvery(s.cfg.SupervisorTimeout, s.cfg.SupervisorHeartbeat))
 	defer heartbeats.Stop()
 	sweep := time.NewTicker(s.cfg.CodeSyncFreq)
 	defer sweep.Stop()
 	for {
-		supsChanged, assignmentsChanged := s.view.supervisors.Changed(), s.view.assignments.Changed()
-		stormsChanged, distsChanged := s.view.storms.Changed(), s.view.replicas.Changed()
-		nimbusesChanged := s.view.nimbuses.Changed()
-		now := time.Now()
-		var next time.Time
-		storms := s.view.storms.Snapshot()
-		for id, base := range storms {
-			status := base.GetStatus()
-			if base == nil || (status != clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED && status != clusterv1.TopologyStatus_TOPOLOGY_STATUS_REBALANCING) {
-				continue
-			}
-			due := time.UnixMilli(base.GetActionDeadlineUnixMs())
-			if due.After(now) {
-				if next.IsZero() || due.Before(next) {
-					next = due
-				}
-				continue
-			}
-			var err error
-			if status == clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED {
-				if err = s.removeTopology(ctx, term, id); err == nil {
-					log.Info("killed topology removed", "topology", id, "name", base.GetName())
-				}
-			} else if err = s.applyRebalance(term, id); err == nil {
-				sch.cleared(id)
-				log.Info("topology rebalanced; rescheduling it", "topology", id, "name", base.GetName())
-			}
-			if err != nil {
-				log.Warn("cannot complete the topology's timed action; will retry", "topology", id, "status", status, "err", err)
-				if retry := now.Add(time.Second); next.IsZero() || retry.Before(next) {
-					next = retry
-				}
-			}
-		}
-		for id := range s.view.replicas.Distributions.Snapshot() {
-			if _, committed := storms[id]; committed || s.svc.isPending(id) {
-				continue
-			}
-			removed, err := s.collectDistribution(ctx, term, id)
-			if err != nil {
-				log.Warn("cannot remove the code distribution of an uncommitted submission", "topology", id, "err", err)
-			} else if removed {
-				log.Info("removed the code distribution of a submission that never committed", "topology", id)
-			}
-		}
-		began := time.Now()
-		n, err := s.schedule(term, sch)
-		s.metrics.scheduleSeconds.Observe(time.Since(began).Seconds())
-		switch {
-		case err != nil:
-			log.Warn("scheduling failed; will retry", "err", err)
-		case firstRound:
-			// Failover's cost at scale: the lock won to scheduling again.
-			log.Info("term's first schedule done", "elapsed_ms", time.Since(term.Began()).Milliseconds(),
-				"topologies", len(storms), "supervisors", len(s.view.supervisors.Snapshot()), "assignments_written", n)
-			firstRound = false
-		case n > 0:
-			log.Info("assignments written", "topologies", n, "elapsed_ms", time.Since(began).Milliseconds())
-		}
-		summary := s.view.clusterInfo().GetCluster()
-		s.metrics.eligibleStandbys.Set(float64(summary.GetEligibleStandbys()))
-		if summary.GetEligibleStandbys() == 0 && len(summary.GetNimbuses()) > 0 {
-			if !noStandbyWarned {
-				log.Warn("no standby nimbus holds all code: a failure of this leader cannot fail over",
-					"nimbuses", len(summary.GetNimbuses()), "blocked_by", summary.GetLeadershipBlockedBy())
-				noStandbyWarned = true
-			}
-		} else {
-			noStandbyWarned = false
-		}
+		// Taken before the round reads what they announce: no change goes
+		// unseen.
+		v := s.view
+		storms, dists, nimbuses := v.storms.Changed(), v.replicas.Changed(), v.nimbuses.Changed()
+		supervisors, assignments := v.supervisors.Changed(), v.assignments.Changed()
 
-		var timer <-chan time.Time
+		next := d.completeTimedActions()
+		d.collectAbandonedDistributions()
+		d.scheduleRound()
+		d.warnIfNoStandby()
+
+		var due <-chan time.Time
 		if !next.IsZero() {
-			timer = time.After(time.Until(next))
+			due = time.After(time.Until(next))
 		}
 		select {
-		case <-ctx.Done():
+		case <-d.ctx.Done():
 			return
-		case <-stormsChanged:
-		case <-distsChanged:
-		case <-nimbusesChanged:
-		case <-s.actions:
-		case <-timer:
-		case <-supsChanged:
-		case <-assignmentsChanged:
+		case <-storms:
+		case <-dists:
+		case <-nimbuses:
+		case <-supervisors:
+		case <-assignments:
+		case <-s.actions: // a kill or rebalance, a submission that ended
+		case <-due:
 		case <-monitor.C: // heartbeats going stale wake nothing else
 		case <-heartbeats.C:
-			s.view.supervisors.Refresh() // its Changed wakes the next round
+			v.supervisors.Refresh() // its Changed starts the next round
 		case <-sweep.C:
-			s.sweepStoredCode(ctx, log)
+			d.sweepStoredCode()
 		}
 	}
+}
+
+// awaitCaches waits until the caches the duties read are loaded:
+// scheduling from an empty supervisor list would empty every assignment
+// and stop every worker. It reports false if the term ended first.
+func (d *duties) awaitCaches() bool {
+	for _, loaded := range []<-chan struct{}{d.view.storms.Loaded(), d.view.supervisors.Loaded(), d.view.assignments.Loaded()} {
+		select {
+		case <-loaded:
+		case <-d.ctx.Done():
+			return false
+		}
+	}
+	return true
+}
+
+// completeTimedActions removes the killed topologies and applies the
+// rebalances whose wait is over, and returns when the next wait ends (zero
+// if none is waiting). A failure is retried a second later.
+func (d *duties) completeTimedActions() time.Time {
+	now := time.Now()
+	var next time.Time
+	dueAt := func(t time.Time) {
+		if next.IsZero() || t.Before(next) {
+			next = t
+		}
+	}
+	for id, base := range d.view.storms.Snapshot() {
+		status := base.GetStatus()
+		if status != clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED && status != clusterv1.TopologyStatus_TOPOLOGY_STATUS_REBALANCING {
+			continue
+		}
+		if deadline := time.UnixMilli(base.GetActionDeadlineUnixMs()); deadline.After(now) {
+			dueAt(deadline)
+			continue
+		}
+		if err := d.completeTimedAction(id, base); err != nil {
+			d.log.Warn("cannot complete the topology's timed action; will retry", "topology", id, "status", status, "err", err)
+			dueAt(now.Add(time.Second))
+		}
+	}
+	return next
+}
+
+// completeTimedAction ends the wait of one killed or rebalancing topology.
+func (d *duties) completeTimedAction(id string, base *clusterv1.StormBase) error {
+	if base.GetStatus() == clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED {
+		if err := d.removeTopology(id); err != nil {
+			return err
+		}
+		d.log.Info("killed topology removed", "topology", id, "name", base.GetName())
+		return nil
+	}
+	if err := d.applyRebalance(id); err != nil {
+		return err
+	}
+	d.sch.cleared(id)
+	d.log.Info("topology rebalanced; rescheduling it", "topology", id, "name", base.GetName())
+	return nil
 }
 
 // removeTopology deletes a killed topology from ZooKeeper in one fenced
 // write (its StormBase, assignment and distribution with replicas); every
 // nimbus then drops the code, and the backend cleans up what it stored.
-func (s *Server) removeTopology(ctx context.Context, term *leader.Term, id string) error {
-	paths := s.sess.Paths()
-	if ok, _, err := s.sess.Conn().Exists(paths.Storm(id)); err != nil || !ok {
+func (d *duties) removeTopology(id string) error {
+	paths, conn, ops := d.sess.Paths(), d.sess.Conn(), d.sess.Ops()
+	if ok, _, err := conn.Exists(paths.Storm(id)); err != nil || !ok {
 		return err // removed already; the cache lags
 	}
-	extra := []cluster.Op{s.sess.Ops().DeleteStorm(id)}
-	if ok, _, err := s.sess.Conn().Exists(paths.Assignment(id)); err != nil {
+	extra := []cluster.Op{ops.DeleteStorm(id)}
+	if ok, _, err := conn.Exists(paths.Assignment(id)); err != nil {
 		return err
 	} else if ok {
-		extra = append(extra, s.sess.Ops().DeleteAssignment(id))
+		extra = append(extra, ops.DeleteAssignment(id))
 	}
-	if err := deleteDistribution(term, s.sess, id, extra...); err != nil {
+	if err := d.deleteDistribution(id, extra...); err != nil {
 		return err
 	}
-	if err := s.dist.Cleanup(ctx, id); err != nil && !errors.Is(err, context.Canceled) {
-		s.log.Warn("code cleanup failed", "topology", id, "err", err)
+	if err := d.dist.Cleanup(d.ctx, id); err != nil && !errors.Is(err, context.Canceled) {
+		d.log.Warn("code cleanup failed", "topology", id, "err", err)
 	}
 	return nil
 }
 
-// collectDistribution removes the distribution of a submission that never
-// committed. The caches can lag (a topology the last leader committed a
-// moment before handing over), so /storms is read afresh first.
-func (s *Server) collectDistribution(ctx context.Context, term *leader.Term, id string) (bool, error) {
-	if ok, _, err := s.sess.Conn().Exists(s.sess.Paths().Storm(id)); err != nil || ok {
-		return false, err
-	}
-	if err := deleteDistribution(term, s.sess, id); err != nil {
-		return false, err
-	}
-	if err := s.dist.Cleanup(ctx, id); err != nil {
-		s.log.Warn("code cleanup failed", "topology", id, "err", err)
-	}
-	return true, nil
-}
-
-// applyRebalance ends a rebalance's wait: the plan's workers and
-// parallelism become the topology's, its status returns to what it was,
-// and its assignment is dropped in the same fenced write, so the next
-// round schedules it afresh.
-func (s *Server) applyRebalance(term *leader.Term, id string) error {
-	paths := s.sess.Paths()
-	data, stat, err := s.sess.Conn().Get(paths.Storm(id))
+// applyRebalance ends a rebalance's wait (finishRebalance), dropping the
+// topology's assignment in the same fenced write, so the next round
+// schedules it afresh.
+func (d *duties) applyRebalance(id string) error {
+	paths, conn, ops := d.sess.Paths(), d.sess.Conn(), d.sess.Ops()
+	data, stat, err := conn.Get(paths.Storm(id))
 	if err != nil {
 		return err
 	}
@@ -201,57 +187,145 @@ func (s *Server) applyRebalance(term *leader.Term, id string) error {
 	if err := cluster.Decode(paths.Storm(id), data, base); err != nil {
 		return err
 	}
-	if base.GetStatus() != clusterv1.TopologyStatus_TOPOLOGY_STATUS_REBALANCING {
+	if !finishRebalance(base, d.term.Epoch()) {
 		return nil
 	}
-	plan := base.GetPendingRebalance()
-	if plan.GetNumWorkers() > 0 {
-		base.NumWorkers = plan.GetNumWorkers()
-	}
-	for c, n := range plan.GetComponentExecutors() {
-		base.ComponentExecutors[c] = n
-	}
-	base.Status, base.PreviousStatus = base.GetPreviousStatus(), clusterv1.TopologyStatus_TOPOLOGY_STATUS_UNSPECIFIED
-	base.PendingRebalance, base.ActionDeadlineUnixMs, base.Epoch = nil, 0, term.Epoch()
-	ops := []cluster.Op{s.sess.Ops().SetStorm(id, base, stat.Version)}
-	if ok, _, err := s.sess.Conn().Exists(paths.Assignment(id)); err != nil {
+	writes := []cluster.Op{ops.SetStorm(id, base, stat.Version)}
+	if ok, _, err := conn.Exists(paths.Assignment(id)); err != nil {
 		return err
 	} else if ok {
-		ops = append(ops, s.sess.Ops().DeleteAssignment(id))
+		writes = append(writes, ops.DeleteAssignment(id))
 	}
-	_, err = term.Multi(ops...)
+	_, err = d.term.Multi(writes...)
 	return err
+}
+
+// collectAbandonedDistributions removes the distribution, and the stored
+// code, of every submission that never committed: one an earlier leader
+// abandoned, or one here that failed.
+func (d *duties) collectAbandonedDistributions() {
+	storms := d.view.storms.Snapshot()
+	for id := range d.view.replicas.Distributions.Snapshot() {
+		if _, committed := storms[id]; committed || d.svc.isPending(id) {
+			continue
+		}
+		removed, err := d.removeAbandonedDistribution(id)
+		if err != nil {
+			d.log.Warn("cannot remove the code distribution of an uncommitted submission", "topology", id, "err", err)
+		} else if removed {
+			d.log.Info("removed the code distribution of a submission that never committed", "topology", id)
+		}
+	}
+}
+
+// removeAbandonedDistribution removes the distribution of a submission
+// that never committed. The caches can lag (a topology the last leader
+// committed a moment before handing over), so /storms is read afresh
+// first.
+func (d *duties) removeAbandonedDistribution(id string) (bool, error) {
+	if ok, _, err := d.sess.Conn().Exists(d.sess.Paths().Storm(id)); err != nil || ok {
+		return false, err
+	}
+	if err := d.deleteDistribution(id); err != nil {
+		return false, err
+	}
+	if err := d.dist.Cleanup(d.ctx, id); err != nil {
+		d.log.Warn("code cleanup failed", "topology", id, "err", err)
+	}
+	return true, nil
+}
+
+// deleteDistribution removes /code-distributor/<id> and its replicas, with
+// extra, in one fenced write, retrying while replicas register meanwhile.
+func (d *duties) deleteDistribution(id string, extra ...cluster.Op) error {
+	dir := d.sess.Paths().Distribution(id)
+	for range 5 {
+		var ops []cluster.Op
+		replicas, _, err := d.sess.Conn().Children(dir)
+		switch {
+		case errors.Is(err, zk.ErrNoNode): // gone already
+		case err != nil:
+			return err
+		default:
+			ops = d.sess.Ops().DeleteDistribution(id, replicas)
+		}
+		ops = append(ops, extra...)
+		if len(ops) == 0 {
+			return nil
+		}
+		_, err = d.term.Multi(ops...)
+		if !errors.Is(err, zk.ErrNotEmpty) && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+	}
+	return fmt.Errorf("nimbus: %s keeps changing; will retry", dir)
+}
+
+// scheduleRound assigns the topologies' executors to live slots (see
+// schedule) and logs what it wrote. The term's first round says how long
+// after the lock was won it was done: the cost of a failover at scale.
+func (d *duties) scheduleRound() {
+	began := time.Now()
+	n, err := d.schedule(d.term, d.sch)
+	d.metrics.scheduleSeconds.Observe(time.Since(began).Seconds())
+	switch {
+	case err != nil:
+		d.log.Warn("scheduling failed; will retry", "err", err)
+	case !d.scheduledOnce:
+		d.log.Info("term's first schedule done", "elapsed_ms", time.Since(d.term.Began()).Milliseconds(),
+			"topologies", len(d.view.storms.Snapshot()), "supervisors", len(d.view.supervisors.Snapshot()), "assignments_written", n)
+		d.scheduledOnce = true
+	case n > 0:
+		d.log.Info("assignments written", "topologies", n, "elapsed_ms", time.Since(began).Milliseconds())
+	}
+}
+
+// warnIfNoStandby exports how many standbys could take over and warns, once
+// per spell, when none could: a failure of this leader would then leave
+// the cluster without one.
+func (d *duties) warnIfNoStandby() {
+	summary := d.view.clusterInfo().GetCluster()
+	d.metrics.eligibleStandbys.Set(float64(summary.GetEligibleStandbys()))
+	if summary.GetEligibleStandbys() > 0 || len(summary.GetNimbuses()) == 0 {
+		d.noStandbyWarned = false
+		return
+	}
+	if !d.noStandbyWarned {
+		d.log.Warn("no standby nimbus holds all code: a failure of this leader cannot fail over",
+			"nimbuses", len(summary.GetNimbuses()), "blocked_by", summary.GetLeadershipBlockedBy())
+		d.noStandbyWarned = true
+	}
 }
 
 // sweepStoredCode removes code a backend holds outside the nimbuses for
 // topologies nothing refers to (no StormBase, no distribution, no
 // submission in progress here): what a failed upload or cleanup left.
-func (s *Server) sweepStoredCode(ctx context.Context, log *slog.Logger) {
-	lister, ok := s.dist.(codedistributor.Lister)
+func (d *duties) sweepStoredCode() {
+	lister, ok := d.dist.(codedistributor.Lister)
 	if !ok {
 		return
 	}
-	ids, err := lister.List(ctx)
+	ids, err := lister.List(d.ctx)
 	if err != nil {
-		log.Warn("cannot list stored code", "err", err)
+		d.log.Warn("cannot list stored code", "err", err)
 		return
 	}
-	paths := s.sess.Paths()
+	paths := d.sess.Paths()
 	for _, id := range ids {
-		if s.svc.isPending(id) {
+		if d.svc.isPending(id) {
 			continue
 		}
-		if ok, _, err := s.sess.Conn().Exists(paths.Storm(id)); err != nil || ok {
+		if ok, _, err := d.sess.Conn().Exists(paths.Storm(id)); err != nil || ok {
 			continue
 		}
-		if ok, _, err := s.sess.Conn().Exists(paths.Distribution(id)); err != nil || ok {
+		if ok, _, err := d.sess.Conn().Exists(paths.Distribution(id)); err != nil || ok {
 			continue
 		}
-		if err := s.dist.Cleanup(ctx, id); err != nil {
-			log.Warn("cannot remove orphaned stored code", "topology", id, "err", err)
+		if err := d.dist.Cleanup(d.ctx, id); err != nil {
+			d.log.Warn("cannot remove orphaned stored code", "topology", id, "err", err)
 			continue
 		}
-		log.Info("removed stored code no topology refers to", "topology", id)
+		d.log.Info("removed stored code no topology refers to", "topology", id)
 	}
 }
 

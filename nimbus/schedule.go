@@ -54,8 +54,32 @@ func newScheduler() *scheduler {
 func (s *Server) schedule(term *leader.Term, sch *scheduler) (int, error) {
 	now := time.Now()
 	storms := s.view.storms.Snapshot()
-	current := maps.Clone(s.view.assignments.Snapshot()) // shared: copy before changing
+	current := sch.current(storms, s.view.assignments.Snapshot())
 	unreadable := s.view.assignments.Unreadable()
+	sups, hosts := sch.liveSupervisors(s.view.supervisors.Snapshot(), now, s.cfg.SupervisorTimeout)
+	tops, frozen, cur := topologies(storms, current)
+	next := assign.Schedule(tops, sups, cur)
+
+	var writes []assignmentWrite
+	for _, t := range tops {
+		a := next[t.ID]
+		if frozen[t.ID] || (equalAssignment(a, cur[t.ID]) && current[t.ID] != nil && !unreadable[t.ID]) {
+			continue
+		}
+		if unreadable[t.ID] {
+			s.log.Warn("rewriting an unreadable assignment", "topology", t.ID, "epoch", term.Epoch())
+		}
+		exists := current[t.ID] != nil || unreadable[t.ID]
+		writes = append(writes, s.assignmentWrite(term, t.ID, a, current[t.ID], exists, storms[t.ID], hosts, now))
+	}
+	return sch.wrote(writes, writeAll(term, writes))
+}
+
+// current is the cached assignments, corrected by what this term wrote or
+// deleted and the cache does not show yet. The cache's map is copied, not
+// changed.
+func (sch *scheduler) current(storms map[string]*clusterv1.StormBase, cached map[string]*clusterv1.Assignment) map[string]*clusterv1.Assignment {
+	current := maps.Clone(cached)
 	for id, a := range sch.written {
 		switch c := current[id]; {
 		case storms[id] == nil, c != nil && proto.Equal(c, a):
@@ -71,15 +95,20 @@ func (s *Server) schedule(term *leader.Term, sch *scheduler) (int, error) {
 			delete(current, id)
 		}
 	}
+	return current
+}
 
-	var sups []assign.Supervisor
-	hosts := map[string]string{}
-	registered := s.view.supervisors.Snapshot()
+// liveSupervisors returns the registered supervisors whose heartbeat this
+// leader saw change within timeout, by its own clock, and every one's
+// host by id.
+func (sch *scheduler) liveSupervisors(registered map[string]*clusterv1.SupervisorInfo, now time.Time, timeout time.Duration) ([]assign.Supervisor, map[string]string) {
 	for id := range sch.seen {
 		if _, ok := registered[id]; !ok {
 			delete(sch.seen, id)
 		}
 	}
+	var live []assign.Supervisor
+	hosts := map[string]string{}
 	for id, info := range registered {
 		if info == nil {
 			continue
@@ -87,12 +116,18 @@ func (s *Server) schedule(term *leader.Term, sch *scheduler) (int, error) {
 		if prev, ok := sch.seen[id]; !ok || prev.beat != info.GetLastHeartbeatUnixMs() {
 			sch.seen[id] = heartbeatSeen{beat: info.GetLastHeartbeatUnixMs(), at: now}
 		}
-		if now.Sub(sch.seen[id].at) > s.cfg.SupervisorTimeout {
+		if now.Sub(sch.seen[id].at) > timeout {
 			continue // registered but silent: hung
 		}
-		sups = append(sups, assign.Supervisor{ID: id, Ports: info.GetSlotPorts()})
+		live = append(live, assign.Supervisor{ID: id, Ports: info.GetSlotPorts()})
 		hosts[id] = info.GetHost()
 	}
+	return live, hosts
+}
+
+// topologies returns what the scheduler places, sorted by id, which of
+// them it must not move (frozen), and their current assignments.
+func topologies(storms map[string]*clusterv1.StormBase, current map[string]*clusterv1.Assignment) ([]assign.Topology, map[string]bool, map[string]assign.Assignment) {
 	var tops []assign.Topology
 	frozen := map[string]bool{}
 	cur := map[string]assign.Assignment{}
@@ -119,23 +154,15 @@ func (s *Server) schedule(term *leader.Term, sch *scheduler) (int, error) {
 		}
 	}
 	sort.Slice(tops, func(i, j int) bool { return tops[i].ID < tops[j].ID })
-	next := assign.Schedule(tops, sups, cur)
+	return tops, frozen, cur
+}
 
-	var writes []assignmentWrite
-	for _, t := range tops {
-		a := next[t.ID]
-		if frozen[t.ID] || (equalAssignment(a, cur[t.ID]) && current[t.ID] != nil && !unreadable[t.ID]) {
-			continue
-		}
-		if unreadable[t.ID] {
-			s.log.Warn("rewriting an unreadable assignment", "topology", t.ID, "epoch", term.Epoch())
-		}
-		exists := current[t.ID] != nil || unreadable[t.ID]
-		writes = append(writes, s.assignmentWrite(term, t.ID, a, current[t.ID], exists, storms[t.ID], hosts, now))
-	}
+// wrote remembers the writes that succeeded, until the cache shows them,
+// and returns how many did and the first failure that matters.
+func (sch *scheduler) wrote(writes []assignmentWrite, errs []error) (int, error) {
 	written := 0
 	var failed error
-	for i, err := range writeAll(term, writes) {
+	for i, err := range errs {
 		switch {
 		case errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrNoNode):
 			// The cache lagged; the next round sees the node as it is.

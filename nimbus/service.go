@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/nimbusha/nimbus/apierr"
 	"github.com/nimbusha/nimbus/cluster"
@@ -132,15 +131,7 @@ func (s *service) KillTopology(ctx context.Context, req *nimbusv1.KillTopologyRe
 	if req.WaitSecs != nil {
 		wait = time.Duration(req.GetWaitSecs()) * time.Second
 	}
-	err := s.transition(ctx, req.GetName(), func(base *clusterv1.StormBase) (bool, error) {
-		if base.GetStatus() == clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED {
-			return false, nil // already being killed: keep the first deadline
-		}
-		base.PreviousStatus = base.GetStatus()
-		base.Status = clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED
-		base.ActionDeadlineUnixMs = time.Now().Add(wait).UnixMilli()
-		return true, nil
-	})
+	err := s.transition(ctx, req.GetName(), kill(wait, time.Now()))
 	if err == nil {
 		s.log.Info("topology killed", "topology", req.GetName(), "removal_in", wait)
 		s.actionsChanged()
@@ -172,29 +163,7 @@ func (s *service) RebalanceTopology(ctx context.Context, req *nimbusv1.Rebalance
 	if req.WaitSecs != nil {
 		wait = time.Duration(req.GetWaitSecs()) * time.Second
 	}
-	err := s.transition(ctx, req.GetName(), func(base *clusterv1.StormBase) (bool, error) {
-		plan := &clusterv1.RebalancePlan{NumWorkers: req.GetNumWorkers(), ComponentExecutors: req.GetComponentParallelism()}
-		switch base.GetStatus() {
-		case clusterv1.TopologyStatus_TOPOLOGY_STATUS_REBALANCING:
-			if proto.Equal(base.GetPendingRebalance(), plan) {
-				return false, nil // a retry of the same request
-			}
-			return false, fmt.Errorf("%w: %s is already rebalancing to another plan", apierr.ErrWrongStatus, base.GetName())
-		case clusterv1.TopologyStatus_TOPOLOGY_STATUS_ACTIVE, clusterv1.TopologyStatus_TOPOLOGY_STATUS_INACTIVE:
-		default:
-			return false, fmt.Errorf("%w: %s is %s", apierr.ErrWrongStatus, base.GetName(), base.GetStatus())
-		}
-		for c := range req.GetComponentParallelism() {
-			if _, ok := base.GetComponentExecutors()[c]; !ok {
-				return false, validate.Invalid(fmt.Sprintf("component_parallelism[%q]", c), "the topology has no such component")
-			}
-		}
-		base.PreviousStatus = base.GetStatus()
-		base.Status = clusterv1.TopologyStatus_TOPOLOGY_STATUS_REBALANCING
-		base.ActionDeadlineUnixMs = time.Now().Add(wait).UnixMilli()
-		base.PendingRebalance = plan
-		return true, nil
-	})
+	err := s.transition(ctx, req.GetName(), rebalance(req, wait, time.Now()))
 	if err == nil {
 		s.log.Info("topology rebalancing", "topology", req.GetName(), "in", wait)
 		s.actionsChanged()
@@ -202,27 +171,12 @@ func (s *service) RebalanceTopology(ctx context.Context, req *nimbusv1.Rebalance
 	return &nimbusv1.RebalanceTopologyResponse{}, apierr.ToStatus(err)
 }
 
-// setStatus moves between ACTIVE and INACTIVE; repeating one is a no-op.
-func setStatus(to clusterv1.TopologyStatus) func(*clusterv1.StormBase) (bool, error) {
-	return func(base *clusterv1.StormBase) (bool, error) {
-		switch base.GetStatus() {
-		case to:
-			return false, nil
-		case clusterv1.TopologyStatus_TOPOLOGY_STATUS_ACTIVE, clusterv1.TopologyStatus_TOPOLOGY_STATUS_INACTIVE:
-			base.Status = to
-			return true, nil
-		default:
-			return false, fmt.Errorf("%w: %s is %s", apierr.ErrWrongStatus, base.GetName(), base.GetStatus())
-		}
-	}
-}
-
-// transition applies change to the named topology's StormBase on the
+// transition applies edit to the named topology's StormBase on the
 // leader. It reads the node afresh and writes with a version check inside
 // the fenced write: a cache can lag a write made a moment ago (a kill, then
-// an activate that must not undo it). change reports whether it changed
+// an activate that must not undo it). edit reports whether it changed
 // anything; either way the answer comes from a nimbus that still leads.
-func (s *service) transition(ctx context.Context, name string, change func(*clusterv1.StormBase) (bool, error)) error {
+func (s *service) transition(ctx context.Context, name string, edit change) error {
 	term, err := s.leaderTerm(ctx)
 	if err != nil {
 		return err
@@ -244,7 +198,7 @@ func (s *service) transition(ctx context.Context, name string, change func(*clus
 		if err := cluster.Decode(path, data, base); err != nil {
 			return err
 		}
-		changed, err := change(base)
+		changed, err := edit(base)
 		if err != nil {
 			return err
 		}

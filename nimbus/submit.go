@@ -7,11 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
-
-	"github.com/go-zookeeper/zk"
 
 	"github.com/nimbusha/nimbus/apierr"
 	"github.com/nimbusha/nimbus/cluster"
@@ -38,8 +37,78 @@ func (s *service) SubmitTopology(stream nimbusv1.NimbusService_SubmitTopologySer
 	return stream.SendAndClose(resp)
 }
 
+// submit is SubmitTopology as a list of steps. Until step 8 commits the
+// topology nothing is acknowledged, and a failure before it answers
+// ABORTED (nothing committed: submitting again is safe) and leaves nothing
+// that the leader loop does not remove.
 func (s *service) submit(stream nimbusv1.NimbusService_SubmitTopologyServer) (*nimbusv1.SubmitTopologyResponse, error) {
 	ctx := stream.Context()
+	// 1. The spec, validated before anything else.
+	spec, err := receiveSpec(stream)
+	if err != nil {
+		return nil, err
+	}
+	// 2. Leadership, before the upload: a client sent to a follower is
+	// redirected before it sends megabytes.
+	term, err := s.leaderTerm(ctx)
+	if errors.Is(err, apierr.ErrNoLeader) {
+		// The client cannot tell how much of its upload arrived; say that
+		// nothing was committed, so it submits again.
+		return nil, apierr.NotCommitted(err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	// 3. The name, held until the answer.
+	release, err := s.reserveName(spec.GetName())
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	// 4. The bundle: the artifact, hashed as it streams in, and the spec.
+	tmp, files, err := s.receiveBundle(stream, spec)
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp) // a no-op once installed
+	// 5. An id. The submission is pending from here until the commit: the
+	// leader loop removes the distribution of any submission that is not.
+	id, err := s.newTopologyID(spec.GetName())
+	if err != nil {
+		return nil, apierr.NotCommitted(err)
+	}
+	log := s.log.With("topology", id)
+	s.setPending(id, true)
+	defer func() {
+		s.setPending(id, false)
+		s.actionsChanged() // collect the distribution if this failed
+	}()
+	// 6. The code stored by the backend, then installed here, pinned until
+	// the distribution asks every nimbus to hold it.
+	unpin := s.syncer.Pin(id)
+	defer unpin()
+	digest, err := s.storeCode(ctx, id, tmp, files, log)
+	if err != nil {
+		return nil, err
+	}
+	// 7. Distributed: every nimbus fetches it; the answer waits for
+	// topology.min.replication.count of them.
+	count, timedOut, err := s.distribute(ctx, term, id, digest, log)
+	if err != nil {
+		return nil, err
+	}
+	// 8. Committed: from here the topology exists.
+	if err := s.commit(term, spec, id, digest); err != nil {
+		return nil, err
+	}
+	s.awaitCached(ctx, id)
+	log.Info("topology submitted", "name", spec.GetName(), "bytes", files[0].GetSize(),
+		"replicas", count, "replication_wait_timed_out", timedOut)
+	return &nimbusv1.SubmitTopologyResponse{TopologyId: id, ReplicationCount: int32(count), ReplicationWaitTimedOut: timedOut}, nil
+}
+
+// receiveSpec reads and validates the spec, the stream's first message.
+func receiveSpec(stream nimbusv1.NimbusService_SubmitTopologyServer) (*nimbusv1.TopologySpec, error) {
 	first, err := stream.Recv()
 	if errors.Is(err, io.EOF) {
 		return nil, validate.Invalid("spec", "the stream ended before the spec")
@@ -54,110 +123,77 @@ func (s *service) submit(stream nimbusv1.NimbusService_SubmitTopologyServer) (*n
 	if err := validate.Spec(spec); err != nil {
 		return nil, err
 	}
-	// Check leadership before the upload, so a client sent to a follower
-	// is redirected before it sends megabytes.
-	term, err := s.leaderTerm(ctx)
-	if errors.Is(err, apierr.ErrNoLeader) {
-		// The client cannot tell how much of its upload arrived; say that
-		// nothing was committed, so it submits again.
-		return nil, apierr.NotCommitted(err)
-	}
-	if err != nil {
-		return nil, err
-	}
-	release, err := s.reserveName(spec.GetName())
-	if err != nil {
-		return nil, err
-	}
-	defer release()
+	return spec, nil
+}
 
+// receiveBundle writes the bundle into a new temporary directory of the
+// store, which the caller removes: the artifact as it streams in, checked
+// against the trailer, and the spec. It returns the directory and the
+// bundle's files, the artifact first.
+func (s *service) receiveBundle(stream nimbusv1.NimbusService_SubmitTopologyServer, spec *nimbusv1.TopologySpec) (string, []*clusterv1.CodeFile, error) {
 	tmp, err := s.store.NewTemp()
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	defer os.RemoveAll(tmp) // a no-op once installed
 	artifact, err := s.receiveArtifact(stream, filepath.Join(tmp, codedistributor.ArtifactFile))
 	if err != nil {
-		return nil, err
+		os.RemoveAll(tmp)
+		return "", nil, err
 	}
 	specData := cluster.Encode(spec)
 	if err := os.WriteFile(filepath.Join(tmp, codedistributor.SpecFile), specData, 0o644); err != nil {
-		return nil, err
+		os.RemoveAll(tmp)
+		return "", nil, err
 	}
 	specSum := sha256.Sum256(specData)
+	return tmp, []*clusterv1.CodeFile{artifact,
+		{Name: codedistributor.SpecFile, Size: int64(len(specData)), Sha256: specSum[:]}}, nil
+}
 
-	id, err := s.newTopologyID(spec.GetName())
-	if err != nil {
-		return nil, apierr.NotCommitted(err)
-	}
-	log := s.log.With("topology", id)
-	// From here until the commit the submission is pending: the leader
-	// loop removes the distribution of any submission that is not.
-	s.setPending(id, true)
-	defer func() {
-		s.setPending(id, false)
-		s.actionsChanged() // collect the distribution if this failed
-	}()
-	meta, err := s.dist.Upload(ctx, tmp, codedistributor.Code{TopologyID: id, Meta: &clusterv1.CodeMeta{
-		TopologyId: id,
-		Files: []*clusterv1.CodeFile{artifact,
-			{Name: codedistributor.SpecFile, Size: int64(len(specData)), Sha256: specSum[:]}},
-	}})
+// storeCode has the backend store the bundle in tmp, then installs it in
+// this nimbus's store, and returns its meta's digest. A failure cleans up
+// what the backend stored.
+func (s *service) storeCode(ctx context.Context, id, tmp string, files []*clusterv1.CodeFile, log *slog.Logger) ([]byte, error) {
+	meta, err := s.dist.Upload(ctx, tmp, codedistributor.Code{TopologyID: id, Meta: &clusterv1.CodeMeta{TopologyId: id, Files: files}})
 	if err != nil {
 		s.cleanupBackend(id, log)
 		return nil, fmt.Errorf("%w: nothing was submitted: %v", apierr.ErrCodeStoreUnavailable, err)
 	}
-	unpin := s.syncer.Pin(id) // keep it until the distribution asks for it
-	defer unpin()
 	digest, err := s.store.Install(tmp, id, meta)
 	if err != nil {
 		s.cleanupBackend(id, log)
 		return nil, apierr.NotCommitted(err)
 	}
+	return digest, nil
+}
 
-	// Ask every nimbus to fetch the code; codesync registers this one.
+// distribute asks every nimbus to fetch the code (codesync registers this
+// one as a replica too), and waits for the replicas; see waitReplication.
+func (s *service) distribute(ctx context.Context, term *leader.Term, id string, digest []byte, log *slog.Logger) (count int, timedOut bool, err error) {
 	dist := &clusterv1.CodeDistribution{CodeMetaDigest: digest, Epoch: term.Epoch(), CreatedUnixMs: time.Now().UnixMilli()}
 	if _, err := term.Multi(s.sess.Ops().CreateDistribution(id, dist)); err != nil {
 		// Nothing in ZooKeeper will lead anyone to the stored code.
 		s.cleanupBackend(id, log)
-		return nil, apierr.NotCommitted(err)
+		return 0, false, apierr.NotCommitted(err)
 	}
-	count, timedOut, err := s.waitReplication(ctx, term, id, digest)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.checkNameFree(spec.GetName()); err != nil {
-		return nil, err
-	}
+	return s.waitReplication(ctx, term, id, digest)
+}
 
-	base := &clusterv1.StormBase{
-		Name:               spec.GetName(),
-		Owner:              spec.GetOwner(),
-		Status:             clusterv1.TopologyStatus_TOPOLOGY_STATUS_ACTIVE,
-		LaunchTimeUnixSecs: time.Now().Unix(),
-		NumWorkers:         spec.GetNumWorkers(),
-		ComponentExecutors: map[string]int32{},
-		CodeMetaDigest:     digest,
-		Epoch:              term.Epoch(),
+// commit writes the topology's StormBase, once no topology has its name.
+func (s *service) commit(term *leader.Term, spec *nimbusv1.TopologySpec, id string, digest []byte) error {
+	if err := s.checkNameFree(spec.GetName()); err != nil {
+		return err
 	}
-	if spec.GetInitialStatus() == nimbusv1.InitialStatus_INITIAL_STATUS_INACTIVE {
-		base.Status = clusterv1.TopologyStatus_TOPOLOGY_STATUS_INACTIVE
-	}
-	for _, c := range spec.GetComponents() {
-		base.ComponentExecutors[c.GetId()] = c.GetParallelism()
-	}
+	base := newStormBase(spec, digest, term.Epoch(), time.Now())
 	if _, err := term.Multi(s.sess.Ops().CreateStorm(id, base)); err != nil {
 		if errors.Is(err, leader.ErrFenced) {
-			return nil, apierr.NotCommitted(err)
+			return apierr.NotCommitted(err)
 		}
 		// The commit may have been applied (a lost answer): say so, and
 		// leave the distribution to the leader loop, which checks.
-		return nil, fmt.Errorf("nimbus: commit of %s: outcome unknown (check with GetTopologyInfo): %w", id, err)
+		return fmt.Errorf("nimbus: commit of %s: outcome unknown (check with GetTopologyInfo): %w", id, err)
 	}
-	s.awaitCached(ctx, id)
-	log.Info("topology submitted", "name", spec.GetName(), "bytes", artifact.GetSize(),
-		"replicas", count, "replication_wait_timed_out", timedOut)
-	return &nimbusv1.SubmitTopologyResponse{TopologyId: id, ReplicationCount: int32(count), ReplicationWaitTimedOut: timedOut}, nil
+	return nil
 }
 
 // awaitCached waits, briefly, until this nimbus's cache shows the new
@@ -327,30 +363,4 @@ func (s *service) cleanupBackend(id string, log interface{ Warn(string, ...any) 
 	if err := s.dist.Cleanup(ctx, id); err != nil {
 		log.Warn("cannot clean up the code of a failed submission", "err", err)
 	}
-}
-
-// deleteDistribution removes /code-distributor/<id> and its replicas in one
-// fenced write, retrying while replicas register meanwhile.
-func deleteDistribution(term *leader.Term, sess *cluster.Session, id string, extra ...cluster.Op) error {
-	dir := sess.Paths().Distribution(id)
-	for range 5 {
-		var ops []cluster.Op
-		replicas, _, err := sess.Conn().Children(dir)
-		switch {
-		case errors.Is(err, zk.ErrNoNode): // gone already
-		case err != nil:
-			return err
-		default:
-			ops = sess.Ops().DeleteDistribution(id, replicas)
-		}
-		ops = append(ops, extra...)
-		if len(ops) == 0 {
-			return nil
-		}
-		_, err = term.Multi(ops...)
-		if !errors.Is(err, zk.ErrNotEmpty) && !errors.Is(err, zk.ErrNoNode) {
-			return err
-		}
-	}
-	return fmt.Errorf("nimbus: %s keeps changing; will retry", dir)
 }
