@@ -22,7 +22,7 @@ var fuzzPaths = cluster.Paths{Root: "/storm"}
 const fuzzID = "wordcount-1-1400000000"
 
 // zkPayloads lists every payload type stored in ZooKeeper, at a node
-// where it lives (DESIGN.md section 3).
+// where it lives (docs/ARCHITECTURE.md section 3).
 var zkPayloads = []zkPayload{
 	{fuzzPaths.Storm(fuzzID), func() proto.Message { return new(clusterv1.StormBase) }, &clusterv1.StormBase{
 		Name: "wordcount", Owner: "Jürgen", Status: clusterv1.TopologyStatus_TOPOLOGY_STATUS_REBALANCING,

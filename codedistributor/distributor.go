@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -113,14 +114,26 @@ func Names() []string {
 	return names
 }
 
-// New builds the backend called name.
-func New(name string, p Params) (Distributor, error) {
+// CheckClass fails, naming the key and the backends there are, unless a
+// backend is registered as name (storm.codedistributor.class).
+func CheckClass(name string) error {
 	registryMu.Lock()
-	f, ok := registry[name]
+	_, ok := registry[name]
 	registryMu.Unlock()
 	if !ok {
-		return nil, fmt.Errorf("codedistributor: storm.codedistributor.class %q is not available (have %v)", name, Names())
+		return fmt.Errorf("codedistributor: %s: %q is not one of %s", configs.KeyCodeDistributorClass, name, strings.Join(Names(), ", "))
 	}
+	return nil
+}
+
+// New builds the backend called name.
+func New(name string, p Params) (Distributor, error) {
+	if err := CheckClass(name); err != nil {
+		return nil, err
+	}
+	registryMu.Lock()
+	f := registry[name]
+	registryMu.Unlock()
 	if p.Logger == nil {
 		p.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -1,5 +1,6 @@
-// Package codedistributor moves topology code between nimbuses (and, later,
-// supervisors) and keeps it verified (DESIGN.md section 5, invariant 5).
+// Package codedistributor moves topology code to the nimbuses and the
+// supervisors that need it, and keeps every copy verified
+// (docs/ARCHITECTURE.md section 5, invariant 5).
 //
 // A bundle is a directory of files (the artifact and the topology's spec)
 // described by a CodeMeta: each file's size and SHA-256. The meta's own

@@ -1,14 +1,17 @@
 // Package codesync keeps a nimbus's local store holding the code of every
-// topology the cluster wants (DESIGN.md invariant 6).
+// topology the cluster wants (docs/ARCHITECTURE.md invariant 6).
 //
 // It watches /code-distributor and /storms, fetches missing code the moment
 // a distribution appears (a watch on the replica list retries as soon as a
 // replica registers, so nothing waits on a poll), registers this nimbus as a
 // replica only after a verified install, and deletes code the cluster no
-// longer wants. A sweep every nimbus.code.sync.freq.secs re-verifies what is
-// held, as a safety net.
+// longer wants. A copy reported corrupt to the store (by the CodeService
+// serving it, or a seed) is verified again and, found so, fetched again. A
+// sweep every nimbus.code.sync.freq.secs re-verifies what is held, as a
+// safety net.
 //
-// It also gates leadership: the election is queued while this nimbus holds
-// every topology in /storms and withdrawn while it does not, and Eligible
-// checks afresh when the nimbus wins the lock.
+// It also gates leadership: the Syncer keeps the election queued while this
+// nimbus holds every topology in /storms and withdrawn while it does not,
+// and Gate.Eligible, the election's gate, checks afresh when the nimbus wins
+// the lock.
 package codesync

@@ -87,12 +87,10 @@ const (
 	WaitForever = -1
 )
 
-// Code distributor names accepted by storm.codedistributor.class.
-const (
-	CodeDistributorLocalFS    = "localfs"
-	CodeDistributorHDFS       = "hdfs"
-	CodeDistributorBittorrent = "bittorrent"
-)
+// CodeDistributorHDFS is the storm.codedistributor.class that needs the
+// hdfs.* keys. Which classes exist is for package codedistributor's
+// registry to say: the daemons check the class against it at start.
+const CodeDistributorHDFS = "hdfs"
 
 // Config holds one field per key. Durations are already converted from the
 // key's unit; everything else is as written.
@@ -208,7 +206,7 @@ var fields = []field{
 	{KeyNimbusSeeds, 0, "nimbus addresses, host or host:port, comma-separated", func(c *Config) any { return &c.NimbusSeeds }},
 	{KeyNimbusDrainTimeout, time.Second, "how long a stopping nimbus waits for in-flight RPCs (secs or a duration)", func(c *Config) any { return &c.NimbusDrainTimeout }},
 	{KeyNimbusMaxArtifactBytes, 0, "largest topology artifact accepted, in bytes", func(c *Config) any { return &c.NimbusMaxArtifactBytes }},
-	{KeyCodeDistributorClass, 0, "code distributor: localfs, hdfs or bittorrent", func(c *Config) any { return &c.CodeDistributorClass }},
+	{KeyCodeDistributorClass, 0, "code distributor: localfs (the default), hdfs or bittorrent", func(c *Config) any { return &c.CodeDistributorClass }},
 	{KeyMinReplicationCount, 0, "nimbuses that must hold a topology's code before it is active", func(c *Config) any { return &c.MinReplicationCount }},
 	{KeyMaxReplicationWait, 0, "seconds to wait for min replication (-1 = forever)", func(c *Config) any { return &c.MaxReplicationWaitSecs }},
 	{KeyTopologyMessageTimeout, time.Second, "default topology message timeout (secs or a duration)", func(c *Config) any { return &c.TopologyMessageTimeout }},
@@ -232,6 +230,29 @@ var fields = []field{
 	{KeyBittorrentSeedPeers, 0, "downloaders a BitTorrent seed serves at once, per topology", func(c *Config) any { return &c.BittorrentSeedPeers }},
 	{KeyLogLevel, 0, "log level: debug, info, warn or error", func(c *Config) any { return &c.LogLevel }},
 	{KeyLogFormat, 0, "log format: text or json", func(c *Config) any { return &c.LogFormat }},
+}
+
+// NimbusFlagKeys are the keys that bin/nimbus also takes as flags.
+func NimbusFlagKeys() []string {
+	return []string{
+		KeyZKServers, KeyZKPort, KeyZKRoot, KeyZKSessionTimeout, KeyZKConnectionTimeout, KeyLocalDir,
+		KeyNimbusHost, KeyNimbusGRPCPort, KeyNimbusMetricsPort, KeyCodeDistributorClass, KeyLogLevel, KeyLogFormat,
+		KeyMinReplicationCount, KeyMaxReplicationWait, KeyCodeSyncFreq, KeyNimbusMaxArtifactBytes, KeyTopologyMessageTimeout,
+		KeyMonitorFreq, KeySupervisorTimeout, KeyBittorrentPort, KeyBittorrentTrackerURL,
+		KeyBittorrentMaxUpload, KeyBittorrentMaxDownload, KeyBittorrentSeedPeers,
+	}
+}
+
+// SupervisorFlagKeys are the keys that bin/supervisor also takes as flags.
+func SupervisorFlagKeys() []string {
+	return []string{
+		KeyZKServers, KeyZKPort, KeyZKRoot, KeyZKSessionTimeout, KeyZKConnectionTimeout, KeyLocalDir,
+		KeyLocalHostname, KeySupervisorSlotsPorts, KeySupervisorHeartbeat,
+		KeyWorkerShutdownSleep, KeyCodeDistributorClass, KeyLogLevel, KeyLogFormat,
+		KeyBittorrentPort, KeyBittorrentTrackerURL,
+		KeyBittorrentMaxUpload, KeyBittorrentMaxDownload, KeyBittorrentSeedPeers,
+		KeySupervisorMetricsPort,
+	}
 }
 
 // Keys returns every key this package knows, in a stable order.

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // maxZKSessionTimeout bounds storm.zookeeper.session.timeout. ZooKeeper
@@ -61,8 +62,11 @@ func (c *Config) Validate() error {
 	}
 
 	// Topologies and scheduling.
-	add(oneOf(KeyCodeDistributorClass, c.CodeDistributorClass,
-		CodeDistributorLocalFS, CodeDistributorHDFS, CodeDistributorBittorrent))
+	// Which classes exist, the registry of package codedistributor says
+	// (the daemons check at start); here only that it can be a name.
+	if c.CodeDistributorClass == "" || strings.ContainsFunc(c.CodeDistributorClass, unicode.IsSpace) {
+		add(invalid(KeyCodeDistributorClass, "%q is not a code distributor's name", c.CodeDistributorClass))
+	}
 	if c.MinReplicationCount < 1 {
 		add(invalid(KeyMinReplicationCount, "%d is less than 1", c.MinReplicationCount))
 	}

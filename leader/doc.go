@@ -1,5 +1,6 @@
 // Package leader runs this nimbus's part in the leader election of
-// DESIGN.md section 3 and fences what a leader writes (invariant 3).
+// docs/ARCHITECTURE.md section 3 and fences what a leader writes
+// (invariant 3).
 //
 // The election is ZooKeeper's lock recipe: each candidate creates a
 // protected ephemeral-sequential node under /leader-lock, the lowest node

@@ -1,8 +1,10 @@
-// Package supervisor is the supervisor daemon (DESIGN.md section 7): it
-// registers under /supervisors with a stable id, heartbeats, watches the
-// assignments, fetches and verifies the code of the topologies assigned to
-// it, and runs one worker process per assigned slot, restarting crashed
-// workers with backoff and stopping those whose assignment is gone.
+// Package supervisor is the supervisor daemon (docs/ARCHITECTURE.md
+// section 7): it registers under /supervisors with a stable id, heartbeats,
+// watches the assignments, fetches and verifies the code of the topologies
+// assigned to it, and runs one worker process per assigned slot, restarting
+// crashed workers with backoff and stopping those whose assignment is gone.
+// Like the nimbus it is a Start, ReadyNotify, Err, Close lifecycle around a
+// thin main.
 //
 // It acts on the last assignments it saw, so its workers keep running while
 // nimbus or ZooKeeper is away (invariant 7); when they return it reconciles

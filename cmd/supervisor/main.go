@@ -8,25 +8,15 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/nimbusha/nimbus/configs"
 	"github.com/nimbusha/nimbus/internal/daemon"
 	"github.com/nimbusha/nimbus/supervisor"
 )
 
-// flagKeys are the configuration keys that also have a flag.
-var flagKeys = []string{
-	"storm.zookeeper.servers", "storm.zookeeper.port", "storm.zookeeper.root",
-	"storm.zookeeper.session.timeout", "storm.zookeeper.connection.timeout", "storm.local.dir",
-	"storm.local.hostname", "supervisor.slots.ports", "supervisor.heartbeat.frequency.secs",
-	"supervisor.worker.shutdown.sleep.secs", "storm.codedistributor.class", "log.level", "log.format",
-	"bittorrent.port", "bittorrent.tracker.url",
-	"bittorrent.max.upload.rate", "bittorrent.max.download.rate", "bittorrent.seed.max.peers",
-	"supervisor.metrics.port",
-}
-
 func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
 
 func run(args []string, stderr io.Writer) int {
-	cfg, logger, code, ok := daemon.Setup("supervisor", args, stderr, flagKeys)
+	cfg, logger, code, ok := daemon.Setup("supervisor", args, stderr, configs.SupervisorFlagKeys())
 	if !ok {
 		return code
 	}

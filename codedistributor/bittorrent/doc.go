@@ -1,7 +1,7 @@
 // Package bittorrent is the code distributor for big artifacts and many
 // nodes: every nimbus and supervisor that holds a topology's code seeds it
 // to the others, so the leader's upload bandwidth stops being the limit
-// (DESIGN.md section 5).
+// (docs/ARCHITECTURE.md section 5).
 //
 // Upload makes a private torrent of the bundle; the .torrent is the
 // backend meta, so a meta verified by its digest also vouches for every

@@ -1,6 +1,7 @@
 // Package daemon holds what every daemon shares: what its main does
 // before it starts (flags, configuration with flags > env > file >
-// defaults, the logger) and what its metrics port serves.
+// defaults, checked against the registered code distributors, the logger)
+// and what its metrics port serves.
 package daemon
 
 import (
@@ -11,6 +12,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/nimbusha/nimbus/codedistributor"
+	_ "github.com/nimbusha/nimbus/codedistributor/backends" // the classes CheckClass knows
 	"github.com/nimbusha/nimbus/configs"
 	"github.com/nimbusha/nimbus/internal/logging"
 )
@@ -33,6 +36,9 @@ func Setup(name string, args []string, stderr io.Writer, keys []string) (cfg *co
 		return nil, nil, 2, false
 	}
 	cfg, warnings, err := configs.Load(fs)
+	if err == nil {
+		err = codedistributor.CheckClass(cfg.CodeDistributorClass) // before anything touches ZooKeeper
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return nil, nil, 2, false
