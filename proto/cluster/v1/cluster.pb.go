@@ -5,7 +5,7 @@
 // source: cluster/v1/cluster.proto
 
 // Package cluster.v1 holds the payloads Nimbus-HA stores in ZooKeeper
-// (DESIGN.md section 3) and the code meta that distributors produce.
+// (docs/ARCHITECTURE.md section 3) and the code meta that distributors produce.
 // Fields are only ever added, never renumbered: nimbuses of different
 // versions read each other's nodes during a rolling upgrade.
 

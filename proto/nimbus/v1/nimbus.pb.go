@@ -4,7 +4,7 @@
 // 	protoc        (unknown)
 // source: nimbus/v1/nimbus.proto
 
-// Package nimbus.v1 is the public API of Nimbus-HA (DESIGN.md section 4).
+// Package nimbus.v1 is the public API of Nimbus-HA (docs/ARCHITECTURE.md section 4).
 //
 // Leader-only RPCs that reach a follower fail with FAILED_PRECONDITION and a
 // google.rpc.ErrorInfo detail (reason NOT_LEADER, domain nimbus.v1, metadata
