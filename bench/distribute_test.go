@@ -23,7 +23,6 @@ import (
 	"github.com/nimbusha/nimbus/client"
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
-	"github.com/nimbusha/nimbus/integration"
 	"github.com/nimbusha/nimbus/internal/testcluster"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
@@ -51,10 +50,6 @@ const (
 // alone holds the code at the acknowledgement, so all 12 other nodes fetch
 // at once.
 func BenchmarkDistribute(b *testing.B) {
-	bins, err := integration.Build(b.TempDir(), false)
-	if err != nil {
-		b.Fatal(err)
-	}
 	z := testcluster.StartZooKeeper(b)
 	data := make([]byte, distributeSize)
 	rand.Read(data)
@@ -73,7 +68,7 @@ func BenchmarkDistribute(b *testing.B) {
 		{"bittorrent-uplink", "bittorrent", distributeUplinkMbit},
 	} {
 		b.Run(v.name, func(b *testing.B) {
-			rows = append(rows, benchDistribute(b, bins, z.Addr(), v.name, v.backend, v.uplinkMbit, data))
+			rows = append(rows, benchDistribute(b, z.Addr(), v.name, v.backend, v.uplinkMbit, data))
 		})
 	}
 	fmt.Fprintf(os.Stderr, "\n| backend | trials | wall from submit p50 | max | wall from ack p50 | max | ack p50 | leader sent (metric) p50 | max | leader wchar p50 | max | leader wchar - write_bytes p50 | max |\n")
@@ -98,36 +93,29 @@ type distTrial struct {
 	supervisorsNetTotal int64
 }
 
-func benchDistribute(b *testing.B, bins integration.Binaries, zkAddr, name, backend string, uplinkMbit int, data []byte) string {
+func benchDistribute(b *testing.B, zkAddr, name, backend string, uplinkMbit int, data []byte) string {
 	common := []string{"--storm.codedistributor.class", backend}
 	if backend == "bittorrent" {
 		common = append(common, "--bittorrent.port", "0")
 	}
-	c := &integration.Cluster{
-		Bin: bins, ZooKeeper: zkAddr, Root: "/bench-distribute-" + name,
-		SessionTimeout: 20 * time.Second, Dir: b.TempDir(), Logf: func(string, ...any) {},
-	}
-	defer c.Close()
-	var nimbuses []*integration.Process
+	c := testcluster.New(b, zkAddr, testcluster.WithRoot("/bench-distribute-"+name),
+		testcluster.WithSessionTimeout(20*time.Second), testcluster.WithLogf(discard))
+	var nimbuses []*testcluster.Process
 	var seeds []string
 	for range distributeNimbuses {
-		p, err := c.StartNimbus(integration.NimbusOptions{Args: append([]string{
+		p, err := c.StartNimbus(testcluster.WithArgs(
 			"--topology.min.replication.count", "1",
-			"--nimbus.max.artifact.bytes", strconv.Itoa(2 * distributeSize),
-		}, common...)})
+			"--nimbus.max.artifact.bytes", strconv.Itoa(2*distributeSize),
+		), testcluster.WithArgs(common...))
 		if err != nil {
 			b.Fatal(err)
 		}
 		nimbuses = append(nimbuses, p)
 		seeds = append(seeds, p.Addr())
 	}
-	ports, err := distFreePorts(distributeSupervisors)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var sups []*integration.Process
-	for _, port := range ports {
-		p, err := c.StartSupervisor(integration.SupervisorOptions{Ports: []int{port}, Args: common})
+	var sups []*testcluster.Process
+	for _, port := range testcluster.FreePorts(b, distributeSupervisors) {
+		p, err := c.StartSupervisor(testcluster.WithSlots(port), testcluster.WithArgs(common...))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -147,7 +135,7 @@ func benchDistribute(b *testing.B, bins integration.Binaries, zkAddr, name, back
 
 	// The leader, and its view of all 10 supervisors, before the first
 	// submit: a schedule on fewer would place the workers twice.
-	var leader *integration.Process
+	var leader *testcluster.Process
 	if err := testcluster.Poll(60*time.Second, func() error {
 		_, p, err := c.AgreedLeader(nimbuses)
 		if err != nil {
@@ -196,7 +184,7 @@ func benchDistribute(b *testing.B, bins integration.Binaries, zkAddr, name, back
 			b.Fatal(err)
 		}
 		if err := testcluster.Poll(2*time.Minute, func() error {
-			for _, p := range append(append([]*integration.Process(nil), nimbuses...), sups...) {
+			for _, p := range append(append([]*testcluster.Process(nil), nimbuses...), sups...) {
 				if _, err := os.Stat(storeDir(p, tr.id)); !errors.Is(err, os.ErrNotExist) {
 					return fmt.Errorf("%s still holds %s (%v)", p.Name, tr.id, err)
 				}
@@ -235,9 +223,9 @@ func benchDistribute(b *testing.B, bins integration.Binaries, zkAddr, name, back
 
 // distributeOnce submits name with data and waits until every nimbus and
 // supervisor holds its verified code.
-func distributeOnce(c *integration.Cluster, cl *client.Client, sess *cluster.Session, leader *integration.Process,
-	nimbuses, sups []*integration.Process, name string, data []byte) (distTrial, error) {
-	all := append(append([]*integration.Process(nil), nimbuses...), sups...)
+func distributeOnce(c *testcluster.Cluster, cl *client.Client, sess *cluster.Session, leader *testcluster.Process,
+	nimbuses, sups []*testcluster.Process, name string, data []byte) (distTrial, error) {
+	all := append(append([]*testcluster.Process(nil), nimbuses...), sups...)
 	tr := distTrial{netWrites: map[string]int64{}, followerSent: map[string]float64{}}
 	grpc0, bt0, err := sentBytes(leader)
 	if err != nil {
@@ -345,9 +333,9 @@ func distributeOnce(c *integration.Cluster, cl *client.Client, sess *cluster.Ses
 // topology whose id begins with prefix and every supervisor's store has
 // installed its bundle; it returns the id and, per process, when it was
 // first seen holding the code (since start).
-func watchHolders(ctx context.Context, sess *cluster.Session, start time.Time, nimbuses, sups []*integration.Process,
+func watchHolders(ctx context.Context, sess *cluster.Session, start time.Time, nimbuses, sups []*testcluster.Process,
 	prefix string) (string, map[string]time.Duration, error) {
-	byAddr := map[string]*integration.Process{}
+	byAddr := map[string]*testcluster.Process{}
 	for _, p := range nimbuses {
 		byAddr[p.Addr()] = p
 	}
@@ -398,7 +386,7 @@ func watchHolders(ctx context.Context, sess *cluster.Session, start time.Time, n
 }
 
 // storeDir is where a daemon's store installs a topology's bundle.
-func storeDir(p *integration.Process, id string) string {
+func storeDir(p *testcluster.Process, id string) string {
 	kind := "supervisor"
 	if strings.HasPrefix(p.Name, "nimbus") {
 		kind = "nimbus"
@@ -408,7 +396,7 @@ func storeDir(p *integration.Process, id string) string {
 
 // sentBytes reads nimbus_code_sent_bytes_total from a nimbus's metrics,
 // by transport.
-func sentBytes(p *integration.Process) (grpc, bittorrent float64, err error) {
+func sentBytes(p *testcluster.Process) (grpc, bittorrent float64, err error) {
 	body, err := p.Metrics()
 	if err != nil {
 		return 0, 0, err
@@ -462,7 +450,7 @@ func readProcIO(pid int) (procIO, error) {
 
 // fetchLogs reads the daemons' "code fetched" lines (elapsed: download,
 // verification and install) and counts their fetch retries for id.
-func fetchLogs(ps []*integration.Process, id string) (map[string]time.Duration, map[string]int, []string) {
+func fetchLogs(ps []*testcluster.Process, id string) (map[string]time.Duration, map[string]int, []string) {
 	fetched, retries := map[string]time.Duration{}, map[string]int{}
 	var errs []string
 	for _, p := range ps {
@@ -530,7 +518,7 @@ func parseElapsed(raw json.RawMessage) time.Duration {
 	return 0
 }
 
-func (tr distTrial) describe(backend string, i int, leader *integration.Process, nimbuses, sups []*integration.Process) string {
+func (tr distTrial) describe(backend string, i int, leader *testcluster.Process, nimbuses, sups []*testcluster.Process) string {
 	mb := func(n float64) string { return fmt.Sprintf("%.0f MB (%.2fx)", n/(1<<20), n/distributeSize) }
 	var followerDone, supDone, followerFetch, supFetch []time.Duration
 	for _, p := range nimbuses {
@@ -589,27 +577,6 @@ func percentileF(xs []float64, p int) float64 {
 		i--
 	}
 	return s[i]
-}
-
-// distFreePorts finds n distinct free loopback ports, one slot per
-// supervisor.
-func distFreePorts(n int) ([]int, error) {
-	var ports []int
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			ln.Close()
-		}
-	}()
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // shapeUplink limits what loopback carries from the given source ports to

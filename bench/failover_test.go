@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nimbusha/nimbus/integration"
 	"github.com/nimbusha/nimbus/internal/testcluster"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
@@ -23,11 +22,6 @@ var trials = flag.Int("trials", 20, "failover trials per kind")
 // GetLeader naming itself as leader. Crash times are reported minus the
 // session timeout. ZooKeeper runs with tickTime=500ms.
 func BenchmarkFailover(b *testing.B) {
-	dir := b.TempDir()
-	bins, err := integration.Build(dir, false)
-	if err != nil {
-		b.Fatal(err)
-	}
 	z := testcluster.StartZooKeeper(b)
 	for _, kind := range []struct {
 		name    string
@@ -38,16 +32,9 @@ func BenchmarkFailover(b *testing.B) {
 		{"crash", syscall.SIGKILL, 2 * time.Second},
 	} {
 		b.Run(kind.name, func(b *testing.B) {
-			c := &integration.Cluster{
-				Bin: bins, ZooKeeper: z.Addr(), Root: "/bench-" + kind.name,
-				SessionTimeout: kind.session, Dir: b.TempDir(), Logf: func(string, ...any) {},
-			}
-			defer c.Close()
-			for range 3 {
-				if _, err := c.StartNimbus(integration.NimbusOptions{}); err != nil {
-					b.Fatal(err)
-				}
-			}
+			c := testcluster.New(b, z.Addr(), testcluster.WithRoot("/bench-"+kind.name),
+				testcluster.WithSessionTimeout(kind.session), testcluster.WithLogf(discard))
+			c.StartNimbuses(b, 3)
 			var samples []time.Duration
 			for range *trials {
 				d, err := failoverOnce(c, kind.sig)
@@ -58,7 +45,7 @@ func BenchmarkFailover(b *testing.B) {
 					d -= kind.session
 				}
 				samples = append(samples, d)
-				if _, err := c.StartNimbus(integration.NimbusOptions{}); err != nil {
+				if _, err := c.StartNimbus(); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -74,9 +61,9 @@ func BenchmarkFailover(b *testing.B) {
 
 // failoverOnce stops the current leader with sig and times how long until
 // another nimbus answers GetLeader naming itself.
-func failoverOnce(c *integration.Cluster, sig syscall.Signal) (time.Duration, error) {
+func failoverOnce(c *testcluster.Cluster, sig syscall.Signal) (time.Duration, error) {
 	live := c.Live()
-	var old *integration.Process
+	var old *testcluster.Process
 	if err := testcluster.Poll(30*time.Second, func() error {
 		_, p, err := c.AgreedLeader(live)
 		old = p
@@ -84,12 +71,7 @@ func failoverOnce(c *integration.Cluster, sig syscall.Signal) (time.Duration, er
 	}); err != nil {
 		return 0, err
 	}
-	var rest []*integration.Process
-	for _, p := range live {
-		if p != old {
-			rest = append(rest, p)
-		}
-	}
+	rest := testcluster.Without(live, old)
 	start := time.Now()
 	if err := old.Signal(sig); err != nil {
 		return 0, err
@@ -107,7 +89,7 @@ func failoverOnce(c *integration.Cluster, sig syscall.Signal) (time.Duration, er
 	return 0, fmt.Errorf("no new leader within 60s")
 }
 
-func selfLeader(c *integration.Cluster, p *integration.Process) bool {
+func selfLeader(c *testcluster.Cluster, p *testcluster.Process) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	resp, err := c.API(p).GetLeader(ctx, &nimbusv1.GetLeaderRequest{})

@@ -16,7 +16,6 @@ import (
 
 	"github.com/nimbusha/nimbus/client"
 	"github.com/nimbusha/nimbus/cluster"
-	"github.com/nimbusha/nimbus/integration"
 	"github.com/nimbusha/nimbus/internal/testcluster"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
@@ -31,37 +30,27 @@ var reassignTrials = flag.Int("reassign-trials", 5, "supervisor failovers to tim
 // scheduling round, the survivor's reaction and the worker start.
 func BenchmarkSupervisorFailover(b *testing.B) {
 	const session = 2 * time.Second
-	bins, err := integration.Build(b.TempDir(), false)
-	if err != nil {
-		b.Fatal(err)
-	}
 	z := testcluster.StartZooKeeper(b)
-	c := &integration.Cluster{Bin: bins, ZooKeeper: z.Addr(), Root: "/storm", SessionTimeout: session,
-		Dir: b.TempDir(), Logf: func(string, ...any) {}}
-	defer c.Close()
-	n, err := c.StartNimbus(integration.NimbusOptions{Args: []string{"--nimbus.monitor.freq.secs", "1"}})
+	c := testcluster.New(b, z.Addr(), testcluster.WithSessionTimeout(session), testcluster.WithLogf(discard))
+	n, err := c.StartNimbus(testcluster.WithArgs("--nimbus.monitor.freq.secs", "1"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	sups := map[string]*integration.Process{}
+	sups := map[string]*testcluster.Process{}
 	for range 2 {
-		p, err := c.StartSupervisor(integration.SupervisorOptions{})
+		p, err := c.StartSupervisor()
 		if err != nil {
 			b.Fatal(err)
 		}
 		sups[p.ID()] = p
 	}
-	conn, _, err := zk.Connect([]string{z.Addr()}, 10*time.Second, zk.WithLogInfo(false))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
+	conn := testcluster.ConnectZooKeeper(b, 10*time.Second, z.Addr())
 	cl, err := client.New([]string{n.Addr()})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer cl.Close()
-	artifact, err := os.ReadFile(bins.Path("wordcount"))
+	artifact, err := os.ReadFile(testcluster.Bin(b).Path("wordcount"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -78,7 +67,7 @@ func BenchmarkSupervisorFailover(b *testing.B) {
 	var samples []time.Duration
 	for range *reassignTrials {
 		// The victim: a supervisor running workers of the topology.
-		var victim, other *integration.Process
+		var victim, other *testcluster.Process
 		if err := testcluster.Poll(60*time.Second, func() error {
 			victim, other = nil, nil
 			total := 0
@@ -112,7 +101,7 @@ func BenchmarkSupervisorFailover(b *testing.B) {
 		}
 		samples = append(samples, time.Since(start))
 		delete(sups, victim.ID())
-		back, err := c.StartSupervisor(integration.SupervisorOptions{LocalDir: victim.LocalDir})
+		back, err := c.StartSupervisor(testcluster.WithLocalDir(victim.LocalDir))
 		if err != nil {
 			b.Fatal(err)
 		}

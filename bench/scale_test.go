@@ -26,7 +26,6 @@ import (
 
 	"github.com/nimbusha/nimbus/client"
 	"github.com/nimbusha/nimbus/cluster"
-	"github.com/nimbusha/nimbus/integration"
 	"github.com/nimbusha/nimbus/internal/testcluster"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
@@ -55,34 +54,17 @@ const (
 // the leader and on a follower; and failover (the lock won to the first
 // schedule done). It prints a markdown table.
 func BenchmarkScale(b *testing.B) {
-	bins, err := integration.Build(b.TempDir(), false)
-	if err != nil {
-		b.Fatal(err)
-	}
 	z := testcluster.StartZooKeeper(b)
-	c := &integration.Cluster{Bin: bins, ZooKeeper: z.Addr(), Root: scaleRoot, SessionTimeout: scaleSession,
-		Dir: b.TempDir(), Logf: func(string, ...any) {}}
-	defer c.Close()
-	for range 3 {
-		if _, err := c.StartNimbus(integration.NimbusOptions{Args: []string{"--topology.min.replication.count", "1"}}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	c := testcluster.New(b, z.Addr(), testcluster.WithRoot(scaleRoot), testcluster.WithSessionTimeout(scaleSession),
+		testcluster.WithLogf(discard))
+	c.StartNimbuses(b, 3, testcluster.WithArgs("--topology.min.replication.count", "1"))
 	leader, followers := scaleLeader(b, c)
-	conn, _, err := zk.Connect([]string{z.Addr()}, 10*time.Second, zk.WithLogInfo(false))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
+	conn := testcluster.ConnectZooKeeper(b, 10*time.Second, z.Addr())
 	rep := &scaleReport{}
 
 	// Topologies first, with no supervisor: every assignment stays empty
 	// until the supervisors come, so placing them all is one full schedule.
-	var seeds []string
-	for _, p := range c.Live() {
-		seeds = append(seeds, p.Addr())
-	}
-	cl, err := client.New(seeds)
+	cl, err := client.New(testcluster.Addrs(c.Live()...))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -145,7 +127,7 @@ func BenchmarkScale(b *testing.B) {
 	// The read path.
 	for _, target := range []struct {
 		name string
-		p    *integration.Process
+		p    *testcluster.Process
 	}{{"leader", leader}, {"follower", followers[0]}} {
 		for _, rpc := range []struct {
 			name string
@@ -178,8 +160,8 @@ func BenchmarkScale(b *testing.B) {
 }
 
 // scaleLeader waits for the nimbuses to agree on a leader.
-func scaleLeader(b *testing.B, c *integration.Cluster) (*integration.Process, []*integration.Process) {
-	var leader *integration.Process
+func scaleLeader(b *testing.B, c *testcluster.Cluster) (*testcluster.Process, []*testcluster.Process) {
+	var leader *testcluster.Process
 	if err := testcluster.Poll(30*time.Second, func() error {
 		_, p, err := c.AgreedLeader(c.Live())
 		leader = p
@@ -187,7 +169,7 @@ func scaleLeader(b *testing.B, c *integration.Cluster) (*integration.Process, []
 	}); err != nil {
 		b.Fatal(err)
 	}
-	var followers []*integration.Process
+	var followers []*testcluster.Process
 	for _, p := range c.Live() {
 		if p != leader {
 			followers = append(followers, p)
@@ -262,7 +244,7 @@ func placed(conn *zk.Conn) (int, error) {
 
 // sessionOf is the ZooKeeper session of a nimbus: the owner of its
 // registration.
-func sessionOf(conn *zk.Conn, p *integration.Process) (int64, error) {
+func sessionOf(conn *zk.Conn, p *testcluster.Process) (int64, error) {
 	_, stat, err := conn.Get(cluster.Paths{Root: scaleRoot}.Nimbus(p.Addr()))
 	if err != nil {
 		return 0, fmt.Errorf("%s's registration: %w", p.Name, err)
@@ -273,9 +255,9 @@ func sessionOf(conn *zk.Conn, p *integration.Process) (int64, error) {
 // steadyState measures, over -scale-steady-secs with every supervisor
 // heartbeating: the leader's CPU and memory, and the ZooKeeper requests
 // the supervisors and each nimbus send, per heartbeat.
-func steadyState(rep *scaleReport, zkAddr string, conn *zk.Conn, leader *integration.Process, followers []*integration.Process, sims *simSupervisors) error {
-	nimbuses := append([]*integration.Process{leader}, followers...)
-	sids := map[*integration.Process]int64{}
+func steadyState(rep *scaleReport, zkAddr string, conn *zk.Conn, leader *testcluster.Process, followers []*testcluster.Process, sims *simSupervisors) error {
+	nimbuses := append([]*testcluster.Process{leader}, followers...)
+	sids := map[*testcluster.Process]int64{}
 	for _, p := range nimbuses {
 		sid, err := sessionOf(conn, p)
 		if err != nil {
@@ -338,7 +320,7 @@ func per(n, d int64) float64 {
 // readLoad calls rpc on p from -scale-clients goroutines over 4
 // connections for -scale-read-secs, and reports throughput, latency and
 // the ZooKeeper requests p sent meanwhile.
-func readLoad(rep *scaleReport, zkAddr string, conn *zk.Conn, role string, p *integration.Process, rpc string,
+func readLoad(rep *scaleReport, zkAddr string, conn *zk.Conn, role string, p *testcluster.Process, rpc string,
 	call func(context.Context, nimbusv1.NimbusServiceClient) error) error {
 	sid, err := sessionOf(conn, p)
 	if err != nil {
@@ -411,18 +393,13 @@ func readLoad(rep *scaleReport, zkAddr string, conn *zk.Conn, role string, p *in
 
 // scaleFailover SIGKILLs the leader and reports, from the new leader's
 // log, the time from winning the lock to its first schedule done.
-func scaleFailover(rep *scaleReport, c *integration.Cluster, old *integration.Process) error {
-	var rest []*integration.Process
-	for _, p := range c.Live() {
-		if p != old {
-			rest = append(rest, p)
-		}
-	}
+func scaleFailover(rep *scaleReport, c *testcluster.Cluster, old *testcluster.Process) error {
+	rest := testcluster.Without(c.Live(), old)
 	killed := time.Now()
 	if err := old.Signal(syscall.SIGKILL); err != nil {
 		return err
 	}
-	var next *integration.Process
+	var next *testcluster.Process
 	if err := testcluster.Poll(60*time.Second, func() error {
 		for _, p := range rest {
 			if selfLeader(c, p) {
@@ -511,7 +488,7 @@ func longestRound(path string) (ms, topologies int64, err error) {
 }
 
 // histogram reads a histogram's sum and count from p's metrics.
-func histogram(p *integration.Process, name string) (sum float64, count int64, err error) {
+func histogram(p *testcluster.Process, name string) (sum float64, count int64, err error) {
 	body, err := p.Metrics()
 	if err != nil {
 		return 0, 0, err
@@ -535,7 +512,7 @@ func histogram(p *integration.Process, name string) (sum float64, count int64, e
 }
 
 // maxBucket is the smallest bucket bound that holds every observation.
-func maxBucket(p *integration.Process, name string) string {
+func maxBucket(p *testcluster.Process, name string) string {
 	body, err := p.Metrics()
 	if err != nil {
 		return "?"

@@ -14,7 +14,6 @@ import (
 	"github.com/nimbusha/nimbus/client"
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
-	"github.com/nimbusha/nimbus/integration"
 	"github.com/nimbusha/nimbus/internal/testcluster"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
@@ -26,40 +25,30 @@ var submitTrials = flag.Int("submit-trials", 10, "submissions per size and repli
 // rate at which followers replicate a 50 MB artifact after a submit that
 // did not wait for them (localfs: from the leader's CodeService).
 func BenchmarkSubmit(b *testing.B) {
-	bins, err := integration.Build(b.TempDir(), false)
-	if err != nil {
-		b.Fatal(err)
-	}
 	z := testcluster.StartZooKeeper(b)
-	benchSubmit(b, bins, z.Addr(), "localfs", nil, []int{1 << 20, 50 << 20})
+	benchSubmit(b, z.Addr(), "localfs", nil, []int{1 << 20, 50 << 20})
 }
 
 // BenchmarkSubmitHDFS is the 50 MB case through a real HDFS (one NameNode,
 // one DataNode) beside localfs, in the same run.
 func BenchmarkSubmitHDFS(b *testing.B) {
-	bins, err := integration.Build(b.TempDir(), false)
-	if err != nil {
-		b.Fatal(err)
-	}
 	z := testcluster.StartZooKeeper(b)
 	h := testcluster.StartHDFS(b)
-	benchSubmit(b, bins, z.Addr(), "localfs", nil, []int{50 << 20})
-	benchSubmit(b, bins, z.Addr(), "hdfs", []string{
+	benchSubmit(b, z.Addr(), "localfs", nil, []int{50 << 20})
+	benchSubmit(b, z.Addr(), "hdfs", []string{
 		"STORM_CODEDISTRIBUTOR_CLASS=hdfs", "STORM_HDFS_NAMENODE_ADDRESSES=" + h.Addr(),
 		"STORM_HDFS_USER=nimbus", "STORM_HDFS_STORM_DIR=/storm/bench",
 	}, []int{50 << 20})
 }
 
-func benchSubmit(b *testing.B, bins integration.Binaries, zkAddr, backend string, env []string, sizes []int) {
+func benchSubmit(b *testing.B, zkAddr, backend string, env []string, sizes []int) {
 	for _, minRepl := range []int{1, 3} {
-		c := &integration.Cluster{
-			Bin: bins, ZooKeeper: zkAddr, Root: fmt.Sprintf("/bench-submit-%s-%d", backend, minRepl),
-			SessionTimeout: 10 * time.Second, Dir: b.TempDir(), Logf: func(string, ...any) {},
-		}
+		c := testcluster.New(b, zkAddr, testcluster.WithRoot(fmt.Sprintf("/bench-submit-%s-%d", backend, minRepl)),
+			testcluster.WithSessionTimeout(10*time.Second), testcluster.WithLogf(discard))
 		var seeds []string
 		for range 3 {
-			p, err := c.StartNimbus(integration.NimbusOptions{Env: env, Args: []string{
-				"--topology.min.replication.count", fmt.Sprint(minRepl), "--nimbus.max.artifact.bytes", fmt.Sprint(64 << 20)}})
+			p, err := c.StartNimbus(testcluster.WithEnv(env...), testcluster.WithArgs(
+				"--topology.min.replication.count", fmt.Sprint(minRepl), "--nimbus.max.artifact.bytes", fmt.Sprint(64<<20)))
 			if err != nil {
 				b.Fatal(err)
 			}

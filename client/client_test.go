@@ -7,183 +7,17 @@ import (
 	"crypto/sha256"
 	"errors"
 	"io"
-	"net"
-	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/nimbusha/nimbus/internal/fakenimbus"
+	"github.com/nimbusha/nimbus/internal/testcluster"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
-
-// fakeNimbus is an in-process NimbusService whose answers each test sets.
-// RPCs without a func answer Unimplemented.
-type fakeNimbus struct {
-	nimbusv1.UnimplementedNimbusServiceServer
-	getLeader      func() (*nimbusv1.GetLeaderResponse, error)
-	getClusterInfo func() (*nimbusv1.GetClusterInfoResponse, error)
-	activate       func(*nimbusv1.ActivateTopologyRequest) error
-	deactivate     func(*nimbusv1.DeactivateTopologyRequest) error
-	kill           func(*nimbusv1.KillTopologyRequest) error
-	rebalance      func(*nimbusv1.RebalanceTopologyRequest) error
-	topologyInfo   func(*nimbusv1.GetTopologyInfoRequest) (*nimbusv1.GetTopologyInfoResponse, error)
-	submit         func(grpc.ClientStreamingServer[nimbusv1.SubmitTopologyRequest, nimbusv1.SubmitTopologyResponse]) error
-
-	calls sync.Map // rpc name -> *atomic.Int32
-}
-
-func (f *fakeNimbus) count(rpc string) int {
-	n, _ := f.calls.LoadOrStore(rpc, new(atomic.Int32))
-	return int(n.(*atomic.Int32).Load())
-}
-
-func (f *fakeNimbus) called(rpc string) {
-	n, _ := f.calls.LoadOrStore(rpc, new(atomic.Int32))
-	n.(*atomic.Int32).Add(1)
-}
-
-func (f *fakeNimbus) GetLeader(context.Context, *nimbusv1.GetLeaderRequest) (*nimbusv1.GetLeaderResponse, error) {
-	f.called("GetLeader")
-	if f.getLeader == nil {
-		return nil, status.Error(codes.Unimplemented, "GetLeader")
-	}
-	return f.getLeader()
-}
-
-func (f *fakeNimbus) GetClusterInfo(context.Context, *nimbusv1.GetClusterInfoRequest) (*nimbusv1.GetClusterInfoResponse, error) {
-	f.called("GetClusterInfo")
-	if f.getClusterInfo == nil {
-		return nil, status.Error(codes.Unimplemented, "GetClusterInfo")
-	}
-	return f.getClusterInfo()
-}
-
-func (f *fakeNimbus) ActivateTopology(_ context.Context, req *nimbusv1.ActivateTopologyRequest) (*nimbusv1.ActivateTopologyResponse, error) {
-	f.called("ActivateTopology")
-	if f.activate == nil {
-		return nil, status.Error(codes.Unimplemented, "ActivateTopology")
-	}
-	return &nimbusv1.ActivateTopologyResponse{}, f.activate(req)
-}
-
-func (f *fakeNimbus) DeactivateTopology(_ context.Context, req *nimbusv1.DeactivateTopologyRequest) (*nimbusv1.DeactivateTopologyResponse, error) {
-	f.called("DeactivateTopology")
-	if f.deactivate == nil {
-		return nil, status.Error(codes.Unimplemented, "DeactivateTopology")
-	}
-	return &nimbusv1.DeactivateTopologyResponse{}, f.deactivate(req)
-}
-
-func (f *fakeNimbus) KillTopology(_ context.Context, req *nimbusv1.KillTopologyRequest) (*nimbusv1.KillTopologyResponse, error) {
-	f.called("KillTopology")
-	if f.kill == nil {
-		return nil, status.Error(codes.Unimplemented, "KillTopology")
-	}
-	return &nimbusv1.KillTopologyResponse{}, f.kill(req)
-}
-
-func (f *fakeNimbus) RebalanceTopology(_ context.Context, req *nimbusv1.RebalanceTopologyRequest) (*nimbusv1.RebalanceTopologyResponse, error) {
-	f.called("RebalanceTopology")
-	if f.rebalance == nil {
-		return nil, status.Error(codes.Unimplemented, "RebalanceTopology")
-	}
-	return &nimbusv1.RebalanceTopologyResponse{}, f.rebalance(req)
-}
-
-func (f *fakeNimbus) GetTopologyInfo(_ context.Context, req *nimbusv1.GetTopologyInfoRequest) (*nimbusv1.GetTopologyInfoResponse, error) {
-	f.called("GetTopologyInfo")
-	if f.topologyInfo == nil {
-		return nil, status.Error(codes.Unimplemented, "GetTopologyInfo")
-	}
-	return f.topologyInfo(req)
-}
-
-func (f *fakeNimbus) SubmitTopology(stream grpc.ClientStreamingServer[nimbusv1.SubmitTopologyRequest, nimbusv1.SubmitTopologyResponse]) error {
-	f.called("SubmitTopology")
-	if f.submit == nil {
-		return status.Error(codes.Unimplemented, "SubmitTopology")
-	}
-	return f.submit(stream)
-}
-
-// listen opens 127.0.0.1:0, so a fake can learn its address before it
-// serves: its handlers must be set before serve, which orders them before
-// every RPC.
-func listen(t *testing.T) (net.Listener, string) {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return lis, lis.Addr().String()
-}
-
-// start serves f on 127.0.0.1:0 until the test ends and returns its address.
-func start(t *testing.T, f *fakeNimbus) string {
-	t.Helper()
-	lis, addr := listen(t)
-	serve(t, lis, f)
-	return addr
-}
-
-// serve serves f on lis until the test ends.
-func serve(t *testing.T, lis net.Listener, f *fakeNimbus) {
-	t.Helper()
-	s := grpc.NewServer()
-	nimbusv1.RegisterNimbusServiceServer(s, f)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = s.Serve(lis)
-	}()
-	t.Cleanup(func() {
-		s.Stop()
-		<-done
-	})
-}
-
-// closedAddr returns an address where nothing listens.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := lis.Addr().String()
-	lis.Close()
-	return addr
-}
-
-// leaderAt is a GetLeader answer naming addr.
-func leaderAt(t *testing.T, addr string) func() (*nimbusv1.GetLeaderResponse, error) {
-	t.Helper()
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _ := strconv.Atoi(port)
-	return func() (*nimbusv1.GetLeaderResponse, error) {
-		return &nimbusv1.GetLeaderResponse{Leader: &nimbusv1.NimbusSummary{Host: host, Port: int32(p), IsLeader: true}}, nil
-	}
-}
-
-// notLeaderErr is a follower's answer, as nimbus/errors.go builds it.
-func notLeaderErr(t *testing.T, leader string) error {
-	t.Helper()
-	st, err := status.New(codes.FailedPrecondition, "nimbus: not the leader").WithDetails(&errdetails.ErrorInfo{
-		Reason: nimbusv1.ReasonNotLeader, Domain: nimbusv1.ErrorDomain, Metadata: map[string]string{nimbusv1.MetadataLeaderKey: leader},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st.Err()
-}
 
 func newClient(t *testing.T, seeds []string, opts ...Option) *Client {
 	t.Helper()
@@ -222,18 +56,18 @@ func TestNewValidatesSeeds(t *testing.T) {
 func TestLeaderCallFollowsRedirect(t *testing.T) {
 	ctx := testContext(t)
 	var activated atomic.Value
-	leader := &fakeNimbus{activate: func(req *nimbusv1.ActivateTopologyRequest) error {
+	leader := &fakenimbus.Server{OnActivate: func(req *nimbusv1.ActivateTopologyRequest) error {
 		activated.Store(req.GetName())
 		return nil
 	}}
-	leaderAddr := start(t, leader)
-	lis, followerAddr := listen(t)
-	follower := &fakeNimbus{
-		activate: func(*nimbusv1.ActivateTopologyRequest) error { return notLeaderErr(t, leaderAddr) },
+	leaderAddr := leader.Start(t)
+	lis, followerAddr := fakenimbus.Listen(t)
+	follower := &fakenimbus.Server{
+		OnActivate: func(*nimbusv1.ActivateTopologyRequest) error { return fakenimbus.NotLeader(leaderAddr) },
 		// A stale view: the follower still believes it leads.
-		getLeader: leaderAt(t, followerAddr),
+		OnGetLeader: fakenimbus.LeaderAt(followerAddr),
 	}
-	serve(t, lis, follower)
+	follower.Serve(t, lis)
 
 	c := newClient(t, []string{followerAddr})
 	if err := c.ActivateTopology(ctx, "wordcount"); err != nil {
@@ -246,66 +80,67 @@ func TestLeaderCallFollowsRedirect(t *testing.T) {
 	if err := c.ActivateTopology(ctx, "wordcount"); err != nil {
 		t.Fatalf("second ActivateTopology: %v", err)
 	}
-	if n := follower.count("ActivateTopology"); n != 1 {
+	if n := follower.Calls("ActivateTopology"); n != 1 {
 		t.Errorf("follower got %d ActivateTopology calls, want 1", n)
 	}
-	if n := leader.count("ActivateTopology"); n != 2 {
+	if n := leader.Calls("ActivateTopology"); n != 2 {
 		t.Errorf("leader got %d ActivateTopology calls, want 2", n)
 	}
 }
 
 func TestLeaderCallStopsRedirectLoop(t *testing.T) {
 	ctx := testContext(t)
-	aLis, aAddr := listen(t)
-	bLis, bAddr := listen(t)
-	a := &fakeNimbus{
-		getLeader: leaderAt(t, aAddr),
-		activate:  func(*nimbusv1.ActivateTopologyRequest) error { return notLeaderErr(t, bAddr) },
+	aLis, aAddr := fakenimbus.Listen(t)
+	bLis, bAddr := fakenimbus.Listen(t)
+	a := &fakenimbus.Server{
+		OnGetLeader: fakenimbus.LeaderAt(aAddr),
+		OnActivate:  func(*nimbusv1.ActivateTopologyRequest) error { return fakenimbus.NotLeader(bAddr) },
 	}
-	b := &fakeNimbus{activate: func(*nimbusv1.ActivateTopologyRequest) error { return notLeaderErr(t, aAddr) }}
-	serve(t, aLis, a)
-	serve(t, bLis, b)
+	b := &fakenimbus.Server{OnActivate: func(*nimbusv1.ActivateTopologyRequest) error { return fakenimbus.NotLeader(aAddr) }}
+	a.Serve(t, aLis)
+	b.Serve(t, bLis)
 
 	c := newClient(t, []string{aAddr})
 	err := c.ActivateTopology(ctx, "wordcount")
 	if status.Code(err) != codes.FailedPrecondition {
 		t.Fatalf("got %v, want FailedPrecondition after the redirect limit", err)
 	}
-	if n := a.count("ActivateTopology") + b.count("ActivateTopology"); n != DefaultMaxRedirects+1 {
+	if n := a.Calls("ActivateTopology") + b.Calls("ActivateTopology"); n != DefaultMaxRedirects+1 {
 		t.Errorf("%d calls, want %d", n, DefaultMaxRedirects+1)
 	}
 }
 
 func TestLeaderCallRetriesUnavailable(t *testing.T) {
 	ctx := testContext(t)
-	lis, addr := listen(t)
-	leader := &fakeNimbus{getLeader: leaderAt(t, addr)}
-	leader.activate = func(*nimbusv1.ActivateTopologyRequest) error {
-		if leader.count("ActivateTopology") <= 2 {
+	lis, addr := fakenimbus.Listen(t)
+	leader := &fakenimbus.Server{OnGetLeader: fakenimbus.LeaderAt(addr)}
+	leader.OnActivate = func(*nimbusv1.ActivateTopologyRequest) error {
+		if leader.Calls("ActivateTopology") <= 2 {
 			return status.Error(codes.Unavailable, "nimbus: no leader elected")
 		}
 		return nil
 	}
-	serve(t, lis, leader)
+	leader.Serve(t, lis)
 
 	c := newClient(t, []string{addr})
 	if err := c.ActivateTopology(ctx, "wordcount"); err != nil {
 		t.Fatalf("ActivateTopology: %v", err)
 	}
-	if n := leader.count("ActivateTopology"); n != 3 {
+	if n := leader.Calls("ActivateTopology"); n != 3 {
 		t.Errorf("%d attempts, want 3", n)
 	}
 }
 
 func TestLeaderCallSpendsBudget(t *testing.T) {
 	ctx := testContext(t)
-	lis, addr := listen(t)
-	serve(t, lis, &fakeNimbus{
-		getLeader: leaderAt(t, addr),
-		activate: func(*nimbusv1.ActivateTopologyRequest) error {
+	lis, addr := fakenimbus.Listen(t)
+	leader := &fakenimbus.Server{
+		OnGetLeader: fakenimbus.LeaderAt(addr),
+		OnActivate: func(*nimbusv1.ActivateTopologyRequest) error {
 			return status.Error(codes.Unavailable, "nimbus: not ready")
 		},
-	})
+	}
+	leader.Serve(t, lis)
 
 	c := newClient(t, []string{addr}, WithRetry(3, 0))
 	err := c.ActivateTopology(ctx, "wordcount")
@@ -323,33 +158,33 @@ func TestLeaderCallSpendsBudget(t *testing.T) {
 
 func TestLeaderCallReturnsOtherErrorsAsIs(t *testing.T) {
 	ctx := testContext(t)
-	lis, addr := listen(t)
-	leader := &fakeNimbus{
-		getLeader: leaderAt(t, addr),
-		activate: func(*nimbusv1.ActivateTopologyRequest) error {
+	lis, addr := fakenimbus.Listen(t)
+	leader := &fakenimbus.Server{
+		OnGetLeader: fakenimbus.LeaderAt(addr),
+		OnActivate: func(*nimbusv1.ActivateTopologyRequest) error {
 			return status.Error(codes.InvalidArgument, "nimbus: name: must match [A-Za-z0-9_.-]{1,128}")
 		},
 	}
-	serve(t, lis, leader)
+	leader.Serve(t, lis)
 
 	c := newClient(t, []string{addr})
 	err := c.ActivateTopology(ctx, "bad/name")
 	if status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("got %v, want InvalidArgument", err)
 	}
-	if n := leader.count("ActivateTopology"); n != 1 {
+	if n := leader.Calls("ActivateTopology"); n != 1 {
 		t.Errorf("%d attempts, want 1: InvalidArgument is not retried", n)
 	}
 }
 
 func TestReadSkipsClosedSeed(t *testing.T) {
 	ctx := testContext(t)
-	good := &fakeNimbus{getClusterInfo: func() (*nimbusv1.GetClusterInfoResponse, error) {
+	good := &fakenimbus.Server{OnGetClusterInfo: func() (*nimbusv1.GetClusterInfoResponse, error) {
 		return &nimbusv1.GetClusterInfoResponse{Cluster: &nimbusv1.ClusterSummary{
 			Nimbuses: []*nimbusv1.NimbusSummary{{Host: "nimbus-2", Port: 6627}},
 		}}, nil
 	}}
-	c := newClient(t, []string{closedAddr(t), start(t, good)})
+	c := newClient(t, []string{testcluster.ClosedAddr(t), good.Start(t)})
 	resp, err := c.GetClusterInfo(ctx)
 	if err != nil {
 		t.Fatalf("GetClusterInfo: %v", err)
@@ -361,26 +196,27 @@ func TestReadSkipsClosedSeed(t *testing.T) {
 
 func TestReadStartsAtLastAnswer(t *testing.T) {
 	ctx := testContext(t)
-	unavailable := &fakeNimbus{getClusterInfo: func() (*nimbusv1.GetClusterInfoResponse, error) {
+	unavailable := &fakenimbus.Server{OnGetClusterInfo: func() (*nimbusv1.GetClusterInfoResponse, error) {
 		return nil, status.Error(codes.Unavailable, "nimbus: not ready")
 	}}
-	good := &fakeNimbus{getClusterInfo: func() (*nimbusv1.GetClusterInfoResponse, error) {
+	good := &fakenimbus.Server{OnGetClusterInfo: func() (*nimbusv1.GetClusterInfoResponse, error) {
 		return &nimbusv1.GetClusterInfoResponse{}, nil
 	}}
-	c := newClient(t, []string{start(t, unavailable), start(t, good)})
+	c := newClient(t, []string{unavailable.Start(t), good.Start(t)})
 	for range 3 {
 		if _, err := c.GetClusterInfo(ctx); err != nil {
 			t.Fatalf("GetClusterInfo: %v", err)
 		}
 	}
-	if n := unavailable.count("GetClusterInfo"); n != 1 {
+	if n := unavailable.Calls("GetClusterInfo"); n != 1 {
 		t.Errorf("the Unavailable seed got %d calls, want 1", n)
 	}
 }
 
 func TestReadNoSeedAnswered(t *testing.T) {
 	ctx := testContext(t)
-	a, b := closedAddr(t), closedAddr(t)
+	closed := testcluster.ClosedAddrs(t, 2)
+	a, b := closed[0], closed[1]
 	c := newClient(t, []string{a, b})
 	_, err := c.GetLeader(ctx)
 	if !errors.Is(err, ErrNoSeedAnswered) {
@@ -401,48 +237,6 @@ func TestReadNoSeedAnswered(t *testing.T) {
 	}
 }
 
-type submitServer = grpc.ClientStreamingServer[nimbusv1.SubmitTopologyRequest, nimbusv1.SubmitTopologyResponse]
-
-// submission is what a fake leader received. The handler fills it under
-// mu; the test reads it under mu after the RPC.
-type submission struct {
-	mu        sync.Mutex
-	spec      *nimbusv1.TopologySpec
-	chunkLens []int
-	artifact  []byte
-	trailer   []byte
-}
-
-// receive reads a whole submission into got and answers with topology id
-// "<name>-1-1".
-func receive(got *submission) func(submitServer) error {
-	return func(stream submitServer) error {
-		got.mu.Lock()
-		defer got.mu.Unlock()
-		for {
-			msg, err := stream.Recv()
-			if err != nil {
-				return err
-			}
-			switch part := msg.GetPart().(type) {
-			case *nimbusv1.SubmitTopologyRequest_Spec:
-				got.spec = part.Spec
-			case *nimbusv1.SubmitTopologyRequest_Chunk:
-				got.chunkLens = append(got.chunkLens, len(part.Chunk))
-				got.artifact = append(got.artifact, part.Chunk...)
-			case *nimbusv1.SubmitTopologyRequest_Trailer:
-				got.trailer = part.Trailer.GetSha256()
-				if _, err := stream.Recv(); err != io.EOF {
-					return status.Errorf(codes.InvalidArgument, "message after trailer: %v", err)
-				}
-				return stream.SendAndClose(&nimbusv1.SubmitTopologyResponse{
-					TopologyId: got.spec.GetName() + "-1-1", ReplicationCount: 1,
-				})
-			}
-		}
-	}
-}
-
 func randomArtifact(t *testing.T, size int) []byte {
 	t.Helper()
 	b := make([]byte, size)
@@ -452,23 +246,37 @@ func randomArtifact(t *testing.T, size int) []byte {
 	return b
 }
 
-func checkSubmission(t *testing.T, got *submission, artifact []byte) {
-	t.Helper()
-	got.mu.Lock()
-	defer got.mu.Unlock()
-	if got.spec.GetName() != "wordcount" {
-		t.Errorf("spec name %q, want wordcount", got.spec.GetName())
+// submitted is a fake leader's answer to a submission it received whole.
+var submitted = &nimbusv1.SubmitTopologyResponse{TopologyId: "wordcount-1-1", ReplicationCount: 1}
+
+// receiving returns a fake leader that receives submissions whole and
+// answers submitted; with addr, it names itself leader at addr.
+func receiving(addr string) *fakenimbus.Server {
+	f := &fakenimbus.Server{}
+	if addr != "" {
+		f.OnGetLeader = fakenimbus.LeaderAt(addr)
 	}
-	for i, n := range got.chunkLens {
+	f.OnSubmit = f.Receive(submitted)
+	return f
+}
+
+// checkSubmission fails unless got is a submission of spec with artifact
+// in chunks of at most MaxChunkSize, and its SHA-256.
+func checkSubmission(t *testing.T, got fakenimbus.Submission, artifact []byte) {
+	t.Helper()
+	if got.Spec.GetName() != "wordcount" {
+		t.Errorf("spec name %q, want wordcount", got.Spec.GetName())
+	}
+	for i, n := range got.ChunkLens {
 		if n == 0 || n > MaxChunkSize {
 			t.Errorf("chunk %d has %d bytes, want 1..%d", i, n, MaxChunkSize)
 		}
 	}
-	if !bytes.Equal(got.artifact, artifact) {
-		t.Errorf("the leader received %d bytes that differ from the %d-byte artifact", len(got.artifact), len(artifact))
+	if !bytes.Equal(got.Artifact, artifact) {
+		t.Errorf("the leader received %d bytes that differ from the %d-byte artifact", len(got.Artifact), len(artifact))
 	}
-	if want := sha256.Sum256(artifact); !bytes.Equal(got.trailer, want[:]) {
-		t.Errorf("trailer SHA-256 %x, want %x", got.trailer, want)
+	if want := sha256.Sum256(artifact); !bytes.Equal(got.Trailer, want[:]) {
+		t.Errorf("trailer SHA-256 %x, want %x", got.Trailer, want)
 	}
 }
 
@@ -476,9 +284,9 @@ var spec = &nimbusv1.TopologySpec{Name: "wordcount", NumWorkers: 2}
 
 func TestSubmitStreamsSpecChunksTrailer(t *testing.T) {
 	ctx := testContext(t)
-	got := &submission{}
-	lis, addr := listen(t)
-	serve(t, lis, &fakeNimbus{getLeader: leaderAt(t, addr), submit: receive(got)})
+	lis, addr := fakenimbus.Listen(t)
+	leader := receiving(addr)
+	leader.Serve(t, lis)
 	artifact := randomArtifact(t, 2*MaxChunkSize+MaxChunkSize/2)
 
 	var progress []int64
@@ -496,12 +304,11 @@ func TestSubmitStreamsSpecChunksTrailer(t *testing.T) {
 	if resp.GetTopologyId() != "wordcount-1-1" {
 		t.Errorf("topology id %q, want wordcount-1-1", resp.GetTopologyId())
 	}
+	got := leader.LastSubmission()
 	checkSubmission(t, got, artifact)
-	got.mu.Lock()
-	if len(got.chunkLens) != 3 {
-		t.Errorf("chunks of %v bytes, want 3 chunks", got.chunkLens)
+	if len(got.ChunkLens) != 3 {
+		t.Errorf("chunks of %v bytes, want 3 chunks", got.ChunkLens)
 	}
-	got.mu.Unlock()
 	for i := 1; i < len(progress); i++ {
 		if progress[i] <= progress[i-1] {
 			t.Errorf("progress %v is not increasing", progress)
@@ -514,62 +321,51 @@ func TestSubmitStreamsSpecChunksTrailer(t *testing.T) {
 
 func TestSubmitShortArtifactSendsNoTrailer(t *testing.T) {
 	ctx := testContext(t)
-	got := &submission{}
-	lis, addr := listen(t)
-	serve(t, lis, &fakeNimbus{getLeader: leaderAt(t, addr), submit: receive(got)})
+	lis, addr := fakenimbus.Listen(t)
+	leader := receiving(addr)
+	leader.Serve(t, lis)
 
 	c := newClient(t, []string{addr})
 	_, err := c.SubmitTopology(ctx, spec, bytes.NewReader(make([]byte, 10)), 20, nil)
 	if err == nil {
 		t.Fatal("SubmitTopology with a short artifact: want an error")
 	}
-	got.mu.Lock() // the handler holds it until the cancelled stream ends
-	defer got.mu.Unlock()
-	if got.trailer != nil {
+	// LastSubmission waits for the handler, which returns once the
+	// cancelled stream ends.
+	if leader.LastSubmission().Trailer != nil {
 		t.Error("the leader received a trailer for a short artifact")
-	}
-}
-
-// notLeaderAfterFirstChunk is a follower that reads the spec and one chunk,
-// so the client has read from the artifact, then redirects to leader.
-func notLeaderAfterFirstChunk(t *testing.T, leader string) func(submitServer) error {
-	return func(stream submitServer) error {
-		for range 2 {
-			if _, err := stream.Recv(); err != nil {
-				return err
-			}
-		}
-		return notLeaderErr(t, leader)
 	}
 }
 
 func TestSubmitFollowsRedirectWithSeekableArtifact(t *testing.T) {
 	ctx := testContext(t)
-	got := &submission{}
-	leaderAddr := start(t, &fakeNimbus{submit: receive(got)})
-	lis, followerAddr := listen(t)
-	serve(t, lis, &fakeNimbus{
-		getLeader: leaderAt(t, followerAddr), // stale
-		submit:    notLeaderAfterFirstChunk(t, leaderAddr),
-	})
+	leader := receiving("")
+	leaderAddr := leader.Start(t)
+	lis, followerAddr := fakenimbus.Listen(t)
+	follower := &fakenimbus.Server{
+		OnGetLeader: fakenimbus.LeaderAt(followerAddr), // stale
+		OnSubmit:    fakenimbus.NotLeaderAfterFirstChunk(leaderAddr),
+	}
+	follower.Serve(t, lis)
 	artifact := randomArtifact(t, 2*MaxChunkSize)
 
 	c := newClient(t, []string{followerAddr})
 	if _, err := c.SubmitTopology(ctx, spec, bytes.NewReader(artifact), int64(len(artifact)), nil); err != nil {
 		t.Fatalf("SubmitTopology: %v", err)
 	}
-	checkSubmission(t, got, artifact)
+	checkSubmission(t, leader.LastSubmission(), artifact)
 }
 
 func TestSubmitDoesNotReplayUnseekableArtifact(t *testing.T) {
 	ctx := testContext(t)
-	leader := &fakeNimbus{submit: receive(&submission{})}
-	leaderAddr := start(t, leader)
-	lis, followerAddr := listen(t)
-	serve(t, lis, &fakeNimbus{
-		getLeader: leaderAt(t, followerAddr),
-		submit:    notLeaderAfterFirstChunk(t, leaderAddr),
-	})
+	leader := receiving("")
+	leaderAddr := leader.Start(t)
+	lis, followerAddr := fakenimbus.Listen(t)
+	follower := &fakenimbus.Server{
+		OnGetLeader: fakenimbus.LeaderAt(followerAddr),
+		OnSubmit:    fakenimbus.NotLeaderAfterFirstChunk(leaderAddr),
+	}
+	follower.Serve(t, lis)
 	artifact := randomArtifact(t, 2*MaxChunkSize)
 
 	c := newClient(t, []string{followerAddr})
@@ -578,39 +374,39 @@ func TestSubmitDoesNotReplayUnseekableArtifact(t *testing.T) {
 	if status.Code(err) != codes.FailedPrecondition {
 		t.Fatalf("got %v, want the follower's FailedPrecondition", err)
 	}
-	if n := leader.count("SubmitTopology"); n != 0 {
+	if n := leader.Calls("SubmitTopology"); n != 0 {
 		t.Errorf("the leader got %d submissions of a half-read artifact, want 0", n)
 	}
 }
 
 func TestSubmitRetriesWhenTheStreamCannotOpen(t *testing.T) {
 	ctx := testContext(t)
-	got := &submission{}
-	leaderAddr := start(t, &fakeNimbus{submit: receive(got)})
+	leader := receiving("")
+	leaderAddr := leader.Start(t)
 	// The seed first names a dead leader, then the live one: the stream
 	// cannot open at the first, nothing was sent, so the client retries.
-	deadLeader, liveLeader := leaderAt(t, closedAddr(t)), leaderAt(t, leaderAddr)
-	seed := &fakeNimbus{}
-	seed.getLeader = func() (*nimbusv1.GetLeaderResponse, error) {
-		if seed.count("GetLeader") == 1 {
+	deadLeader, liveLeader := fakenimbus.LeaderAt(testcluster.ClosedAddr(t)), fakenimbus.LeaderAt(leaderAddr)
+	seed := &fakenimbus.Server{}
+	seed.OnGetLeader = func() (*nimbusv1.GetLeaderResponse, error) {
+		if seed.Calls("GetLeader") == 1 {
 			return deadLeader()
 		}
 		return liveLeader()
 	}
 	artifact := randomArtifact(t, 100)
 
-	c := newClient(t, []string{start(t, seed)})
+	c := newClient(t, []string{seed.Start(t)})
 	if _, err := c.SubmitTopology(ctx, spec, bytes.NewReader(artifact), int64(len(artifact)), nil); err != nil {
 		t.Fatalf("SubmitTopology: %v", err)
 	}
-	checkSubmission(t, got, artifact)
+	checkSubmission(t, leader.LastSubmission(), artifact)
 }
 
 func TestSubmitDoesNotRetryOnceTheStreamIsOpen(t *testing.T) {
 	ctx := testContext(t)
-	lis, addr := listen(t)
+	lis, addr := fakenimbus.Listen(t)
 	// The leader reads everything, then fails: it may have committed.
-	leader := &fakeNimbus{getLeader: leaderAt(t, addr), submit: func(stream submitServer) error {
+	leader := &fakenimbus.Server{OnGetLeader: fakenimbus.LeaderAt(addr), OnSubmit: func(stream fakenimbus.SubmitStream) error {
 		for {
 			if _, err := stream.Recv(); err == io.EOF {
 				return status.Error(codes.Unavailable, "nimbus: leadership lost")
@@ -619,25 +415,26 @@ func TestSubmitDoesNotRetryOnceTheStreamIsOpen(t *testing.T) {
 			}
 		}
 	}}
-	serve(t, lis, leader)
+	leader.Serve(t, lis)
 
 	c := newClient(t, []string{addr})
 	_, err := c.SubmitTopology(ctx, spec, bytes.NewReader(make([]byte, 100)), 100, nil)
 	if status.Code(err) != codes.Unavailable {
 		t.Fatalf("got %v, want Unavailable", err)
 	}
-	if n := leader.count("SubmitTopology"); n != 1 {
+	if n := leader.Calls("SubmitTopology"); n != 1 {
 		t.Errorf("the leader got %d submissions, want 1: no retry", n)
 	}
 }
 
 // answerFirstThen answers the first submission with err once it has read
 // up to (and including) the part named by after ("spec" or "trailer"),
-// and receives the next ones into got.
-func answerFirstThen(leader *fakeNimbus, after string, err error, got *submission) func(submitServer) error {
-	return func(stream submitServer) error {
-		if leader.count("SubmitTopology") > 1 {
-			return receive(got)(stream)
+// and receives the next ones whole, answering submitted.
+func answerFirstThen(leader *fakenimbus.Server, after string, err error) func(fakenimbus.SubmitStream) error {
+	receive := leader.Receive(submitted)
+	return func(stream fakenimbus.SubmitStream) error {
+		if leader.Calls("SubmitTopology") > 1 {
+			return receive(stream)
 		}
 		for {
 			msg, rerr := stream.Recv()
@@ -655,37 +452,35 @@ func answerFirstThen(leader *fakeNimbus, after string, err error, got *submissio
 
 func TestSubmitResubmitsWhenAbortedEarly(t *testing.T) {
 	ctx := testContext(t)
-	lis, addr := listen(t)
-	got := &submission{}
-	leader := &fakeNimbus{getLeader: leaderAt(t, addr)}
+	lis, addr := fakenimbus.Listen(t)
+	leader := &fakenimbus.Server{OnGetLeader: fakenimbus.LeaderAt(addr)}
 	// The leader's term has not started when the spec arrives; the rest of
 	// the upload may already be buffered, so only the server can say that
 	// nothing was committed: ABORTED.
-	leader.submit = answerFirstThen(leader, "spec", status.Error(codes.Aborted, "nimbus: submission not committed: no leader elected"), got)
-	serve(t, lis, leader)
+	leader.OnSubmit = answerFirstThen(leader, "spec", status.Error(codes.Aborted, "nimbus: submission not committed: no leader elected"))
+	leader.Serve(t, lis)
 	artifact := randomArtifact(t, 3000)
 	c := newClient(t, []string{addr})
 	if _, err := c.SubmitTopology(ctx, spec, bytes.NewReader(artifact), int64(len(artifact)), nil); err != nil {
 		t.Fatalf("SubmitTopology: %v", err)
 	}
-	checkSubmission(t, got, artifact)
+	checkSubmission(t, leader.LastSubmission(), artifact)
 }
 
 func TestSubmitResubmitsWhenTheLeaderAbortedIt(t *testing.T) {
 	ctx := testContext(t)
-	lis, addr := listen(t)
-	got := &submission{}
-	leader := &fakeNimbus{getLeader: leaderAt(t, addr)}
+	lis, addr := fakenimbus.Listen(t)
+	leader := &fakenimbus.Server{OnGetLeader: fakenimbus.LeaderAt(addr)}
 	// Everything was sent, then leadership was lost before the commit.
-	leader.submit = answerFirstThen(leader, "trailer", status.Error(codes.Aborted, "nimbus: submission not committed"), got)
-	serve(t, lis, leader)
+	leader.OnSubmit = answerFirstThen(leader, "trailer", status.Error(codes.Aborted, "nimbus: submission not committed"))
+	leader.Serve(t, lis)
 	artifact := randomArtifact(t, 3000)
 	c := newClient(t, []string{addr})
 	if _, err := c.SubmitTopology(ctx, spec, bytes.NewReader(artifact), int64(len(artifact)), nil); err != nil {
 		t.Fatalf("SubmitTopology: %v", err)
 	}
-	checkSubmission(t, got, artifact)
-	if n := leader.count("SubmitTopology"); n != 2 {
+	checkSubmission(t, leader.LastSubmission(), artifact)
+	if n := leader.Calls("SubmitTopology"); n != 2 {
 		t.Fatalf("%d submissions, want 2", n)
 	}
 }

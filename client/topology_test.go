@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/nimbusha/nimbus/internal/fakenimbus"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
@@ -19,14 +20,14 @@ func TestKillTopologySendsWaitAsGiven(t *testing.T) {
 	ctx := testContext(t)
 	var mu sync.Mutex
 	var got []*nimbusv1.KillTopologyRequest
-	lis, addr := listen(t)
-	leader := &fakeNimbus{getLeader: leaderAt(t, addr), kill: func(req *nimbusv1.KillTopologyRequest) error {
+	lis, addr := fakenimbus.Listen(t)
+	leader := &fakenimbus.Server{OnGetLeader: fakenimbus.LeaderAt(addr), OnKill: func(req *nimbusv1.KillTopologyRequest) error {
 		mu.Lock()
 		defer mu.Unlock()
 		got = append(got, req)
 		return nil
 	}}
-	serve(t, lis, leader)
+	leader.Serve(t, lis)
 
 	c := newClient(t, []string{addr})
 	zero := int32(0)
@@ -51,15 +52,15 @@ func TestKillTopologySendsWaitAsGiven(t *testing.T) {
 func TestLeaderCallsReturnNotFoundAtOnce(t *testing.T) {
 	ctx := testContext(t)
 	notFound := status.Error(codes.NotFound, "nimbus: topology not found")
-	lis, addr := listen(t)
-	leader := &fakeNimbus{
-		getLeader:  leaderAt(t, addr),
-		kill:       func(*nimbusv1.KillTopologyRequest) error { return notFound },
-		activate:   func(*nimbusv1.ActivateTopologyRequest) error { return notFound },
-		deactivate: func(*nimbusv1.DeactivateTopologyRequest) error { return notFound },
-		rebalance:  func(*nimbusv1.RebalanceTopologyRequest) error { return notFound },
+	lis, addr := fakenimbus.Listen(t)
+	leader := &fakenimbus.Server{
+		OnGetLeader:  fakenimbus.LeaderAt(addr),
+		OnKill:       func(*nimbusv1.KillTopologyRequest) error { return notFound },
+		OnActivate:   func(*nimbusv1.ActivateTopologyRequest) error { return notFound },
+		OnDeactivate: func(*nimbusv1.DeactivateTopologyRequest) error { return notFound },
+		OnRebalance:  func(*nimbusv1.RebalanceTopologyRequest) error { return notFound },
 	}
-	serve(t, lis, leader)
+	leader.Serve(t, lis)
 
 	c := newClient(t, []string{addr})
 	for rpc, call := range map[string]func() error{
@@ -71,7 +72,7 @@ func TestLeaderCallsReturnNotFoundAtOnce(t *testing.T) {
 		if err := call(); status.Code(err) != codes.NotFound {
 			t.Errorf("%s: got %v, want NotFound", rpc, err)
 		}
-		if n := leader.count(rpc); n != 1 {
+		if n := leader.Calls(rpc); n != 1 {
 			t.Errorf("%s: %d attempts, want 1", rpc, n)
 		}
 	}
@@ -79,9 +80,9 @@ func TestLeaderCallsReturnNotFoundAtOnce(t *testing.T) {
 
 func TestRebalanceUnimplementedIsNotRetried(t *testing.T) {
 	ctx := testContext(t)
-	lis, addr := listen(t)
-	leader := &fakeNimbus{getLeader: leaderAt(t, addr)} // no rebalance: Unimplemented
-	serve(t, lis, leader)
+	lis, addr := fakenimbus.Listen(t)
+	leader := &fakenimbus.Server{OnGetLeader: fakenimbus.LeaderAt(addr)} // no OnRebalance: Unimplemented
+	leader.Serve(t, lis)
 
 	c := newClient(t, []string{addr})
 	workers := int32(3)
@@ -89,28 +90,28 @@ func TestRebalanceUnimplementedIsNotRetried(t *testing.T) {
 	if status.Code(err) != codes.Unimplemented {
 		t.Fatalf("got %v, want Unimplemented", err)
 	}
-	if n := leader.count("RebalanceTopology"); n != 1 {
+	if n := leader.Calls("RebalanceTopology"); n != 1 {
 		t.Errorf("%d attempts, want 1", n)
 	}
 }
 
 func TestDeactivateRetriesUntilALeaderAnswers(t *testing.T) {
 	ctx := testContext(t)
-	lis, addr := listen(t)
-	leader := &fakeNimbus{getLeader: leaderAt(t, addr)}
-	leader.deactivate = func(*nimbusv1.DeactivateTopologyRequest) error {
-		if leader.count("DeactivateTopology") == 1 {
+	lis, addr := fakenimbus.Listen(t)
+	leader := &fakenimbus.Server{OnGetLeader: fakenimbus.LeaderAt(addr)}
+	leader.OnDeactivate = func(*nimbusv1.DeactivateTopologyRequest) error {
+		if leader.Calls("DeactivateTopology") == 1 {
 			return status.Error(codes.Unavailable, "nimbus: no leader elected")
 		}
 		return nil
 	}
-	serve(t, lis, leader)
+	leader.Serve(t, lis)
 
 	c := newClient(t, []string{addr})
 	if err := c.DeactivateTopology(ctx, "wordcount"); err != nil {
 		t.Fatalf("DeactivateTopology: %v", err)
 	}
-	if n := leader.count("DeactivateTopology"); n != 2 {
+	if n := leader.Calls("DeactivateTopology"); n != 2 {
 		t.Errorf("%d attempts, want 2", n)
 	}
 }
@@ -118,14 +119,14 @@ func TestDeactivateRetriesUntilALeaderAnswers(t *testing.T) {
 func TestGetTopologyInfoNotFoundIsTheAnswer(t *testing.T) {
 	ctx := testContext(t)
 	info := &nimbusv1.GetTopologyInfoResponse{Topology: &nimbusv1.TopologySummary{Name: "wordcount", Id: "wordcount-1-1"}}
-	first := &fakeNimbus{topologyInfo: func(req *nimbusv1.GetTopologyInfoRequest) (*nimbusv1.GetTopologyInfoResponse, error) {
+	first := &fakenimbus.Server{OnGetTopologyInfo: func(req *nimbusv1.GetTopologyInfoRequest) (*nimbusv1.GetTopologyInfoResponse, error) {
 		if req.GetName() != "wordcount" {
 			return nil, status.Error(codes.NotFound, "nimbus: topology not found")
 		}
 		return info, nil
 	}}
-	second := &fakeNimbus{topologyInfo: first.topologyInfo}
-	c := newClient(t, []string{start(t, first), start(t, second)})
+	second := &fakenimbus.Server{OnGetTopologyInfo: first.OnGetTopologyInfo}
+	c := newClient(t, []string{first.Start(t), second.Start(t)})
 
 	got, err := c.GetTopologyInfo(ctx, "wordcount")
 	if err != nil || !proto.Equal(got, info) {
@@ -134,7 +135,7 @@ func TestGetTopologyInfoNotFoundIsTheAnswer(t *testing.T) {
 	if _, err := c.GetTopologyInfo(ctx, "nosuch"); status.Code(err) != codes.NotFound {
 		t.Fatalf("unknown name: got %v, want NotFound", err)
 	}
-	if n := second.count("GetTopologyInfo"); n != 0 {
+	if n := second.Calls("GetTopologyInfo"); n != 0 {
 		t.Errorf("the second seed got %d calls: NotFound is an answer, not a reason to ask another nimbus", n)
 	}
 }
@@ -143,15 +144,16 @@ func TestGetTopologyInfoNotFoundIsTheAnswer(t *testing.T) {
 // may take minutes: the per-attempt call timeout must not bound it.
 func TestSubmitIsNotBoundByTheCallTimeout(t *testing.T) {
 	ctx := testContext(t) // 10 s
-	got := &submission{}
 	var deadline time.Time
 	var hasDeadline bool
-	recv := receive(got)
-	lis, addr := listen(t)
-	serve(t, lis, &fakeNimbus{getLeader: leaderAt(t, addr), submit: func(stream submitServer) error {
+	lis, addr := fakenimbus.Listen(t)
+	leader := receiving(addr)
+	recv := leader.OnSubmit
+	leader.OnSubmit = func(stream fakenimbus.SubmitStream) error {
 		deadline, hasDeadline = stream.Context().Deadline()
 		return recv(stream)
-	}})
+	}
+	leader.Serve(t, lis)
 
 	const callTimeout = 500 * time.Millisecond
 	c := newClient(t, []string{addr}, WithCallTimeout(callTimeout))
@@ -159,9 +161,9 @@ func TestSubmitIsNotBoundByTheCallTimeout(t *testing.T) {
 	if _, err := c.SubmitTopology(ctx, spec, bytes.NewReader(artifact), int64(len(artifact)), nil); err != nil {
 		t.Fatalf("SubmitTopology: %v", err)
 	}
-	checkSubmission(t, got, artifact)
-	got.mu.Lock() // orders the handler's writes before these reads
-	defer got.mu.Unlock()
+	// LastSubmission waits for the handler: its writes come before these
+	// reads.
+	checkSubmission(t, leader.LastSubmission(), artifact)
 	ctxDeadline, _ := ctx.Deadline()
 	if !hasDeadline || ctxDeadline.Sub(deadline) > time.Second {
 		t.Errorf("the submission's deadline was %v (set %t), want the caller's, %v", deadline, hasDeadline, ctxDeadline)

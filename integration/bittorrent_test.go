@@ -29,35 +29,31 @@ var bittorrentArgs = []string{"--storm.codedistributor.class", "bittorrent", "--
 // swarm as seeds.
 func TestBitTorrentDistributionSurvivesLeaderCrash(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
-	c := newCluster(t, z.Addr(), 4*time.Second)
-	ps := startNimbusesWith(t, c, 3, append([]string{"--nimbus.monitor.freq.secs", "1",
-		"--topology.min.replication.count", "2"}, bittorrentArgs...)...)
-	_, leader := waitLeader(t, c, ps, 10*time.Second)
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(4*time.Second))
+	ps := c.StartNimbuses(t, 3, testcluster.WithArgs("--nimbus.monitor.freq.secs", "1",
+		"--topology.min.replication.count", "2"), testcluster.WithArgs(bittorrentArgs...))
+	_, leader := c.WaitLeader(t, ps, 10*time.Second)
 	// One slot each: five workers put one on every supervisor.
 	const nSups = 5
-	ports, err := freePorts(nSups)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sups []*Process
-	for _, port := range ports {
-		p, err := c.StartSupervisor(SupervisorOptions{Ports: []int{port}, Args: bittorrentArgs})
+	var sups []*testcluster.Process
+	for _, port := range testcluster.FreePorts(t, nSups) {
+		p, err := c.StartSupervisor(testcluster.WithSlots(port), testcluster.WithArgs(bittorrentArgs...))
 		if err != nil {
 			t.Fatal(err)
 		}
 		sups = append(sups, p)
 	}
-	peerOf := map[string]*Process{} // torrent address: process
+	peerOf := map[string]*testcluster.Process{} // torrent address: process
 	for _, p := range append(slices.Clone(ps), sups...) {
 		peerOf[p.TorrentAddr()] = p
 	}
-	conn := zkConn(t, z.Addr())
+	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
 	cl := newClient(t, ps...)
 
 	// A big artifact that is the worker program: the example, padded.
 	// A supervisor runs it only once it holds the verified code, and only
 	// if no file of it is left open for writing.
-	program, err := os.ReadFile(bin.Path("wordcount"))
+	program, err := os.ReadFile(testcluster.Bin(t).Path("wordcount"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +98,7 @@ func TestBitTorrentDistributionSurvivesLeaderCrash(t *testing.T) {
 	t.Logf("%s killed %v after the submit; supervisors holding the code by then: %v",
 		leader.Name, time.Since(start).Round(time.Millisecond), done)
 
-	_, newLeader := waitLeader(t, c, without(ps, leader), 30*time.Second)
+	_, newLeader := c.WaitLeader(t, testcluster.Without(ps, leader), 30*time.Second)
 	if err := holds(newLeader, id, data); err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +111,7 @@ func TestBitTorrentDistributionSurvivesLeaderCrash(t *testing.T) {
 		}
 	}
 	t.Logf("every supervisor runs its worker %v after the submit", time.Since(start).Round(time.Millisecond))
-	if storms := zkChildren(t, []string{z.Addr()}, "/storm/storms"); !slices.Contains(storms, id) {
+	if storms := zkChildren(t, conn, "/storm/storms"); !slices.Contains(storms, id) {
 		t.Fatalf("/storm/storms is %v, want %s still there", storms, id)
 	}
 
@@ -155,7 +151,7 @@ func swarmMembers(conn *zk.Conn, id string) ([]string, error) {
 
 // supervisorHolds checks that supervisor p's store has the topology's
 // artifact, intact.
-func supervisorHolds(p *Process, id string, data []byte) error {
+func supervisorHolds(p *testcluster.Process, id string, data []byte) error {
 	got, err := os.ReadFile(filepath.Join(p.LocalDir, "supervisor", "code", id, "artifact"))
 	if err != nil {
 		return fmt.Errorf("%s: %w", p.Name, err)

@@ -16,9 +16,9 @@ import (
 
 func TestStormctlAgainstARealCluster(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
-	c := newCluster(t, z.Addr(), 2*time.Second)
-	ps := startNimbuses(t, c, 3)
-	_, leader := waitLeader(t, c, ps, 10*time.Second)
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(2*time.Second))
+	ps := c.StartNimbuses(t, 3)
+	_, leader := c.WaitLeader(t, ps, 10*time.Second)
 	seeds := "127.0.0.1:1," + ps[0].Addr() // a dead seed first: the next answers
 
 	out, _, code := stormctl(t, "--seeds", seeds, "leader")
@@ -57,7 +57,7 @@ func TestStormctlAgainstARealCluster(t *testing.T) {
 func stormctl(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	cmd := exec.Command(bin.Path("stormctl"), append([]string{"--timeout", "5s"}, args...)...)
+	cmd := exec.Command(testcluster.Bin(t).Path("stormctl"), append([]string{"--timeout", "5s"}, args...)...)
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
 	var exit *exec.ExitError
@@ -85,7 +85,7 @@ func TestBadConfigExitsBeforeTouchingZooKeeper(t *testing.T) {
 	for _, tc := range cases {
 		args := append([]string{"--storm.zookeeper.servers", "127.0.0.1:1", "--storm.zookeeper.connection.timeout", "60s"}, tc.args...)
 		var errOut bytes.Buffer
-		cmd := exec.Command(bin.Path("nimbus"), args...)
+		cmd := exec.Command(testcluster.Bin(t).Path("nimbus"), args...)
 		cmd.Stderr = &errOut
 		err := cmd.Run()
 		var exit *exec.ExitError
@@ -100,9 +100,9 @@ func TestBadConfigExitsBeforeTouchingZooKeeper(t *testing.T) {
 
 func TestStormctlTopologyLifecycle(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
-	c := newCluster(t, z.Addr(), 4*time.Second)
-	ps := startNimbuses(t, c, 2)
-	waitLeader(t, c, ps, 10*time.Second)
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(4*time.Second))
+	ps := c.StartNimbuses(t, 2)
+	c.WaitLeader(t, ps, 10*time.Second)
 	seeds := ps[0].Addr() + "," + ps[1].Addr()
 	artifact := filepath.Join(t.TempDir(), "topology.bin")
 	if err := os.WriteFile(artifact, randomBytes(t, 300<<10), 0o755); err != nil {

@@ -18,9 +18,9 @@ import (
 
 func TestThreeNimbusesAgreeOnOneLeader(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
-	c := newCluster(t, z.Addr(), 2*time.Second)
-	ps := startNimbuses(t, c, 3)
-	epoch, leader := waitLeader(t, c, ps, 10*time.Second)
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(2*time.Second))
+	ps := c.StartNimbuses(t, 3)
+	epoch, leader := c.WaitLeader(t, ps, 10*time.Second)
 	if epoch < 1 {
 		t.Fatalf("leader epoch %d, want >= 1", epoch)
 	}
@@ -100,7 +100,7 @@ func TestThreeNimbusesAgreeOnOneLeader(t *testing.T) {
 	if status.Code(err) != codes.NotFound {
 		t.Fatalf("ActivateTopology of an unknown name on the leader: %v, want NotFound", err)
 	}
-	follower := without(ps, leader)[0]
+	follower := testcluster.Without(ps, leader)[0]
 	_, err = c.API(follower).ActivateTopology(t.Context(), &nimbusv1.ActivateTopologyRequest{Name: "nosuch"})
 	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(status.Convert(err).String(), leader.Addr()) {
 		t.Fatalf("ActivateTopology on a follower: %v, want FailedPrecondition naming %s", err, leader.Addr())
@@ -112,9 +112,9 @@ func TestSIGTERMLeaderHandsOverWithoutWaitingForTheSession(t *testing.T) {
 	// A long session timeout: a new leader before it passes proves the
 	// stopping leader handed over by deleting its lock node.
 	const session = 20 * time.Second
-	c := newCluster(t, z.Addr(), session)
-	ps := startNimbuses(t, c, 3)
-	epoch, leader := waitLeader(t, c, ps, 10*time.Second)
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(session))
+	ps := c.StartNimbuses(t, 3)
+	epoch, leader := c.WaitLeader(t, ps, 10*time.Second)
 
 	if err := leader.Stop(syscall.SIGTERM, 10*time.Second); err != nil {
 		t.Fatal(err)
@@ -122,8 +122,8 @@ func TestSIGTERMLeaderHandsOverWithoutWaitingForTheSession(t *testing.T) {
 	if err := leader.ExitErr(); err != nil {
 		t.Fatalf("leader exited with %v after SIGTERM, want 0", err)
 	}
-	rest := without(ps, leader)
-	newEpoch, _ := waitLeader(t, c, rest, session/4)
+	rest := testcluster.Without(ps, leader)
+	newEpoch, _ := c.WaitLeader(t, rest, session/4)
 	if newEpoch <= epoch {
 		t.Fatalf("epoch %d after handover, want > %d", newEpoch, epoch)
 	}
@@ -132,15 +132,15 @@ func TestSIGTERMLeaderHandsOverWithoutWaitingForTheSession(t *testing.T) {
 func TestSIGKILLLeaderIsReplacedAfterSessionTimeout(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
 	const session = 2 * time.Second
-	c := newCluster(t, z.Addr(), session)
-	ps := startNimbuses(t, c, 3)
-	epoch, leader := waitLeader(t, c, ps, 10*time.Second)
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(session))
+	ps := c.StartNimbuses(t, 3)
+	epoch, leader := c.WaitLeader(t, ps, 10*time.Second)
 
 	if err := leader.Stop(syscall.SIGKILL, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	rest := without(ps, leader)
-	newEpoch, _ := waitLeader(t, c, rest, session+10*time.Second)
+	rest := testcluster.Without(ps, leader)
+	newEpoch, _ := c.WaitLeader(t, rest, session+10*time.Second)
 	if newEpoch <= epoch {
 		t.Fatalf("epoch %d after crash, want > %d", newEpoch, epoch)
 	}
@@ -148,10 +148,10 @@ func TestSIGKILLLeaderIsReplacedAfterSessionTimeout(t *testing.T) {
 
 func TestRestartedNimbusRejoinsOnTheSameAddress(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
-	c := newCluster(t, z.Addr(), 2*time.Second)
-	ps := startNimbuses(t, c, 3)
-	_, leader := waitLeader(t, c, ps, 10*time.Second)
-	follower := without(ps, leader)[0]
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(2*time.Second))
+	ps := c.StartNimbuses(t, 3)
+	_, leader := c.WaitLeader(t, ps, 10*time.Second)
+	follower := testcluster.Without(ps, leader)[0]
 	port := follower.Addr()[strings.LastIndex(follower.Addr(), ":")+1:]
 
 	// Crash and restart at once: the old session still holds its nodes.
@@ -160,16 +160,16 @@ func TestRestartedNimbusRejoinsOnTheSameAddress(t *testing.T) {
 	}
 	var portNum int
 	fmt.Sscan(port, &portNum)
-	restarted, err := c.StartNimbus(NimbusOptions{Port: portNum})
+	restarted, err := c.StartNimbus(testcluster.WithPort(portNum))
 	if err != nil {
 		t.Fatal(err)
 	}
-	live := append(without(ps, follower), restarted)
-	waitLeader(t, c, live, 10*time.Second)
+	live := append(testcluster.Without(ps, follower), restarted)
+	c.WaitLeader(t, live, 10*time.Second)
 
 	// It is registered by its new session, and once the old session
 	// expires the queue holds exactly the three live nimbuses.
-	waitQueued(t, []string{z.Addr()}, 3, 15*time.Second)
+	c.WaitQueued(t, 3, 15*time.Second)
 	resp, err := c.API(restarted).GetClusterInfo(t.Context(), &nimbusv1.GetClusterInfoRequest{})
 	if err != nil {
 		t.Fatal(err)

@@ -13,9 +13,9 @@ import (
 
 func TestLeaderSurvivesLossOfOneZooKeeperServer(t *testing.T) {
 	e := testcluster.StartEnsemble(t, 3)
-	c := newCluster(t, e.ConnectString(), 4*time.Second)
-	ps := startNimbuses(t, c, 3)
-	epoch, leader := waitLeader(t, c, ps, 15*time.Second)
+	c := testcluster.New(t, e.ConnectString(), testcluster.WithSessionTimeout(4*time.Second))
+	ps := c.StartNimbuses(t, 3)
+	epoch, leader := c.WaitLeader(t, ps, 15*time.Second)
 
 	// Whichever server a nimbus uses, losing one of three keeps quorum:
 	// sessions move to another server and the leader stays.
@@ -27,7 +27,7 @@ func TestLeaderSurvivesLossOfOneZooKeeperServer(t *testing.T) {
 			}
 			return nil
 		})
-		gotEpoch, gotLeader := waitLeader(t, c, ps, 15*time.Second)
+		gotEpoch, gotLeader := c.WaitLeader(t, ps, 15*time.Second)
 		if gotEpoch != epoch || gotLeader != leader {
 			t.Fatalf("after stopping ZooKeeper server %d: leader %s epoch %d, want %s epoch %d",
 				i, gotLeader.Name, gotEpoch, leader.Name, epoch)
@@ -40,9 +40,9 @@ func TestLeaderSurvivesLossOfOneZooKeeperServer(t *testing.T) {
 func TestQuorumLossThenRecoveryLeavesExactlyOneLeader(t *testing.T) {
 	e := testcluster.StartEnsemble(t, 3)
 	const session = 4 * time.Second
-	c := newCluster(t, e.ConnectString(), session)
-	ps := startNimbuses(t, c, 3)
-	waitLeader(t, c, ps, 15*time.Second)
+	c := testcluster.New(t, e.ConnectString(), testcluster.WithSessionTimeout(session))
+	ps := c.StartNimbuses(t, 3)
+	c.WaitLeader(t, ps, 15*time.Second)
 
 	// Two of three down: no quorum, so no session is served and no nimbus
 	// may act as leader.
@@ -68,8 +68,8 @@ func TestQuorumLossThenRecoveryLeavesExactlyOneLeader(t *testing.T) {
 		}
 		return nil
 	})
-	waitLeader(t, c, ps, 30*time.Second)
-	waitQueued(t, e.Addrs(), 3, 30*time.Second)
+	c.WaitLeader(t, ps, 30*time.Second)
+	c.WaitQueued(t, 3, 30*time.Second)
 	if n := actingLeaders(c, ps); n != 1 {
 		t.Fatalf("%d nimbuses act as leader, want 1", n)
 	}
@@ -77,7 +77,7 @@ func TestQuorumLossThenRecoveryLeavesExactlyOneLeader(t *testing.T) {
 
 // actingLeaders counts the nimbuses whose leader health service is
 // SERVING: those running a term, not merely reporting a cached leader.
-func actingLeaders(c *Cluster, ps []*Process) int {
+func actingLeaders(c *testcluster.Cluster, ps []*testcluster.Process) int {
 	n := 0
 	for _, p := range ps {
 		if st, err := c.Health(p, nimbusv1.LeaderHealthService); err == nil && st == healthpb.HealthCheckResponse_SERVING {

@@ -24,32 +24,32 @@ import (
 func TestHDFSDistributor(t *testing.T) {
 	h := testcluster.StartHDFS(t)
 	z := testcluster.StartZooKeeper(t)
-	c := newCluster(t, z.Addr(), 2*time.Second)
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(2*time.Second))
 	env := []string{
 		"STORM_CODEDISTRIBUTOR_CLASS=hdfs",
 		"STORM_HDFS_NAMENODE_ADDRESSES=" + h.Addr(),
 		"STORM_HDFS_USER=nimbus",
 		"STORM_HDFS_STORM_DIR=/storm/topologies",
 	}
-	var ps []*Process
+	var ps []*testcluster.Process
 	for range 3 {
-		p, err := c.StartNimbus(NimbusOptions{Env: env, Args: []string{"--nimbus.monitor.freq.secs", "1", "--nimbus.code.sync.freq.secs", "2"}})
+		p, err := c.StartNimbus(testcluster.WithEnv(env...), testcluster.WithArgs("--nimbus.monitor.freq.secs", "1", "--nimbus.code.sync.freq.secs", "2"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		ps = append(ps, p)
 	}
-	_, leader := waitLeader(t, c, ps, 10*time.Second)
-	var sups []*Process
+	_, leader := c.WaitLeader(t, ps, 10*time.Second)
+	var sups []*testcluster.Process
 	for range 2 {
-		p, err := c.StartSupervisor(SupervisorOptions{Env: env})
+		p, err := c.StartSupervisor(testcluster.WithEnv(env...))
 		if err != nil {
 			t.Fatal(err)
 		}
 		sups = append(sups, p)
 	}
 	cl := newClient(t, ps...)
-	conn := zkConn(t, z.Addr())
+	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
 
 	data := randomBytes(t, 2<<20)
 	first := submit(t, cl, "in-hdfs", data).GetTopologyId()
@@ -67,8 +67,8 @@ func TestHDFSDistributor(t *testing.T) {
 	if err := leader.Stop(syscall.SIGKILL, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	rest := without(ps, leader)
-	_, newLeader := waitLeader(t, c, rest, 20*time.Second)
+	rest := testcluster.Without(ps, leader)
+	_, newLeader := c.WaitLeader(t, rest, 20*time.Second)
 	if err := holds(newLeader, first, data); err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestHDFSDistributor(t *testing.T) {
 		t.Fatalf("submit with the NameNode down: %v, want Unavailable", err)
 	}
 	t.Logf("submit with the NameNode down: %v", err)
-	if d := zkChildren(t, []string{z.Addr()}, "/storm/code-distributor"); len(d) != 2 {
+	if d := zkChildren(t, conn, "/storm/code-distributor"); len(d) != 2 {
 		t.Fatalf("distributions %v, want the 2 submitted topologies only", d)
 	}
 	// Topologies keep running and nothing is lost while it is down.
@@ -92,7 +92,7 @@ func TestHDFSDistributor(t *testing.T) {
 	h.StartNameNode()
 
 	// A nimbus joining afterwards syncs from HDFS again.
-	joiner, err := c.StartNimbus(NimbusOptions{Env: env})
+	joiner, err := c.StartNimbus(testcluster.WithEnv(env...))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,7 +73,7 @@ func submitSleeper(t *testing.T, cl *client.Client, name string, workers int32) 
 
 // sleepers waits until exactly n workers of topology run on sups, by their
 // heartbeats and the pids being alive, and returns their pids by port.
-func sleepers(t *testing.T, conn *zk.Conn, topology string, n int, timeout time.Duration, sups ...*Process) map[int32]int32 {
+func sleepers(t *testing.T, conn *zk.Conn, topology string, n int, timeout time.Duration, sups ...*testcluster.Process) map[int32]int32 {
 	t.Helper()
 	var out map[int32]int32
 	testcluster.WaitFor(t, timeout, fmt.Sprintf("%d workers of %s", n, topology), func() error {
@@ -127,7 +127,7 @@ func readable(conn *zk.Conn, path string, m proto.Message) error {
 
 // logged checks that p's log has a line with message msg and, for each
 // key of attrs, that attribute's value.
-func logged(p *Process, msg string, attrs map[string]string) error {
+func logged(p *testcluster.Process, msg string, attrs map[string]string) error {
 	f, err := os.Open(p.LogPath)
 	if err != nil {
 		return err
@@ -160,7 +160,7 @@ func logged(p *Process, msg string, attrs map[string]string) error {
 }
 
 // countLogged counts p's log lines with message msg.
-func countLogged(t *testing.T, p *Process, msg string) int {
+func countLogged(t *testing.T, p *testcluster.Process, msg string) int {
 	t.Helper()
 	data, err := os.ReadFile(p.LogPath)
 	if err != nil {
@@ -169,14 +169,14 @@ func countLogged(t *testing.T, p *Process, msg string) int {
 	return bytes.Count(data, []byte(`"msg":"`+msg+`"`))
 }
 
-func waitLogged(t *testing.T, p *Process, msg string, attrs map[string]string) {
+func waitLogged(t *testing.T, p *testcluster.Process, msg string, attrs map[string]string) {
 	t.Helper()
 	testcluster.WaitFor(t, 10*time.Second, fmt.Sprintf("%s to log %q %v", p.Name, msg, attrs), func() error {
 		return logged(p, msg, attrs)
 	})
 }
 
-func allRunning(t *testing.T, ps ...*Process) {
+func allRunning(t *testing.T, ps ...*testcluster.Process) {
 	t.Helper()
 	for _, p := range ps {
 		if !p.Running() {
@@ -190,11 +190,11 @@ func allRunning(t *testing.T, ps ...*Process) {
 // topology is gone, and so are its workers and code.
 func TestHostileRootDeleted(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
-	c := newCluster(t, z.Addr(), 4*time.Second)
-	ps := startNimbusesWith(t, c, 2, "--nimbus.monitor.freq.secs", "1", "--topology.min.replication.count", "2")
-	waitLeader(t, c, ps, 10*time.Second)
-	sups := startSupervisors(t, c, 1)
-	conn := zkConn(t, z.Addr())
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(4*time.Second))
+	ps := c.StartNimbuses(t, 2, testcluster.WithArgs("--nimbus.monitor.freq.secs", "1", "--topology.min.replication.count", "2"))
+	c.WaitLeader(t, ps, 10*time.Second)
+	sups := c.StartSupervisors(t, 1)
+	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
 	cl := newClient(t, ps...)
 	before := submitSleeper(t, cl, "before", 2).GetTopologyId()
 	workers := sleepers(t, conn, before, 2, 20*time.Second, sups...)
@@ -208,8 +208,8 @@ func TestHostileRootDeleted(t *testing.T) {
 	}
 	// A leader again, both nimbuses registered and queued, the supervisor
 	// registered.
-	waitLeader(t, c, ps, 15*time.Second)
-	waitQueued(t, []string{z.Addr()}, 2, 10*time.Second)
+	c.WaitLeader(t, ps, 15*time.Second)
+	c.WaitQueued(t, 2, 10*time.Second)
 	testcluster.WaitFor(t, 10*time.Second, "the supervisor registered again", func() error {
 		_, err := supervisorInfo(t, conn, sups[0].ID())
 		return err
@@ -258,12 +258,12 @@ func TestHostileRootDeleted(t *testing.T) {
 // garbage, and GetClusterInfo answers.
 func TestHostileGarbageInZnodes(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
-	c := newCluster(t, z.Addr(), 4*time.Second)
-	ps := startNimbusesWith(t, c, 2, "--nimbus.monitor.freq.secs", "1", "--topology.min.replication.count", "2")
-	epoch, leader := waitLeader(t, c, ps, 10*time.Second)
-	follower := without(ps, leader)[0]
-	sups := startSupervisors(t, c, 2) // 4 slots
-	conn := zkConn(t, z.Addr())
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(4*time.Second))
+	ps := c.StartNimbuses(t, 2, testcluster.WithArgs("--nimbus.monitor.freq.secs", "1", "--topology.min.replication.count", "2"))
+	epoch, leader := c.WaitLeader(t, ps, 10*time.Second)
+	follower := testcluster.Without(ps, leader)[0]
+	sups := c.StartSupervisors(t, 2) // 4 slots
+	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
 	cl := newClient(t, ps...)
 	steady := submitSleeper(t, cl, "steady", 2).GetTopologyId()
 	victim := submitSleeper(t, cl, "victim", 1).GetTopologyId()
@@ -327,7 +327,7 @@ func TestHostileGarbageInZnodes(t *testing.T) {
 	if ok, _, err := conn.Exists("/storm/assignments/junk-1-1400000000"); err != nil || ok {
 		t.Errorf("an assignment for the junk StormBase: exists %v, %v", ok, err)
 	}
-	if e, p := waitLeader(t, c, ps, 10*time.Second); e != epoch || p != leader {
+	if e, p := c.WaitLeader(t, ps, 10*time.Second); e != epoch || p != leader {
 		t.Errorf("leader %s epoch %d, was %s epoch %d: the garbage cost the leader its term", p.Name, e, leader.Name, epoch)
 	}
 	if err := logged(leader, "leadership ended", nil); err == nil {
@@ -363,17 +363,17 @@ func TestHostileGarbageInZnodes(t *testing.T) {
 	if err := follower.Stop(syscall.SIGTERM, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	restarted, err := c.StartNimbus(NimbusOptions{Port: port, LocalDir: follower.LocalDir,
-		Args: []string{"--nimbus.monitor.freq.secs", "1", "--topology.min.replication.count", "1"}})
+	restarted, err := c.StartNimbus(testcluster.WithPort(port), testcluster.WithLocalDir(follower.LocalDir),
+		testcluster.WithArgs("--nimbus.monitor.freq.secs", "1", "--topology.min.replication.count", "1"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitLogged(t, restarted, "unreadable node skipped", map[string]string{"path": stormPath})
-	waitQueued(t, []string{z.Addr()}, 2, 15*time.Second)
+	c.WaitQueued(t, 2, 15*time.Second)
 	if err := leader.Stop(syscall.SIGTERM, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	waitLeader(t, c, []*Process{restarted}, 15*time.Second)
+	c.WaitLeader(t, []*testcluster.Process{restarted}, 15*time.Second)
 	late := submitSleeper(t, newClient(t, restarted), "late", 1).GetTopologyId()
 	testcluster.WaitFor(t, 10*time.Second, "the late topology's (empty) assignment", func() error {
 		a := new(clusterv1.Assignment)
@@ -408,7 +408,7 @@ func createChildren(t *testing.T, conn *zk.Conn, dir string, n, batch int, name 
 }
 
 // rssMB is a process's resident memory in MiB.
-func rssMB(t *testing.T, p *Process) int {
+func rssMB(t *testing.T, p *testcluster.Process) int {
 	t.Helper()
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
 	if err != nil {
@@ -425,7 +425,7 @@ func rssMB(t *testing.T, p *Process) int {
 }
 
 // goMetric reads one unlabelled metric from p's metrics endpoint.
-func goMetric(t *testing.T, p *Process, name string) float64 {
+func goMetric(t *testing.T, p *testcluster.Process, name string) float64 {
 	t.Helper()
 	body, err := p.Metrics()
 	if err != nil {
@@ -464,11 +464,11 @@ func goMetric(t *testing.T, p *Process, name string) float64 {
 // testcluster.DeleteTree, one multi for a whole tree, would fail on this one.
 func TestHostileThousandsOfChildren(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
-	c := newCluster(t, z.Addr(), 4*time.Second)
-	ps := startNimbusesWith(t, c, 2, "--nimbus.monitor.freq.secs", "1")
-	epoch, leader := waitLeader(t, c, ps, 10*time.Second)
-	sups := startSupervisors(t, c, 1)
-	conn := zkConn(t, z.Addr())
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(4*time.Second))
+	ps := c.StartNimbuses(t, 2, testcluster.WithArgs("--nimbus.monitor.freq.secs", "1"))
+	epoch, leader := c.WaitLeader(t, ps, 10*time.Second)
+	sups := c.StartSupervisors(t, 1)
+	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
 	cl := newClient(t, ps...)
 	steady := submitSleeper(t, cl, "steady", 1).GetTopologyId()
 	workers := sleepers(t, conn, steady, 1, 20*time.Second, sups...)
@@ -530,7 +530,7 @@ func TestHostileThousandsOfChildren(t *testing.T) {
 	if assignments, _, err := conn.Children("/storm/assignments"); err != nil || len(assignments) != 2 {
 		t.Errorf("assignments %d (%v), want 2: junk was scheduled", len(assignments), err)
 	}
-	if e, p := waitLeader(t, c, ps, 10*time.Second); e != epoch || p != leader {
+	if e, p := c.WaitLeader(t, ps, 10*time.Second); e != epoch || p != leader {
 		t.Errorf("leader %s epoch %d, was %s epoch %d", p.Name, e, leader.Name, epoch)
 	}
 

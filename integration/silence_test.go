@@ -18,22 +18,22 @@ import (
 // heartbeat); the leader reads them every half timeout.
 func TestSilentSupervisorLosesItsWork(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
-	c := newCluster(t, z.Addr(), 4*time.Second)
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(4*time.Second))
 	const timeout = 3 * time.Second
 	// The timeout must exceed the heartbeat period, a supervisor key the
 	// nimbus has no flag for.
-	n, err := c.StartNimbus(NimbusOptions{Args: []string{"--nimbus.monitor.freq.secs", "1", "--nimbus.supervisor.timeout.secs", "3"},
-		Env: []string{"STORM_SUPERVISOR_HEARTBEAT_FREQUENCY_SECS=1"}})
+	n, err := c.StartNimbus(testcluster.WithArgs("--nimbus.monitor.freq.secs", "1", "--nimbus.supervisor.timeout.secs", "3"),
+		testcluster.WithEnv("STORM_SUPERVISOR_HEARTBEAT_FREQUENCY_SECS=1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps := []*Process{n}
-	waitLeader(t, c, ps, 10*time.Second)
+	ps := []*testcluster.Process{n}
+	c.WaitLeader(t, ps, 10*time.Second)
 	cl := newClient(t, ps...)
 
 	// The silent supervisor is this test's session: its node stays as long
 	// as the test lives.
-	conn := zkConn(t, z.Addr())
+	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
 	path := "/storm/supervisors/silent"
 	started := time.Now().UnixMilli()
 	info := func(beat int64) []byte {
@@ -79,7 +79,7 @@ func TestSilentSupervisorLosesItsWork(t *testing.T) {
 	// supervisor.
 	beating.Stop()
 	silent := time.Now()
-	sups := []*Process{mustStartSupervisor(t, c, SupervisorOptions{Args: []string{"--supervisor.heartbeat.frequency.secs", "1"}})}
+	sups := c.StartSupervisors(t, 1, testcluster.WithArgs("--supervisor.heartbeat.frequency.secs", "1"))
 	sleepers(t, conn, id, 1, 20*time.Second, sups...)
 	testcluster.WaitFor(t, 5*time.Second, "nothing left on the silent supervisor", func() error {
 		on, err := placedOn(id)
@@ -92,13 +92,4 @@ func TestSilentSupervisorLosesItsWork(t *testing.T) {
 	if ok, _, err := conn.Exists(path); err != nil || !ok {
 		t.Fatalf("the silent supervisor's node: exists %v, %v; it was to count as dead by silence alone", ok, err)
 	}
-}
-
-func mustStartSupervisor(t *testing.T, c *Cluster, opts SupervisorOptions) *Process {
-	t.Helper()
-	p, err := c.StartSupervisor(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
 }

@@ -38,13 +38,9 @@ func testSpec(name string) *nimbusv1.TopologySpec {
 	}
 }
 
-func newClient(t *testing.T, ps ...*Process) *client.Client {
+func newClient(t *testing.T, ps ...*testcluster.Process) *client.Client {
 	t.Helper()
-	var seeds []string
-	for _, p := range ps {
-		seeds = append(seeds, p.Addr())
-	}
-	cl, err := client.New(seeds)
+	cl, err := client.New(testcluster.Addrs(ps...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +60,7 @@ func submit(t *testing.T, cl *client.Client, name string, data []byte) *nimbusv1
 }
 
 // holds checks that p's local store has the topology's artifact, intact.
-func holds(p *Process, id string, data []byte) error {
+func holds(p *testcluster.Process, id string, data []byte) error {
 	got, err := os.ReadFile(filepath.Join(p.LocalDir, "nimbus", "code", id, "artifact"))
 	if err != nil {
 		return fmt.Errorf("%s: %w", p.Name, err)
@@ -76,14 +72,14 @@ func holds(p *Process, id string, data []byte) error {
 }
 
 // holdsNothing checks that p's store has no code of id and no temp files.
-func holdsNothing(p *Process, id string) error {
+func holdsNothing(p *testcluster.Process, id string) error {
 	if _, err := os.Stat(filepath.Join(p.LocalDir, "nimbus", "code", id)); !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("%s still has code of %s", p.Name, id)
 	}
 	return nil
 }
 
-func clusterSummary(t *testing.T, c *Cluster, p *Process) *nimbusv1.ClusterSummary {
+func clusterSummary(t *testing.T, c *testcluster.Cluster, p *testcluster.Process) *nimbusv1.ClusterSummary {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
@@ -94,14 +90,10 @@ func clusterSummary(t *testing.T, c *Cluster, p *Process) *nimbusv1.ClusterSumma
 	return resp.GetCluster()
 }
 
-// zkChildren lists a path's children through a client of the test's own.
-func zkChildren(t *testing.T, zkAddrs []string, path string) []string {
+// zkChildren lists a path's children through conn, a client of the
+// test's own, retrying errors for up to 10 s.
+func zkChildren(t *testing.T, conn *zk.Conn, path string) []string {
 	t.Helper()
-	conn, _, err := zk.Connect(zkAddrs, 5*time.Second, zk.WithLogInfo(false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
 	var children []string
 	testcluster.WaitFor(t, 10*time.Second, "a ZooKeeper read of "+path, func() error {
 		var err error

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -24,25 +23,13 @@ import (
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
-func startNimbusesWith(t *testing.T, c *Cluster, n int, args ...string) []*Process {
-	t.Helper()
-	var ps []*Process
-	for range n {
-		p, err := c.StartNimbus(NimbusOptions{Args: args})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ps = append(ps, p)
-	}
-	return ps
-}
-
 func TestSubmitReplicatesToEveryNimbusAndKillRemovesEverywhere(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
-	c := newCluster(t, z.Addr(), 4*time.Second)
-	ps := startNimbusesWith(t, c, 3, "--topology.min.replication.count", "3")
-	_, leader := waitLeader(t, c, ps, 10*time.Second)
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(4*time.Second))
+	ps := c.StartNimbuses(t, 3, testcluster.WithArgs("--topology.min.replication.count", "3"))
+	_, leader := c.WaitLeader(t, ps, 10*time.Second)
 	cl := newClient(t, ps...)
+	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
 
 	data := randomBytes(t, 1<<20)
 	resp := submit(t, cl, "wordcount", data)
@@ -114,7 +101,7 @@ func TestSubmitReplicatesToEveryNimbusAndKillRemovesEverywhere(t *testing.T) {
 
 	// Kill through a client that knows only a follower: the SDK follows
 	// the not-leader answer to the leader.
-	follower := without(ps, leader)[0]
+	follower := testcluster.Without(ps, leader)[0]
 	viaFollower := newClient(t, follower)
 	if err := viaFollower.KillTopology(t.Context(), &nimbusv1.KillTopologyRequest{Name: "nosuch"}); status.Code(err) != codes.NotFound {
 		t.Fatalf("kill of an unknown name: %v, want NotFound", err)
@@ -132,7 +119,7 @@ func TestSubmitReplicatesToEveryNimbusAndKillRemovesEverywhere(t *testing.T) {
 				return err
 			}
 		}
-		if d := zkChildren(t, []string{z.Addr()}, "/storm/code-distributor"); len(d) != 0 {
+		if d := zkChildren(t, conn, "/storm/code-distributor"); len(d) != 0 {
 			return fmt.Errorf("distributions left: %v", d)
 		}
 		return nil
@@ -141,9 +128,9 @@ func TestSubmitReplicatesToEveryNimbusAndKillRemovesEverywhere(t *testing.T) {
 
 func TestReplicationWaitTimesOutWithTooFewNimbuses(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
-	c := newCluster(t, z.Addr(), 4*time.Second)
-	ps := startNimbusesWith(t, c, 2, "--topology.min.replication.count", "3", "--topology.max.replication.wait.time.sec", "2")
-	waitLeader(t, c, ps, 10*time.Second)
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(4*time.Second))
+	ps := c.StartNimbuses(t, 2, testcluster.WithArgs("--topology.min.replication.count", "3", "--topology.max.replication.wait.time.sec", "2"))
+	c.WaitLeader(t, ps, 10*time.Second)
 	cl := newClient(t, ps...)
 
 	start := time.Now()
@@ -169,9 +156,9 @@ func TestReplicationWaitTimesOutWithTooFewNimbuses(t *testing.T) {
 
 func TestJoiningNimbusCatchesUpAndQueues(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
-	c := newCluster(t, z.Addr(), 4*time.Second)
-	first := startNimbusesWith(t, c, 1)
-	waitLeader(t, c, first, 10*time.Second)
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(4*time.Second))
+	first := c.StartNimbuses(t, 1)
+	c.WaitLeader(t, first, 10*time.Second)
 	cl := newClient(t, first...)
 	blobs := map[string][]byte{}
 	for _, name := range []string{"a", "b"} {
@@ -179,7 +166,7 @@ func TestJoiningNimbusCatchesUpAndQueues(t *testing.T) {
 		blobs[submit(t, cl, name, data).GetTopologyId()] = data
 	}
 
-	joiner := startNimbusesWith(t, c, 1)[0]
+	joiner := c.StartNimbuses(t, 1)[0]
 	testcluster.WaitFor(t, 10*time.Second, "the joiner holds every topology", func() error {
 		for id, data := range blobs {
 			if err := holds(joiner, id, data); err != nil {
@@ -188,7 +175,7 @@ func TestJoiningNimbusCatchesUpAndQueues(t *testing.T) {
 		}
 		return nil
 	})
-	waitQueued(t, []string{z.Addr()}, 2, 10*time.Second)
+	c.WaitQueued(t, 2, 10*time.Second)
 	testcluster.WaitFor(t, 5*time.Second, "one eligible standby", func() error {
 		if n := clusterSummary(t, c, joiner).GetEligibleStandbys(); n != 1 {
 			return fmt.Errorf("%d eligible standbys", n)
@@ -203,13 +190,13 @@ func TestJoiningNimbusCatchesUpAndQueues(t *testing.T) {
 func TestFailoverGoesOnlyToANimbusHoldingAllCode(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
 	// Long enough that paused nimbuses keep their sessions.
-	c := newCluster(t, z.Addr(), 8*time.Second)
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(8*time.Second))
 	args := []string{"--topology.min.replication.count", "2"}
-	a := startNimbusesWith(t, c, 1, args...)[0]
-	waitLeader(t, c, []*Process{a}, 10*time.Second)
-	rest := startNimbusesWith(t, c, 2, args...)
+	a := c.StartNimbuses(t, 1, testcluster.WithArgs(args...))[0]
+	c.WaitLeader(t, []*testcluster.Process{a}, 10*time.Second)
+	rest := c.StartNimbuses(t, 2, testcluster.WithArgs(args...))
 	b, cc := rest[0], rest[1]
-	waitQueued(t, []string{z.Addr()}, 3, 10*time.Second)
+	c.WaitQueued(t, 3, 10*time.Second)
 	cl := newClient(t, a)
 
 	blobs := map[string][]byte{}
@@ -223,12 +210,12 @@ func TestFailoverGoesOnlyToANimbusHoldingAllCode(t *testing.T) {
 			blobs[resp.GetTopologyId()] = data
 		}
 	}
-	pause := func(p *Process) {
+	pause := func(p *testcluster.Process) {
 		if err := p.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
 	}
-	resume := func(p *Process) {
+	resume := func(p *testcluster.Process) {
 		if err := p.Signal(syscall.SIGCONT); err != nil {
 			t.Fatal(err)
 		}
@@ -248,7 +235,7 @@ func TestFailoverGoesOnlyToANimbusHoldingAllCode(t *testing.T) {
 		t.Fatal(err)
 	}
 	resume(b)
-	survivors := []*Process{b, cc}
+	survivors := []*testcluster.Process{b, cc}
 
 	// While leadership settles, whoever acts as leader holds all four.
 	testcluster.WaitFor(t, 30*time.Second, "a leader holding all code, and both survivors holding it", func() error {
@@ -292,10 +279,10 @@ func TestFailoverGoesOnlyToANimbusHoldingAllCode(t *testing.T) {
 
 func TestWipedLeaderStepsDownAndResyncs(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
-	c := newCluster(t, z.Addr(), 4*time.Second)
-	ps := startNimbusesWith(t, c, 2, "--topology.min.replication.count", "2", "--nimbus.code.sync.freq.secs", "1")
-	_, leader := waitLeader(t, c, ps, 10*time.Second)
-	other := without(ps, leader)[0]
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(4*time.Second))
+	ps := c.StartNimbuses(t, 2, testcluster.WithArgs("--topology.min.replication.count", "2", "--nimbus.code.sync.freq.secs", "1"))
+	_, leader := c.WaitLeader(t, ps, 10*time.Second)
+	other := testcluster.Without(ps, leader)[0]
 	cl := newClient(t, ps...)
 	blobs := map[string][]byte{}
 	for _, name := range []string{"w1", "w2"} {
@@ -325,7 +312,7 @@ func TestWipedLeaderStepsDownAndResyncs(t *testing.T) {
 }
 
 // wipeCode deletes a nimbus's local code, as a lost or replaced disk would.
-func wipeCode(t *testing.T, p *Process) {
+func wipeCode(t *testing.T, p *testcluster.Process) {
 	t.Helper()
 	if err := os.RemoveAll(filepath.Join(p.LocalDir, "nimbus", "code")); err != nil {
 		t.Fatal(err)
@@ -340,17 +327,17 @@ func wipeCode(t *testing.T, p *Process) {
 // one after it leads, and it re-syncs and queues again by itself.
 func TestNimbusWithoutCodeNeverLeads(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
-	c := newCluster(t, z.Addr(), 2*time.Second)
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(2*time.Second))
 	// A slow sweep: only the lock hand-over can reveal the wipe.
 	args := []string{"--topology.min.replication.count", "3", "--nimbus.code.sync.freq.secs", "600"}
-	var ps []*Process
+	var ps []*testcluster.Process
 	for range 3 { // started one by one: the queue order is a, b, c
-		p := startNimbusesWith(t, c, 1, args...)[0]
+		p := c.StartNimbuses(t, 1, testcluster.WithArgs(args...))[0]
 		ps = append(ps, p)
-		waitQueued(t, []string{z.Addr()}, len(ps), 10*time.Second)
+		c.WaitQueued(t, len(ps), 10*time.Second)
 	}
 	a, b, cc := ps[0], ps[1], ps[2]
-	_, leader := waitLeader(t, c, ps, 10*time.Second)
+	_, leader := c.WaitLeader(t, ps, 10*time.Second)
 	if leader != a {
 		t.Fatalf("%s leads, want the first started", leader.Name)
 	}
@@ -365,7 +352,7 @@ func TestNimbusWithoutCodeNeverLeads(t *testing.T) {
 	if err := a.Stop(syscall.SIGKILL, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	survivors := []*Process{b, cc}
+	survivors := []*testcluster.Process{b, cc}
 	testcluster.WaitFor(t, 20*time.Second, "c leading and b re-synced", func() error {
 		if st, err := c.Health(b, nimbusv1.LeaderHealthService); err == nil && st.String() == "SERVING" {
 			for id, data := range blobs {
@@ -384,15 +371,16 @@ func TestNimbusWithoutCodeNeverLeads(t *testing.T) {
 		}
 		return nil
 	})
-	waitQueued(t, []string{z.Addr()}, 2, 10*time.Second)
+	c.WaitQueued(t, 2, 10*time.Second)
 }
 
 func TestBadSubmissionsChangeNothing(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
-	c := newCluster(t, z.Addr(), 4*time.Second)
-	ps := startNimbusesWith(t, c, 1, "--nimbus.max.artifact.bytes", "1048576")
-	_, leader := waitLeader(t, c, ps, 10*time.Second)
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(4*time.Second))
+	ps := c.StartNimbuses(t, 1, testcluster.WithArgs("--nimbus.max.artifact.bytes", "1048576"))
+	_, leader := c.WaitLeader(t, ps, 10*time.Second)
 	cl := newClient(t, leader)
+	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
 	good := randomBytes(t, 1000)
 	submit(t, cl, "taken", good)
 
@@ -429,8 +417,8 @@ func TestBadSubmissionsChangeNothing(t *testing.T) {
 
 	// Nothing but the good topology, in ZooKeeper and on disk.
 	testcluster.WaitFor(t, 5*time.Second, "no trace of the bad submissions", func() error {
-		storms := zkChildren(t, []string{z.Addr()}, "/storm/storms")
-		dists := zkChildren(t, []string{z.Addr()}, "/storm/code-distributor")
+		storms := zkChildren(t, conn, "/storm/storms")
+		dists := zkChildren(t, conn, "/storm/code-distributor")
 		if len(storms) != 1 || len(dists) != 1 || !strings.HasPrefix(storms[0], "taken-") {
 			return fmt.Errorf("storms %v, distributions %v", storms, dists)
 		}
@@ -449,7 +437,7 @@ func TestBadSubmissionsChangeNothing(t *testing.T) {
 
 // rawSubmit sends a submission by hand, to send what the SDK never would:
 // a wrong trailer, or a stream cut halfway (cut).
-func rawSubmit(t *testing.T, c *Cluster, p *Process, spec *nimbusv1.TopologySpec, data, trailer []byte, cut bool) error {
+func rawSubmit(t *testing.T, c *testcluster.Cluster, p *testcluster.Process, spec *nimbusv1.TopologySpec, data, trailer []byte, cut bool) error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
@@ -489,10 +477,10 @@ func rawSubmit(t *testing.T, c *Cluster, p *Process, spec *nimbusv1.TopologySpec
 // exactly one topology exists.
 func TestLeadershipLostDuringReplicationWait(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
-	c := newCluster(t, z.Addr(), 8*time.Second)
-	ps := startNimbusesWith(t, c, 3, "--topology.min.replication.count", "3", "--topology.max.replication.wait.time.sec", "-1")
-	_, leader := waitLeader(t, c, ps, 10*time.Second)
-	paused := without(ps, leader)[1]
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(8*time.Second))
+	ps := c.StartNimbuses(t, 3, testcluster.WithArgs("--topology.min.replication.count", "3", "--topology.max.replication.wait.time.sec", "-1"))
+	_, leader := c.WaitLeader(t, ps, 10*time.Second)
+	paused := testcluster.Without(ps, leader)[1]
 	// One nimbus paused: the minimum of 3 cannot be reached, so the
 	// submit waits.
 	if err := paused.Signal(syscall.SIGSTOP); err != nil {
@@ -509,11 +497,7 @@ func TestLeadershipLostDuringReplicationWait(t *testing.T) {
 		resp, err := cl.SubmitTopology(context.Background(), testSpec("survivor"), bytes.NewReader(data), int64(len(data)), nil)
 		done <- result{resp, err}
 	}()
-	conn, _, err := zk.Connect([]string{z.Addr()}, 5*time.Second, zk.WithLogInfo(false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
 	testcluster.WaitFor(t, 10*time.Second, "the submission waiting for replication", func() error {
 		if d, _, err := conn.Children("/storm/code-distributor"); err != nil || len(d) != 1 {
 			return fmt.Errorf("distributions %v, %v", d, err)
@@ -563,10 +547,10 @@ func TestLeadershipLostDuringReplicationWait(t *testing.T) {
 // are in codedistributor's conformance suite.)
 func TestAlteredReplicaIsDetectedAndResynced(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
-	c := newCluster(t, z.Addr(), 4*time.Second)
-	ps := startNimbusesWith(t, c, 2, "--topology.min.replication.count", "2", "--nimbus.code.sync.freq.secs", "600")
-	_, leader := waitLeader(t, c, ps, 10*time.Second)
-	victim := without(ps, leader)[0]
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(4*time.Second))
+	ps := c.StartNimbuses(t, 2, testcluster.WithArgs("--topology.min.replication.count", "2", "--nimbus.code.sync.freq.secs", "600"))
+	_, leader := c.WaitLeader(t, ps, 10*time.Second)
+	victim := testcluster.Without(ps, leader)[0]
 	cl := newClient(t, ps...)
 	data := randomBytes(t, 256<<10)
 	id := submit(t, cl, "altered", data).GetTopologyId()
@@ -591,7 +575,7 @@ func TestAlteredReplicaIsDetectedAndResynced(t *testing.T) {
 	})
 }
 
-func download(t *testing.T, c *Cluster, p *Process, id string) error {
+func download(t *testing.T, c *testcluster.Cluster, p *testcluster.Process, id string) error {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	stream, err := nimbusv1.NewCodeServiceClient(c.Conn(p.Addr())).DownloadCode(ctx, &nimbusv1.DownloadCodeRequest{TopologyId: id, File: "artifact"})
@@ -613,11 +597,11 @@ func download(t *testing.T, c *Cluster, p *Process, id string) error {
 // comes back with its disk.
 func TestLeadershipBlockedIsVisibleAndRecoverable(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
-	c := newCluster(t, z.Addr(), 3*time.Second)
-	a := startNimbusesWith(t, c, 1)[0]
-	waitLeader(t, c, []*Process{a}, 10*time.Second)
-	b := startNimbusesWith(t, c, 1)[0]
-	waitQueued(t, []string{z.Addr()}, 2, 10*time.Second)
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(3*time.Second))
+	a := c.StartNimbuses(t, 1)[0]
+	c.WaitLeader(t, []*testcluster.Process{a}, 10*time.Second)
+	b := c.StartNimbuses(t, 1)[0]
+	c.WaitQueued(t, 2, 10*time.Second)
 	if err := b.Signal(syscall.SIGSTOP); err != nil { // b misses the submission
 		t.Fatal(err)
 	}
@@ -650,11 +634,11 @@ func TestLeadershipBlockedIsVisibleAndRecoverable(t *testing.T) {
 	}
 
 	// The way out: the holder returns with its disk.
-	back, err := c.StartNimbus(NimbusOptions{LocalDir: a.LocalDir})
+	back, err := c.StartNimbus(testcluster.WithLocalDir(a.LocalDir))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, leader := waitLeader(t, c, []*Process{back, b}, 20*time.Second)
+	_, leader := c.WaitLeader(t, []*testcluster.Process{back, b}, 20*time.Second)
 	if leader != back {
 		t.Fatalf("%s leads, want the nimbus that holds the code", leader.Name)
 	}
@@ -665,9 +649,9 @@ func TestLeadershipBlockedIsVisibleAndRecoverable(t *testing.T) {
 // caches are.
 func TestActivateRightAfterKillDoesNotUndoIt(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
-	c := newCluster(t, z.Addr(), 4*time.Second)
-	ps := startNimbusesWith(t, c, 1)
-	waitLeader(t, c, ps, 10*time.Second)
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(4*time.Second))
+	ps := c.StartNimbuses(t, 1)
+	c.WaitLeader(t, ps, 10*time.Second)
 	cl := newClient(t, ps...)
 	submit(t, cl, "doomed", randomBytes(t, 1000))
 	wait := int32(1)

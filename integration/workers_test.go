@@ -28,7 +28,7 @@ import (
 // submitExample submits the example worker program as a topology.
 func submitExample(t *testing.T, cl *client.Client, name string, workers int32) string {
 	t.Helper()
-	data, err := os.ReadFile(bin.Path("wordcount"))
+	data, err := os.ReadFile(testcluster.Bin(t).Path("wordcount"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func supervisorInfo(t *testing.T, conn *zk.Conn, id string) (*clusterv1.Supervis
 
 // runningWorkers maps port to pid over the supervisors' heartbeats,
 // counting only running workers that answer on their port for topology.
-func runningWorkers(t *testing.T, conn *zk.Conn, topology string, sups ...*Process) (map[int32]int32, error) {
+func runningWorkers(t *testing.T, conn *zk.Conn, topology string, sups ...*testcluster.Process) (map[int32]int32, error) {
 	out := map[int32]int32{}
 	for _, s := range sups {
 		info, err := supervisorInfo(t, conn, s.ID())
@@ -92,7 +92,7 @@ func runningWorkers(t *testing.T, conn *zk.Conn, topology string, sups ...*Proce
 
 // waitWorkers waits until exactly n workers of topology run (answering on
 // their ports) on sups, and returns them by port.
-func waitWorkers(t *testing.T, conn *zk.Conn, topology string, n int, timeout time.Duration, sups ...*Process) map[int32]int32 {
+func waitWorkers(t *testing.T, conn *zk.Conn, topology string, n int, timeout time.Duration, sups ...*testcluster.Process) map[int32]int32 {
 	t.Helper()
 	var workers map[int32]int32
 	testcluster.WaitFor(t, timeout, fmt.Sprintf("%d workers of %s", n, topology), func() error {
@@ -106,36 +106,13 @@ func waitWorkers(t *testing.T, conn *zk.Conn, topology string, n int, timeout ti
 	return workers
 }
 
-func zkConn(t *testing.T, addrs ...string) *zk.Conn {
-	t.Helper()
-	conn, _, err := zk.Connect(addrs, 5*time.Second, zk.WithLogInfo(false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(conn.Close)
-	return conn
-}
-
-func startSupervisors(t *testing.T, c *Cluster, n int) []*Process {
-	t.Helper()
-	var out []*Process
-	for range n {
-		p, err := c.StartSupervisor(SupervisorOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
 func TestWorkersRunWithTheirEnvironmentAndStopOnKill(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
-	c := newCluster(t, z.Addr(), 4*time.Second)
-	ps := startNimbusesWith(t, c, 1, "--nimbus.monitor.freq.secs", "1")
-	waitLeader(t, c, ps, 10*time.Second)
-	sups := startSupervisors(t, c, 2)
-	conn := zkConn(t, z.Addr())
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(4*time.Second))
+	ps := c.StartNimbuses(t, 1, testcluster.WithArgs("--nimbus.monitor.freq.secs", "1"))
+	c.WaitLeader(t, ps, 10*time.Second)
+	sups := c.StartSupervisors(t, 2)
+	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
 	cl := newClient(t, ps...)
 	id := submitExample(t, cl, "wc", 2)
 
@@ -185,11 +162,11 @@ func TestWorkersRunWithTheirEnvironmentAndStopOnKill(t *testing.T) {
 func TestSupervisorCrashMovesItsWorkersAndItRejoinsAsItself(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
 	const session = 2 * time.Second
-	c := newCluster(t, z.Addr(), session)
-	ps := startNimbusesWith(t, c, 1, "--nimbus.monitor.freq.secs", "1", "--nimbus.supervisor.timeout.secs", "6")
-	waitLeader(t, c, ps, 10*time.Second)
-	sups := startSupervisors(t, c, 2)
-	conn := zkConn(t, z.Addr())
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(session))
+	ps := c.StartNimbuses(t, 1, testcluster.WithArgs("--nimbus.monitor.freq.secs", "1", "--nimbus.supervisor.timeout.secs", "6"))
+	c.WaitLeader(t, ps, 10*time.Second)
+	sups := c.StartSupervisors(t, 2)
+	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
 	id := submitExample(t, newClient(t, ps...), "movable", 2)
 	testcluster.WaitFor(t, 20*time.Second, "a worker on each supervisor", func() error {
 		for _, s := range sups {
@@ -215,7 +192,7 @@ func TestSupervisorCrashMovesItsWorkersAndItRejoinsAsItself(t *testing.T) {
 		return nil
 	})
 
-	back, err := c.StartSupervisor(SupervisorOptions{LocalDir: victim.LocalDir})
+	back, err := c.StartSupervisor(testcluster.WithLocalDir(victim.LocalDir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,20 +203,20 @@ func TestSupervisorCrashMovesItsWorkersAndItRejoinsAsItself(t *testing.T) {
 
 func TestLeaderCrashRestartsNoWorker(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
-	c := newCluster(t, z.Addr(), 2*time.Second)
-	ps := startNimbusesWith(t, c, 2, "--nimbus.monitor.freq.secs", "1", "--topology.min.replication.count", "2")
-	_, leader := waitLeader(t, c, ps, 10*time.Second)
-	sups := startSupervisors(t, c, 2)
-	conn := zkConn(t, z.Addr())
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(2*time.Second))
+	ps := c.StartNimbuses(t, 2, testcluster.WithArgs("--nimbus.monitor.freq.secs", "1", "--topology.min.replication.count", "2"))
+	_, leader := c.WaitLeader(t, ps, 10*time.Second)
+	sups := c.StartSupervisors(t, 2)
+	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
 	id := submitExample(t, newClient(t, ps...), "steady", 3)
 	before := waitWorkers(t, conn, id, 3, 20*time.Second, sups...)
 	if err := leader.Stop(syscall.SIGKILL, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	waitLeader(t, c, without(ps, leader), 15*time.Second)
+	c.WaitLeader(t, testcluster.Without(ps, leader), 15*time.Second)
 	// Give the new leader several monitor rounds to (wrongly) move things.
 	testcluster.WaitFor(t, 10*time.Second, "the new leader's rounds", func() error {
-		cs := clusterSummary(t, c, without(ps, leader)[0])
+		cs := clusterSummary(t, c, testcluster.Without(ps, leader)[0])
 		if len(cs.GetSupervisors()) != 2 {
 			return fmt.Errorf("%d supervisors", len(cs.GetSupervisors()))
 		}
@@ -259,11 +236,11 @@ func TestLeaderCrashRestartsNoWorker(t *testing.T) {
 
 func TestCrashedWorkerIsRestarted(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
-	c := newCluster(t, z.Addr(), 4*time.Second)
-	ps := startNimbusesWith(t, c, 1, "--nimbus.monitor.freq.secs", "1")
-	waitLeader(t, c, ps, 10*time.Second)
-	sups := startSupervisors(t, c, 1)
-	conn := zkConn(t, z.Addr())
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(4*time.Second))
+	ps := c.StartNimbuses(t, 1, testcluster.WithArgs("--nimbus.monitor.freq.secs", "1"))
+	c.WaitLeader(t, ps, 10*time.Second)
+	sups := c.StartSupervisors(t, 1)
+	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
 	id := submitExample(t, newClient(t, ps...), "fragile", 1)
 	before := waitWorkers(t, conn, id, 1, 20*time.Second, sups...)
 	for _, pid := range before {
@@ -297,22 +274,18 @@ func TestCrashedWorkerIsRestarted(t *testing.T) {
 
 func TestRebalanceTwoToFourWorkersAndBack(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
-	c := newCluster(t, z.Addr(), 4*time.Second)
-	ps := startNimbusesWith(t, c, 1, "--nimbus.monitor.freq.secs", "1")
-	waitLeader(t, c, ps, 10*time.Second)
-	var sups []*Process
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(4*time.Second))
+	ps := c.StartNimbuses(t, 1, testcluster.WithArgs("--nimbus.monitor.freq.secs", "1"))
+	c.WaitLeader(t, ps, 10*time.Second)
+	var sups []*testcluster.Process
 	for range 2 {
-		ports, err := freePorts(3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := c.StartSupervisor(SupervisorOptions{Ports: ports})
+		p, err := c.StartSupervisor(testcluster.WithSlots(testcluster.FreePorts(t, 3)...))
 		if err != nil {
 			t.Fatal(err)
 		}
 		sups = append(sups, p)
 	}
-	conn := zkConn(t, z.Addr())
+	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
 	cl := newClient(t, ps...)
 	id := submitExample(t, cl, "elastic", 2)
 	workersBecome := func(n int) { t.Helper(); waitWorkers(t, conn, id, n, 30*time.Second, sups...) }
@@ -348,11 +321,11 @@ func TestRebalanceTwoToFourWorkersAndBack(t *testing.T) {
 func TestWorkersSurviveZooKeeperOutage(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
 	const session = 2 * time.Second
-	c := newCluster(t, z.Addr(), session)
-	ps := startNimbusesWith(t, c, 1, "--nimbus.monitor.freq.secs", "1")
-	waitLeader(t, c, ps, 10*time.Second)
-	sups := startSupervisors(t, c, 2)
-	conn := zkConn(t, z.Addr())
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(session))
+	ps := c.StartNimbuses(t, 1, testcluster.WithArgs("--nimbus.monitor.freq.secs", "1"))
+	c.WaitLeader(t, ps, 10*time.Second)
+	sups := c.StartSupervisors(t, 2)
+	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
 	id := submitExample(t, newClient(t, ps...), "durable", 2)
 	before := waitWorkers(t, conn, id, 2, 20*time.Second, sups...)
 
@@ -391,11 +364,11 @@ func TestWorkersSurviveZooKeeperOutage(t *testing.T) {
 // loop.
 func TestFailingWorkerCommandBacksOff(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
-	c := newCluster(t, z.Addr(), 4*time.Second)
-	ps := startNimbusesWith(t, c, 1, "--nimbus.monitor.freq.secs", "1")
-	waitLeader(t, c, ps, 10*time.Second)
-	sups := startSupervisors(t, c, 1)
-	conn := zkConn(t, z.Addr())
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(4*time.Second))
+	ps := c.StartNimbuses(t, 1, testcluster.WithArgs("--nimbus.monitor.freq.secs", "1"))
+	c.WaitLeader(t, ps, 10*time.Second)
+	sups := c.StartSupervisors(t, 1)
+	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
 	cl := newClient(t, ps...)
 	spec := testSpec("broken")
 	spec.NumWorkers = 1
@@ -435,11 +408,11 @@ func TestFailingWorkerCommandBacksOff(t *testing.T) {
 // supervisor runs its workers again from the code it kept.
 func TestSupervisorRestartWithoutNimbusRunsItsWorkers(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
-	c := newCluster(t, z.Addr(), 2*time.Second)
-	ps := startNimbusesWith(t, c, 1, "--nimbus.monitor.freq.secs", "1")
-	waitLeader(t, c, ps, 10*time.Second)
-	sups := startSupervisors(t, c, 1)
-	conn := zkConn(t, z.Addr())
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(2*time.Second))
+	ps := c.StartNimbuses(t, 1, testcluster.WithArgs("--nimbus.monitor.freq.secs", "1"))
+	c.WaitLeader(t, ps, 10*time.Second)
+	sups := c.StartSupervisors(t, 1)
+	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
 	id := submitExample(t, newClient(t, ps...), "standalone", 1)
 	waitWorkers(t, conn, id, 1, 20*time.Second, sups...)
 	ports := slotPorts(t, conn, sups[0].ID())
@@ -449,7 +422,7 @@ func TestSupervisorRestartWithoutNimbusRunsItsWorkers(t *testing.T) {
 	if err := sups[0].Stop(syscall.SIGKILL, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	back, err := c.StartSupervisor(SupervisorOptions{LocalDir: sups[0].LocalDir, Ports: ports})
+	back, err := c.StartSupervisor(testcluster.WithLocalDir(sups[0].LocalDir), testcluster.WithSlots(ports...))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,25 +9,40 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/nimbusha/nimbus/internal/fakenimbus"
+	"github.com/nimbusha/nimbus/internal/testcluster"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
-// leaderWith serves a leader that knows the topology wordcount.
-func leaderWith(t *testing.T, f *fakeNimbus) (string, *fakeNimbus) {
+// leaderWith serves a leader that knows the topology wordcount. Its
+// leader-only RPCs answer err if it is not nil, NotFound for another name,
+// or success.
+func leaderWith(t *testing.T, err error) (string, *fakenimbus.Server) {
 	t.Helper()
-	if f == nil {
-		f = &fakeNimbus{}
+	topologies := map[string]*nimbusv1.GetTopologyInfoResponse{"wordcount": testTopology()}
+	f := reader(nil, topologies)
+	byName := func(name string) error {
+		if err != nil {
+			return err
+		}
+		if _, ok := topologies[name]; !ok {
+			return errNotFound
+		}
+		return nil
 	}
-	f.topologies = map[string]*nimbusv1.GetTopologyInfoResponse{"wordcount": testTopology()}
+	f.OnKill = func(req *nimbusv1.KillTopologyRequest) error { return byName(req.GetName()) }
+	f.OnActivate = func(req *nimbusv1.ActivateTopologyRequest) error { return byName(req.GetName()) }
+	f.OnDeactivate = func(req *nimbusv1.DeactivateTopologyRequest) error { return byName(req.GetName()) }
+	f.OnRebalance = func(req *nimbusv1.RebalanceTopologyRequest) error { return byName(req.GetName()) }
 	return serveLeader(t, f), f
 }
 
 func int32p(n int32) *int32 { return &n }
 
 // checkRequests fails unless f received exactly want.
-func checkRequests(t *testing.T, f *fakeNimbus, want ...proto.Message) {
+func checkRequests(t *testing.T, f *fakenimbus.Server, want ...proto.Message) {
 	t.Helper()
-	got := f.recorded()
+	got := f.Requests(leaderOnly...)
 	if len(got) != len(want) {
 		t.Fatalf("the leader got %d requests %v, want %d", len(got), got, len(want))
 	}
@@ -102,13 +117,13 @@ func TestRunManageNotFound(t *testing.T) {
 			t.Errorf("stderr %q, want %q", stderr, want)
 		}
 	}
-	if n := len(f.recorded()); n != 4 {
+	if n := len(f.Requests(leaderOnly...)); n != 4 {
 		t.Errorf("the leader got %d requests, want 4: NotFound is not retried", n)
 	}
 }
 
 func TestRunRebalanceUnimplemented(t *testing.T) {
-	addr, _ := leaderWith(t, &fakeNimbus{err: status.Error(codes.Unimplemented, "method RebalanceTopology not implemented")})
+	addr, _ := leaderWith(t, status.Error(codes.Unimplemented, "method RebalanceTopology not implemented"))
 	stderr := runFails(t, exitError, "--seeds", addr, "rebalance", "wordcount", "--workers", "3")
 	if want := "stormctl: rebalance wordcount: Unimplemented: method RebalanceTopology not implemented\n"; stderr != want {
 		t.Errorf("stderr %q, want %q", stderr, want)
@@ -122,18 +137,18 @@ func TestRunManageInvalidArgument(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr, f := leaderWith(t, &fakeNimbus{err: st.Err()})
+	addr, f := leaderWith(t, st.Err())
 	stderr := runFails(t, exitError, "--seeds", addr, "kill", "wordcount", "--wait", "99999")
 	if want := "stormctl: kill wordcount: InvalidArgument: wait_secs: must be at most 86400, got 99999\n"; stderr != want {
 		t.Errorf("stderr %q, want %q", stderr, want)
 	}
-	if n := len(f.recorded()); n != 1 {
+	if n := len(f.Requests(leaderOnly...)); n != 1 {
 		t.Errorf("the leader got %d requests, want 1: InvalidArgument is not retried", n)
 	}
 }
 
 func TestRunManageUsageErrors(t *testing.T) {
-	addr := closedAddr(t) // a usage error makes no RPC, so nothing need listen
+	addr := testcluster.ClosedAddr(t) // a usage error makes no RPC, so nothing need listen
 	for _, tc := range []struct {
 		args []string
 		want string // in the error line

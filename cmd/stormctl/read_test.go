@@ -5,6 +5,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/nimbusha/nimbus/internal/testcluster"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
@@ -64,7 +65,7 @@ func TestRunList(t *testing.T) {
 
 func TestRunTopology(t *testing.T) {
 	info := testTopology()
-	addr := serveFake(t, &fakeNimbus{cluster: testCluster(), topologies: map[string]*nimbusv1.GetTopologyInfoResponse{"wordcount": info}})
+	addr := reader(testCluster(), map[string]*nimbusv1.GetTopologyInfoResponse{"wordcount": info}).Start(t)
 
 	got := runOK(t, "--seeds", addr, "topology", "wordcount")
 	want := "" +
@@ -107,7 +108,7 @@ func TestRunTopology(t *testing.T) {
 
 func TestRunTopologyEmpty(t *testing.T) {
 	info := &nimbusv1.GetTopologyInfoResponse{Topology: &nimbusv1.TopologySummary{Name: "new", Id: "new-3-1"}}
-	addr := serveFake(t, &fakeNimbus{topologies: map[string]*nimbusv1.GetTopologyInfoResponse{"new": info}})
+	addr := reader(nil, map[string]*nimbusv1.GetTopologyInfoResponse{"new": info}).Start(t)
 	got := runOK(t, "--seeds", addr, "topology", "new")
 	want := "" +
 		"name:               new\n" +
@@ -132,7 +133,7 @@ func TestRunTopologyEmpty(t *testing.T) {
 }
 
 func TestRunReadUsageErrors(t *testing.T) {
-	addr := closedAddr(t) // a usage error makes no RPC, so nothing need listen
+	addr := testcluster.ClosedAddr(t) // a usage error makes no RPC, so nothing need listen
 	for _, args := range [][]string{
 		{"topology"},
 		{"topology", "a", "b"},

@@ -2,205 +2,63 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"net"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/nimbusha/nimbus/internal/fakenimbus"
+	"github.com/nimbusha/nimbus/internal/testcluster"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
-// closedAddr returns an address where nothing listens.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := lis.Addr().String()
-	lis.Close()
-	return addr
-}
-
-// fakeNimbus is an in-process nimbus. Reads answer from cluster and
-// topologies; leader-only RPCs record their requests, then answer err if
-// it is set, NotFound for a name not in topologies, or success.
-// Submissions are recorded whole and answered with submitResp, or
-// redirected to redirectTo after the spec and one chunk.
-type fakeNimbus struct {
-	nimbusv1.UnimplementedNimbusServiceServer
-	cluster    *nimbusv1.ClusterSummary
-	topologies map[string]*nimbusv1.GetTopologyInfoResponse
-	leader     *nimbusv1.NimbusSummary // GetLeader's answer; nil: cluster's first nimbus
-	err        error
-	submitResp *nimbusv1.SubmitTopologyResponse
-	redirectTo string
-
-	mu          sync.Mutex
-	requests    []proto.Message // leader-only requests; a submission's spec
-	artifact    []byte          // the last complete submission's
-	trailer     []byte
-	hadDeadline bool // the last submission's context had a deadline
-}
-
-func (f *fakeNimbus) record(req proto.Message) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.requests = append(f.requests, req)
-}
-
-// recorded returns the leader-only requests received so far.
-func (f *fakeNimbus) recorded() []proto.Message {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.requests)
-}
-
-func (f *fakeNimbus) GetLeader(context.Context, *nimbusv1.GetLeaderRequest) (*nimbusv1.GetLeaderResponse, error) {
-	if f.leader != nil {
-		return &nimbusv1.GetLeaderResponse{Leader: f.leader}, nil
-	}
-	return &nimbusv1.GetLeaderResponse{Leader: f.cluster.GetNimbuses()[0]}, nil
-}
-
-func (f *fakeNimbus) GetClusterInfo(context.Context, *nimbusv1.GetClusterInfoRequest) (*nimbusv1.GetClusterInfoResponse, error) {
-	return &nimbusv1.GetClusterInfoResponse{Cluster: f.cluster}, nil
-}
-
-func (f *fakeNimbus) GetTopologyInfo(_ context.Context, req *nimbusv1.GetTopologyInfoRequest) (*nimbusv1.GetTopologyInfoResponse, error) {
-	info, ok := f.topologies[req.GetName()]
-	if !ok {
-		return nil, status.Error(codes.NotFound, "nimbus: topology not found")
-	}
-	return info, nil
-}
-
-// byName answers a leader-only request for name.
-func (f *fakeNimbus) byName(req proto.Message, name string) error {
-	f.record(req)
-	if f.err != nil {
-		return f.err
-	}
-	if _, ok := f.topologies[name]; !ok {
-		return status.Error(codes.NotFound, "nimbus: topology not found")
-	}
-	return nil
-}
-
-func (f *fakeNimbus) KillTopology(_ context.Context, req *nimbusv1.KillTopologyRequest) (*nimbusv1.KillTopologyResponse, error) {
-	return &nimbusv1.KillTopologyResponse{}, f.byName(req, req.GetName())
-}
-
-func (f *fakeNimbus) ActivateTopology(_ context.Context, req *nimbusv1.ActivateTopologyRequest) (*nimbusv1.ActivateTopologyResponse, error) {
-	return &nimbusv1.ActivateTopologyResponse{}, f.byName(req, req.GetName())
-}
-
-func (f *fakeNimbus) DeactivateTopology(_ context.Context, req *nimbusv1.DeactivateTopologyRequest) (*nimbusv1.DeactivateTopologyResponse, error) {
-	return &nimbusv1.DeactivateTopologyResponse{}, f.byName(req, req.GetName())
-}
-
-func (f *fakeNimbus) RebalanceTopology(_ context.Context, req *nimbusv1.RebalanceTopologyRequest) (*nimbusv1.RebalanceTopologyResponse, error) {
-	return &nimbusv1.RebalanceTopologyResponse{}, f.byName(req, req.GetName())
-}
-
-func (f *fakeNimbus) SubmitTopology(stream grpc.ClientStreamingServer[nimbusv1.SubmitTopologyRequest, nimbusv1.SubmitTopologyResponse]) error {
-	_, hasDeadline := stream.Context().Deadline()
-	var artifact []byte
-	for n := 0; ; n++ {
-		msg, err := stream.Recv()
-		if err != nil {
-			return err
-		}
-		if f.redirectTo != "" && n == 1 {
-			return notLeaderErr(f.redirectTo)
-		}
-		switch part := msg.GetPart().(type) {
-		case *nimbusv1.SubmitTopologyRequest_Spec:
-			f.record(part.Spec)
-			if f.err != nil {
-				return f.err
+// reader returns a fake nimbus whose reads answer from cluster and
+// topologies: GetLeader names cluster's first nimbus, and GetTopologyInfo
+// answers NotFound for a name not in topologies. Leader-only RPCs answer
+// Unimplemented until a test sets them.
+func reader(cluster *nimbusv1.ClusterSummary, topologies map[string]*nimbusv1.GetTopologyInfoResponse) *fakenimbus.Server {
+	return &fakenimbus.Server{
+		OnGetLeader: func() (*nimbusv1.GetLeaderResponse, error) {
+			return &nimbusv1.GetLeaderResponse{Leader: cluster.GetNimbuses()[0]}, nil
+		},
+		OnGetClusterInfo: func() (*nimbusv1.GetClusterInfoResponse, error) {
+			return &nimbusv1.GetClusterInfoResponse{Cluster: cluster}, nil
+		},
+		OnGetTopologyInfo: func(req *nimbusv1.GetTopologyInfoRequest) (*nimbusv1.GetTopologyInfoResponse, error) {
+			info, ok := topologies[req.GetName()]
+			if !ok {
+				return nil, errNotFound
 			}
-		case *nimbusv1.SubmitTopologyRequest_Chunk:
-			artifact = append(artifact, part.Chunk...)
-		case *nimbusv1.SubmitTopologyRequest_Trailer:
-			f.mu.Lock()
-			f.artifact, f.trailer, f.hadDeadline = artifact, part.Trailer.GetSha256(), hasDeadline
-			f.mu.Unlock()
-			return stream.SendAndClose(f.submitResp)
-		}
+			return info, nil
+		},
 	}
 }
 
-// notLeaderErr is a follower's answer naming the leader, as the server's
-// one error-mapping place builds it.
-func notLeaderErr(leader string) error {
-	st, err := status.New(codes.FailedPrecondition, "nimbus: not the leader").WithDetails(&errdetails.ErrorInfo{
-		Reason: "NOT_LEADER", Domain: "nimbus.v1", Metadata: map[string]string{"leader": leader},
-	})
-	if err != nil {
-		panic(err)
-	}
-	return st.Err()
-}
+// errNotFound is a nimbus's answer for an unknown topology name.
+var errNotFound = status.Error(codes.NotFound, "nimbus: topology not found")
+
+// leaderOnly are the RPCs only a leader serves; what they received (a
+// submission as its spec) is what tests check reached the leader.
+var leaderOnly = []string{"KillTopology", "ActivateTopology", "DeactivateTopology", "RebalanceTopology", "SubmitTopology"}
 
 // serve starts a fake nimbus with cluster until the test ends and returns
 // its address.
 func serve(t *testing.T, cluster *nimbusv1.ClusterSummary) string {
 	t.Helper()
-	return serveFake(t, &fakeNimbus{cluster: cluster})
-}
-
-// serveFake serves f on 127.0.0.1:0 until the test ends and returns its
-// address. f must not change once served.
-func serveFake(t *testing.T, f *fakeNimbus) string {
-	t.Helper()
-	lis := listen(t)
-	serveOn(t, lis, f)
-	return lis.Addr().String()
+	return reader(cluster, nil).Start(t)
 }
 
 // serveLeader serves f as a leader that names itself in GetLeader.
-func serveLeader(t *testing.T, f *fakeNimbus) string {
+func serveLeader(t *testing.T, f *fakenimbus.Server) string {
 	t.Helper()
-	lis := listen(t)
-	addr := lis.Addr().(*net.TCPAddr)
-	f.leader = &nimbusv1.NimbusSummary{Host: addr.IP.String(), Port: int32(addr.Port), IsLeader: true}
-	serveOn(t, lis, f)
-	return addr.String()
-}
-
-func listen(t *testing.T) net.Listener {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return lis
-}
-
-// serveOn serves f on lis until the test ends.
-func serveOn(t *testing.T, lis net.Listener, f *fakeNimbus) {
-	t.Helper()
-	s := grpc.NewServer()
-	nimbusv1.RegisterNimbusServiceServer(s, f)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = s.Serve(lis)
-	}()
-	t.Cleanup(func() {
-		s.Stop()
-		<-done
-	})
+	lis, addr := fakenimbus.Listen(t)
+	f.OnGetLeader = fakenimbus.LeaderAt(addr)
+	f.Serve(t, lis)
+	return addr
 }
 
 func runArgs(args ...string) (code int, stdout, stderr string) {
@@ -210,7 +68,7 @@ func runArgs(args ...string) (code int, stdout, stderr string) {
 }
 
 func TestRunUnreachableSeed(t *testing.T) {
-	addr := closedAddr(t)
+	addr := testcluster.ClosedAddr(t)
 	code, stdout, stderr := runArgs("--seeds", addr, "--timeout", "5s", "leader")
 	if code != exitError {
 		t.Errorf("exit code %d, want %d", code, exitError)
@@ -224,7 +82,7 @@ func TestRunUnreachableSeed(t *testing.T) {
 }
 
 func TestRunSeedsFromEnv(t *testing.T) {
-	addr := closedAddr(t)
+	addr := testcluster.ClosedAddr(t)
 	t.Setenv(seedsEnv, addr)
 	_, _, stderr := runArgs("nimbuses")
 	if want := "stormctl: no nimbus answered at " + addr + " (connection refused)\n"; stderr != want {
@@ -266,7 +124,7 @@ func TestRunHelp(t *testing.T) {
 
 func TestRunTable(t *testing.T) {
 	addr := serve(t, testCluster())
-	code, stdout, stderr := runArgs("--seeds", closedAddr(t)+", "+addr, "leader")
+	code, stdout, stderr := runArgs("--seeds", testcluster.ClosedAddr(t)+", "+addr, "leader")
 	if code != exitOK {
 		t.Fatalf("exit code %d, stderr %q", code, stderr)
 	}

@@ -15,6 +15,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/nimbusha/nimbus/internal/fakenimbus"
+	"github.com/nimbusha/nimbus/internal/testcluster"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
@@ -33,10 +35,12 @@ func writeArtifact(t *testing.T, size int) (string, []byte) {
 	return path, b
 }
 
-// submitLeader serves a leader that stores submissions and answers resp.
-func submitLeader(t *testing.T, resp *nimbusv1.SubmitTopologyResponse) (string, *fakeNimbus) {
+// submitLeader serves a leader that receives submissions whole and answers
+// resp.
+func submitLeader(t *testing.T, resp *nimbusv1.SubmitTopologyResponse) (string, *fakenimbus.Server) {
 	t.Helper()
-	f := &fakeNimbus{submitResp: resp}
+	f := reader(nil, nil)
+	f.OnSubmit = f.Receive(resp)
 	return serveLeader(t, f), f
 }
 
@@ -44,15 +48,14 @@ var submitted = &nimbusv1.SubmitTopologyResponse{TopologyId: "wordcount-1-170000
 
 // checkArtifact fails unless f's last submission carried artifact and its
 // SHA-256.
-func checkArtifact(t *testing.T, f *fakeNimbus, artifact []byte) {
+func checkArtifact(t *testing.T, f *fakenimbus.Server, artifact []byte) {
 	t.Helper()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !bytes.Equal(f.artifact, artifact) {
-		t.Errorf("the leader received %d bytes that differ from the %d-byte artifact", len(f.artifact), len(artifact))
+	got := f.LastSubmission()
+	if !bytes.Equal(got.Artifact, artifact) {
+		t.Errorf("the leader received %d bytes that differ from the %d-byte artifact", len(got.Artifact), len(artifact))
 	}
-	if sum := sha256.Sum256(artifact); !bytes.Equal(f.trailer, sum[:]) {
-		t.Errorf("trailer %x, want %x", f.trailer, sum)
+	if sum := sha256.Sum256(artifact); !bytes.Equal(got.Trailer, sum[:]) {
+		t.Errorf("trailer %x, want %x", got.Trailer, sum)
 	}
 }
 
@@ -93,9 +96,7 @@ func TestRunSubmit(t *testing.T) {
 		Owner:         "alice",
 	}
 	checkRequests(t, f, spec, spec)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.hadDeadline {
+	if f.LastSubmission().HadDeadline {
 		t.Error("the submission had a deadline without --timeout: a long replication wait would cut it")
 	}
 }
@@ -120,9 +121,7 @@ func TestRunSubmitDefaults(t *testing.T) {
 	inactive.InitialStatus = nimbusv1.InitialStatus_INITIAL_STATUS_INACTIVE
 	inactive.Owner = "carol"
 	checkRequests(t, f, base, inactive)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.hadDeadline {
+	if !f.LastSubmission().HadDeadline {
 		t.Error("--timeout did not bound the submission")
 	}
 }
@@ -150,12 +149,13 @@ func TestRunSubmitFollowsRedirect(t *testing.T) {
 	leaderAddr, leader := submitLeader(t, submitted)
 	// A follower with a stale view: it names itself, then redirects after
 	// the spec and the first chunk, so the file must be read again.
-	follower := &fakeNimbus{redirectTo: leaderAddr}
+	follower := reader(nil, nil)
+	follower.OnSubmit = fakenimbus.NotLeaderAfterFirstChunk(leaderAddr)
 	followerAddr := serveLeader(t, follower)
 	path, artifact := writeArtifact(t, 2<<20+5)
 	runOK(t, "--seeds", followerAddr, "submit", "wordcount", path, "--component", "spout=1")
 	checkArtifact(t, leader, artifact)
-	if n := len(leader.recorded()); n != 1 {
+	if n := len(leader.Requests(leaderOnly...)); n != 1 {
 		t.Errorf("the leader got %d submissions, want 1", n)
 	}
 }
@@ -176,12 +176,19 @@ func TestRunSubmitErrors(t *testing.T) {
 				"(it may have been stored: check with 'stormctl topology wordcount' before submitting again)\n",
 		},
 	} {
-		addr, f := submitLeader(t, submitted)
-		f.err = tc.err
+		// The leader refuses each submission once it has its spec.
+		f := reader(nil, nil)
+		f.OnSubmit = func(stream fakenimbus.SubmitStream) error {
+			if _, err := stream.Recv(); err != nil {
+				return err
+			}
+			return tc.err
+		}
+		addr := serveLeader(t, f)
 		if stderr := runFails(t, exitError, "--seeds", addr, "submit", "wordcount", path, "--component", "spout=1"); stderr != tc.want {
 			t.Errorf("stderr %q, want %q", stderr, tc.want)
 		}
-		if n := len(f.recorded()); n != 1 {
+		if n := len(f.Requests(leaderOnly...)); n != 1 {
 			t.Errorf("the leader got %d submissions, want 1: a submission is not retried", n)
 		}
 	}
@@ -199,14 +206,14 @@ func TestRunSubmitBadArtifact(t *testing.T) {
 	if want := "stormctl: submit wordcount: artifact " + dir + ": not a regular file\n"; stderr != want {
 		t.Errorf("stderr %q, want %q", stderr, want)
 	}
-	if n := len(f.recorded()); n != 0 {
+	if n := len(f.Requests(leaderOnly...)); n != 0 {
 		t.Errorf("the leader got %d submissions, want none", n)
 	}
 }
 
 func TestRunSubmitUsageErrors(t *testing.T) {
 	path, _ := writeArtifact(t, 10)
-	addr := closedAddr(t) // a usage error makes no RPC, so nothing need listen
+	addr := testcluster.ClosedAddr(t) // a usage error makes no RPC, so nothing need listen
 	for _, tc := range []struct {
 		args []string
 		want string // in the error line

@@ -20,29 +20,11 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/nimbusha/nimbus/client"
-	"github.com/nimbusha/nimbus/integration"
 	"github.com/nimbusha/nimbus/internal/testcluster"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
-var bin integration.Binaries
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "nimbus-chaos-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bin, err = integration.Build(dir, true)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testcluster.Main(m) }
 
 const (
 	session     = 4 * time.Second
@@ -56,17 +38,17 @@ const (
 // daemon is one nimbus or supervisor of the run, across its restarts.
 type daemon struct {
 	name    string
-	cluster *integration.Cluster
+	cluster *testcluster.Cluster
 	local   string
 	port    int   // a nimbus's gRPC port
 	slots   []int // a supervisor's worker ports
 
 	mu       sync.Mutex
-	p        *integration.Process
+	p        *testcluster.Process
 	restarts int
 }
 
-func (d *daemon) proc() *integration.Process {
+func (d *daemon) proc() *testcluster.Process {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.p
@@ -81,12 +63,13 @@ func (d *daemon) start(nimbusArgs []string) error {
 	}
 	d.restarts++
 	d.mu.Unlock()
-	var p *integration.Process
+	var p *testcluster.Process
 	var err error
 	if d.slots == nil {
-		p, err = d.cluster.StartNimbus(integration.NimbusOptions{Name: name, Port: d.port, LocalDir: d.local, Args: nimbusArgs})
+		p, err = d.cluster.StartNimbus(testcluster.WithName(name), testcluster.WithPort(d.port),
+			testcluster.WithLocalDir(d.local), testcluster.WithArgs(nimbusArgs...))
 	} else {
-		p, err = d.cluster.StartSupervisor(integration.SupervisorOptions{Ports: d.slots, LocalDir: d.local})
+		p, err = d.cluster.StartSupervisor(testcluster.WithSlots(d.slots...), testcluster.WithLocalDir(d.local))
 	}
 	if err != nil {
 		return fmt.Errorf("start %s: %w", d.name, err)
@@ -127,7 +110,7 @@ type run struct {
 	canaryInactive bool
 	stamps         map[string]stamp // epoch-stamped writes seen, by path@mzxid
 	reported       map[string]bool  // violations already reported, by key
-	goroutines     map[*integration.Process]*goroutineCount
+	goroutines     map[*testcluster.Process]*goroutineCount
 	violations     []string
 }
 
@@ -202,7 +185,7 @@ func newRun(t *testing.T, seed uint64) *run {
 		t: t, rng: rand.New(rand.NewPCG(seed, 0)), dir: dir,
 		acked: map[string]string{}, killAsked: map[string]bool{},
 		ops: map[string]int{}, opErrors: map[string]int{}, faults: map[string]int{},
-		stamps: map[string]stamp{}, reported: map[string]bool{}, goroutines: map[*integration.Process]*goroutineCount{},
+		stamps: map[string]stamp{}, reported: map[string]bool{}, goroutines: map[*testcluster.Process]*goroutineCount{},
 		nimbusArgs: []string{
 			"--topology.min.replication.count", strconv.Itoa(minReplicas),
 			"--topology.max.replication.wait.time.sec", "20",
@@ -219,23 +202,12 @@ func newRun(t *testing.T, seed uint64) *run {
 		r.proxies = append(r.proxies, p)
 		proxied = append(proxied, p.Addr())
 	}
-	cluster := func(sub, zkConnect string) *integration.Cluster {
-		c := &integration.Cluster{Bin: bin, ZooKeeper: zkConnect, Root: "/storm", SessionTimeout: session,
-			Dir: filepath.Join(dir, sub), Logf: t.Logf}
-		if err := os.MkdirAll(c.Dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Log("\n" + c.Logs(40))
-			}
-			c.Close()
-		})
-		return c
+	cluster := func(sub, zkConnect string) *testcluster.Cluster {
+		return testcluster.New(t, zkConnect, testcluster.WithSessionTimeout(session), testcluster.WithDir(filepath.Join(dir, sub)))
 	}
 	direct := cluster("direct", r.ens.ConnectString())
 	cuttable := cluster("proxied", strings.Join(proxied, ","))
-	ports := freePorts(t, 3+3*slotsEach)
+	ports := testcluster.FreePorts(t, 3+3*slotsEach)
 	var seeds []string
 	for i := range 3 {
 		c := direct
@@ -267,12 +239,8 @@ func newRun(t *testing.T, seed uint64) *run {
 	if t.Failed() {
 		t.FailNow()
 	}
-	conn, _, err := zk.Connect(r.ens.Addrs(), 10*time.Second, zk.WithLogInfo(false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(conn.Close)
-	r.conn = conn
+	r.conn = testcluster.ConnectZooKeeper(t, 10*time.Second, r.ens.Addrs()...)
+	var err error
 	if r.client, err = client.New(seeds); err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +257,7 @@ func newRun(t *testing.T, seed uint64) *run {
 		r.apis = append(r.apis, nimbusv1.NewNimbusServiceClient(cc))
 	}
 	t.Cleanup(func() { r.client.Close() })
-	if r.artifact, err = os.ReadFile(bin.Path("wordcount")); err != nil {
+	if r.artifact, err = os.ReadFile(testcluster.Bin(t).Path("wordcount")); err != nil {
 		t.Fatal(err)
 	}
 	return r
@@ -318,21 +286,4 @@ func (r *run) heal() {
 			r.restart(d)
 		}
 	}
-}
-
-func freePorts(t *testing.T, n int) []int {
-	var ports []int
-	var lns []net.Listener
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	for _, ln := range lns {
-		ln.Close()
-	}
-	return ports
 }

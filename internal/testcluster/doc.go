@@ -1,14 +1,43 @@
-// Package testcluster owns the real components that tests run against, and the
-// helpers to wait for them.
+// Package testcluster is the one test framework of Nimbus-HA: the real
+// components tests run against, and the helpers to start, stop, break and
+// wait for them. Package tests, integration/, integration/chaos and bench/
+// all use it.
 //
-// ZooKeeper servers are real Java processes from Debian's zookeeper package
-// (3.8), started without systemd on free loopback ports with a temporary data
-// directory: StartZooKeeper for one standalone server, StartEnsemble for a
-// quorum. Each process runs in its own process group and is stopped, and its
-// directory removed, at the test's cleanup; when the test failed, the tail of
-// each server's log is printed. A missing installation fails the test with a
-// hint to run `make test`, which installs it (scripts/install-test-deps.sh).
+// Daemons (build.go, main.go, cluster.go, daemons.go, process.go,
+// readyline.go, grpc.go, leader.go). A package whose tests run daemons has
 //
-// WaitFor polls a condition under a deadline; tests use it instead of sleeps.
-// Cutter is a dialer that cuts a client off the network.
+//	func TestMain(m *testing.M) { testcluster.Main(m) }
+//
+// Main builds the programs (./cmd/..., ./examples/...) once per run into a
+// temporary directory, when a test first needs them, with BuildTags and
+// -race (WithRace(false) for benchmarks: no race detector, no cgo). New
+// returns a Cluster on one ZooKeeper; StartNimbus and StartSupervisor run
+// a daemon as a real process on free loopback ports and wait for the
+// ready line it logs once it serves; WaitLeader, WaitQueued and
+// AgreedLeader wait for leadership as clients and ZooKeeper see it. The
+// processes stop at the end of the test, and their logs are printed if it
+// failed.
+//
+// ZooKeeper (zookeeper.go, ensemble.go, zkclient.go). Servers are real
+// Java processes from Debian's zookeeper package (3.8), started without
+// systemd with a temporary data directory: StartZooKeeper for one
+// standalone server, StartEnsemble for a quorum. Each runs in its own
+// process group and is stopped, and its directory removed, at the test's
+// cleanup; when the test failed, the tail of each server's log is printed.
+// ConnectZooKeeper opens a session of the test's own, DeleteTree deletes a
+// subtree in one multi.
+//
+// HDFS (hdfs.go): a real NameNode and DataNode from Hadoop's jars.
+//
+// Network (ports.go, cutter.go, proxy.go). FreePorts is the one place that
+// picks ports for servers started later: below the kernel's ephemeral
+// range, so that no outgoing connection takes them in between. Cutter is a
+// dialer and Proxy a TCP forwarder that cut a client off the network.
+//
+// Waiting (wait.go). WaitFor polls a condition under a deadline and Poll
+// does the same without a test; tests use them instead of sleeps.
+//
+// A missing ZooKeeper, Java or Hadoop installation fails the test with a
+// hint to run `make test`, which installs them
+// (scripts/install-test-deps.sh).
 package testcluster

@@ -21,7 +21,7 @@ type Ensemble struct {
 func StartEnsemble(t testing.TB, n int) *Ensemble {
 	t.Helper()
 	requireInstalled(t)
-	ports := freePorts(t, 3*n) // client, peer and election port per server
+	ports := FreePorts(t, 3*n) // client, peer and election port per server
 	servers := make([]string, n)
 	for i := range n {
 		servers[i] = fmt.Sprintf("server.%d=127.0.0.1:%d:%d", i+1, ports[3*i+1], ports[3*i+2])

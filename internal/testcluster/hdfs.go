@@ -46,7 +46,7 @@ const (
 	hdfsProbeTimeout  = 15 * time.Second // one readiness attempt
 	hdfsDialTimeout   = 2 * time.Second
 	hdfsReadyPoll     = 100 * time.Millisecond
-	hdfsReadyDir      = "/.testenv-ready"
+	hdfsReadyDir      = "/.testcluster-ready"
 )
 
 // hdfsJVMFlags: a small, fast-starting JVM as for ZooKeeper, and the
@@ -102,7 +102,7 @@ func StartHDFS(t testing.TB) *HDFS {
 	h := &HDFS{
 		t:         t,
 		dir:       dir,
-		addr:      net.JoinHostPort("127.0.0.1", strconv.Itoa(freePorts(t, 1)[0])),
+		addr:      net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePorts(t, 1)[0])),
 		classpath: filepath.Join(dir, "conf") + string(os.PathListSeparator) + filepath.Join(jars, "*"),
 	}
 	h.nn = &javaProc{name: "namenode", logPath: filepath.Join(dir, "namenode.log")}
@@ -335,7 +335,7 @@ func (h *HDFS) waitReady() error {
 	}
 }
 
-// probe writes a small file under /.testenv-ready with a new client, reads it
+// probe writes a small file under /.testcluster-ready with a new client, reads it
 // back and removes the directory. A NameNode in safe mode refuses the create;
 // without a live DataNode the write fails. The attempt is cut off after
 // timeout by closing its connections.
@@ -551,7 +551,7 @@ func (p *javaProc) stop() {
 
 // logTail logs the last lines of the process's log.
 func (p *javaProc) logTail(t testing.TB, addr string) {
-	b, err := os.ReadFile(p.logPath)
+	lines, err := tail(p.logPath, logTailLines)
 	if errors.Is(err, os.ErrNotExist) {
 		return
 	}
@@ -559,8 +559,6 @@ func (p *javaProc) logTail(t testing.TB, addr string) {
 		t.Logf("testcluster: hdfs %s log: %v", p.name, err)
 		return
 	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	lines = lines[max(0, len(lines)-logTailLines):]
 	t.Logf("testcluster: hdfs %s (NameNode %s) log, last %d lines:\n%s", p.name, addr, len(lines), strings.Join(lines, "\n"))
 }
 

@@ -64,7 +64,7 @@ type ZooKeeper struct {
 func StartZooKeeper(t testing.TB) *ZooKeeper {
 	t.Helper()
 	requireInstalled(t)
-	z := newZooKeeper(t, "zookeeper", 0, freePorts(t, 1)[0], nil)
+	z := newZooKeeper(t, "zookeeper", 0, FreePorts(t, 1)[0], nil)
 	z.Start()
 	return z
 }
@@ -229,7 +229,7 @@ func (z *ZooKeeper) cleanup() {
 	if !z.t.Failed() {
 		return
 	}
-	b, err := os.ReadFile(z.logPath())
+	lines, err := tail(z.logPath(), logTailLines)
 	if errors.Is(err, os.ErrNotExist) {
 		return // never started
 	}
@@ -237,8 +237,6 @@ func (z *ZooKeeper) cleanup() {
 		z.t.Logf("testcluster: %s log: %v", z.name, err)
 		return
 	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	lines = lines[max(0, len(lines)-logTailLines):]
 	z.t.Logf("testcluster: %s (%s) log, last %d lines:\n%s", z.name, z.addr, len(lines), strings.Join(lines, "\n"))
 }
 
@@ -286,21 +284,6 @@ func requireInstalled(t testing.TB) {
 	if _, err := exec.LookPath("java"); err != nil {
 		t.Fatalf("testcluster: no Java runtime (%v); run `make test`, which installs one with scripts/install-test-deps.sh", err)
 	}
-}
-
-// freePorts returns n distinct loopback ports that were free a moment ago.
-func freePorts(t testing.TB, n int) []int {
-	t.Helper()
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("testcluster: free port: %v", err)
-		}
-		defer l.Close() // held until all are chosen, so they differ
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports
 }
 
 // signalGroup signals the process group led by pid.

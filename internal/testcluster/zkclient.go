@@ -9,6 +9,30 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
+// ConnectZooKeeper opens a client session of the test's own on servers
+// (client addresses, such as ZooKeeper.Addr or Ensemble.Addrs) with
+// sessionTimeout, its info logging off; it is closed at the end of the
+// test. The session is established in the background: the first request
+// waits for it.
+func ConnectZooKeeper(t testing.TB, sessionTimeout time.Duration, servers ...string) *zk.Conn {
+	t.Helper()
+	conn, err := dialZooKeeper(servers, sessionTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	return conn
+}
+
+// dialZooKeeper is ConnectZooKeeper for a session that its caller closes.
+func dialZooKeeper(servers []string, sessionTimeout time.Duration) (*zk.Conn, error) {
+	conn, _, err := zk.Connect(servers, sessionTimeout, zk.WithLogInfo(false))
+	if err != nil {
+		return nil, fmt.Errorf("testcluster: connect to ZooKeeper %v: %w", servers, err)
+	}
+	return conn, nil
+}
+
 // DeleteTree deletes root and everything under it, as an operator's
 // recursive delete would, but in one multi: daemons that re-create nodes
 // the moment they vanish cannot make it fail half-way, so the test sees

@@ -1,9 +1,8 @@
-package integration
+package testcluster
 
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,8 +15,10 @@ import (
 	"time"
 )
 
-// Process is one daemon process. Its stderr, in JSON log lines, goes to a
-// log file; the "nimbus ready" line gives its addresses.
+// Process is one daemon (nimbus or supervisor) that a Cluster started from
+// its binary, in a process group of its own. Its stdout and stderr (JSON
+// log lines) go to LogPath; its ready line (readyline.go) gives its
+// addresses and id.
 type Process struct {
 	Name     string
 	LogPath  string
@@ -43,7 +44,8 @@ func (p *Process) ID() string {
 	return p.id
 }
 
-// startProcess runs bin with args; stderr lines go to logPath.
+// startProcess runs bin with args and env added to the test's environment;
+// output goes to logPath. It does not wait for the ready line.
 func startProcess(name, bin, logPath string, args []string, env []string) (*Process, error) {
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -80,28 +82,22 @@ func startProcess(name, bin, logPath string, args []string, env []string) (*Proc
 	return p, nil
 }
 
-// scan copies log lines and spots the ready line.
+// scan copies log lines to w and records what the ready line and the
+// BitTorrent line say (readyline.go).
 func (p *Process) scan(r io.Reader, w io.Writer) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for sc.Scan() {
 		line := sc.Bytes()
 		w.Write(append(line, '\n'))
-		var entry struct {
-			Msg     string `json:"msg"`
-			Addr    string `json:"addr"`
-			Metrics string `json:"metrics"`
-			ID      string `json:"id"`
-		}
-		if json.Unmarshal(line, &entry) != nil {
-			continue
-		}
-		if entry.Msg == "bittorrent peer listening" { // logged before the ready line
+		entry, ok := parseLogLine(line)
+		switch {
+		case !ok:
+		case entry.torrent():
 			p.mu.Lock()
 			p.torrentAddr = entry.Addr
 			p.mu.Unlock()
-		}
-		if strings.HasSuffix(entry.Msg, " ready") {
+		case entry.ready():
 			p.mu.Lock()
 			first := !p.isReady
 			p.isReady = true
@@ -114,7 +110,9 @@ func (p *Process) scan(r io.Reader, w io.Writer) {
 	}
 }
 
-// WaitReady waits for the ready line, the process's exit, or timeout.
+// WaitReady blocks until the ready line, and returns nil, or until the
+// process exits or timeout passes, and returns an error with the tail of
+// its log.
 func (p *Process) WaitReady(timeout time.Duration) error {
 	select {
 	case <-p.ready:
@@ -140,7 +138,7 @@ func (p *Process) MetricsAddr() string {
 	return p.metricsAddr
 }
 
-// Metrics returns the daemon's Prometheus metrics page.
+// Metrics fetches the daemon's Prometheus metrics page, waiting up to 5 s.
 func (p *Process) Metrics() (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -191,8 +189,10 @@ func (p *Process) ExitErr() error {
 	return p.exitErr
 }
 
-// Stop sends sig and waits up to timeout for the exit; then SIGKILLs the
-// process group.
+// Stop sends SIGCONT (a stopped process cannot handle sig) and sig, and
+// waits up to timeout for the exit; then it SIGKILLs the process group,
+// waits for the exit and returns an error saying so. It returns at once if
+// the process has exited.
 func (p *Process) Stop(sig syscall.Signal, timeout time.Duration) error {
 	if !p.Running() {
 		return nil
@@ -209,15 +209,20 @@ func (p *Process) Stop(sig syscall.Signal, timeout time.Duration) error {
 	}
 }
 
-// Tail returns the last n lines of the log.
+// Addrs returns the gRPC addresses of ps, a client's seeds.
+func Addrs(ps ...*Process) []string {
+	addrs := make([]string, len(ps))
+	for i, p := range ps {
+		addrs[i] = p.Addr()
+	}
+	return addrs
+}
+
+// Tail returns the last n lines of the log, or the error reading it.
 func (p *Process) Tail(n int) string {
-	data, err := os.ReadFile(p.LogPath)
+	lines, err := tail(p.LogPath, n)
 	if err != nil {
 		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
 }
