@@ -56,23 +56,21 @@ type Server struct {
 	grpc      *grpc.Server
 	actions   chan struct{} // wakes the leader loop
 
-	wg        sync.WaitGroup // every goroutine Start started
-	closers   []func()       // the stops of what Start started, for Close
-	ready     chan struct{}
-	errc      chan error
-	closeOnce sync.Once
+	lc    daemon.Lifecycle // what Start started, and how Close stops it
+	ready chan struct{}
 }
 
 // New returns a nimbus for cfg, which must be valid.
 func New(cfg *configs.Config, logger *slog.Logger) *Server {
-	return &Server{
+	s := &Server{
 		cfg:   cfg,
 		base:  logger,
 		log:   logger.With("component", "nimbus"),
 		reg:   prometheus.NewRegistry(),
 		ready: make(chan struct{}),
-		errc:  make(chan error, 1),
 	}
+	s.lc.OnClose(func() { s.log.Info("nimbus stopped") }) // the last stop
+	return s
 }
 
 // Start brings the nimbus up in four steps: listen (the gRPC and metrics
@@ -104,10 +102,6 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	return nil
 }
 
-// onClose registers the stop of something Start started; Close runs the
-// stops in reverse order, so each part stops before what it depends on.
-func (s *Server) onClose(stop func()) { s.closers = append(s.closers, stop) }
-
 // listen opens the gRPC port and, unless disabled, the metrics port.
 func (s *Server) listen() (err error) {
 	cfg := s.cfg
@@ -120,7 +114,7 @@ func (s *Server) listen() (err error) {
 	if s.listener, err = net.Listen("tcp", net.JoinHostPort(bindHost, strconv.Itoa(cfg.NimbusGRPCPort))); err != nil {
 		return fmt.Errorf("nimbus: listen on nimbus.grpc.port %d: %w", cfg.NimbusGRPCPort, err)
 	}
-	s.onClose(func() { s.listener.Close() }) // closed already if gRPC served it
+	s.lc.OnClose(func() { s.listener.Close() }) // closed already if gRPC served it
 	s.self = &clusterv1.NimbusInfo{
 		Host:            cfg.NimbusHost,
 		Port:            int32(s.listener.Addr().(*net.TCPAddr).Port),
@@ -133,7 +127,7 @@ func (s *Server) listen() (err error) {
 	if s.metricsLn, err = net.Listen("tcp", net.JoinHostPort(bindHost, strconv.Itoa(cfg.NimbusMetricsPort))); err != nil {
 		return fmt.Errorf("nimbus: listen on nimbus.metrics.port %d: %w", cfg.NimbusMetricsPort, err)
 	}
-	s.onClose(func() { s.metricsLn.Close() })
+	s.lc.OnClose(func() { s.metricsLn.Close() })
 	return nil
 }
 
@@ -154,7 +148,7 @@ func (s *Server) connect(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	s.onClose(s.sess.Close) // last: its ephemeral nodes go with it
+	s.lc.OnClose(s.sess.Close) // last: its ephemeral nodes go with it
 	paths := s.sess.Paths()
 	if err := s.sess.EnsureDirs(paths.LeaderLock(), paths.Nimbuses(), paths.Storms(), paths.CodeDistributor(), paths.Assignments(), paths.Supervisors()); err != nil {
 		return fmt.Errorf("nimbus: %w", err)
@@ -171,13 +165,13 @@ func (s *Server) build() (err error) {
 	s.view = newView(s.sess, encodings.share, s.base)
 
 	peers := codedistributor.NewPeers()
-	s.onClose(peers.Close)
+	s.lc.OnClose(peers.Close)
 	params := codedistributor.Params{Config: cfg, Session: s.sess, Peers: peers, Self: s.Addr(),
 		Store: s.store, Metrics: s.reg, Logger: s.base}
 	if s.dist, err = codedistributor.New(cfg.CodeDistributorClass, params); err != nil {
 		return err
 	}
-	s.onClose(func() { s.dist.Close() })
+	s.lc.OnClose(func() { s.dist.Close() })
 
 	// The gate of invariant 6: a nimbus that wins the lock leads only if
 	// it holds every active topology's code, checked afresh; the syncer
@@ -220,17 +214,17 @@ func (s *Server) build() (err error) {
 // hand leadership over first, then drain the servers, then end the loops.
 func (s *Server) run() {
 	ctx, cancel := context.WithCancel(context.Background())
-	s.onClose(func() {
+	s.lc.OnClose(func() {
 		cancel()
-		s.wg.Wait()
+		s.lc.Wait()
 	})
 	for _, c := range s.view.caches() {
-		s.wg.Go(func() { _ = c.Run(ctx) })
+		s.lc.Go(func() { _ = c.Run(ctx) })
 	}
 	registered := s.register(ctx)
-	s.wg.Go(func() { s.leadTerms(ctx) })
-	s.wg.Go(func() { s.watchStatus(ctx) })
-	s.wg.Go(func() { s.announceReady(ctx, registered) })
+	s.lc.Go(func() { s.leadTerms(ctx) })
+	s.lc.Go(func() { s.watchStatus(ctx) })
+	s.lc.Go(func() { s.announceReady(ctx, registered) })
 	s.serveMetrics()
 	s.serveGRPC()
 	s.joinElection(ctx)
@@ -243,7 +237,7 @@ func (s *Server) register(ctx context.Context) <-chan struct{} {
 	var once sync.Once
 	node := cluster.EphemeralNode{Path: s.sess.Paths().Nimbus(s.Addr()), Data: cluster.Encode(s.self), RecreateParent: true,
 		Ready: func() { once.Do(func() { close(registered) }) }}
-	s.wg.Go(func() { node.Keep(ctx, s.sess, s.log) })
+	s.lc.Go(func() { node.Keep(ctx, s.sess, s.log) })
 	return registered
 }
 
@@ -253,23 +247,23 @@ func (s *Server) serveMetrics() {
 		return
 	}
 	srv := &http.Server{Handler: daemon.MetricsHandler(s.reg), ReadHeaderTimeout: 10 * time.Second}
-	s.wg.Go(func() {
+	s.lc.Go(func() {
 		if err := srv.Serve(s.metricsLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.fail(fmt.Errorf("nimbus: metrics: %w", err))
+			s.lc.Fail(fmt.Errorf("nimbus: metrics: %w", err))
 		}
 	})
-	s.onClose(func() { srv.Close() })
+	s.lc.OnClose(func() { srv.Close() })
 }
 
 // serveGRPC serves the gRPC services. Its stop drains in-flight calls for
 // up to nimbus.drain.timeout.secs, then closes what is left.
 func (s *Server) serveGRPC() {
-	s.wg.Go(func() {
+	s.lc.Go(func() {
 		if err := s.grpc.Serve(s.listener); err != nil {
-			s.fail(fmt.Errorf("nimbus: grpc: %w", err))
+			s.lc.Fail(fmt.Errorf("nimbus: grpc: %w", err))
 		}
 	})
-	s.onClose(func() {
+	s.lc.OnClose(func() {
 		s.health.Shutdown()
 		drained := make(chan struct{})
 		go func() { s.grpc.GracefulStop(); close(drained) }()
@@ -289,9 +283,9 @@ func (s *Server) serveGRPC() {
 // instead of a session timeout.
 func (s *Server) joinElection(ctx context.Context) {
 	syncCtx, stopSync := context.WithCancel(ctx)
-	s.wg.Go(func() { _ = s.syncer.Run(syncCtx) })
-	s.wg.Go(func() { _ = s.election.Run(ctx) })
-	s.onClose(func() {
+	s.lc.Go(func() { _ = s.syncer.Run(syncCtx) })
+	s.lc.Go(func() { _ = s.election.Run(ctx) })
+	s.lc.OnClose(func() {
 		stopSync() // or it would queue this nimbus again
 		leaveCtx, cancel := context.WithTimeout(context.Background(), s.cfg.ZKSessionTimeout)
 		defer cancel()
@@ -329,14 +323,7 @@ func (s *Server) Addr() string { return cluster.HostPort(s.self) }
 func (s *Server) ReadyNotify() <-chan struct{} { return s.ready }
 
 // Err delivers a fatal error from a listener; the caller should Close.
-func (s *Server) Err() <-chan error { return s.errc }
-
-func (s *Server) fail(err error) {
-	select {
-	case s.errc <- err:
-	default:
-	}
-}
+func (s *Server) Err() <-chan error { return s.lc.Err() }
 
 // Close stops the nimbus in an order that hands leadership over at once:
 // it leaves the leader queue first (deleting its lock node, so a follower
@@ -344,11 +331,4 @@ func (s *Server) fail(err error) {
 // up to nimbus.drain.timeout.secs, then ends its loops, closes the code
 // distributor and ends the session, which deregisters it. It is idempotent
 // and safe after a failed Start.
-func (s *Server) Close() {
-	s.closeOnce.Do(func() {
-		for i := len(s.closers) - 1; i >= 0; i-- {
-			s.closers[i]()
-		}
-		s.log.Info("nimbus stopped")
-	})
-}
+func (s *Server) Close() { s.lc.Close() }

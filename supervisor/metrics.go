@@ -51,7 +51,7 @@ func (s *Supervisor) listenMetrics() (err error) {
 	if s.metricsLn, err = net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(s.cfg.SupervisorMetricsPort))); err != nil {
 		return fmt.Errorf("supervisor: listen on supervisor.metrics.port %d: %w", s.cfg.SupervisorMetricsPort, err)
 	}
-	s.onClose(func() { s.metricsLn.Close() }) // closed already if served
+	s.lc.OnClose(func() { s.metricsLn.Close() }) // closed already if served
 	return nil
 }
 
@@ -64,10 +64,10 @@ func (s *Supervisor) serveMetrics() {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), workerCollector{s})
 	srv := &http.Server{Handler: daemon.MetricsHandler(reg), ReadHeaderTimeout: 10 * time.Second}
-	s.wg.Go(func() {
+	s.lc.Go(func() {
 		if err := srv.Serve(s.metricsLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.fail(fmt.Errorf("supervisor: metrics: %w", err))
+			s.lc.Fail(fmt.Errorf("supervisor: metrics: %w", err))
 		}
 	})
-	s.onClose(func() { srv.Close() })
+	s.lc.OnClose(func() { srv.Close() })
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/nimbusha/nimbus/codedistributor"
 	_ "github.com/nimbusha/nimbus/codedistributor/backends" // every storm.codedistributor.class
 	"github.com/nimbusha/nimbus/configs"
+	"github.com/nimbusha/nimbus/internal/daemon"
 	"github.com/nimbusha/nimbus/internal/version"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 )
@@ -45,14 +46,11 @@ type Supervisor struct {
 	spawn       *spawner
 	metricsLn   net.Listener // nil when supervisor.metrics.port is -1
 
-	wake      chan struct{}
-	beat      chan struct{}
-	lost      chan struct{} // a heartbeat found the node gone
-	ready     chan struct{}
-	errc      chan error
-	wg        sync.WaitGroup // every goroutine Start started
-	closers   []func()       // the stops of what Start started, for Close
-	closeOnce sync.Once
+	wake  chan struct{}
+	beat  chan struct{}
+	lost  chan struct{} // a heartbeat found the node gone
+	ready chan struct{}
+	lc    daemon.Lifecycle // what Start started, and how Close stops it
 
 	mu      sync.Mutex
 	workers map[int32]*worker // by port
@@ -60,12 +58,13 @@ type Supervisor struct {
 
 // New returns a supervisor for cfg, which must be valid.
 func New(cfg *configs.Config, logger *slog.Logger) *Supervisor {
-	return &Supervisor{
+	s := &Supervisor{
 		cfg: cfg, base: logger, log: logger.With("component", "supervisor"),
 		wake: make(chan struct{}, 1), beat: make(chan struct{}, 1), lost: make(chan struct{}, 1),
-		ready: make(chan struct{}), errc: make(chan error, 1),
-		workers: map[int32]*worker{},
+		ready: make(chan struct{}), workers: map[int32]*worker{},
 	}
+	s.lc.OnClose(func() { s.log.Info("supervisor stopped") }) // the last stop
+	return s
 }
 
 // ID is the supervisor's stable id; valid after Start.
@@ -77,14 +76,7 @@ func (s *Supervisor) ReadyNotify() <-chan struct{} { return s.ready }
 
 // Err delivers a fatal error from the metrics listener; the caller should
 // Close.
-func (s *Supervisor) Err() <-chan error { return s.errc }
-
-func (s *Supervisor) fail(err error) {
-	select {
-	case s.errc <- err:
-	default:
-	}
-}
+func (s *Supervisor) Err() <-chan error { return s.lc.Err() }
 
 // Start brings the supervisor up in four steps: claim its local directory
 // (and the id kept there), listen on the metrics port, connect (the
@@ -115,10 +107,6 @@ func (s *Supervisor) Start(ctx context.Context) (err error) {
 	return nil
 }
 
-// onClose registers the stop of something Start started; Close runs the
-// stops in reverse order, so each part stops before what it depends on.
-func (s *Supervisor) onClose(stop func()) { s.closers = append(s.closers, stop) }
-
 // claimDir locks storm.local.dir/supervisor, loads the id kept there and
 // opens the code store.
 func (s *Supervisor) claimDir() (err error) {
@@ -132,7 +120,7 @@ func (s *Supervisor) claimDir() (err error) {
 	if err != nil {
 		return err
 	}
-	s.onClose(func() { lock.Close() })
+	s.lc.OnClose(func() { lock.Close() })
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		return fmt.Errorf("supervisor: %s is in use by another supervisor: %w", s.dir, err)
 	}
@@ -155,22 +143,22 @@ func (s *Supervisor) connect(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	s.onClose(s.sess.Close)
+	s.lc.OnClose(s.sess.Close)
 	paths := s.sess.Paths()
 	if err := s.sess.EnsureDirs(paths.Supervisors()); err != nil {
 		return fmt.Errorf("supervisor: %w", err)
 	}
 	peers := codedistributor.NewPeers()
-	s.onClose(peers.Close)
+	s.lc.OnClose(peers.Close)
 	params := codedistributor.Params{Config: cfg, Session: s.sess, Peers: peers, Store: s.store, Logger: s.base}
 	if s.dist, err = codedistributor.New(cfg.CodeDistributorClass, params); err != nil {
 		return err
 	}
-	s.onClose(func() { s.dist.Close() })
+	s.lc.OnClose(func() { s.dist.Close() })
 	s.fetcher = &codedistributor.Fetcher{Params: params, Dist: s.dist, Store: s.store}
 	s.assignments = cluster.NewDirCache(s.sess, paths.Assignments(), func() *clusterv1.Assignment { return new(clusterv1.Assignment) }, s.base)
 	s.spawn = newSpawner()
-	s.onClose(s.spawn.close) // after every worker has exited
+	s.lc.OnClose(s.spawn.close) // after every worker has exited
 	return nil
 }
 
@@ -179,14 +167,14 @@ func (s *Supervisor) connect(ctx context.Context) (err error) {
 // heartbeating, then the rest.
 func (s *Supervisor) run() {
 	ctx, cancel := context.WithCancel(context.Background())
-	s.onClose(func() {
+	s.lc.OnClose(func() {
 		cancel()
-		s.wg.Wait()
+		s.lc.Wait()
 	})
-	s.wg.Go(func() { _ = s.assignments.Run(ctx) })
+	s.lc.Go(func() { _ = s.assignments.Run(ctx) })
 	registered := s.register(ctx)
-	s.wg.Go(func() { s.heartbeats(ctx) })
-	s.wg.Go(func() { s.announceReady(ctx, registered) })
+	s.lc.Go(func() { s.heartbeats(ctx) })
+	s.lc.Go(func() { s.announceReady(ctx, registered) })
 	s.serveMetrics()
 	s.reconcile(ctx)
 }
@@ -205,7 +193,7 @@ func (s *Supervisor) register(ctx context.Context) <-chan struct{} {
 			once.Do(func() { close(registered) })
 			s.heartbeatSoon() // the node was (re)created with stale data
 		}}
-	s.wg.Go(func() { node.Keep(ctx, s.sess, s.log) })
+	s.lc.Go(func() { node.Keep(ctx, s.sess, s.log) })
 	return registered
 }
 
@@ -218,7 +206,7 @@ func (s *Supervisor) reconcile(ctx context.Context) {
 		defer close(done)
 		s.reconcileLoop(ctx)
 	}()
-	s.onClose(func() {
+	s.lc.OnClose(func() {
 		stop() // it stops the workers as it returns
 		<-done
 	})
@@ -248,14 +236,7 @@ func (s *Supervisor) announceReady(ctx context.Context, registered <-chan struct
 // its loops, closes the code distributor and the session (deregistering
 // it) and releases its local directory. Idempotent, and safe after a
 // failed Start.
-func (s *Supervisor) Close() {
-	s.closeOnce.Do(func() {
-		for i := len(s.closers) - 1; i >= 0; i-- {
-			s.closers[i]()
-		}
-		s.log.Info("supervisor stopped")
-	})
-}
+func (s *Supervisor) Close() { s.lc.Close() }
 
 func (s *Supervisor) heartbeatSoon() {
 	select {

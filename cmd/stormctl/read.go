@@ -14,40 +14,35 @@ import (
 )
 
 func newLeaderCommand(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "leader",
-		Short: "Show the leader nimbus",
-		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.withClient(cmd.Context(), func(ctx context.Context, c *client.Client) error {
-				resp, err := c.GetLeader(ctx)
-				if err != nil {
-					return err
-				}
-				if g.output == "json" {
-					return writeJSON(g.stdout, resp)
-				}
-				return writeNimbuses(g.stdout, []*nimbusv1.NimbusSummary{resp.GetLeader()})
-			})
-		},
-	}
+	return readCommand(g, "leader", "Show the leader nimbus", (*client.Client).GetLeader,
+		func(w io.Writer, resp *nimbusv1.GetLeaderResponse) error {
+			return writeNimbuses(w, []*nimbusv1.NimbusSummary{resp.GetLeader()})
+		})
 }
 
 func newClusterCommand(g *globals) *cobra.Command {
+	return readCommand(g, "cluster", "Show the nimbuses, supervisors and topologies", (*client.Client).GetClusterInfo,
+		func(w io.Writer, resp *nimbusv1.GetClusterInfoResponse) error { return writeCluster(w, resp.GetCluster()) })
+}
+
+// readCommand reads one answer and writes it: as JSON with -o json, as
+// table writes it otherwise.
+func readCommand[M proto.Message](g *globals, use, short string,
+	read func(*client.Client, context.Context) (M, error), table func(io.Writer, M) error) *cobra.Command {
 	return &cobra.Command{
-		Use:   "cluster",
-		Short: "Show the nimbuses, supervisors and topologies",
+		Use:   use,
+		Short: short,
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.withClient(cmd.Context(), func(ctx context.Context, c *client.Client) error {
-				resp, err := c.GetClusterInfo(ctx)
+				resp, err := read(c, ctx)
 				if err != nil {
 					return err
 				}
 				if g.output == "json" {
 					return writeJSON(g.stdout, resp)
 				}
-				return writeCluster(g.stdout, resp.GetCluster())
+				return table(g.stdout, resp)
 			})
 		},
 	}

@@ -12,7 +12,6 @@ package hdfs
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -233,7 +232,7 @@ func (d *distributor) Download(ctx context.Context, dir string, code codedistrib
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := get(c, f, filepath.Join(dir, f.GetName())); err != nil {
+		if err := get(c, f, dir); err != nil {
 			d.reset(c, err)
 			return fmt.Errorf("hdfs: download %s/%s from %v: %w", code.TopologyID, f.GetName(), d.opts.Addresses, err)
 		}
@@ -241,7 +240,7 @@ func (d *distributor) Download(ctx context.Context, dir string, code codedistrib
 	return nil
 }
 
-func get(c *gohdfs.Client, f *clusterv1.CodeFile, dst string) (err error) {
+func get(c *gohdfs.Client, f *clusterv1.CodeFile, dir string) error {
 	if f.GetLocation() == "" {
 		return fmt.Errorf("%w: meta has no HDFS path for %s", codedistributor.ErrCorrupt, f.GetName())
 	}
@@ -253,28 +252,15 @@ func get(c *gohdfs.Client, f *clusterv1.CodeFile, dst string) (err error) {
 		return err
 	}
 	defer r.Close()
-	out, err := os.Create(dst)
+	out, err := codedistributor.CreateVerified(dir, f, "HDFS "+f.GetLocation())
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if cerr := out.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			os.Remove(dst)
-		}
-	}()
-	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(out, h), io.LimitReader(r, f.GetSize()+1))
-	if err != nil {
+	defer out.Abort()
+	if _, err := io.Copy(out, r); err != nil {
 		return err
 	}
-	if sum := h.Sum(nil); n != f.GetSize() || string(sum) != string(f.GetSha256()) {
-		return fmt.Errorf("%w: %s in HDFS has %d bytes with SHA-256 %s, meta says %d bytes, %s", codedistributor.ErrCorrupt,
-			f.GetLocation(), n, codedistributor.Hex(sum), f.GetSize(), codedistributor.Hex(f.GetSha256()))
-	}
-	return nil
+	return out.Finish()
 }
 
 // Describe reports each file's HDFS path and replication factor.

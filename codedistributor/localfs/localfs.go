@@ -7,12 +7,9 @@ package localfs
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -78,7 +75,7 @@ func (d *distributor) downloadFile(ctx context.Context, dir string, code codedis
 }
 
 // downloadFrom streams one file from one replica, hashing as it writes.
-func (d *distributor) downloadFrom(ctx context.Context, addr, dir, topologyID string, f *clusterv1.CodeFile) (err error) {
+func (d *distributor) downloadFrom(ctx context.Context, addr, dir, topologyID string, f *clusterv1.CodeFile) error {
 	client, err := d.p.Peers.Code(addr)
 	if err != nil {
 		return err
@@ -89,21 +86,11 @@ func (d *distributor) downloadFrom(ctx context.Context, addr, dir, topologyID st
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(dir, f.GetName())
-	out, err := os.Create(path)
+	out, err := codedistributor.CreateVerified(dir, f, addr)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if cerr := out.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			os.Remove(path)
-		}
-	}()
-	h := sha256.New()
-	var n int64
+	defer out.Abort()
 	for {
 		msg, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -116,20 +103,11 @@ func (d *distributor) downloadFrom(ctx context.Context, addr, dir, topologyID st
 		if err != nil {
 			return err
 		}
-		chunk := msg.GetChunk()
-		if n += int64(len(chunk)); n > f.GetSize() {
-			return fmt.Errorf("%w: %s from %s: more than the %d bytes the meta lists", codedistributor.ErrCorrupt, f.GetName(), addr, f.GetSize())
-		}
-		h.Write(chunk)
-		if _, err := out.Write(chunk); err != nil {
+		if _, err := out.Write(msg.GetChunk()); err != nil {
 			return err
 		}
 	}
-	if sum := h.Sum(nil); n != f.GetSize() || string(sum) != string(f.GetSha256()) {
-		return fmt.Errorf("%w: %s from %s: %d bytes with SHA-256 %s, meta says %d bytes, %s", codedistributor.ErrCorrupt,
-			f.GetName(), addr, n, codedistributor.Hex(sum), f.GetSize(), codedistributor.Hex(f.GetSha256()))
-	}
-	return nil
+	return out.Finish()
 }
 
 func (d *distributor) Cleanup(context.Context, string) error { return nil }

@@ -1,0 +1,48 @@
+package daemon
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/nimbusha/nimbus/configs"
+)
+
+// Daemon is what a main runs: built from its configuration, started,
+// watched for a fatal error, closed.
+type Daemon interface {
+	Start(ctx context.Context) error
+	Err() <-chan error
+	Close()
+}
+
+// Run is a daemon's whole main: Setup with a flag for each of keys, then
+// the daemon newDaemon builds, started, until SIGTERM, Ctrl-C or a fatal
+// error, then closed. It returns the exit code: 2 for a usage or
+// configuration error, 1 when the daemon failed, 0 otherwise.
+func Run(name string, args []string, stderr io.Writer, keys []string, newDaemon func(*configs.Config, *slog.Logger) Daemon) int {
+	cfg, logger, code, ok := Setup(name, args, stderr, keys)
+	if !ok {
+		return code
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	d := newDaemon(cfg, logger)
+	if err := d.Start(ctx); err != nil {
+		logger.Error(name+" failed to start", "err", err)
+		return 1
+	}
+	code = 0
+	select {
+	case <-ctx.Done():
+		logger.Info("signal received; stopping")
+	case err := <-d.Err():
+		logger.Error(name+" failed; stopping", "err", err)
+		code = 1
+	}
+	d.Close()
+	return code
+}
