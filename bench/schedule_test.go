@@ -7,7 +7,7 @@ import (
 	"github.com/nimbusha/nimbus/assign"
 )
 
-// scheduleCluster is the size of DESIGN.md section 6's target: supervisors
+// scheduleCluster is the size of docs/ARCHITECTURE.md section 6's target: supervisors
 // with four slots each, and topologies of four workers and 10 to 20
 // executors, enough to fill every slot.
 const (

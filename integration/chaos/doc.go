@@ -1,5 +1,5 @@
 // Package chaos runs a whole cluster under random faults and fails on any
-// broken invariant (DESIGN section 2).
+// broken invariant (docs/ARCHITECTURE.md section 2).
 //
 // A 3-server ZooKeeper ensemble, 3 nimbuses and 3 supervisors run while a
 // client keeps submitting, killing and rebalancing topologies and a fault
