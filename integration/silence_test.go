@@ -15,7 +15,8 @@ import (
 // A supervisor whose session lives on but whose heartbeat stops (hung,
 // not dead) loses its work within 1.5 nimbus.supervisor.timeout.secs:
 // nimbuses do not watch heartbeats (that would cost each a read per
-// heartbeat); the leader reads them every half timeout.
+// heartbeat); the leader reads them every (timeout - heartbeat period)/2
+// (nimbus.heartbeatReadEvery).
 func TestSilentSupervisorLosesItsWork(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
 	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(4*time.Second))
