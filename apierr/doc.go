@@ -10,5 +10,8 @@
 // could change the answer: a ZooKeeper "connection closed" (Unknown: the
 // write may have happened) inside a submission that was surely not committed
 // (Aborted: safe to retry) must not turn the answer into Unknown.
-// NotCommitted does it that way.
+// NotCommitted does it that way. Where no sentinel says what happened, the
+// cause itself is wrapped with %w, so that its own meaning decides: a commit
+// whose answer was lost (nimbus's service.commit) answers Unknown because
+// ZooKeeper's error says the write may have been applied.
 package apierr

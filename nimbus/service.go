@@ -21,9 +21,9 @@ import (
 	"github.com/nimbusha/nimbus/validate"
 )
 
-// service implements nimbus.v1.NimbusService. Handlers validate, call the
-// domain code and map errors with toStatus; RPCs that later issues build
-// answer Unimplemented through the embedded type.
+// service implements nimbus.v1.NimbusService. Handlers validate (package
+// validate), call the domain code and end with apierr.ToStatus; RPCs that
+// later issues build answer Unimplemented through the embedded type.
 type service struct {
 	nimbusv1.UnimplementedNimbusServiceServer
 	cfg      *configs.Config

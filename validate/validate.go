@@ -92,16 +92,16 @@ func Spec(spec *nimbusv1.TopologySpec) error {
 	if n := spec.GetNumWorkers(); n < 1 || n > maxNumWorkers {
 		return Invalid("spec.num_workers", "must be between 1 and %d, got %d", maxNumWorkers, n)
 	}
-	if err := validateComponents(spec.GetComponents()); err != nil {
+	if err := checkComponents(spec.GetComponents()); err != nil {
 		return err
 	}
-	if err := validateWorkerCommand(spec.GetWorkerCommand()); err != nil {
+	if err := checkWorkerCommand(spec.GetWorkerCommand()); err != nil {
 		return err
 	}
-	if err := validateConfig(spec.GetConfig()); err != nil {
+	if err := checkConfig(spec.GetConfig()); err != nil {
 		return err
 	}
-	if err := validateOwner("spec.owner", spec.GetOwner()); err != nil {
+	if err := checkOwner("spec.owner", spec.GetOwner()); err != nil {
 		return err
 	}
 	if s := spec.GetInitialStatus(); nimbusv1.InitialStatus_name[int32(s)] == "" {
@@ -110,7 +110,7 @@ func Spec(spec *nimbusv1.TopologySpec) error {
 	return nil
 }
 
-func validateComponents(components []*nimbusv1.ComponentSpec) error {
+func checkComponents(components []*nimbusv1.ComponentSpec) error {
 	switch {
 	case len(components) == 0:
 		return Invalid("spec.components", "must have at least one component")
@@ -131,7 +131,7 @@ func validateComponents(components []*nimbusv1.ComponentSpec) error {
 			return Invalid(field+".id", "duplicates spec.components[%d].id %s", j, showValue(c.GetId()))
 		}
 		first[c.GetId()] = i
-		if err := validateParallelism(field+".parallelism", c.GetParallelism()); err != nil {
+		if err := checkParallelism(field+".parallelism", c.GetParallelism()); err != nil {
 			return err
 		}
 		executors += int64(c.GetParallelism())
@@ -150,17 +150,17 @@ func componentIDProblem(id string) string {
 	return ""
 }
 
-func validateParallelism(field string, p int32) error {
+func checkParallelism(field string, p int32) error {
 	if p < 1 || p > maxParallelism {
 		return Invalid(field, "must be between 1 and %d, got %d", maxParallelism, p)
 	}
 	return nil
 }
 
-// validateWorkerCommand checks the worker's argv: it is exec'd as is by the
+// checkWorkerCommand checks the worker's argv: it is exec'd as is by the
 // supervisor, where a NUL byte cannot be passed and an empty program
 // cannot run.
-func validateWorkerCommand(argv []string) error {
+func checkWorkerCommand(argv []string) error {
 	switch {
 	case len(argv) == 0:
 		return Invalid("spec.worker_command", "must have at least one element (the program)")
@@ -181,7 +181,7 @@ func validateWorkerCommand(argv []string) error {
 	return nil
 }
 
-func validateConfig(config map[string]string) error {
+func checkConfig(config map[string]string) error {
 	if len(config) > maxConfigEntries {
 		return Invalid("spec.config", "must have at most %d entries, got %d", maxConfigEntries, len(config))
 	}
@@ -199,9 +199,9 @@ func validateConfig(config map[string]string) error {
 	return nil
 }
 
-// validateOwner checks the owner, which is shown in listings and logs, so
+// checkOwner checks the owner, which is shown in listings and logs, so
 // it must not carry terminal control sequences.
-func validateOwner(field, owner string) error {
+func checkOwner(field, owner string) error {
 	switch {
 	case len(owner) > maxOwnerLen:
 		return Invalid(field, "must be at most %d bytes, got %d: %s", maxOwnerLen, len(owner), showValue(owner))
@@ -221,7 +221,7 @@ func Kill(req *nimbusv1.KillTopologyRequest) error {
 	if err := TopologyName("name", req.GetName()); err != nil {
 		return err
 	}
-	return validateWaitSecs(req.WaitSecs)
+	return checkWaitSecs(req.WaitSecs)
 }
 
 func Activate(req *nimbusv1.ActivateTopologyRequest) error {
@@ -240,7 +240,7 @@ func Rebalance(req *nimbusv1.RebalanceTopologyRequest) error {
 	if err := TopologyName("name", req.GetName()); err != nil {
 		return err
 	}
-	if err := validateWaitSecs(req.WaitSecs); err != nil {
+	if err := checkWaitSecs(req.WaitSecs); err != nil {
 		return err
 	}
 	if req.NumWorkers != nil {
@@ -257,22 +257,22 @@ func Rebalance(req *nimbusv1.RebalanceTopologyRequest) error {
 		if reason := componentIDProblem(id); reason != "" {
 			return Invalid(field, "key %s", reason)
 		}
-		if err := validateParallelism(field, cp[id]); err != nil {
+		if err := checkParallelism(field, cp[id]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// validateWaitSecs checks an optional wait_secs; unset means the default.
-func validateWaitSecs(w *int32) error {
+// checkWaitSecs checks an optional wait_secs; unset means the default.
+func checkWaitSecs(w *int32) error {
 	if w != nil && (*w < 0 || *w > maxWaitSecs) {
 		return Invalid("wait_secs", "must be between 0 and %d, got %d", maxWaitSecs, *w)
 	}
 	return nil
 }
 
-// topologyID builds a topology id, <name>-<counter>-<launch-unix-secs>, as
+// NewTopologyID builds a topology id, <name>-<counter>-<launch-unix-secs>, as
 // Storm does. Callers pass a valid name, a non-negative counter and a
 // launch time not before 1970; TopologyID accepts the result.
 func NewTopologyID(name string, counter int64, launch time.Time) string {

@@ -352,18 +352,18 @@ func FuzzValidateStrings(f *testing.F) {
 			checkSafeElement(t, "file", s)
 		}
 
-		if err := validateOwner("spec.owner", s); err != nil {
+		if err := checkOwner("spec.owner", s); err != nil {
 			checkValidationError(t, err, "spec")
 		} else if len(s) > maxOwnerLen || !utf8.ValidString(s) || strings.IndexFunc(s, unicode.IsControl) >= 0 {
 			t.Fatalf("accepted owner %q", s)
 		}
 
 		for _, config := range []map[string]string{{s: "v"}, {"k": s}} {
-			if err := validateConfig(config); err != nil {
+			if err := checkConfig(config); err != nil {
 				checkValidationError(t, err, "spec")
 			}
 		}
-		if err := validateWorkerCommand([]string{s}); err != nil {
+		if err := checkWorkerCommand([]string{s}); err != nil {
 			checkValidationError(t, err, "spec")
 		} else if s == "" || strings.IndexByte(s, 0) >= 0 {
 			t.Fatalf("accepted worker_command [%q]", s)
