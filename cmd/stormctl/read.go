@@ -22,7 +22,9 @@ func newLeaderCommand(g *globals) *cobra.Command {
 
 func newClusterCommand(g *globals) *cobra.Command {
 	return readCommand(g, "cluster", "Show the nimbuses, supervisors and topologies", (*client.Client).GetClusterInfo,
-		func(w io.Writer, resp *nimbusv1.GetClusterInfoResponse) error { return writeCluster(w, resp.GetCluster()) })
+		func(w io.Writer, resp *nimbusv1.GetClusterInfoResponse) error {
+			return writeCluster(w, resp.GetCluster())
+		})
 }
 
 // readCommand reads one answer and writes it: as JSON with -o json, as
