@@ -7,10 +7,10 @@ import (
 	"maps"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"golang.org/x/sync/errgroup"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nimbusha/nimbus/internal/notify"
@@ -326,21 +326,20 @@ type childRead struct {
 // with a watch on each unless the cache is MembersOnly.
 func (c *DirCache[M]) readChildren(conn *zk.Conn, names []string) []childRead {
 	out := make([]childRead, len(names))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(len(names), maxReadsInFlight) {
-		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < len(names); i = int(next.Add(1) - 1) {
-				r, p := &out[i], c.dir+"/"+names[i]
-				if c.members {
-					r.data, _, r.err = conn.Get(p)
-				} else {
-					r.data, _, r.watch, r.err = conn.GetW(p)
-				}
+	var g errgroup.Group
+	g.SetLimit(maxReadsInFlight)
+	for i, name := range names {
+		g.Go(func() error {
+			r, p := &out[i], c.dir+"/"+name
+			if c.members {
+				r.data, _, r.err = conn.Get(p)
+			} else {
+				r.data, _, r.watch, r.err = conn.GetW(p)
 			}
+			return nil
 		})
 	}
-	wg.Wait()
+	_ = g.Wait() // every error is in out
 	return out
 }
 

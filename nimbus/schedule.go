@@ -5,11 +5,10 @@ import (
 	"errors"
 	"maps"
 	"sort"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"golang.org/x/sync/errgroup"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nimbusha/nimbus/assign"
@@ -195,16 +194,15 @@ type assignmentWrite struct {
 // and returns their errors in order.
 func writeAll(term *leader.Term, writes []assignmentWrite) []error {
 	errs := make([]error, len(writes))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(len(writes), maxWritesInFlight) {
-		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < len(writes); i = int(next.Add(1) - 1) {
-				_, errs[i] = term.Multi(writes[i].op)
-			}
+	var g errgroup.Group
+	g.SetLimit(maxWritesInFlight)
+	for i, w := range writes {
+		g.Go(func() error {
+			_, errs[i] = term.Multi(w.op)
+			return nil
 		})
 	}
-	wg.Wait()
+	_ = g.Wait() // every error is in errs
 	return errs
 }
 

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -185,7 +186,7 @@ func checkConfig(config map[string]string) error {
 	if len(config) > maxConfigEntries {
 		return Invalid("spec.config", "must have at most %d entries, got %d", maxConfigEntries, len(config))
 	}
-	for _, k := range sortedKeys(config) {
+	for _, k := range slices.Sorted(maps.Keys(config)) {
 		field := "spec.config[" + showValue(k) + "]"
 		switch {
 		case len(k) == 0 || len(k) > maxConfigKeyLen:
@@ -252,7 +253,7 @@ func Rebalance(req *nimbusv1.RebalanceTopologyRequest) error {
 	if len(cp) > maxComponents {
 		return Invalid("component_parallelism", "must have at most %d entries, got %d", maxComponents, len(cp))
 	}
-	for _, id := range sortedKeys(cp) {
+	for _, id := range slices.Sorted(maps.Keys(cp)) {
 		field := "component_parallelism[" + showValue(id) + "]"
 		if reason := componentIDProblem(id); reason != "" {
 			return Invalid(field, "key %s", reason)
@@ -355,15 +356,6 @@ func isNameByte(b byte) bool {
 
 // isComponentIDByte is [A-Za-z0-9_.:-].
 func isComponentIDByte(b byte) bool { return isNameByte(b) || b == ':' }
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
 
 // showValue quotes a client-supplied string for an error message,
 // truncated so that a huge value cannot bloat errors and logs.
