@@ -39,10 +39,11 @@ func (c *DirCache[M]) Run(ctx context.Context) error {
 		var retry <-chan time.Time
 		switch {
 		case missing && c.recreate:
-			if err := c.sess.Restore(c.dir, c.log); err == nil {
+			rerr := c.sess.Restore(c.dir, c.log)
+			if rerr == nil {
 				continue // list it at once
 			}
-			c.log.Warn("cannot re-create directory; retrying", "err", err)
+			c.log.Warn("cannot re-create directory; retrying", "err", rerr)
 			retry = time.After(retryDelay)
 		case missing:
 			retry = time.After(missingDirRetry)

@@ -33,7 +33,9 @@ type Store struct {
 
 	mu       sync.Mutex
 	verified map[string]verifiedBundle // by topology id
-	changes  notify.Notifier           // on every Install, Remove and ReportCorrupt
+	reports  uint64                    // counts ReportCorrupt calls
+	changes  notify.Notifier           // a bundle installed or removed
+	reported notify.Notifier           // a copy reported corrupt
 }
 
 type verifiedBundle struct {
@@ -60,9 +62,9 @@ func OpenStore(root string) (*Store, error) {
 	return &Store{root: root, verified: map[string]verifiedBundle{}}, nil
 }
 
-// Changed returns a channel closed at the next Install, Remove or
-// ReportCorrupt, so a reader that looks at the store after taking it misses
-// no change.
+// Changed returns a channel closed at the next Install, or Remove of a
+// bundle that was there, so a reader that looks at the store after taking
+// it misses no change.
 func (s *Store) Changed() <-chan struct{} { return s.changes.Changed() }
 
 // Root is the directory the store was opened at.
@@ -182,6 +184,7 @@ func (s *Store) Verify(id string, want []byte) error {
 	dir := s.Dir(id)
 	s.mu.Lock()
 	cached, ok := s.verified[id]
+	reports := s.reports
 	s.mu.Unlock()
 	stamps := make(map[string]fileStamp, len(meta.GetFiles()))
 	for _, f := range meta.GetFiles() {
@@ -206,7 +209,9 @@ func (s *Store) Verify(id string, want []byte) error {
 		stamps[f.GetName()] = stamp
 	}
 	s.mu.Lock()
-	s.verified[id] = verifiedBundle{digest: digest, files: stamps}
+	if s.reports == reports { // a report meanwhile may be about what this trusted
+		s.verified[id] = verifiedBundle{digest: digest, files: stamps}
+	}
 	s.mu.Unlock()
 	return nil
 }
@@ -214,15 +219,20 @@ func (s *Store) Verify(id string, want []byte) error {
 // ReportCorrupt tells the store that a reader of the bundle of id (a peer
 // being served it, a seed) found bytes that do not match its meta. The
 // store forgets that it verified the bundle, so the next Verify hashes
-// every file again, and wakes Changed: its owner (codesync on a nimbus, the
-// reconcile loop on a supervisor) verifies, finds the copy corrupt, and
-// fetches it again.
+// every file again (a Verify under way when the report comes remembers
+// nothing), and wakes Reported: the store's owner (codesync on a nimbus,
+// the reconcile loop on a supervisor) verifies, finds the copy corrupt,
+// and fetches it again.
 func (s *Store) ReportCorrupt(id string) {
 	s.mu.Lock()
 	delete(s.verified, id)
+	s.reports++
 	s.mu.Unlock()
-	s.changes.Notify()
+	s.reported.Notify()
 }
+
+// Reported returns a channel closed at the next ReportCorrupt.
+func (s *Store) Reported() <-chan struct{} { return s.reported.Changed() }
 
 // Open opens one file of a bundle, by a name its meta lists.
 func (s *Store) Open(id, name string) (*os.File, *clusterv1.CodeFile, error) {
@@ -247,8 +257,15 @@ func (s *Store) Remove(id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.verified, id)
-	defer s.changes.Notify()
-	return os.RemoveAll(s.Dir(id))
+	dir := s.Dir(id)
+	if _, err := os.Lstat(dir); err != nil {
+		return nil // nothing there: nothing changed
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return err // still there: nothing to announce
+	}
+	s.changes.Notify()
+	return nil
 }
 
 // IDs lists the topologies with a bundle in the store (verified or not).

@@ -131,8 +131,9 @@ type run struct {
 }
 
 // Run keeps the store in step until ctx ends. Each pass reads what the
-// cluster wants and acts on it; a change of /storms, /code-distributor,
-// the store or the election, a fetch done, or the sweep starts the next.
+// cluster wants and acts on it; a change of /storms, /code-distributor or
+// the election, a copy reported corrupt, a fetch done, or the sweep starts
+// the next.
 func (s *Syncer) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -151,7 +152,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 	for {
 		// Taken before what they announce is read: no change goes unseen.
 		storms, replicas := s.cfg.Storms.Changed(), s.cfg.Replicas.Changed()
-		election, store := s.cfg.Election.Changed(), s.cfg.Store.Changed()
+		election, reported := s.cfg.Election.Changed(), s.cfg.Store.Reported()
 
 		wanted := s.wanted()
 		r.holdOrFetch(wanted)
@@ -166,7 +167,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 		case <-storms:
 		case <-replicas:
 		case <-election: // a failed Eligible withdrew it, say
-		case <-store: // a copy reported corrupt, say
+		case <-reported: // a copy found corrupt: verify it again
 		case <-s.wake:
 		case <-sweep.C:
 		case t := <-r.fetched:

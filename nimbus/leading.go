@@ -61,11 +61,12 @@ func (s *Server) lead(term *leader.Term) {
 		// Taken before the round reads what they announce: no change goes
 		// unseen.
 		v := s.view
-		storms, dists, nimbuses := v.storms.Changed(), v.replicas.Changed(), v.nimbuses.Changed()
+		stormsChanged, dists, nimbuses := v.storms.Changed(), v.replicas.Changed(), v.nimbuses.Changed()
 		supervisors, assignments := v.supervisors.Changed(), v.assignments.Changed()
 
-		next := d.completeTimedActions()
-		d.collectAbandonedDistributions()
+		storms := v.storms.Snapshot() // one per round, read by both duties
+		next := d.completeTimedActions(storms)
+		d.collectAbandonedDistributions(storms)
 		d.scheduleRound()
 		d.warnIfNoStandby()
 
@@ -76,7 +77,7 @@ func (s *Server) lead(term *leader.Term) {
 		select {
 		case <-d.ctx.Done():
 			return
-		case <-storms:
+		case <-stormsChanged:
 		case <-dists:
 		case <-nimbuses:
 		case <-supervisors:
@@ -109,7 +110,7 @@ func (d *duties) awaitCaches() bool {
 // completeTimedActions removes the killed topologies and applies the
 // rebalances whose wait is over, and returns when the next wait ends (zero
 // if none is waiting). A failure is retried a second later.
-func (d *duties) completeTimedActions() time.Time {
+func (d *duties) completeTimedActions(storms map[string]*clusterv1.StormBase) time.Time {
 	now := time.Now()
 	var next time.Time
 	dueAt := func(t time.Time) {
@@ -117,7 +118,7 @@ func (d *duties) completeTimedActions() time.Time {
 			next = t
 		}
 	}
-	for id, base := range d.view.storms.Snapshot() {
+	for id, base := range storms {
 		status := base.GetStatus()
 		if status != clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED && status != clusterv1.TopologyStatus_TOPOLOGY_STATUS_REBALANCING {
 			continue
@@ -203,8 +204,7 @@ func (d *duties) applyRebalance(id string) error {
 // collectAbandonedDistributions removes the distribution, and the stored
 // code, of every submission that never committed: one an earlier leader
 // abandoned, or one here that failed.
-func (d *duties) collectAbandonedDistributions() {
-	storms := d.view.storms.Snapshot()
+func (d *duties) collectAbandonedDistributions(storms map[string]*clusterv1.StormBase) {
 	for id := range d.view.replicas.Distributions.Snapshot() {
 		if _, committed := storms[id]; committed || d.svc.isPending(id) {
 			continue

@@ -69,24 +69,26 @@ func setStatus(to clusterv1.TopologyStatus) change {
 	}
 }
 
-// kill marks a topology KILLED, to be removed once wait has passed. A
-// topology being killed keeps its first deadline.
-func kill(wait time.Duration, now time.Time) change {
+// kill marks a topology KILLED, to be removed once wait has passed (from
+// when the change is made: now is read then). A topology being killed keeps
+// its first deadline.
+func kill(wait time.Duration, now func() time.Time) change {
 	return func(base *clusterv1.StormBase) (bool, error) {
 		if base.GetStatus() == clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED {
 			return false, nil
 		}
 		base.PreviousStatus = base.GetStatus()
 		base.Status = clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED
-		base.ActionDeadlineUnixMs = now.Add(wait).UnixMilli()
+		base.ActionDeadlineUnixMs = now().Add(wait).UnixMilli()
 		return true, nil
 	}
 }
 
 // rebalance puts an active or inactive topology in REBALANCING with the
-// request's plan, applied once wait has passed. An identical retry is a
-// no-op; another plan while one waits is refused.
-func rebalance(req *nimbusv1.RebalanceTopologyRequest, wait time.Duration, now time.Time) change {
+// request's plan, applied once wait has passed (from when the change is
+// made). An identical retry is a no-op; another plan while one waits is
+// refused.
+func rebalance(req *nimbusv1.RebalanceTopologyRequest, wait time.Duration, now func() time.Time) change {
 	return func(base *clusterv1.StormBase) (bool, error) {
 		plan := &clusterv1.RebalancePlan{NumWorkers: req.GetNumWorkers(), ComponentExecutors: req.GetComponentParallelism()}
 		switch base.GetStatus() {
@@ -106,7 +108,7 @@ func rebalance(req *nimbusv1.RebalanceTopologyRequest, wait time.Duration, now t
 		}
 		base.PreviousStatus = base.GetStatus()
 		base.Status = clusterv1.TopologyStatus_TOPOLOGY_STATUS_REBALANCING
-		base.ActionDeadlineUnixMs = now.Add(wait).UnixMilli()
+		base.ActionDeadlineUnixMs = now().Add(wait).UnixMilli()
 		base.PendingRebalance = plan
 		return true, nil
 	}

@@ -131,7 +131,7 @@ func (s *service) KillTopology(ctx context.Context, req *nimbusv1.KillTopologyRe
 	if req.WaitSecs != nil {
 		wait = time.Duration(req.GetWaitSecs()) * time.Second
 	}
-	err := s.transition(ctx, req.GetName(), kill(wait, time.Now()))
+	err := s.transition(ctx, req.GetName(), kill(wait, time.Now))
 	if err == nil {
 		s.log.Info("topology killed", "topology", req.GetName(), "removal_in", wait)
 		s.actionsChanged()
@@ -163,7 +163,7 @@ func (s *service) RebalanceTopology(ctx context.Context, req *nimbusv1.Rebalance
 	if req.WaitSecs != nil {
 		wait = time.Duration(req.GetWaitSecs()) * time.Second
 	}
-	err := s.transition(ctx, req.GetName(), rebalance(req, wait, time.Now()))
+	err := s.transition(ctx, req.GetName(), rebalance(req, wait, time.Now))
 	if err == nil {
 		s.log.Info("topology rebalancing", "topology", req.GetName(), "in", wait)
 		s.actionsChanged()

@@ -27,7 +27,7 @@ func (s *Supervisor) reconcileLoop(ctx context.Context) {
 	defer tick.Stop()
 	for {
 		// Taken before what they announce is read: no change goes unseen.
-		assigned, stored := s.assignments.Changed(), s.store.Changed()
+		assigned, reported := s.assignments.Changed(), s.store.Reported()
 		desired := s.desired()
 		ready := f.fetchMissing(desired) // a worker starts only from verified code
 		s.stopMismatched(desired)
@@ -38,7 +38,7 @@ func (s *Supervisor) reconcileLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-assigned:
-		case <-stored: // a copy reported corrupt, say
+		case <-reported: // a copy found corrupt: verify it again
 		case <-s.wake:
 		case <-tick.C:
 		case id := <-f.done: // done or given up: the next pass decides again

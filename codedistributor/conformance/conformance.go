@@ -75,7 +75,7 @@ func Run(t *testing.T, backend string, configure func(*configs.Config)) {
 		code, data := e.Publish(a, "corrupt-1-1", 200<<10)
 		// a's copy is altered on disk; so far it is the only replica.
 		corrupt(t, filepath.Join(a.Store.Dir(code.TopologyID), codedistributor.ArtifactFile))
-		reported := a.Store.Changed() // closed when a reports its copy corrupt
+		reported := a.Store.Reported()
 		// A backend that reads a's disk must refuse its bytes, install
 		// nothing, and a must notice (its CodeService or its backend); one
 		// that stores the code elsewhere (HDFS) never reads them and
