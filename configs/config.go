@@ -4,6 +4,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -45,6 +46,41 @@ const (
 	KeyBittorrentSeedPeers    = "bittorrent.seed.max.peers"
 	KeyLogLevel               = "log.level"
 	KeyLogFormat              = "log.format"
+
+	// Security: TLS and authentication on gRPC (Storm's nimbus.thrift.tls.*
+	// keys, for gRPC and PEM files), authorization (Storm's names),
+	// ZooKeeper ACLs (Storm's names), workers as users (Storm's names).
+	KeyTLSEnable               = "nimbus.grpc.tls.enable"
+	KeyTLSCert                 = "nimbus.grpc.tls.cert.path"
+	KeyTLSKey                  = "nimbus.grpc.tls.key.path"
+	KeyTLSTruststore           = "nimbus.grpc.tls.truststore.path"
+	KeyTLSClientAuthRequired   = "nimbus.grpc.tls.client.auth.required"
+	KeyTLSPrincipal            = "nimbus.grpc.tls.principal"
+	KeyNimbusAdmins            = "nimbus.admins"
+	KeyNimbusUsers             = "nimbus.users"
+	KeyNimbusSupervisorUsers   = "nimbus.supervisor.users"
+	KeyNimbusDaemonUsers       = "nimbus.daemon.users"
+	KeyMetricsPprof            = "storm.metrics.pprof.enable"
+	KeyZKAuthScheme            = "storm.zookeeper.auth.scheme"
+	KeyZKAuthPayload           = "storm.zookeeper.auth.payload"
+	KeyZKSuperACL              = "storm.zookeeper.superACL"
+	KeyZKMaxBuffer             = "storm.zookeeper.jute.maxbuffer"
+	KeyRunWorkerAsUser         = "supervisor.run.worker.as.user"
+	KeyPrincipalToLocal        = "storm.principal.tolocal"
+	KeySupervisorWorkerEnv     = "supervisor.worker.env"
+	KeyNimbusMaxUploads        = "nimbus.max.concurrent.uploads"
+	KeyNimbusUploadIdleTimeout = "nimbus.upload.idle.timeout.secs"
+	KeyNimbusMaxStreams        = "nimbus.grpc.max.concurrent.streams"
+	KeyNimbusMaxMessageBytes   = "nimbus.grpc.max_buffer_size"
+)
+
+// Keys of a topology's own conf (TopologySpec.config) that Nimbus-HA reads.
+const (
+	// TopologyUsers may act on the topology as its owner does (comma-separated).
+	TopologyUsers = "topology.users"
+	// TopologyEnvironment is extra environment for its workers, as
+	// comma-separated NAME=value pairs.
+	TopologyEnvironment = "topology.environment"
 )
 
 // Defaults. List-valued defaults are spelled out in Default.
@@ -76,7 +112,51 @@ const (
 	DefaultBittorrentSeedPeers    = 2
 	DefaultLogLevel               = "info"
 	DefaultLogFormat              = "text"
+	DefaultTLSPrincipal           = PrincipalCN
+	DefaultZKMaxBuffer            = 1<<20 - 1 // ZooKeeper's own default jute.maxbuffer
+	DefaultNimbusMaxUploads       = 8
+	DefaultNimbusUploadIdleTimout = 30 * time.Second
+	DefaultNimbusMaxStreams       = 1000
+	DefaultNimbusMaxMessageBytes  = 4 << 20 // a 1 MiB chunk and room to spare
 )
+
+// What part of a client certificate names its principal
+// (nimbus.grpc.tls.principal).
+const (
+	PrincipalCN       = "cn"        // the subject's common name
+	PrincipalSANEmail = "san.email" // the first e-mail subject alternative name
+	PrincipalSANDNS   = "san.dns"   // the first DNS subject alternative name
+	PrincipalSANURI   = "san.uri"   // the first URI subject alternative name (a SPIFFE id, say)
+)
+
+// Values of storm.principal.tolocal: a principal as it is, or its part
+// before any '/' or '@' (user/host@REALM -> user). Storm's class names for
+// the two are accepted too.
+const (
+	PrincipalToLocalDefault  = "default"
+	PrincipalToLocalKerberos = "kerberos"
+
+	stormDefaultPrincipalToLocal  = "org.apache.storm.security.auth.DefaultPrincipalToLocal"
+	stormKerberosPrincipalToLocal = "org.apache.storm.security.auth.KerberosPrincipalToLocal"
+)
+
+// LocalUser maps principal to a local user name by storm.principal.tolocal.
+func (c *Config) LocalUser(principal string) string {
+	switch c.PrincipalToLocal {
+	case PrincipalToLocalKerberos, stormKerberosPrincipalToLocal:
+		if i := strings.IndexAny(principal, "/@"); i >= 0 {
+			return principal[:i]
+		}
+	}
+	return principal
+}
+
+// SecureGRPC reports whether callers are authenticated (and authorized).
+func (c *Config) SecureGRPC() bool { return c.TLSEnable && c.TLSClientAuthRequired }
+
+// ZKAuthDigest is the one storm.zookeeper.auth.scheme supported: ZooKeeper's
+// digest scheme, a "user:password" payload.
+const ZKAuthDigest = "digest"
 
 // Special values.
 const (
@@ -137,42 +217,79 @@ type Config struct {
 
 	LogLevel  string // log.level: debug, info, warn, error
 	LogFormat string // log.format: text, json
+
+	TLSEnable             bool     // nimbus.grpc.tls.enable: every gRPC listener and client speaks TLS
+	TLSCert               string   // nimbus.grpc.tls.cert.path: this process's certificate (PEM, chain allowed)
+	TLSKey                string   // nimbus.grpc.tls.key.path: its private key (PEM)
+	TLSTruststore         string   // nimbus.grpc.tls.truststore.path: CA certificates that verify peers (PEM)
+	TLSClientAuthRequired bool     // nimbus.grpc.tls.client.auth.required: callers must present a certificate; authentication and authorization on
+	TLSPrincipal          string   // nimbus.grpc.tls.principal: which part of a certificate names its principal
+	NimbusAdmins          []string // nimbus.admins: may do everything
+	NimbusUsers           []string // nimbus.users: may submit; empty = any authenticated principal
+	NimbusSupervisorUsers []string // nimbus.supervisor.users: supervisors, which fetch code
+	NimbusDaemonUsers     []string // nimbus.daemon.users: the nimbuses, which fetch code from each other
+	MetricsPprof          bool     // storm.metrics.pprof.enable: serve pprof on the metrics port
+
+	ZKAuthScheme  string // storm.zookeeper.auth.scheme: "" or digest
+	ZKAuthPayload string // storm.zookeeper.auth.payload: user:password for digest; a secret
+	ZKSuperACL    string // storm.zookeeper.superACL: scheme:id given every permission too, e.g. digest:admin:<hash>
+	ZKMaxBuffer   int    // storm.zookeeper.jute.maxbuffer: the largest node ZooKeeper accepts, in bytes
+
+	RunWorkerAsUser     bool     // supervisor.run.worker.as.user: workers run as their owner's local user
+	PrincipalToLocal    string   // storm.principal.tolocal: how a principal maps to a local user
+	SupervisorWorkerEnv []string // supervisor.worker.env: variables of the supervisor's environment passed to workers
+
+	NimbusMaxUploads        int           // nimbus.max.concurrent.uploads: submissions receiving code at once
+	NimbusUploadIdleTimeout time.Duration // nimbus.upload.idle.timeout.secs: silence that ends a submission's upload
+	NimbusMaxStreams        int           // nimbus.grpc.max.concurrent.streams: per connection
+	NimbusMaxMessageBytes   int           // nimbus.grpc.max_buffer_size: largest gRPC message received
 }
 
 // Default returns a Config holding every default. nimbus.host defaults to
 // this machine's hostname because peers must be able to dial it.
 func Default() *Config {
 	return &Config{
-		ZKHosts:                []string{DefaultZKServer},
-		ZKPort:                 DefaultZKPort,
-		ZKRoot:                 DefaultZKRoot,
-		ZKSessionTimeout:       DefaultZKSessionTimeout,
-		ZKConnectionTimeout:    DefaultZKConnectionTimeout,
-		LocalDir:               DefaultLocalDir,
-		NimbusHost:             defaultNimbusHost(),
-		NimbusGRPCPort:         DefaultNimbusGRPCPort,
-		NimbusMetricsPort:      DefaultNimbusMetricsPort,
-		NimbusSeeds:            []string{DefaultNimbusSeed},
-		NimbusDrainTimeout:     DefaultNimbusDrainTimeout,
-		NimbusMaxArtifactBytes: DefaultNimbusMaxArtifactBytes,
-		CodeDistributorClass:   DefaultCodeDistributorClass,
-		MinReplicationCount:    DefaultMinReplicationCount,
-		MaxReplicationWaitSecs: DefaultMaxReplicationWaitSecs,
-		TopologyMessageTimeout: DefaultTopologyMessageTimeout,
-		CodeSyncFreq:           DefaultCodeSyncFreq,
-		MonitorFreq:            DefaultMonitorFreq,
-		SupervisorTimeout:      DefaultSupervisorTimeout,
-		SupervisorSlotsPorts:   []int{6700, 6701, 6702, 6703},
-		SupervisorHeartbeat:    DefaultSupervisorHeartbeat,
-		LocalHostname:          defaultNimbusHost(),
-		WorkerShutdownSleep:    DefaultWorkerShutdownSleep,
-		SupervisorMetricsPort:  DefaultSupervisorMetricsPort,
-		HDFSStormDir:           DefaultHDFSStormDir,
-		HDFSNamenodeAddresses:  []string{},
-		BittorrentPort:         DefaultBittorrentPort,
-		BittorrentSeedPeers:    DefaultBittorrentSeedPeers,
-		LogLevel:               DefaultLogLevel,
-		LogFormat:              DefaultLogFormat,
+		ZKHosts:                 []string{DefaultZKServer},
+		ZKPort:                  DefaultZKPort,
+		ZKRoot:                  DefaultZKRoot,
+		ZKSessionTimeout:        DefaultZKSessionTimeout,
+		ZKConnectionTimeout:     DefaultZKConnectionTimeout,
+		LocalDir:                DefaultLocalDir,
+		NimbusHost:              defaultNimbusHost(),
+		NimbusGRPCPort:          DefaultNimbusGRPCPort,
+		NimbusMetricsPort:       DefaultNimbusMetricsPort,
+		NimbusSeeds:             []string{DefaultNimbusSeed},
+		NimbusDrainTimeout:      DefaultNimbusDrainTimeout,
+		NimbusMaxArtifactBytes:  DefaultNimbusMaxArtifactBytes,
+		CodeDistributorClass:    DefaultCodeDistributorClass,
+		MinReplicationCount:     DefaultMinReplicationCount,
+		MaxReplicationWaitSecs:  DefaultMaxReplicationWaitSecs,
+		TopologyMessageTimeout:  DefaultTopologyMessageTimeout,
+		CodeSyncFreq:            DefaultCodeSyncFreq,
+		MonitorFreq:             DefaultMonitorFreq,
+		SupervisorTimeout:       DefaultSupervisorTimeout,
+		SupervisorSlotsPorts:    []int{6700, 6701, 6702, 6703},
+		SupervisorHeartbeat:     DefaultSupervisorHeartbeat,
+		LocalHostname:           defaultNimbusHost(),
+		WorkerShutdownSleep:     DefaultWorkerShutdownSleep,
+		SupervisorMetricsPort:   DefaultSupervisorMetricsPort,
+		HDFSStormDir:            DefaultHDFSStormDir,
+		HDFSNamenodeAddresses:   []string{},
+		BittorrentPort:          DefaultBittorrentPort,
+		BittorrentSeedPeers:     DefaultBittorrentSeedPeers,
+		LogLevel:                DefaultLogLevel,
+		LogFormat:               DefaultLogFormat,
+		TLSPrincipal:            DefaultTLSPrincipal,
+		NimbusAdmins:            []string{},
+		NimbusUsers:             []string{},
+		NimbusSupervisorUsers:   []string{},
+		NimbusDaemonUsers:       []string{},
+		ZKMaxBuffer:             DefaultZKMaxBuffer,
+		SupervisorWorkerEnv:     []string{},
+		NimbusMaxUploads:        DefaultNimbusMaxUploads,
+		NimbusUploadIdleTimeout: DefaultNimbusUploadIdleTimout,
+		NimbusMaxStreams:        DefaultNimbusMaxStreams,
+		NimbusMaxMessageBytes:   DefaultNimbusMaxMessageBytes,
 	}
 }
 
@@ -230,6 +347,28 @@ var fields = []field{
 	{KeyBittorrentSeedPeers, 0, "downloaders a BitTorrent seed serves at once, per topology", func(c *Config) any { return &c.BittorrentSeedPeers }},
 	{KeyLogLevel, 0, "log level: debug, info, warn or error", func(c *Config) any { return &c.LogLevel }},
 	{KeyLogFormat, 0, "log format: text or json", func(c *Config) any { return &c.LogFormat }},
+	{KeyTLSEnable, 0, "TLS on every gRPC listener and client", func(c *Config) any { return &c.TLSEnable }},
+	{KeyTLSCert, 0, "this process's TLS certificate (PEM)", func(c *Config) any { return &c.TLSCert }},
+	{KeyTLSKey, 0, "this process's TLS private key (PEM)", func(c *Config) any { return &c.TLSKey }},
+	{KeyTLSTruststore, 0, "CA certificates that verify peers (PEM)", func(c *Config) any { return &c.TLSTruststore }},
+	{KeyTLSClientAuthRequired, 0, "callers must present a certificate: authentication and authorization on", func(c *Config) any { return &c.TLSClientAuthRequired }},
+	{KeyTLSPrincipal, 0, "what names a caller: cn, san.email, san.dns or san.uri of its certificate", func(c *Config) any { return &c.TLSPrincipal }},
+	{KeyNimbusAdmins, 0, "principals that may do everything", func(c *Config) any { return &c.NimbusAdmins }},
+	{KeyNimbusUsers, 0, "principals that may submit (empty = any authenticated principal)", func(c *Config) any { return &c.NimbusUsers }},
+	{KeyNimbusSupervisorUsers, 0, "principals of the supervisors (may fetch code)", func(c *Config) any { return &c.NimbusSupervisorUsers }},
+	{KeyNimbusDaemonUsers, 0, "principals of the nimbuses (may fetch code from each other)", func(c *Config) any { return &c.NimbusDaemonUsers }},
+	{KeyMetricsPprof, 0, "serve pprof on the metrics port", func(c *Config) any { return &c.MetricsPprof }},
+	{KeyZKAuthScheme, 0, "ZooKeeper authentication: empty or digest", func(c *Config) any { return &c.ZKAuthScheme }},
+	{KeyZKAuthPayload, 0, "ZooKeeper digest credentials, user:password (a secret: prefer the file or environment)", func(c *Config) any { return &c.ZKAuthPayload }},
+	{KeyZKSuperACL, 0, "an extra ZooKeeper identity given every permission, scheme:id", func(c *Config) any { return &c.ZKSuperACL }},
+	{KeyZKMaxBuffer, 0, "the largest node ZooKeeper accepts, in bytes (its jute.maxbuffer)", func(c *Config) any { return &c.ZKMaxBuffer }},
+	{KeyRunWorkerAsUser, 0, "run each worker as its topology owner's local user", func(c *Config) any { return &c.RunWorkerAsUser }},
+	{KeyPrincipalToLocal, 0, "how a principal maps to a local user: default (as is) or kerberos (name before / and @)", func(c *Config) any { return &c.PrincipalToLocal }},
+	{KeySupervisorWorkerEnv, 0, "variables of the supervisor's environment passed to workers, comma-separated", func(c *Config) any { return &c.SupervisorWorkerEnv }},
+	{KeyNimbusMaxUploads, 0, "submissions receiving code at once; more answer RESOURCE_EXHAUSTED", func(c *Config) any { return &c.NimbusMaxUploads }},
+	{KeyNimbusUploadIdleTimeout, time.Second, "silence that ends a submission's upload (secs or a duration)", func(c *Config) any { return &c.NimbusUploadIdleTimeout }},
+	{KeyNimbusMaxStreams, 0, "concurrent gRPC streams per connection", func(c *Config) any { return &c.NimbusMaxStreams }},
+	{KeyNimbusMaxMessageBytes, 0, "largest gRPC message a nimbus receives, in bytes", func(c *Config) any { return &c.NimbusMaxMessageBytes }},
 }
 
 // NimbusFlagKeys are the keys that bin/nimbus also takes as flags.
@@ -264,9 +403,11 @@ func Keys() []string {
 	return keys
 }
 
+// lookupField finds a key's field, ignoring case: YAML keys reach us
+// lowercased (storm.zookeeper.superACL as storm.zookeeper.superacl).
 func lookupField(key string) (field, bool) {
 	for _, f := range fields {
-		if f.key == key {
+		if strings.EqualFold(f.key, key) {
 			return f, true
 		}
 	}

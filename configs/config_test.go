@@ -379,6 +379,26 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{KeyBittorrentSeedPeers, func(c *Config) { c.BittorrentSeedPeers = 0 }},
 		{KeyLogLevel, func(c *Config) { c.LogLevel = "trace" }},
 		{KeyLogFormat, func(c *Config) { c.LogFormat = "xml" }},
+		{KeyTLSCert, func(c *Config) { c.TLSEnable, c.TLSKey, c.TLSTruststore = true, "k.pem", "ca.pem" }},
+		{KeyTLSKey, func(c *Config) { c.TLSEnable, c.TLSCert, c.TLSTruststore = true, "c.pem", "ca.pem" }},
+		{KeyTLSTruststore, func(c *Config) { c.TLSEnable, c.TLSCert, c.TLSKey = true, "c.pem", "k.pem" }},
+		{KeyTLSClientAuthRequired, func(c *Config) { c.TLSClientAuthRequired = true }},
+		{KeyTLSPrincipal, func(c *Config) { c.TLSPrincipal = "subject" }},
+		{KeyNimbusAdmins, func(c *Config) { c.NimbusAdmins = []string{""} }},
+		{KeyNimbusUsers, func(c *Config) { c.NimbusUsers = []string{"a\nb"} }},
+		{KeyNimbusSupervisorUsers, func(c *Config) { c.NimbusSupervisorUsers = []string{""} }},
+		{KeyNimbusDaemonUsers, func(c *Config) { c.NimbusDaemonUsers = []string{"x,y"} }},
+		{KeyZKAuthScheme, func(c *Config) { c.ZKAuthScheme = "sasl" }},
+		{KeyZKAuthPayload, func(c *Config) { c.ZKAuthScheme, c.ZKAuthPayload = ZKAuthDigest, "nocolon" }},
+		{KeyZKAuthPayload, func(c *Config) { c.ZKAuthPayload = "storm:secret" }},
+		{KeyZKSuperACL, func(c *Config) { c.ZKSuperACL = "digest" }},
+		{KeyZKMaxBuffer, func(c *Config) { c.ZKMaxBuffer = 1000 }},
+		{KeyPrincipalToLocal, func(c *Config) { c.PrincipalToLocal = "ldap" }},
+		{KeySupervisorWorkerEnv, func(c *Config) { c.SupervisorWorkerEnv = []string{"JAVA-HOME"} }},
+		{KeyNimbusMaxUploads, func(c *Config) { c.NimbusMaxUploads = 0 }},
+		{KeyNimbusUploadIdleTimeout, func(c *Config) { c.NimbusUploadIdleTimeout = 0 }},
+		{KeyNimbusMaxStreams, func(c *Config) { c.NimbusMaxStreams = 0 }},
+		{KeyNimbusMaxMessageBytes, func(c *Config) { c.NimbusMaxMessageBytes = 1000 }},
 	} {
 		covered[tc.key] = true
 		c := Default()
@@ -389,7 +409,8 @@ func TestValidateNamesTheKey(t *testing.T) {
 		}
 	}
 	for _, key := range Keys() {
-		if !covered[key] && key != KeyHDFSUser { // any user name is valid
+		// Any user name is valid; so is either value of these switches.
+		if !covered[key] && key != KeyHDFSUser && key != KeyTLSEnable && key != KeyMetricsPprof && key != KeyRunWorkerAsUser {
 			t.Errorf("no validation case for %s", key)
 		}
 	}

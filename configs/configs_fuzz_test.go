@@ -75,6 +75,8 @@ var partners = map[string][]string{
 	KeyNimbusGRPCPort:       {KeyNimbusMetricsPort, KeyNimbusSeeds},
 	KeySupervisorHeartbeat:  {KeySupervisorTimeout},
 	KeyCodeDistributorClass: {KeyHDFSNamenodeAddresses},
+	KeyTLSEnable:            {KeyTLSCert, KeyTLSKey, KeyTLSTruststore},
+	KeyZKAuthScheme:         {KeyZKAuthPayload},
 }
 
 // FuzzLoadEnv sets one key's environment variable to any text over the

@@ -158,6 +158,8 @@ func describe(p any) (typ, text string) {
 	switch p := p.(type) {
 	case *string:
 		return "string", *p
+	case *bool:
+		return "bool", strconv.FormatBool(*p)
 	case *int:
 		return "int", strconv.Itoa(*p)
 	case *int64:
@@ -183,6 +185,8 @@ func decode(p any, raw any, unit time.Duration) error {
 	switch p := p.(type) {
 	case *string:
 		*p, err = toString(raw)
+	case *bool:
+		*p, err = toBool(raw)
 	case *int:
 		*p, err = toInt(raw)
 	case *int64:
@@ -209,6 +213,18 @@ func toString(raw any) (string, error) {
 		return fmt.Sprint(x), nil // e.g. hdfs.user: 1000
 	}
 	return "", notA(raw, "a string")
+}
+
+func toBool(raw any) (bool, error) {
+	switch x := raw.(type) {
+	case bool:
+		return x, nil
+	case string:
+		if b, err := strconv.ParseBool(strings.TrimSpace(x)); err == nil {
+			return b, nil
+		}
+	}
+	return false, notA(raw, "true or false")
 }
 
 func toInt64(raw any) (int64, error) {

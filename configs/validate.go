@@ -3,6 +3,7 @@ package configs
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"slices"
@@ -116,7 +117,85 @@ func (c *Config) Validate() error {
 	add(oneOf(KeyLogLevel, c.LogLevel, "debug", "info", "warn", "error"))
 	add(oneOf(KeyLogFormat, c.LogFormat, "text", "json"))
 
+	c.validateSecurity(add)
 	return errors.Join(errs...)
+}
+
+// validateSecurity checks the security keys: TLS, authorization, ZooKeeper
+// ACLs, workers as users, and the limits that keep a request from taking
+// a nimbus down.
+func (c *Config) validateSecurity(add func(error)) {
+	if c.TLSEnable {
+		for key, path := range map[string]string{KeyTLSCert: c.TLSCert, KeyTLSKey: c.TLSKey, KeyTLSTruststore: c.TLSTruststore} {
+			if path == "" {
+				add(invalid(key, "must be set when %s is true", KeyTLSEnable))
+			}
+		}
+	}
+	if c.TLSClientAuthRequired && !c.TLSEnable {
+		add(invalid(KeyTLSClientAuthRequired, "needs %s: without TLS there is no certificate to authenticate", KeyTLSEnable))
+	}
+	add(oneOf(KeyTLSPrincipal, c.TLSPrincipal, PrincipalCN, PrincipalSANEmail, PrincipalSANDNS, PrincipalSANURI))
+	for key, list := range map[string][]string{KeyNimbusAdmins: c.NimbusAdmins, KeyNimbusUsers: c.NimbusUsers,
+		KeyNimbusSupervisorUsers: c.NimbusSupervisorUsers, KeyNimbusDaemonUsers: c.NimbusDaemonUsers} {
+		add(principals(key, list))
+	}
+
+	add(oneOf(KeyZKAuthScheme, c.ZKAuthScheme, "", ZKAuthDigest))
+	if user, _, ok := strings.Cut(c.ZKAuthPayload, ":"); c.ZKAuthScheme == ZKAuthDigest && (!ok || user == "") {
+		add(invalid(KeyZKAuthPayload, "must be user:password when %s is %s", KeyZKAuthScheme, ZKAuthDigest))
+	}
+	if c.ZKAuthScheme == "" && c.ZKAuthPayload != "" {
+		add(invalid(KeyZKAuthPayload, "is set but %s is not", KeyZKAuthScheme))
+	}
+	if scheme, id, ok := strings.Cut(c.ZKSuperACL, ":"); c.ZKSuperACL != "" && (!ok || scheme == "" || id == "") {
+		add(invalid(KeyZKSuperACL, "%q is not scheme:id", c.ZKSuperACL))
+	}
+	add(inRange(KeyZKMaxBuffer, c.ZKMaxBuffer, minZKMaxBuffer, math.MaxInt32))
+
+	add(oneOf(KeyPrincipalToLocal, c.PrincipalToLocal, "", PrincipalToLocalDefault, PrincipalToLocalKerberos,
+		stormDefaultPrincipalToLocal, stormKerberosPrincipalToLocal))
+	for _, name := range c.SupervisorWorkerEnv {
+		if !isEnvName(name) {
+			add(invalid(KeySupervisorWorkerEnv, "%q is not an environment variable's name", name))
+		}
+	}
+
+	add(inRange(KeyNimbusMaxUploads, c.NimbusMaxUploads, 1, 1<<16))
+	add(positive(KeyNimbusUploadIdleTimeout, c.NimbusUploadIdleTimeout))
+	add(inRange(KeyNimbusMaxStreams, c.NimbusMaxStreams, 1, 1<<20))
+	add(inRange(KeyNimbusMaxMessageBytes, c.NimbusMaxMessageBytes, minMessageBytes, math.MaxInt32))
+}
+
+// Bounds of the limits: ZooKeeper nodes at least as large as a StormBase
+// needs, and messages that carry a full artifact chunk (1 MiB) and more.
+const (
+	minZKMaxBuffer  = 64 << 10
+	minMessageBytes = 1<<20 + 64<<10
+)
+
+// principals checks a list of principals: each a non-empty name without
+// control characters or commas (lists from the environment split on them).
+func principals(key string, list []string) error {
+	for _, p := range list {
+		if p == "" || strings.ContainsAny(p, ",") || strings.ContainsFunc(p, unicode.IsControl) {
+			return invalid(key, "%q is not a principal", p)
+		}
+	}
+	return nil
+}
+
+// isEnvName reports whether s is a portable environment variable name.
+func isEnvName(s string) bool {
+	if s == "" || s[0] >= '0' && s[0] <= '9' {
+		return false
+	}
+	for _, r := range s {
+		if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // invalid formats a validation error that names key.
