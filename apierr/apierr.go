@@ -36,6 +36,15 @@ var (
 	// ErrWrongStatus: the topology's status forbids the action (activating
 	// a topology that is being killed, say).
 	ErrWrongStatus = errors.New("nimbus: action not allowed in the topology's status")
+	// ErrUnauthenticated: the caller presented no identity this nimbus
+	// verifies (no client certificate, with authentication on).
+	ErrUnauthenticated = errors.New("nimbus: unauthenticated")
+	// ErrPermissionDenied: the caller's principal may not do what it asked.
+	// Nothing was changed.
+	ErrPermissionDenied = errors.New("nimbus: permission denied")
+	// ErrResourceExhausted: a limit was reached (too many uploads at once,
+	// a full disk); nothing was stored. Retry later.
+	ErrResourceExhausted = errors.New("nimbus: resource exhausted")
 )
 
 // NotCommitted marks a failure before a submission's commit: nothing was
@@ -86,6 +95,12 @@ func ToStatus(err error) error {
 		return status.Error(codes.Aborted, err.Error())
 	case errors.Is(err, ErrWrongStatus):
 		return status.Error(codes.FailedPrecondition, err.Error())
+	case errors.Is(err, ErrUnauthenticated):
+		return status.Error(codes.Unauthenticated, err.Error())
+	case errors.Is(err, ErrPermissionDenied):
+		return status.Error(codes.PermissionDenied, err.Error())
+	case errors.Is(err, ErrResourceExhausted):
+		return status.Error(codes.ResourceExhausted, err.Error())
 	case errors.As(err, &notLeader):
 		st, derr := status.New(codes.FailedPrecondition, err.Error()).WithDetails(&errdetails.ErrorInfo{
 			Reason:   nimbusv1.ReasonNotLeader,

@@ -33,6 +33,9 @@ func TestToStatus(t *testing.T) {
 		{ErrAlreadyExists, codes.AlreadyExists},
 		{fmt.Errorf("%w: hdfs down", ErrCodeStoreUnavailable), codes.Unavailable},
 		{status.Error(codes.InvalidArgument, "name: empty"), codes.InvalidArgument},
+		{ErrUnauthenticated, codes.Unauthenticated},
+		{fmt.Errorf("%w: alice may not kill bobjob", ErrPermissionDenied), codes.PermissionDenied},
+		{fmt.Errorf("%w: 8 uploads at once", ErrResourceExhausted), codes.ResourceExhausted},
 	} {
 		if got := status.Code(ToStatus(tc.err)); got != tc.want {
 			t.Errorf("ToStatus(%v) = %v, want %v", tc.err, got, tc.want)
