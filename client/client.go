@@ -13,6 +13,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/peer"
 
@@ -113,8 +114,12 @@ func (c *Client) conn(addr string) (*conn, error) {
 	}
 	cn := &conn{}
 	dialer := &net.Dialer{Timeout: c.opts.dialTimeout}
+	creds := insecure.NewCredentials()
+	if c.opts.tls != nil {
+		creds = credentials.NewTLS(c.opts.tls)
+	}
 	opts := append([]grpc.DialOption{
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithTransportCredentials(creds),
 		// Our dialer records why a dial failed, so errors can say
 		// "connection refused" rather than a transport message.
 		grpc.WithContextDialer(func(ctx context.Context, target string) (net.Conn, error) {

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"crypto/tls"
 	"log/slog"
 	"time"
 
@@ -34,6 +35,7 @@ type options struct {
 	retryTimeout time.Duration
 	maxRedirects int
 	logger       *slog.Logger
+	tls          *tls.Config // nil: plaintext
 	dialOptions  []grpc.DialOption
 }
 
@@ -80,8 +82,16 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
+// WithTLS makes the client speak TLS with cfg: the nimbuses' certificates
+// are verified against cfg's roots (for each address's host), and cfg's
+// client certificate, if any, identifies the caller to nimbuses that
+// require one. Without it the client speaks plaintext.
+func WithTLS(cfg *tls.Config) Option {
+	return func(o *options) { o.tls = cfg }
+}
+
 // WithDialOptions adds gRPC dial options, applied after the client's own
-// (insecure transport credentials, a dialer bounded by the dial timeout,
+// (transport credentials, a dialer bounded by the dial timeout,
 // reconnect backoff capped at 2 s), so they can override them.
 func WithDialOptions(opts ...grpc.DialOption) Option {
 	return func(o *options) { o.dialOptions = append(o.dialOptions, opts...) }
