@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nimbusha/nimbus/apierr"
+	"github.com/nimbusha/nimbus/auth"
 	"github.com/nimbusha/nimbus/codedistributor"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 	"github.com/nimbusha/nimbus/validate"
@@ -24,15 +25,23 @@ type server struct {
 	nimbusv1.UnimplementedCodeServiceServer
 	store *codedistributor.Store
 	sent  prometheus.Counter
+	auth  *auth.Authorizer // nil: no checks (WithAuthorizer)
 }
 
 // New serves store's code; sent, if not nil, counts the bytes served.
-func New(store *codedistributor.Store, sent prometheus.Counter) nimbusv1.CodeServiceServer {
-	return &server{store: store, sent: sent}
+func New(store *codedistributor.Store, sent prometheus.Counter, opts ...Option) nimbusv1.CodeServiceServer {
+	s := &server{store: store, sent: sent}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
-func (c *server) GetCodeMeta(_ context.Context, req *nimbusv1.GetCodeMetaRequest) (*nimbusv1.GetCodeMetaResponse, error) {
+func (c *server) GetCodeMeta(ctx context.Context, req *nimbusv1.GetCodeMetaRequest) (*nimbusv1.GetCodeMetaResponse, error) {
 	if err := validate.TopologyID("topology_id", req.GetTopologyId()); err != nil {
+		return nil, apierr.ToStatus(err)
+	}
+	if err := c.authorize(ctx, req.GetTopologyId()); err != nil {
 		return nil, apierr.ToStatus(err)
 	}
 	data, _, _, err := c.store.Meta(req.GetTopologyId())
@@ -49,6 +58,9 @@ func (c *server) DownloadCode(req *nimbusv1.DownloadCodeRequest, stream nimbusv1
 	}
 	if err := validate.CodeFileName("file", req.GetFile()); err != nil {
 		return apierr.ToStatus(err)
+	}
+	if err := c.authorize(stream.Context(), id); err != nil {
+		return apierr.ToStatus(err) // before a byte is sent
 	}
 	f, want, err := c.store.Open(id, req.GetFile())
 	if err != nil {
@@ -81,4 +93,18 @@ func (c *server) DownloadCode(req *nimbusv1.DownloadCodeRequest, stream nimbusv1
 			codedistributor.ErrCorrupt, id, req.GetFile(), codedistributor.Hex(sum), codedistributor.Hex(want.GetSha256())))
 	}
 	return nil
+}
+
+// authorize answers whether the caller may fetch the code of topology id:
+// with authentication on, by the owner and topology.users in the spec
+// stored with that code.
+func (c *server) authorize(ctx context.Context, id string) error {
+	if c.auth == nil || !c.auth.Enabled() {
+		return nil
+	}
+	spec, err := ReadSpec(c.store, id)
+	if err != nil {
+		return err
+	}
+	return c.auth.Topology(ctx, auth.ActionFetchCode, id, spec.GetOwner(), auth.TopologyUsers(spec.GetConfig()))
 }

@@ -8,4 +8,11 @@
 // the store (Store.ReportCorrupt), whose owner re-verifies and fetches it
 // again, while the downloader, which verifies too, moves on to another
 // replica.
+//
+// With an authorizer (WithAuthorizer) and authentication on, it answers
+// only nimbus.supervisor.users, nimbus.daemon.users, nimbus.admins, and the
+// topology's owner and topology.users as the spec stored with the code says
+// (ReadSpec, checked against the meta): the code and its conf are the
+// owner's, and nobody else's to read (issue 17, E2). The check comes before
+// the first byte.
 package codeservice

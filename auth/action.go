@@ -1,0 +1,49 @@
+package auth
+
+// Action is what a caller asks to do. Its value is the word audit lines and
+// refusals use.
+type Action string
+
+// The actions. Every RPC maps to one (methods.go); Decide knows which roles
+// may take each (rules.go).
+const (
+	// ActionSubmit submits a topology (SubmitTopology).
+	ActionSubmit Action = "submit"
+	// ActionKill kills a topology (KillTopology).
+	ActionKill Action = "kill"
+	// ActionActivate activates a topology (ActivateTopology).
+	ActionActivate Action = "activate"
+	// ActionDeactivate deactivates a topology (DeactivateTopology).
+	ActionDeactivate Action = "deactivate"
+	// ActionRebalance rebalances a topology (RebalanceTopology).
+	ActionRebalance Action = "rebalance"
+	// ActionReadConf reads a topology's conf, which may hold secrets: for
+	// the HTTP API and any RPC that returns the conf by itself. (The conf
+	// is also in the code's spec.pb, which ActionFetchCode covers.)
+	ActionReadConf Action = "read-conf"
+	// ActionFetchCode reads a topology's code bundle: its meta and files,
+	// spec.pb (the spec and its conf) among them (CodeService).
+	ActionFetchCode Action = "fetch-code"
+	// ActionReadCluster reads what any member of the cluster may see:
+	// GetLeader, GetClusterInfo, GetTopologyInfo, health, reflection.
+	ActionReadCluster Action = "read-cluster"
+)
+
+// Actions lists every action, in a fixed order (for tests and docs).
+func Actions() []Action {
+	return []Action{ActionSubmit, ActionKill, ActionActivate, ActionDeactivate, ActionRebalance,
+		ActionReadConf, ActionFetchCode, ActionReadCluster}
+}
+
+// phrase is how a refusal says the action: "alice may not <phrase> <topology>".
+func (a Action) phrase() string {
+	switch a {
+	case ActionReadConf:
+		return "read the conf of"
+	case ActionFetchCode:
+		return "fetch the code of"
+	case ActionReadCluster:
+		return "read the cluster"
+	}
+	return string(a)
+}

@@ -1,0 +1,163 @@
+package auth_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/nimbusha/nimbus/apierr"
+	"github.com/nimbusha/nimbus/auth"
+)
+
+// The cast: one principal per role, each in exactly one list.
+const (
+	admin      = "ada"   // nimbus.admins
+	owner      = "olive" // the topology's owner
+	topoUser   = "tom"   // its topology.users
+	nimbusUser = "uma"   // nimbus.users
+	supervisor = "sup"   // nimbus.supervisor.users
+	daemon     = "nim"   // nimbus.daemon.users
+	stranger   = "eve"   // authenticated, in no list
+)
+
+var cast = []string{admin, owner, topoUser, nimbusUser, supervisor, daemon, stranger}
+
+const topologyID = "bobjob-3-1700000000"
+
+var target = auth.Target{Topology: topologyID, Owner: owner, Users: []string{"someone", topoUser}}
+
+func policy(users ...string) auth.Policy {
+	return auth.Policy{Admins: []string{admin}, Users: users, Supervisors: []string{supervisor}, Daemons: []string{daemon}}
+}
+
+// TestDecideTable is every action against every role, with nimbus.users
+// set and empty. The expectations are written out by hand, one letter per
+// member of cast, in its order (Y allowed, n refused), so that they do not
+// share the code under test.
+func TestDecideTable(t *testing.T) {
+	//                                       ada olive tom uma sup nim eve
+	want := map[bool]map[auth.Action]string{
+		true: { // nimbus.users = [uma]
+			auth.ActionSubmit:      "YnnYnnn",
+			auth.ActionKill:        "YYYnnnn",
+			auth.ActionActivate:    "YYYnnnn",
+			auth.ActionDeactivate:  "YYYnnnn",
+			auth.ActionRebalance:   "YYYnnnn",
+			auth.ActionReadConf:    "YYYnnnn",
+			auth.ActionFetchCode:   "YYYnYYn",
+			auth.ActionReadCluster: "YYYYYYY",
+		},
+		false: { // nimbus.users empty: any authenticated principal may submit
+			auth.ActionSubmit:      "YYYYYYY",
+			auth.ActionKill:        "YYYnnnn",
+			auth.ActionActivate:    "YYYnnnn",
+			auth.ActionDeactivate:  "YYYnnnn",
+			auth.ActionRebalance:   "YYYnnnn",
+			auth.ActionReadConf:    "YYYnnnn",
+			auth.ActionFetchCode:   "YYYnYYn",
+			auth.ActionReadCluster: "YYYYYYY",
+		},
+	}
+	for _, usersSet := range []bool{true, false} {
+		p := policy()
+		if usersSet {
+			p = policy(nimbusUser)
+		}
+		if len(want[usersSet]) != len(auth.Actions()) {
+			t.Fatalf("the table covers %d actions, there are %d", len(want[usersSet]), len(auth.Actions()))
+		}
+		for _, act := range auth.Actions() {
+			row, ok := want[usersSet][act]
+			if !ok {
+				t.Fatalf("no expectation for %s", act)
+			}
+			for i, who := range cast {
+				t.Run(fmt.Sprintf("users=%v/%s/%s", usersSet, act, who), func(t *testing.T) {
+					err := auth.Decide(p, who, act, target)
+					if row[i] == 'Y' {
+						if err != nil {
+							t.Fatalf("refused: %v", err)
+						}
+						return
+					}
+					if !errors.Is(err, apierr.ErrPermissionDenied) {
+						t.Fatalf("got %v, want a PermissionDenied refusal", err)
+					}
+					for _, s := range []string{who + " may not ", topologyID} {
+						if !strings.Contains(err.Error(), s) {
+							t.Errorf("refusal %q does not say %q", err, s)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestDecideNoOne: an empty principal is no one, whatever the action.
+func TestDecideNoOne(t *testing.T) {
+	for _, act := range auth.Actions() {
+		err := auth.Decide(policy(), "", act, target)
+		if !errors.Is(err, apierr.ErrUnauthenticated) {
+			t.Errorf("%s with no principal: got %v, want Unauthenticated", act, err)
+		}
+	}
+}
+
+func TestDecideUnknownAction(t *testing.T) {
+	err := auth.Decide(policy(), admin, auth.Action("format-disk"), target)
+	if !errors.Is(err, apierr.ErrPermissionDenied) {
+		t.Fatalf("an unknown action, even for an admin: got %v, want PermissionDenied", err)
+	}
+}
+
+// TestDecideMessages pins the wording operators and clients read.
+func TestDecideMessages(t *testing.T) {
+	for _, tc := range []struct {
+		act  auth.Action
+		t    auth.Target
+		want string
+	}{
+		{auth.ActionKill, target, "alice may not kill bobjob-3-1700000000: not its owner, in topology.users or nimbus.admins"},
+		{auth.ActionRebalance, target, "alice may not rebalance bobjob-3-1700000000: not its owner, in topology.users or nimbus.admins"},
+		{auth.ActionReadConf, target, "alice may not read the conf of bobjob-3-1700000000: not its owner, in topology.users or nimbus.admins"},
+		{auth.ActionFetchCode, target, "alice may not fetch the code of bobjob-3-1700000000: not its owner, in topology.users, nimbus.supervisor.users, nimbus.daemon.users or nimbus.admins"},
+		{auth.ActionSubmit, auth.Target{}, "alice may not submit: not in nimbus.users or nimbus.admins"},
+		{auth.ActionSubmit, auth.Target{Topology: "wordcount"}, "alice may not submit wordcount: not in nimbus.users or nimbus.admins"},
+	} {
+		err := auth.Decide(policy(nimbusUser), "alice", tc.act, tc.t)
+		if want := apierr.ErrPermissionDenied.Error() + ": " + tc.want; err == nil || err.Error() != want {
+			t.Errorf("%s: got %v\nwant %s", tc.act, err, want)
+		}
+	}
+}
+
+// TestDecideNoOwner: a topology with no recorded owner (submitted with
+// authentication off by a client that named none) has no owner to match.
+func TestDecideNoOwner(t *testing.T) {
+	if err := auth.Decide(policy(), owner, auth.ActionKill, auth.Target{Topology: topologyID}); err == nil {
+		t.Fatal("allowed to kill a topology with no owner")
+	}
+	if err := auth.Decide(policy(), admin, auth.ActionKill, auth.Target{Topology: topologyID}); err != nil {
+		t.Fatalf("an admin: %v", err)
+	}
+}
+
+func TestTopologyUsers(t *testing.T) {
+	for _, tc := range []struct {
+		conf map[string]string
+		want []string
+	}{
+		{nil, nil},
+		{map[string]string{"topology.users": ""}, nil},
+		{map[string]string{"topology.users": "alice"}, []string{"alice"}},
+		{map[string]string{"topology.users": " alice, bob ,,carol@example.com ,"}, []string{"alice", "bob", "carol@example.com"}},
+		{map[string]string{"topology.workers": "alice"}, nil},
+	} {
+		if got := auth.TopologyUsers(tc.conf); !slices.Equal(got, tc.want) {
+			t.Errorf("TopologyUsers(%v) = %q, want %q", tc.conf, got, tc.want)
+		}
+	}
+}
