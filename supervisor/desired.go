@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nimbusha/nimbus/codedistributor"
+	"github.com/nimbusha/nimbus/configs"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
@@ -96,10 +97,11 @@ func (s *Supervisor) workerSpecFor(port int32, d desiredWorker) (workerSpec, err
 	if len(argv) == 0 {
 		return workerSpec{}, fmt.Errorf("topology %s has no worker command", d.topologyID)
 	}
-	// The artifact is often the program itself.
-	_ = os.Chmod(filepath.Join(codeDir, codedistributor.ArtifactFile), 0o755)
+	// Whom it runs as, its environment, its code's modes (the artifact is
+	// often the program itself): decided at each start (launch.go).
 	return workerSpec{
 		TopologyID: d.topologyID, Port: port, Executors: d.executors, Argv: argv, CodeDir: codeDir,
 		LogPath: filepath.Join(s.dir, "workers", fmt.Sprintf("%s-%d.log", d.topologyID, port)),
+		Owner:   spec.GetOwner(), Env: spec.GetConfig()[configs.TopologyEnvironment],
 	}, nil
 }

@@ -12,4 +12,10 @@
 // with their supervisor (Linux's parent-death signal), so a supervisor that
 // is killed never leaves workers behind to double up with their
 // replacements elsewhere.
+//
+// Workers get an allow-listed environment, never the supervisor's (env.go).
+// With supervisor.run.worker.as.user each runs as its topology owner's
+// local user, never as root, and reads only its own topology's code
+// (runas.go, launch.go); a worker that cannot be started so is refused,
+// visibly in its heartbeat state, and retried with backoff.
 package supervisor

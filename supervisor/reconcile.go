@@ -129,7 +129,7 @@ func (s *Supervisor) startMissing(ctx context.Context, desired map[int32]desired
 			s.log.Error("cannot start worker", "topology", d.topologyID, "port", port, "err", err)
 			continue
 		}
-		w := startWorker(ctx, spec, s.spawn, s.cfg.WorkerShutdownSleep, s.log, s.heartbeatSoon)
+		w := startWorker(ctx, spec, newLaunchPolicy(s.cfg), s.spawn, s.cfg.WorkerShutdownSleep, s.log, s.heartbeatSoon)
 		s.mu.Lock()
 		s.workers[port] = w
 		s.mu.Unlock()

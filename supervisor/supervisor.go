@@ -94,6 +94,9 @@ func (s *Supervisor) Start(ctx context.Context) (err error) {
 		}
 	}()
 	s.started = time.Now()
+	if err := s.checkPrivileges(); err != nil {
+		return err
+	}
 	if err := s.claimDir(); err != nil {
 		return err
 	}

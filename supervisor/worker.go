@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
-	"os/exec"
 	"sync"
 	"syscall"
 	"time"
@@ -31,11 +29,14 @@ type workerSpec struct {
 	Argv       []string
 	CodeDir    string
 	LogPath    string
+	Owner      string // the spec's owner: whom the worker runs as, with supervisor.run.worker.as.user
+	Env        string // the topology's topology.environment
 }
 
 // worker runs one workerSpec until stopped, restarting it with backoff.
 type worker struct {
 	spec    workerSpec
+	policy  launchPolicy
 	spawn   *spawner
 	grace   time.Duration
 	log     *slog.Logger
@@ -48,10 +49,10 @@ type worker struct {
 	state *clusterv1.WorkerState
 }
 
-func startWorker(ctx context.Context, spec workerSpec, sp *spawner, grace time.Duration, log *slog.Logger, changed func()) *worker {
+func startWorker(ctx context.Context, spec workerSpec, policy launchPolicy, sp *spawner, grace time.Duration, log *slog.Logger, changed func()) *worker {
 	ctx, cancel := context.WithCancel(ctx)
 	w := &worker{
-		spec: spec, spawn: sp, grace: grace, changed: changed, cancel: cancel, done: make(chan struct{}),
+		spec: spec, policy: policy, spawn: sp, grace: grace, changed: changed, cancel: cancel, done: make(chan struct{}),
 		log:   log.With("topology", spec.TopologyID, "port", spec.Port),
 		state: &clusterv1.WorkerState{TopologyId: spec.TopologyID, Port: spec.Port, State: "starting"},
 	}
@@ -87,14 +88,18 @@ func (w *worker) run(ctx context.Context) {
 	backoff := minRestart
 	for {
 		started := time.Now()
-		err := w.runOnce(ctx)
+		ran, err := w.runOnce(ctx)
 		if ctx.Err() != nil {
 			return
 		}
 		if time.Since(started) > stableAfter {
 			backoff = minRestart
 		}
-		w.log.Warn("worker exited; restarting after backoff", "err", err, "backoff", backoff)
+		if ran {
+			w.log.Warn("worker exited; restarting after backoff", "err", err, "backoff", backoff)
+		} else {
+			w.log.Error("cannot start worker; retrying after backoff", "err", err, "backoff", backoff)
+		}
 		w.set(func(s *clusterv1.WorkerState) {
 			s.State, s.Pid, s.LastError = "backoff", 0, fmt.Sprint(err)
 			s.Restarts++
@@ -109,29 +114,25 @@ func (w *worker) run(ctx context.Context) {
 }
 
 // runOnce runs the process until it exits or ctx ends (then stops it).
-func (w *worker) runOnce(ctx context.Context) error {
-	logFile, err := os.OpenFile(w.spec.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+// ran is false when no process started: the worker was refused
+// (launch.go) or could not be started.
+func (w *worker) runOnce(ctx context.Context) (ran bool, err error) {
+	cmd, logFile, as, err := w.command()
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer logFile.Close()
-	cmd := exec.Command(w.spec.Argv[0], w.spec.Argv[1:]...)
-	cmd.Dir = w.spec.CodeDir
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.Env = append(os.Environ(),
-		"STORM_TOPOLOGY_ID="+w.spec.TopologyID,
-		fmt.Sprintf("STORM_PORT=%d", w.spec.Port),
-		"STORM_EXECUTORS="+w.spec.Executors,
-		"STORM_CODE_DIR="+w.spec.CodeDir,
-	)
-	// Its own process group, so stopping it stops its children too; and it
-	// dies with this supervisor.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := w.spawn.start(cmd); err != nil {
-		return err
+		return false, err
 	}
 	pid := cmd.Process.Pid
-	w.log.Info("worker started", "pid", pid, "argv", w.spec.Argv)
+	// Not the argv: a command line may carry the topology's conf values
+	// (passwords, tokens), and this log is the operator's, not the owner's.
+	attrs := []any{"pid", pid, "program", cmd.Path, "args", len(cmd.Args) - 1}
+	if as != nil {
+		attrs = append(attrs, "user", as.Name, "uid", as.UID)
+	}
+	w.log.Info("worker started", attrs...)
 	w.set(func(s *clusterv1.WorkerState) { s.State, s.Pid = "running", int32(pid) })
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -145,7 +146,7 @@ func (w *worker) runOnce(ctx context.Context) error {
 		if err == nil {
 			err = fmt.Errorf("exited with status 0")
 		}
-		return err
+		return true, err
 	case <-ctx.Done():
 	}
 	w.set(func(s *clusterv1.WorkerState) { s.State = "stopping" })
@@ -158,5 +159,5 @@ func (w *worker) runOnce(ctx context.Context) error {
 		<-exited
 	}
 	w.log.Info("worker stopped", "pid", pid)
-	return nil
+	return true, nil
 }

@@ -1,0 +1,117 @@
+package supervisor
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"syscall"
+
+	"github.com/nimbusha/nimbus/configs"
+)
+
+// launchPolicy is how this supervisor starts workers: as whom, with what
+// environment. newLaunchPolicy gives the real one.
+type launchPolicy struct {
+	cfg     *configs.Config
+	lookup  lookupFunc                  // a local user by name
+	environ func(string) (string, bool) // the supervisor's environment
+}
+
+func newLaunchPolicy(cfg *configs.Config) launchPolicy {
+	return launchPolicy{cfg: cfg, lookup: lookupAccount, environ: os.LookupEnv}
+}
+
+// command prepares one start of the worker, in this order: whom it runs
+// as (workerAccount: with supervisor.run.worker.as.user, its owner's
+// user, never root), its environment (workerEnv), its code's ownership
+// and modes (grantCode) and that the user can reach it, its log file.
+// A refusal comes before anything is touched. as is the user it runs as,
+// nil for the supervisor's own; the caller closes logFile once the
+// process started, or failed to.
+func (w *worker) command() (cmd *exec.Cmd, logFile *os.File, as *account, err error) {
+	p := w.policy
+	if as, err = workerAccount(p.cfg, w.spec.Owner, p.lookup); err != nil {
+		return nil, nil, nil, err
+	}
+	who := as
+	if who == nil {
+		who = currentAccount()
+	}
+	env, err := workerEnv(envSources{
+		Storm: []string{
+			"STORM_TOPOLOGY_ID=" + w.spec.TopologyID,
+			fmt.Sprintf("STORM_PORT=%d", w.spec.Port),
+			"STORM_EXECUTORS=" + w.spec.Executors,
+			"STORM_CODE_DIR=" + w.spec.CodeDir,
+		},
+		User: who, Pass: p.cfg.SupervisorWorkerEnv, Lookup: p.environ, Topology: w.spec.Env,
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := grantCode(w.spec.CodeDir, as); err != nil {
+		return nil, nil, nil, fmt.Errorf("supervisor: code of %s: %w", w.spec.TopologyID, err)
+	}
+	if as != nil {
+		if err := reachable(w.spec.CodeDir, as); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	if logFile, err = openLog(w.spec.LogPath, as); err != nil {
+		return nil, nil, nil, err
+	}
+	cmd = exec.Command(w.spec.Argv[0], w.spec.Argv[1:]...)
+	cmd.Dir = w.spec.CodeDir
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Env = env
+	// Its own process group, so stopping it stops its children too; and it
+	// dies with this supervisor. Go sets the parent-death signal after
+	// switching credentials (a switch clears it), so it holds for workers
+	// run as users too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if as != nil {
+		cmd.SysProcAttr.Credential = as.credential()
+	}
+	return cmd, logFile, as, nil
+}
+
+// openLog opens a worker's log for appending. A worker run as a user gets
+// it as its code: owned by root, group the user's, mode 0640, so the user
+// reads it and nobody else does; the process writes through the
+// descriptor it inherits. Without a user it is 0644, as before.
+func openLog(path string, as *account) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o644)
+	if err != nil || as == nil {
+		return f, err
+	}
+	if err := f.Chown(0, int(as.GID)); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := f.Chmod(logFileMode); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// currentAccount is the supervisor's own user, for the HOME, USER and
+// LOGNAME of workers that run as it; nil if it has no passwd entry.
+func currentAccount() *account {
+	u, err := user.Current()
+	if err != nil {
+		return nil
+	}
+	return &account{Name: u.Username, Home: u.HomeDir}
+}
+
+// checkPrivileges refuses to start a supervisor that must run workers as
+// users but is not root, and warns about one that runs them as root.
+func (s *Supervisor) checkPrivileges() error {
+	warning, err := checkPrivileges(s.cfg, os.Geteuid())
+	if warning != "" {
+		s.log.Warn(warning)
+	}
+	return err
+}

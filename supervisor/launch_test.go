@@ -1,0 +1,137 @@
+package supervisor
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/nimbusha/nimbus/codedistributor"
+	"github.com/nimbusha/nimbus/configs"
+)
+
+// testWorker is a worker of topology t-1-1 on port 6700 whose code dir
+// (as the store installs it) sits where any user may reach it; the
+// supervisor's environment holds a secret and JAVA_HOME, which
+// supervisor.worker.env passes.
+func testWorker(t *testing.T, cfg *configs.Config, owner, env string) *worker {
+	t.Helper()
+	code := bundle(t)
+	for _, d := range []string{filepath.Dir(filepath.Dir(code)), filepath.Dir(code)} { // t.TempDir's, 0700
+		if err := os.Chmod(d, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg.SupervisorWorkerEnv = []string{"JAVA_HOME"}
+	return &worker{
+		spec: workerSpec{
+			TopologyID: "t-1-1", Port: 6700, Executors: "a[1-1]", CodeDir: code, Owner: owner, Env: env,
+			Argv:    []string{filepath.Join(code, codedistributor.ArtifactFile), "--db-password", "hunter2"},
+			LogPath: filepath.Join(t.TempDir(), "t-1-1-6700.log"),
+		},
+		policy: launchPolicy{cfg: cfg, lookup: users, environ: environ(map[string]string{
+			"PATH": "/usr/bin:/bin", "AWS_SECRET_ACCESS_KEY": "s3cr3t", "JAVA_HOME": "/opt/java", "HOME": "/root",
+		})},
+	}
+}
+
+func TestCommandAsTheOwnersUser(t *testing.T) {
+	needsRoot(t)
+	w := testWorker(t, asUserConfig(""), "alice", "GREETING=hello")
+	cmd, logFile, as, err := w.command()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logFile.Close()
+	if as != alice {
+		t.Fatalf("runs as %+v, want alice", as)
+	}
+	attr := cmd.SysProcAttr
+	if c := attr.Credential; c == nil || c.Uid != 1001 || c.Gid != 1001 || !slices.Equal(c.Groups, alice.Groups) || c.NoSetGroups {
+		t.Fatalf("credential %+v, want alice's uid, gid and groups", c)
+	}
+	if !attr.Setpgid || attr.Pdeathsig != syscall.SIGKILL {
+		t.Fatalf("SysProcAttr %+v lost its process group or parent-death signal", attr)
+	}
+	want := []string{"GREETING=hello", "HOME=/home/alice", "JAVA_HOME=/opt/java", "LOGNAME=alice", "PATH=/usr/bin:/bin",
+		"STORM_CODE_DIR=" + w.spec.CodeDir, "STORM_EXECUTORS=a[1-1]", "STORM_PORT=6700", "STORM_TOPOLOGY_ID=t-1-1", "USER=alice"}
+	if !slices.Equal(cmd.Env, want) {
+		t.Fatalf("env\n%q\nwant\n%q", cmd.Env, want)
+	}
+	if cmd.Dir != w.spec.CodeDir {
+		t.Fatalf("dir %s, want the code dir", cmd.Dir)
+	}
+	if mode, uid, gid := owner(t, w.spec.CodeDir); mode != codeDirMode || uid != 0 || gid != alice.GID {
+		t.Fatalf("code dir: mode %v, owner %d:%d", mode, uid, gid)
+	}
+	if mode, uid, gid := owner(t, w.spec.LogPath); mode != logFileMode || uid != 0 || gid != alice.GID {
+		t.Fatalf("log: mode %v, owner %d:%d", mode, uid, gid)
+	}
+}
+
+// A refused worker touches nothing: no log file, its code as installed.
+func TestCommandRefusals(t *testing.T) {
+	tests := []struct {
+		owner, env string
+		err        error
+	}{
+		{owner: "root", err: ErrRootWorker},
+		{owner: "toor", err: ErrRootWorker},
+		{owner: "mallory", err: ErrNoWorkerUser},
+		{owner: "", err: ErrNoWorkerUser},
+		{owner: "alice", env: "STORM_CODE_DIR=/tmp/evil", err: ErrTopologyEnvironment},
+	}
+	for _, tc := range tests {
+		w := testWorker(t, asUserConfig(""), tc.owner, tc.env)
+		if _, _, _, err := w.command(); !errors.Is(err, tc.err) {
+			t.Errorf("owner %q, env %q: %v, want %v", tc.owner, tc.env, err, tc.err)
+		}
+		if _, err := os.Stat(w.spec.LogPath); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("owner %q: a log file was created (%v)", tc.owner, err)
+		}
+		if mode, _, _ := owner(t, w.spec.CodeDir); mode != 0o700 {
+			t.Errorf("owner %q: code dir mode changed to %v", tc.owner, mode)
+		}
+	}
+}
+
+func TestCommandCannotReachItsCode(t *testing.T) {
+	needsRoot(t)
+	w := testWorker(t, asUserConfig(""), "alice", "")
+	above := filepath.Dir(filepath.Dir(w.spec.CodeDir))
+	if err := os.Chmod(above, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, _, _, err := w.command()
+	if err == nil || !strings.Contains(err.Error(), above+" is mode") {
+		t.Fatalf("code under a 0700 directory: %v, want an error naming %s", err, above)
+	}
+}
+
+// Without supervisor.run.worker.as.user: as the supervisor, with the
+// allow-listed environment all the same.
+func TestCommandAsTheSupervisor(t *testing.T) {
+	w := testWorker(t, configs.Default(), "root", "")
+	cmd, logFile, as, err := w.command()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logFile.Close()
+	if as != nil || cmd.SysProcAttr.Credential != nil {
+		t.Fatalf("runs as %+v, credential %+v: want the supervisor's own", as, cmd.SysProcAttr.Credential)
+	}
+	for _, kv := range cmd.Env {
+		if strings.HasPrefix(kv, "AWS_SECRET_ACCESS_KEY=") {
+			t.Fatalf("env has %s: %q", kv, cmd.Env)
+		}
+	}
+	if me := currentAccount(); me != nil && !slices.Contains(cmd.Env, "USER="+me.Name) {
+		t.Fatalf("env %q lacks USER=%s", cmd.Env, me.Name)
+	}
+	if mode, _, _ := owner(t, w.spec.Argv[0]); mode != 0o755 {
+		t.Fatalf("artifact mode %v, want 0755", mode)
+	}
+}
