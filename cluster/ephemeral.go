@@ -49,6 +49,7 @@ func KeepEphemeral(ctx context.Context, sess *Session, p string, data []byte, lo
 // so a restarted daemon rejoins at once. Keep returns when ctx ends.
 func (n EphemeralNode) Keep(ctx context.Context, sess *Session, log *slog.Logger) {
 	conn := sess.Conn()
+	acl := sess.ACL()
 	p := n.Path
 	// watch is re-armed only after it fired, so reconnects don't pile up
 	// watches on p.
@@ -60,7 +61,7 @@ func (n EphemeralNode) Keep(ctx context.Context, sess *Session, log *slog.Logger
 			break
 		}
 		var retry <-chan time.Time
-		created, err := createOwned(conn, n, sid, log)
+		created, err := createOwned(conn, n, acl, sid, log)
 		switch {
 		case errors.Is(err, errNoParent) && n.RecreateParent:
 			if err = sess.Restore(parentOf(p), log); err == nil {
@@ -130,11 +131,12 @@ const parentRetry = time.Second
 var errNoParent = errors.New("cluster: parent node missing")
 
 // createOwned makes sure n exists as an ephemeral node of session sid,
-// holding n.Data unless n.OwnerWrites, and reports whether it created it.
-func createOwned(conn *zk.Conn, n EphemeralNode, sid int64, log *slog.Logger) (bool, error) {
+// holding n.Data unless n.OwnerWrites, and reports whether it created it
+// (with acl).
+func createOwned(conn *zk.Conn, n EphemeralNode, acl []zk.ACL, sid int64, log *slog.Logger) (bool, error) {
 	p := n.Path
 	for range 3 {
-		_, err := conn.Create(p, n.Data, zk.FlagEphemeral, openACL())
+		_, err := conn.Create(p, n.Data, zk.FlagEphemeral, acl)
 		switch {
 		case err == nil:
 			return true, nil

@@ -20,19 +20,16 @@ func (o Op) Request() any { return o.req }
 const AnyVersion int32 = -1
 
 // Ops builds the operations on the nodes of one cluster; see Session.Ops.
-type Ops struct{ paths Paths }
+type Ops struct {
+	paths Paths
+	acl   []zk.ACL // of the nodes created: Session.ACL
+}
 
 // Ops returns the builders for this session's cluster.
-func (s *Session) Ops() Ops { return Ops{paths: s.paths} }
+func (s *Session) Ops() Ops { return Ops{paths: s.paths, acl: s.access.acl} }
 
-// ACL is the ACL of every node the daemons create, the one place it is
-// chosen.
-func (s *Session) ACL() []zk.ACL { return openACL() }
-
-func openACL() []zk.ACL { return zk.WorldACL(zk.PermAll) }
-
-func create(path string, m proto.Message) Op {
-	return Op{&zk.CreateRequest{Path: path, Data: Encode(m), Acl: openACL()}}
+func (o Ops) create(path string, m proto.Message) Op {
+	return Op{&zk.CreateRequest{Path: path, Data: Encode(m), Acl: o.acl}}
 }
 
 func set(path string, m proto.Message, version int32) Op {
@@ -43,7 +40,7 @@ func del(path string) Op { return Op{&zk.DeleteRequest{Path: path, Version: AnyV
 
 // CreateStorm commits a topology: its StormBase at /storms/<id>.
 func (o Ops) CreateStorm(id string, base *clusterv1.StormBase) Op {
-	return create(o.paths.Storm(id), base)
+	return o.create(o.paths.Storm(id), base)
 }
 
 // SetStorm replaces a topology's StormBase if the node is at version.
@@ -62,7 +59,7 @@ func (o Ops) DeleteStorm(id string) Op { return del(o.paths.Storm(id)) }
 
 // CreateAssignment writes a topology's first assignment.
 func (o Ops) CreateAssignment(id string, a *clusterv1.Assignment) Op {
-	return create(o.paths.Assignment(id), a)
+	return o.create(o.paths.Assignment(id), a)
 }
 
 // SetAssignment replaces a topology's assignment, whatever its version.
@@ -75,7 +72,7 @@ func (o Ops) DeleteAssignment(id string) Op { return del(o.paths.Assignment(id))
 
 // CreateDistribution asks every nimbus to hold a topology's code.
 func (o Ops) CreateDistribution(id string, d *clusterv1.CodeDistribution) Op {
-	return create(o.paths.Distribution(id), d)
+	return o.create(o.paths.Distribution(id), d)
 }
 
 // DeleteDistribution removes a topology's distribution and the replicas

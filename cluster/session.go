@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +30,22 @@ type SessionConfig struct {
 	Logger         *slog.Logger
 	// Dialer replaces net.DialTimeout; tests use it to cut the network.
 	Dialer zk.Dialer
+
+	// AuthScheme is storm.zookeeper.auth.scheme: "" (no authentication,
+	// every node open to anyone) or AuthDigest. With AuthDigest, Connect
+	// authenticates with AuthPayload before it returns, the session
+	// authenticates again on every reconnection, and every node the
+	// daemons create gets the ACL described at Session.ACL.
+	AuthScheme string
+	// AuthPayload is storm.zookeeper.auth.payload, user:password for
+	// AuthDigest. It is a secret: nothing here logs it or puts it in an
+	// error.
+	AuthPayload string
+	// SuperACL is storm.zookeeper.superACL, scheme:id (for example
+	// digest:admin:<base64 sha1 of admin:password>, or sasl:admin): an
+	// identity given every permission on the daemons' nodes besides the
+	// cluster's own. It is used only with AuthScheme.
+	SuperACL string
 }
 
 // Session is one ZooKeeper session shared by the parts of a process.
@@ -40,16 +57,22 @@ type SessionConfig struct {
 // session id that differs from the one a part started with means the old
 // session expired and its ephemeral nodes and watches are gone.
 type Session struct {
-	conn  atomic.Pointer[zk.Conn] // set once Connect returns from zk
-	paths Paths
-	log   *slog.Logger
+	conn    atomic.Pointer[zk.Conn] // set once Connect returns from zk
+	paths   Paths
+	servers []string
+	access  access
+	log     *slog.Logger
 	// rootCzxid is the creation zxid of the root as last seen (see
 	// NoticeRoot): 0 before the first look, rootMissing when it was gone.
 	rootCzxid atomic.Int64
 
-	mu      sync.Mutex
-	state   zk.State
-	changes notify.Notifier
+	mu    sync.Mutex
+	state zk.State
+	// established counts the connections that reached StateHasSession:
+	// each is a new TCP connection, on which go-zookeeper sends the
+	// stored credentials again (see authenticate).
+	established int64
+	changes     notify.Notifier
 }
 
 // Connect opens a session and waits until it is established, ctx ends, or
@@ -58,10 +81,16 @@ func Connect(ctx context.Context, cfg SessionConfig) (*Session, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	acc, err := newAccess(cfg)
+	if err != nil {
+		return nil, err
+	}
 	s := &Session{
-		paths: Paths{Root: cfg.Root},
-		log:   cfg.Logger.With("component", "zk"),
-		state: zk.StateDisconnected,
+		paths:   Paths{Root: cfg.Root},
+		servers: slices.Clone(cfg.Servers),
+		access:  acc,
+		log:     cfg.Logger.With("component", "zk"),
+		state:   zk.StateDisconnected,
 	}
 	dialer := cfg.Dialer
 	if dialer == nil {
@@ -83,7 +112,7 @@ func Connect(ctx context.Context, cfg SessionConfig) (*Session, error) {
 	for {
 		state, _, changed := s.State()
 		if state == zk.StateHasSession {
-			return s, nil
+			break
 		}
 		select {
 		case <-changed:
@@ -95,6 +124,75 @@ func Connect(ctx context.Context, cfg SessionConfig) (*Session, error) {
 			return nil, ctx.Err()
 		}
 	}
+	if err := s.authenticate(ctx, timer.C); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	sessionACLs.Store(conn, s.access.acl)
+	return s, nil
+}
+
+// authenticate adds the session's credentials to the connection, if it
+// has any, and returns once they are stored for every later connection.
+//
+// go-zookeeper (v1.0.4) keeps what AddAuth sent once the server accepted
+// it, and sends it again on every new connection, for the same session or
+// a new one after expiry, before any queued request (resendZkAuth, run
+// after it reports StateHasSession and before its send loop starts). It
+// stores the credentials only after the server's answer, though: a
+// connection established between that answer and the store would go
+// without them. So AddAuth is repeated until no connection was established
+// while it ran (onEvent counts them, synchronously, before the resend);
+// each repetition stores the credentials once more, which costs a packet
+// per reconnection.
+func (s *Session) authenticate(ctx context.Context, timeout <-chan time.Time) error {
+	if s.access.scheme == "" {
+		return nil
+	}
+	conn := s.Conn()
+	for {
+		before := s.connections()
+		// AddAuth waits for a connection as long as it takes; Connect's
+		// caller closes conn on a timeout, which ends it.
+		done := make(chan error, 1)
+		go func() { done <- conn.AddAuth(s.access.scheme, s.access.payload) }()
+		var err error
+		select {
+		case err = <-done:
+		case <-timeout:
+			return fmt.Errorf("%w: no answer while authenticating as %q", ErrNoSession, s.access.user)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if err == nil && s.connections() == before {
+			return nil
+		}
+		if err != nil && !errors.Is(err, zk.ErrConnectionClosed) && !errors.Is(err, zk.ErrSessionExpired) {
+			return fmt.Errorf("cluster: authenticate to ZooKeeper as %q: %w", s.access.user, err)
+		}
+		// Lost the connection, or a new one came up meanwhile: again, on
+		// an established session.
+		for {
+			state, _, changed := s.State()
+			if state == zk.StateHasSession {
+				break
+			}
+			select {
+			case <-changed:
+			case <-timeout:
+				return fmt.Errorf("%w: lost while authenticating as %q", ErrNoSession, s.access.user)
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+}
+
+// connections is how many connections have reached StateHasSession.
+func (s *Session) connections() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.established
 }
 
 // onEvent runs on go-zookeeper's connection goroutine: it must not block.
@@ -106,6 +204,9 @@ func (s *Session) onEvent(ev zk.Event) {
 	}
 	s.mu.Lock()
 	s.state = ev.State
+	if ev.State == zk.StateHasSession {
+		s.established++
+	}
 	s.mu.Unlock()
 	s.changes.Notify()
 	s.log.Debug("session state", "state", ev.State.String(), "server", ev.Server)
@@ -151,7 +252,10 @@ func (s *Session) WaitSession(ctx context.Context) (int64, error) {
 }
 
 // Close ends the session: its ephemeral nodes disappear at once.
-func (s *Session) Close() { s.Conn().Close() }
+func (s *Session) Close() {
+	sessionACLs.Delete(s.Conn())
+	s.Conn().Close()
+}
 
 // zkLogger sends go-zookeeper's printf logging to slog at debug level.
 type zkLogger struct{ log *slog.Logger }

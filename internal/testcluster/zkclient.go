@@ -24,6 +24,29 @@ func ConnectZooKeeper(t testing.TB, sessionTimeout time.Duration, servers ...str
 	return conn
 }
 
+// ConnectZooKeeperAs is ConnectZooKeeper for a client authenticated with
+// ZooKeeper's digest scheme as userPassword (user:password), as daemons
+// with storm.zookeeper.auth.scheme digest are, or as an operator is. It
+// waits for the session and the authentication, and fails the test if
+// either fails within sessionTimeout. go-zookeeper sends the credentials
+// again whenever it reconnects.
+func ConnectZooKeeperAs(t testing.TB, sessionTimeout time.Duration, userPassword string, servers ...string) *zk.Conn {
+	t.Helper()
+	conn := ConnectZooKeeper(t, sessionTimeout, servers...)
+	done := make(chan error, 1)
+	go func() { done <- conn.AddAuth("digest", []byte(userPassword)) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("testcluster: authenticate to ZooKeeper %v: %v", servers, err)
+		}
+	case <-time.After(sessionTimeout):
+		conn.Close() // ends AddAuth
+		t.Fatalf("testcluster: no ZooKeeper session on %v within %v to authenticate", servers, sessionTimeout)
+	}
+	return conn
+}
+
 // dialZooKeeper is ConnectZooKeeper for a session that its caller closes.
 func dialZooKeeper(servers []string, sessionTimeout time.Duration) (*zk.Conn, error) {
 	conn, _, err := zk.Connect(servers, sessionTimeout, zk.WithLogInfo(false))
