@@ -123,6 +123,7 @@ func newRootCommand(g *globals) *cobra.Command {
 		newListCommand(g), newTopologyCommand(g),
 		newSubmitCommand(g), newKillCommand(g), newActivateCommand(g), newDeactivateCommand(g),
 		newRebalanceCommand(g),
+		newTLSCommand(g),
 	)
 	return root
 }
