@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -76,19 +75,6 @@ func newAccess(cfg SessionConfig) (access, error) {
 // ACL is the ACL of every node the daemons create, the one place it is
 // chosen (see SessionConfig.AuthScheme). The caller may keep the slice.
 func (s *Session) ACL() []zk.ACL { return slices.Clone(s.access.acl) }
-
-// sessionACLs maps the connection of each open Session to its ACL, for
-// EnsurePath, which is given a connection only.
-var sessionACLs sync.Map // *zk.Conn → []zk.ACL
-
-// aclOf is the ACL of nodes created through conn: its Session's, or open
-// for a connection that is not a Session's (a test's own client).
-func aclOf(conn *zk.Conn) []zk.ACL {
-	if acl, ok := sessionACLs.Load(conn); ok {
-		return acl.([]zk.ACL)
-	}
-	return zk.WorldACL(zk.PermAll)
-}
 
 // needed are the permissions a daemon needs on the directories it owns:
 // all but ADMIN, which only changing ACLs needs.

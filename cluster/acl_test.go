@@ -105,7 +105,7 @@ func TestDigestACLProtectsEveryNode(t *testing.T) {
 	if err := s.EnsureDirs(layout(paths)...); err != nil {
 		t.Fatal(err)
 	}
-	if err := cluster.EnsurePath(s.Conn(), paths.Swarms()); err != nil { // as bittorrent does
+	if err := s.EnsurePath(paths.Swarms()); err != nil { // as bittorrent does
 		t.Fatal(err)
 	}
 	self := &clusterv1.NimbusInfo{Host: "127.0.0.1", Port: 6627}

@@ -9,12 +9,11 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// EnsurePath creates p and its missing parents as empty persistent nodes.
-// It is idempotent and safe to race with other processes. Through the
-// connection of a Session the nodes get the Session's ACL, as with
-// Session.EnsurePath, which is the clearer call; through any other
-// connection they are open to anyone.
-func EnsurePath(conn *zk.Conn, p string) error { return ensurePath(conn, p, aclOf(conn)) }
+// EnsurePath creates p and its missing parents as empty persistent nodes
+// open to anyone, through a connection that is not a daemon's (a tool's, a
+// test's). It is idempotent and safe to race with other processes. Daemons
+// use Session.EnsurePath, whose nodes get the cluster's ACL.
+func EnsurePath(conn *zk.Conn, p string) error { return ensurePath(conn, p, zk.WorldACL(zk.PermAll)) }
 
 // EnsurePath creates p and its missing parents as empty persistent nodes
 // with the session's ACL. It is idempotent and safe to race with other

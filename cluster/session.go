@@ -128,7 +128,6 @@ func Connect(ctx context.Context, cfg SessionConfig) (*Session, error) {
 		conn.Close()
 		return nil, err
 	}
-	sessionACLs.Store(conn, s.access.acl)
 	return s, nil
 }
 
@@ -252,10 +251,7 @@ func (s *Session) WaitSession(ctx context.Context) (int64, error) {
 }
 
 // Close ends the session: its ephemeral nodes disappear at once.
-func (s *Session) Close() {
-	sessionACLs.Delete(s.Conn())
-	s.Conn().Close()
-}
+func (s *Session) Close() { s.Conn().Close() }
 
 // zkLogger sends go-zookeeper's printf logging to slog at debug level.
 type zkLogger struct{ log *slog.Logger }

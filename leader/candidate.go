@@ -245,7 +245,7 @@ func newGUID() string {
 // earlier attempt made it, and returns its path and owning session.
 func createProtected(sess *cluster.Session, dir, guid string, self *clusterv1.NimbusInfo) (string, int64, error) {
 	conn := sess.Conn()
-	if err := cluster.EnsurePath(conn, dir); err != nil {
+	if err := sess.EnsurePath(dir); err != nil {
 		return "", 0, err
 	}
 	data := cluster.Encode(&clusterv1.NimbusInfo{Host: self.GetHost(), Port: self.GetPort()})

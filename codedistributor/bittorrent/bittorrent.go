@@ -19,7 +19,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
-	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 )
@@ -111,7 +110,7 @@ func New(p codedistributor.Params) (codedistributor.Distributor, error) {
 		torrents: map[string]*active{},
 		cleaned:  map[string]bool{},
 	}
-	if err := cluster.EnsurePath(p.Session.Conn(), p.Session.Paths().Swarms()); err != nil {
+	if err := p.Session.EnsurePath(p.Session.Paths().Swarms()); err != nil {
 		cl.Close()
 		return nil, fmt.Errorf("bittorrent: create %s: %w", p.Session.Paths().Swarms(), err)
 	}

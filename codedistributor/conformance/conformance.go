@@ -139,7 +139,7 @@ func NewEnv(t *testing.T, backend string, configure func(*configs.Config)) *Env 
 		t.Fatal(err)
 	}
 	t.Cleanup(sess.Close)
-	if err := cluster.EnsurePath(sess.Conn(), sess.Paths().CodeDistributor()); err != nil {
+	if err := sess.EnsurePath(sess.Paths().CodeDistributor()); err != nil {
 		t.Fatal(err)
 	}
 	return &Env{t: t, backend: backend, cfg: cfg, Session: sess}
