@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/nimbusha/nimbus/internal/notify"
@@ -18,6 +19,11 @@ import (
 var (
 	ErrNotHeld = errors.New("codedistributor: code not held")
 	ErrCorrupt = errors.New("codedistributor: code corrupt")
+	// ErrStoreFull and ErrStoreReadOnly say why a write to the store
+	// failed (WriteError): its filesystem is full (or the writer's quota
+	// spent), or mounted read-only.
+	ErrStoreFull     = errors.New("codedistributor: no space left in the code store")
+	ErrStoreReadOnly = errors.New("codedistributor: the code store is read-only")
 )
 
 // Store is a node's local copy of topology code: <root>/code/<topology-id>/
@@ -281,4 +287,53 @@ func (s *Store) IDs() ([]string, error) {
 		}
 	}
 	return ids, nil
+}
+
+// WriteError says why a write to the store failed: err wrapped with
+// ErrStoreFull when the filesystem has no space left (ENOSPC) or the
+// writer's quota is spent (EDQUOT), with ErrStoreReadOnly when it is
+// mounted read-only (EROFS), and err as it is otherwise.
+func (s *Store) WriteError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return fmt.Errorf("%w (%s): %w", ErrStoreFull, s.root, err)
+	case errors.Is(err, syscall.EROFS):
+		return fmt.Errorf("%w (%s): %w", ErrStoreReadOnly, s.root, err)
+	}
+	return err
+}
+
+// Free returns the bytes an unprivileged writer may still write to the
+// store's filesystem.
+func (s *Store) Free() (int64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(s.root, &st); err != nil {
+		return 0, fmt.Errorf("codedistributor: free space of %s: %w", s.root, err)
+	}
+	return int64(st.Bavail) * int64(st.Bsize), nil // Bsize is int64 on Linux, not everywhere
+}
+
+// probeBytes is what Probe writes: enough to need a data block, little
+// enough to cost nothing.
+const probeBytes = 64 << 10
+
+// Probe writes a small file into the store's temp directory, flushes it to
+// disk and removes it: it reports whether the store can be written now,
+// with the error classified as by WriteError.
+func (s *Store) Probe() error {
+	f, err := os.CreateTemp(filepath.Join(s.root, "tmp"), "probe-")
+	if err != nil {
+		return s.WriteError(err)
+	}
+	defer os.Remove(f.Name())
+	_, err = f.Write(make([]byte, probeBytes))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return s.WriteError(err)
 }

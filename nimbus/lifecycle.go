@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nimbusha/nimbus/apierr"
+	"github.com/nimbusha/nimbus/configs"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 	"github.com/nimbusha/nimbus/validate"
@@ -131,4 +132,88 @@ func finishRebalance(base *clusterv1.StormBase, epoch int64) bool {
 	base.Status, base.PreviousStatus = base.GetPreviousStatus(), clusterv1.TopologyStatus_TOPOLOGY_STATUS_UNSPECIFIED
 	base.PendingRebalance, base.ActionDeadlineUnixMs, base.Epoch = nil, 0, epoch
 	return true
+}
+
+// zkBudget is the size ZooKeeper accepts for one node the leader writes
+// (validate.ZKNodeBudget of storm.zookeeper.jute.maxbuffer), and the
+// longest supervisor id and host an assignment may name. A submission or a
+// rebalance is checked against it before anything is written: a StormBase
+// or an assignment over it would have ZooKeeper close the leader's
+// connection at every attempt to write it (docs/ARCHITECTURE.md section
+// 14).
+type zkBudget struct {
+	maxBuffer       int // storm.zookeeper.jute.maxbuffer
+	limit           int
+	supervisorIDLen int
+	hostLen         int
+}
+
+// newZKBudget is the budget for a ZooKeeper of maxBuffer and the
+// registered supervisors: the longest id and host among them, or the
+// assumed ones (validate.AssumedSupervisorIDLen, AssumedHostLen) if
+// longer.
+func newZKBudget(maxBuffer int, supervisors map[string]*clusterv1.SupervisorInfo) zkBudget {
+	b := zkBudget{maxBuffer: maxBuffer, limit: validate.ZKNodeBudget(maxBuffer),
+		supervisorIDLen: validate.AssumedSupervisorIDLen, hostLen: validate.AssumedHostLen}
+	for id, info := range supervisors {
+		b.supervisorIDLen = max(b.supervisorIDLen, len(id), len(info.GetSupervisorId()))
+		b.hostLen = max(b.hostLen, len(info.GetHost()))
+	}
+	return b
+}
+
+// check refuses, as an error for field, a StormBase whose node, or whose
+// assignment once scheduled, could exceed the budget. A rebalancing
+// StormBase is checked as it is (the plan included) and as its rebalance
+// will leave it.
+func (b zkBudget) check(field string, base *clusterv1.StormBase) error {
+	if err := b.fits(field, "StormBase", int64(widestStormBase(base))); err != nil {
+		return err
+	}
+	if base.GetStatus() == clusterv1.TopologyStatus_TOPOLOGY_STATUS_REBALANCING {
+		base = proto.CloneOf(base)
+		finishRebalance(base, 0)
+		if err := b.fits(field, "StormBase", int64(widestStormBase(base))); err != nil {
+			return err
+		}
+	}
+	size := validate.AssignmentBound(base.GetComponentExecutors(), base.GetNumWorkers(), b.supervisorIDLen, b.hostLen)
+	return b.fits(field, "assignment", size)
+}
+
+func (b zkBudget) fits(field, node string, size int64) error {
+	if size <= int64(b.limit) {
+		return nil
+	}
+	return validate.Invalid(field, "the topology's %s would take up to %d bytes in ZooKeeper, over the %d a node may hold "+
+		"(%s %d less %d for the write's fence and paths); use fewer executors, fewer or shorter component ids, "+
+		"or raise %s on ZooKeeper and on every daemon",
+		node, size, b.limit, configs.KeyZKMaxBuffer, b.maxBuffer, validate.ZKWriteMargin, configs.KeyZKMaxBuffer)
+}
+
+// widestStormBase is the size of base at its largest through the edits it
+// may still see: a kill adds a previous status and a deadline, every write
+// sets the epoch; each is counted at its widest encoding.
+func widestStormBase(base *clusterv1.StormBase) int {
+	b := proto.CloneOf(base)
+	b.Epoch, b.ActionDeadlineUnixMs = -1, -1 // negative varints take 10 bytes
+	b.PreviousStatus = clusterv1.TopologyStatus_TOPOLOGY_STATUS_REBALANCING
+	if b.Status == clusterv1.TopologyStatus_TOPOLOGY_STATUS_UNSPECIFIED {
+		b.Status = clusterv1.TopologyStatus_TOPOLOGY_STATUS_REBALANCING
+	}
+	return proto.Size(b)
+}
+
+// withinBudget is edit, refused if what it writes would not fit budget.
+func withinBudget(edit change, budget zkBudget, field string) change {
+	return func(base *clusterv1.StormBase) (bool, error) {
+		changed, err := edit(base)
+		if err != nil || !changed {
+			return changed, err
+		}
+		if err := budget.check(field, base); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 
 	"github.com/nimbusha/nimbus/cluster"
@@ -55,6 +56,8 @@ type Server struct {
 	health    *health.Server
 	grpc      *grpc.Server
 	actions   chan struct{} // wakes the leader loop
+	// storeHealth is whether the code store can be written (status.go).
+	storeHealth *storeHealth
 
 	lc    daemon.Lifecycle // what Start started, and how Close stops it
 	ready chan struct{}
@@ -189,9 +192,11 @@ func (s *Server) build() (err error) {
 	})
 
 	s.actions = make(chan struct{}, 1)
+	s.storeHealth = new(storeHealth)
 	s.svc = &service{
 		cfg: cfg, log: s.log, self: s.Addr(), view: s.view, sess: s.sess, election: s.election,
 		store: s.store, dist: s.dist, syncer: s.syncer, inFlight: map[string]bool{}, pending: map[string]bool{},
+		uploads: newUploadGate(cfg.NimbusMaxUploads, s.storeHealth),
 		actionsChanged: func() {
 			select {
 			case s.actions <- struct{}{}:
@@ -202,12 +207,42 @@ func (s *Server) build() (err error) {
 	s.health = health.NewServer()
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	s.health.SetServingStatus(nimbusv1.LeaderHealthService, healthpb.HealthCheckResponse_NOT_SERVING)
-	s.grpc = grpc.NewServer(grpc.ForceServerCodecV2(encodings))
+	s.grpc = grpc.NewServer(s.grpcOptions(encodings)...)
 	nimbusv1.RegisterNimbusServiceServer(s.grpc, s.svc)
 	nimbusv1.RegisterCodeServiceServer(s.grpc, codeservice.New(s.store, s.metrics.codeSent))
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
 	return nil
+}
+
+// Keepalive on the gRPC server: it pings a connection silent for
+// keepaliveTime and closes it if the ping is not answered within
+// keepaliveTimeout, so a client that vanished (a host gone, a half-open TCP
+// connection) frees its streams in about a minute and a half, not TCP's
+// hours; clients may ping it every keepaliveMinClientPing at most, even
+// without a stream open, and are disconnected (GOAWAY) if they ping more
+// often.
+const (
+	keepaliveTime          = time.Minute
+	keepaliveTimeout       = 20 * time.Second
+	keepaliveMinClientPing = 10 * time.Second
+)
+
+// grpcOptions are the gRPC server's options, each set on purpose
+// (docs/ARCHITECTURE.md section 4.4): the shared encodings (section 11),
+// the concurrent streams a connection may have open (more wait in the
+// client until one ends: nimbus.grpc.max.concurrent.streams), the largest
+// message received (nimbus.grpc.max_buffer_size; an artifact chunk is at
+// most 1 MiB, a larger message is refused with RESOURCE_EXHAUSTED before
+// it is read) and keepalive.
+func (s *Server) grpcOptions(encodings *sharedEncodings) []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.ForceServerCodecV2(encodings),
+		grpc.MaxConcurrentStreams(uint32(s.cfg.NimbusMaxStreams)),
+		grpc.MaxRecvMsgSize(s.cfg.NimbusMaxMessageBytes),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: keepaliveTime, Timeout: keepaliveTimeout}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveMinClientPing, PermitWithoutStream: true}),
+	}
 }
 
 // run starts every loop and server. Their stops, in the reverse order,
@@ -224,6 +259,7 @@ func (s *Server) run() {
 	registered := s.register(ctx)
 	s.lc.Go(func() { s.leadTerms(ctx) })
 	s.lc.Go(func() { s.watchStatus(ctx) })
+	s.lc.Go(func() { s.probeStore(ctx) })
 	s.lc.Go(func() { s.announceReady(ctx, registered) })
 	s.serveMetrics()
 	s.serveGRPC()

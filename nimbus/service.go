@@ -37,6 +37,7 @@ type service struct {
 	syncer   *codesync.Syncer
 	// actionsChanged wakes the leader loop after a kill.
 	actionsChanged func()
+	uploads        *uploadGate // admits submissions' uploads (submit.go)
 
 	mu       sync.Mutex
 	inFlight map[string]bool // names being submitted through this nimbus
@@ -163,12 +164,24 @@ func (s *service) RebalanceTopology(ctx context.Context, req *nimbusv1.Rebalance
 	if req.WaitSecs != nil {
 		wait = time.Duration(req.GetWaitSecs()) * time.Second
 	}
-	err := s.transition(ctx, req.GetName(), rebalance(req, wait, time.Now))
+	// The plan must leave a StormBase and an assignment ZooKeeper accepts.
+	field := "component_parallelism"
+	if len(req.GetComponentParallelism()) == 0 {
+		field = "num_workers"
+	}
+	edit := withinBudget(rebalance(req, wait, time.Now), s.zkBudget(), field)
+	err := s.transition(ctx, req.GetName(), edit)
 	if err == nil {
 		s.log.Info("topology rebalancing", "topology", req.GetName(), "in", wait)
 		s.actionsChanged()
 	}
 	return &nimbusv1.RebalanceTopologyResponse{}, apierr.ToStatus(err)
+}
+
+// zkBudget is what one node the leader writes may hold, with the
+// supervisors registered now.
+func (s *service) zkBudget() zkBudget {
+	return newZKBudget(s.cfg.ZKMaxBuffer, s.view.supervisors.Snapshot())
 }
 
 // transition applies edit to the named topology's StormBase on the

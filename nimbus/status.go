@@ -2,18 +2,24 @@ package nimbus
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/nimbusha/nimbus/cluster"
+	"github.com/nimbusha/nimbus/codedistributor"
 	"github.com/nimbusha/nimbus/internal/notify"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
 // watchStatus keeps health and metrics in step with the session, the
-// caches and this nimbus's own term, and logs leader changes it sees.
+// caches, the code store and this nimbus's own term, and logs leader
+// changes it sees.
 func (s *Server) watchStatus(ctx context.Context) {
 	v, m := s.view, s.metrics
 	var lastEpoch int64 // zero: no leader seen yet
@@ -22,9 +28,10 @@ func (s *Server) watchStatus(ctx context.Context) {
 		// change in between would otherwise go unseen until the next one.
 		state, _, sessChanged := s.sess.State()
 		elected, locks, nimbuses := s.election.Changed(), v.locks.Changed(), v.nimbuses.Changed()
+		storeChanged, storeErr := s.storeHealth.state()
 		connected := state == zk.StateHasSession
 		loaded := notify.Closed(v.nimbuses.Loaded()) && notify.Closed(v.locks.Loaded()) && notify.Closed(v.storms.Loaded())
-		setServing(s.health, "", connected && loaded)
+		setServing(s.health, "", connected && loaded && storeErr == nil)
 		term := s.election.Current()
 		setServing(s.health, nimbusv1.LeaderHealthService, term != nil)
 		m.isLeader.Set(boolFloat(term != nil))
@@ -49,8 +56,112 @@ func (s *Server) watchStatus(ctx context.Context) {
 		case <-elected:
 		case <-locks: // also closed when a cache loads
 		case <-nimbuses:
+		case <-storeChanged:
 		}
 	}
+}
+
+// storeHealth is whether the local code store can be written. A
+// submission whose write to the store fails because the filesystem is
+// full or read-only, or that finds less than storeHeadroom free, marks it
+// failed (failed); from then until a probe succeeds (probeStore), health
+// "" is NOT_SERVING and submissions are refused at once with the same
+// error, without reading their artifact. Only submissions detect a
+// failure: a nimbus that receives none (a follower) stays SERVING.
+type storeHealth struct {
+	mu      sync.Mutex
+	err     error // nil while writable
+	changed notify.Notifier
+}
+
+// state returns a channel closed at the next change, then the store's
+// failure (nil while writable).
+func (h *storeHealth) state() (<-chan struct{}, error) {
+	ch := h.changed.Changed()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return ch, h.err
+}
+
+// set records the store's state and reports whether it changed.
+func (h *storeHealth) set(err error) bool {
+	h.mu.Lock()
+	changed := (h.err == nil) != (err == nil)
+	h.err = err
+	h.mu.Unlock()
+	if changed {
+		h.changed.Notify()
+	}
+	return changed
+}
+
+// failed records that err, a write to the store classified as full or
+// read-only (codedistributor.Store.WriteError), failed; other errors are
+// not about the store's filesystem and change nothing. It returns err.
+func (h *storeHealth) failed(err error, log *slog.Logger) error {
+	if !isStoreFailure(err) {
+		return err
+	}
+	if h.set(err) {
+		log.Error("the code store cannot be written: health NOT_SERVING and submissions refused until a probe write succeeds",
+			"err", err, "probe_every", storeProbeEvery)
+	}
+	return err
+}
+
+// storeProbeEvery is how often a store that failed is probed.
+const storeProbeEvery = time.Second
+
+// probeStore probes a store that failed every storeProbeEvery until it
+// can be written again: a probe write (codedistributor.Store.Probe: a
+// 64 KiB file written, synced and removed) succeeds, and the filesystem
+// has storeHeadroom free, so a store that is still nearly full does not
+// flap back to SERVING. It returns when ctx ends.
+func (s *Server) probeStore(ctx context.Context) {
+	for {
+		changed, err := s.storeHealth.state()
+		if err == nil {
+			select {
+			case <-changed:
+				continue
+			case <-ctx.Done():
+				return
+			}
+		}
+		select {
+		case <-time.After(storeProbeEvery):
+		case <-ctx.Done():
+			return
+		}
+		if err := s.probeOnce(); err != nil {
+			s.storeHealth.set(err) // still failed; keep the latest reason
+			continue
+		}
+		if s.storeHealth.set(nil) {
+			s.log.Info("the code store can be written again: health SERVING")
+		}
+	}
+}
+
+// probeOnce is one probe of the store (see probeStore).
+func (s *Server) probeOnce() error {
+	if err := s.store.Probe(); err != nil {
+		return err
+	}
+	free, err := s.store.Free()
+	if err != nil {
+		return err
+	}
+	return lowOnSpace(s.store, free)
+}
+
+// lowOnSpace says, as a full store, that store has less than
+// storeHeadroom free.
+func lowOnSpace(store *codedistributor.Store, free int64) error {
+	if free >= storeHeadroom {
+		return nil
+	}
+	return fmt.Errorf("%w (%s): %d bytes free, under the %d kept free", codedistributor.ErrStoreFull, store.Root(), free, storeHeadroom)
 }
 
 func setServing(h *health.Server, service string, ok bool) {

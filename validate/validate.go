@@ -108,6 +108,9 @@ func Spec(spec *nimbusv1.TopologySpec) error {
 	if s := spec.GetInitialStatus(); nimbusv1.InitialStatus_name[int32(s)] == "" {
 		return Invalid("spec.initial_status", "must be %s, got %d", initialStatusAccepted, int32(s))
 	}
+	if n := spec.GetArtifactBytes(); n < 0 {
+		return Invalid("spec.artifact_bytes", "must not be negative (0: not declared), got %d", n)
+	}
 	return nil
 }
 

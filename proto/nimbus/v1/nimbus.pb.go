@@ -145,6 +145,13 @@ type TopologySpec struct {
 	Config        map[string]string `protobuf:"bytes,5,rep,name=config,proto3" json:"config,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	InitialStatus InitialStatus     `protobuf:"varint,6,opt,name=initial_status,json=initialStatus,proto3,enum=nimbus.v1.InitialStatus" json:"initial_status,omitempty"`
 	Owner         string            `protobuf:"bytes,7,opt,name=owner,proto3" json:"owner,omitempty"`
+	// The artifact's size in bytes, which the Go SDK sets. With it the leader
+	// refuses, before the upload starts, an artifact over
+	// nimbus.max.artifact.bytes (INVALID_ARGUMENT) or one its code store has no
+	// room for (RESOURCE_EXHAUSTED), and refuses an upload that sends more or
+	// fewer bytes (INVALID_ARGUMENT). 0: not declared (older clients); the
+	// upload is then only checked as it arrives.
+	ArtifactBytes int64 `protobuf:"varint,8,opt,name=artifact_bytes,json=artifactBytes,proto3" json:"artifact_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -226,6 +233,13 @@ func (x *TopologySpec) GetOwner() string {
 		return x.Owner
 	}
 	return ""
+}
+
+func (x *TopologySpec) GetArtifactBytes() int64 {
+	if x != nil {
+		return x.ArtifactBytes
+	}
+	return 0
 }
 
 // ArtifactTrailer ends a submission.
@@ -1804,7 +1818,7 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\x16nimbus/v1/nimbus.proto\x12\tnimbus.v1\x1a\x18cluster/v1/cluster.proto\"A\n" +
 	"\rComponentSpec\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12 \n" +
-	"\vparallelism\x18\x02 \x01(\x05R\vparallelism\"\xf3\x02\n" +
+	"\vparallelism\x18\x02 \x01(\x05R\vparallelism\"\x9a\x03\n" +
 	"\fTopologySpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vnum_workers\x18\x02 \x01(\x05R\n" +
@@ -1815,7 +1829,8 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\x0eworker_command\x18\x04 \x03(\tR\rworkerCommand\x12;\n" +
 	"\x06config\x18\x05 \x03(\v2#.nimbus.v1.TopologySpec.ConfigEntryR\x06config\x12?\n" +
 	"\x0einitial_status\x18\x06 \x01(\x0e2\x18.nimbus.v1.InitialStatusR\rinitialStatus\x12\x14\n" +
-	"\x05owner\x18\a \x01(\tR\x05owner\x1a9\n" +
+	"\x05owner\x18\a \x01(\tR\x05owner\x12%\n" +
+	"\x0eartifact_bytes\x18\b \x01(\x03R\rartifactBytes\x1a9\n" +
 	"\vConfigEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\")\n" +
