@@ -11,6 +11,7 @@ import (
 	"io"
 
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
@@ -26,7 +27,10 @@ type submitStream = grpc.ClientStreamingClient[nimbusv1.SubmitTopologyRequest, n
 // SHA-256, computed while streaming. It reads exactly size bytes; an
 // artifact that ends sooner fails the submission, which the server then
 // never stores. progress, if not nil, is called after each chunk with the
-// bytes sent so far and size.
+// bytes sent so far and size. The spec is sent with artifact_bytes set to
+// size (spec itself is not modified), so the leader refuses an artifact it
+// has no room for before the upload starts: ResourceExhausted, which is
+// not retried, like every limit the leader answers with.
 //
 // It blocks until the leader acknowledges, which happens after the code is
 // stored on topology.min.replication.count nimbuses or the replication
@@ -62,6 +66,8 @@ func (c *Client) SubmitTopology(ctx context.Context, spec *nimbusv1.TopologySpec
 	case artifact == nil && size > 0:
 		return nil, errors.New("client: SubmitTopology: nil artifact")
 	}
+	spec = proto.CloneOf(spec)
+	spec.ArtifactBytes = size
 	art := newArtifact(artifact)
 	r := c.newRetrier()
 	redirects := 0

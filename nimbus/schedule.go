@@ -3,6 +3,7 @@ package nimbus
 import (
 	"cmp"
 	"errors"
+	"log/slog"
 	"maps"
 	"sort"
 	"time"
@@ -13,8 +14,10 @@ import (
 
 	"github.com/nimbusha/nimbus/assign"
 	"github.com/nimbusha/nimbus/cluster"
+	"github.com/nimbusha/nimbus/configs"
 	"github.com/nimbusha/nimbus/leader"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
+	"github.com/nimbusha/nimbus/validate"
 )
 
 // scheduler is one term's scheduling state.
@@ -26,6 +29,10 @@ type scheduler struct {
 	// it, and scheduling from a stale assignment would move workers twice.
 	written map[string]*clusterv1.Assignment
 	deleted map[string]bool
+	// oversize are the topologies whose assignment did not fit in a
+	// ZooKeeper node, logged once each: never sent, since ZooKeeper drops
+	// the connection of whoever sends one, and with it the leader's term.
+	oversize map[string]bool
 }
 
 // cleared records that this term deleted a topology's assignment (a
@@ -41,7 +48,8 @@ type heartbeatSeen struct {
 }
 
 func newScheduler() *scheduler {
-	return &scheduler{seen: map[string]heartbeatSeen{}, written: map[string]*clusterv1.Assignment{}, deleted: map[string]bool{}}
+	return &scheduler{seen: map[string]heartbeatSeen{}, written: map[string]*clusterv1.Assignment{}, deleted: map[string]bool{},
+		oversize: map[string]bool{}}
 }
 
 // schedule assigns the topologies' executors to the live supervisors'
@@ -69,9 +77,31 @@ func (s *Server) schedule(term *leader.Term, sch *scheduler) (int, error) {
 			s.log.Warn("rewriting an unreadable assignment", "topology", t.ID, "epoch", term.Epoch())
 		}
 		exists := current[t.ID] != nil || unreadable[t.ID]
-		writes = append(writes, s.assignmentWrite(term, t.ID, a, current[t.ID], exists, storms[t.ID], hosts, now))
+		w := s.assignmentWrite(term, t.ID, a, current[t.ID], exists, storms[t.ID], hosts, now)
+		if !sch.fits(w, validate.ZKNodeBudget(s.cfg.ZKMaxBuffer), s.log) {
+			continue
+		}
+		writes = append(writes, w)
 	}
 	return sch.wrote(writes, writeAll(term, writes))
+}
+
+// fits reports whether w's assignment fits in a ZooKeeper node of budget
+// bytes, and logs, once per topology until it fits again, the one that
+// does not. Submit and rebalance refuse a topology that could outgrow the
+// budget; this is the last line, for one that grew past it anyway (a
+// supervisor registered with a longer id than any before).
+func (sch *scheduler) fits(w assignmentWrite, budget int, log *slog.Logger) bool {
+	if size := proto.Size(w.out); size > budget {
+		if !sch.oversize[w.id] {
+			log.Error("assignment larger than a ZooKeeper node may be; not written (the topology keeps its workers)",
+				"topology", w.id, "bytes", size, "budget", budget, "key", configs.KeyZKMaxBuffer)
+			sch.oversize[w.id] = true
+		}
+		return false
+	}
+	delete(sch.oversize, w.id)
+	return true
 }
 
 // current is the cached assignments, corrected by what this term wrote or

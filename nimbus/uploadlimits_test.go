@@ -331,6 +331,8 @@ func TestInProcessFullOrReadOnlyStore(t *testing.T) {
 	big := smallSpec("big")
 	big.ArtifactBytes = 14 << 20
 	checkRefused(t, rawSubmit(t.Context(), conn, big, []byte("x")), codes.ResourceExhausted, "bytes free", "nothing was stored")
+	// The SDK declares the size itself.
+	checkRefused(t, submit("big", 14<<20), codes.ResourceExhausted, "bytes free", "nothing was stored")
 	if got := servingStatus(t, conn); got != healthpb.HealthCheckResponse_SERVING {
 		t.Fatalf("health %v after refusing one big artifact", got)
 	}

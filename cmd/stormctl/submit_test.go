@@ -94,6 +94,7 @@ func TestRunSubmit(t *testing.T) {
 		Config:        map[string]string{"topology.debug": "true", "opts": "-Da=b -Dc=d", "empty": ""},
 		InitialStatus: nimbusv1.InitialStatus_INITIAL_STATUS_ACTIVE,
 		Owner:         "alice",
+		ArtifactBytes: 3<<20 + 17, // the SDK declares the artifact's size
 	}
 	checkRequests(t, f, spec, spec)
 	if f.LastSubmission().HadDeadline {
