@@ -8,6 +8,7 @@ import (
 	"net"
 
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/nimbusha/nimbus/configs"
 )
@@ -49,7 +50,12 @@ func (r *Reloader) ClientConfig(serverName string) *tls.Config {
 // ClientCredentials returns gRPC transport credentials
 // (grpc.WithTransportCredentials) that verify each server as ClientConfig
 // does, for the host of the address dialed: one set serves every address.
+// On a nil Reloader, which is what FromConfig gives with TLS off, they are
+// plaintext: callers need not tell the two cases apart.
 func (r *Reloader) ClientCredentials() credentials.TransportCredentials {
+	if r == nil {
+		return insecure.NewCredentials()
+	}
 	return &clientCredentials{TransportCredentials: credentials.NewTLS(r.ClientConfig("")), r: r}
 }
 

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
@@ -11,12 +12,21 @@ import (
 
 // Peers holds one gRPC connection per node this one downloads from.
 type Peers struct {
+	creds credentials.TransportCredentials
+
 	mu    sync.Mutex
 	conns map[string]*grpc.ClientConn
 }
 
-// NewPeers returns an empty pool.
-func NewPeers() *Peers { return &Peers{conns: map[string]*grpc.ClientConn{}} }
+// NewPeers returns an empty pool whose connections use creds: TLS with this
+// node's certificate, which identifies it to its peers
+// (certs.Reloader.ClientCredentials), or plaintext when creds is nil.
+func NewPeers(creds credentials.TransportCredentials) *Peers {
+	if creds == nil {
+		creds = insecure.NewCredentials()
+	}
+	return &Peers{creds: creds, conns: map[string]*grpc.ClientConn{}}
+}
 
 // Code returns the CodeService at addr (host:port).
 func (p *Peers) Code(addr string) (nimbusv1.CodeServiceClient, error) {
@@ -25,7 +35,7 @@ func (p *Peers) Code(addr string) (nimbusv1.CodeServiceClient, error) {
 	cc, ok := p.conns[addr]
 	if !ok {
 		var err error
-		cc, err = grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		cc, err = grpc.NewClient(addr, grpc.WithTransportCredentials(p.creds))
 		if err != nil {
 			return nil, err
 		}

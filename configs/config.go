@@ -371,7 +371,9 @@ var fields = []field{
 	{KeyNimbusMaxMessageBytes, 0, "largest gRPC message a nimbus receives, in bytes", func(c *Config) any { return &c.NimbusMaxMessageBytes }},
 }
 
-// NimbusFlagKeys are the keys that bin/nimbus also takes as flags.
+// NimbusFlagKeys are the keys that bin/nimbus also takes as flags. Secrets
+// (storm.zookeeper.auth.payload) are not among them: a command line is
+// visible to every user of the machine.
 func NimbusFlagKeys() []string {
 	return []string{
 		KeyZKServers, KeyZKPort, KeyZKRoot, KeyZKSessionTimeout, KeyZKConnectionTimeout, KeyLocalDir,
@@ -379,6 +381,10 @@ func NimbusFlagKeys() []string {
 		KeyMinReplicationCount, KeyMaxReplicationWait, KeyCodeSyncFreq, KeyNimbusMaxArtifactBytes, KeyTopologyMessageTimeout,
 		KeyMonitorFreq, KeySupervisorTimeout, KeyBittorrentPort, KeyBittorrentTrackerURL,
 		KeyBittorrentMaxUpload, KeyBittorrentMaxDownload, KeyBittorrentSeedPeers,
+		KeyTLSEnable, KeyTLSCert, KeyTLSKey, KeyTLSTruststore, KeyTLSClientAuthRequired, KeyTLSPrincipal,
+		KeyNimbusAdmins, KeyNimbusUsers, KeyNimbusSupervisorUsers, KeyNimbusDaemonUsers, KeyMetricsPprof,
+		KeyZKAuthScheme, KeyZKSuperACL, KeyZKMaxBuffer,
+		KeyNimbusMaxUploads, KeyNimbusUploadIdleTimeout, KeyNimbusMaxStreams, KeyNimbusMaxMessageBytes,
 	}
 }
 
@@ -391,7 +397,15 @@ func SupervisorFlagKeys() []string {
 		KeyBittorrentPort, KeyBittorrentTrackerURL,
 		KeyBittorrentMaxUpload, KeyBittorrentMaxDownload, KeyBittorrentSeedPeers,
 		KeySupervisorMetricsPort,
+		KeyTLSEnable, KeyTLSCert, KeyTLSKey, KeyTLSTruststore, KeyMetricsPprof,
+		KeyZKAuthScheme, KeyZKSuperACL, KeyRunWorkerAsUser, KeyPrincipalToLocal, KeySupervisorWorkerEnv,
 	}
+}
+
+// ClientFlagKeys are the keys that stormctl also takes as flags: how to
+// reach and trust the nimbuses, and its own certificate.
+func ClientFlagKeys() []string {
+	return []string{KeyNimbusSeeds, KeyTLSEnable, KeyTLSCert, KeyTLSKey, KeyTLSTruststore}
 }
 
 // Keys returns every key this package knows, in a stable order.

@@ -2,11 +2,10 @@ package nimbus
 
 import (
 	"context"
-	"errors"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -15,11 +14,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/nimbusha/nimbus/auth"
+	"github.com/nimbusha/nimbus/certs"
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
 	_ "github.com/nimbusha/nimbus/codedistributor/backends" // every storm.codedistributor.class
@@ -58,6 +60,8 @@ type Server struct {
 	actions   chan struct{} // wakes the leader loop
 	// storeHealth is whether the code store can be written (status.go).
 	storeHealth *storeHealth
+	tls         *certs.Reloader  // nil when nimbus.grpc.tls.enable is false
+	authz       *auth.Authorizer // allows everything without client authentication
 
 	lc    daemon.Lifecycle // what Start started, and how Close stops it
 	ready chan struct{}
@@ -76,11 +80,11 @@ func New(cfg *configs.Config, logger *slog.Logger) *Server {
 	return s
 }
 
-// Start brings the nimbus up in four steps: listen (the gRPC and metrics
-// ports), connect (the local code store, the ZooKeeper session and the
-// layout's directories), build (the caches, the code distributor, the
-// election and its gate, the syncer, the gRPC services) and run (every
-// loop and server).
+// Start brings the nimbus up in five steps: listen (the gRPC and metrics
+// ports), secure (the TLS material and the authorizer), connect (the local
+// code store, the ZooKeeper session and the layout's directories), build
+// (the caches, the code distributor, the election and its gate, the
+// syncer, the gRPC services) and run (every loop and server).
 //
 // ctx bounds connecting only. Once Start returns, the nimbus runs until
 // Close, under a context of its own; ReadyNotify says when it is
@@ -93,6 +97,9 @@ func (s *Server) Start(ctx context.Context) (err error) {
 		}
 	}()
 	if err := s.listen(); err != nil {
+		return err
+	}
+	if err := s.secure(); err != nil {
 		return err
 	}
 	if err := s.connect(ctx); err != nil {
@@ -134,6 +141,29 @@ func (s *Server) listen() (err error) {
 	return nil
 }
 
+// secure loads the TLS material and the authorizer, and says loudly when
+// anyone who reaches the gRPC port may act: no TLS on an address others
+// can reach, or TLS without client authentication.
+func (s *Server) secure() (err error) {
+	cfg := s.cfg
+	if s.tls, err = certs.FromConfig(cfg, s.base); err != nil {
+		return fmt.Errorf("nimbus: %w", err)
+	}
+	if s.authz, err = auth.New(cfg, s.base); err != nil {
+		return fmt.Errorf("nimbus: %w", err)
+	}
+	addr := s.listener.Addr().(*net.TCPAddr)
+	switch {
+	case !cfg.TLSEnable && !addr.IP.IsLoopback():
+		s.log.Warn("INSECURE: gRPC without TLS on an address others can reach: anyone who reaches it may submit code that every supervisor runs; set nimbus.grpc.tls.* (README: Security)",
+			"listen", addr.String())
+	case cfg.TLSEnable && !cfg.TLSClientAuthRequired:
+		s.log.Warn("gRPC over TLS without client authentication: anyone who reaches the port may act; set nimbus.grpc.tls.client.auth.required (README: Security)",
+			"listen", addr.String())
+	}
+	return nil
+}
+
 // connect opens the local code store and the ZooKeeper session, and makes
 // sure the directories of the layout exist.
 func (s *Server) connect(ctx context.Context) (err error) {
@@ -141,13 +171,7 @@ func (s *Server) connect(ctx context.Context) (err error) {
 	if s.store, err = codedistributor.OpenStore(filepath.Join(cfg.LocalDir, "nimbus")); err != nil {
 		return fmt.Errorf("nimbus: storm.local.dir %s: %w", cfg.LocalDir, err)
 	}
-	s.sess, err = cluster.Connect(ctx, cluster.SessionConfig{
-		Servers:        cfg.ZKServers(),
-		SessionTimeout: cfg.ZKSessionTimeout,
-		ConnectTimeout: cfg.ZKConnectionTimeout,
-		Root:           cfg.ZKRoot,
-		Logger:         s.base,
-	})
+	s.sess, err = cluster.Connect(ctx, daemon.SessionConfig(cfg, s.base))
 	if err != nil {
 		return err
 	}
@@ -167,7 +191,7 @@ func (s *Server) build() (err error) {
 	encodings := newSharedEncodings()
 	s.view = newView(s.sess, encodings.share, s.base)
 
-	peers := codedistributor.NewPeers()
+	peers := codedistributor.NewPeers(s.tls.ClientCredentials())
 	s.lc.OnClose(peers.Close)
 	params := codedistributor.Params{Config: cfg, Session: s.sess, Peers: peers, Self: s.Addr(),
 		Store: s.store, Metrics: s.reg, Logger: s.base}
@@ -194,7 +218,7 @@ func (s *Server) build() (err error) {
 	s.actions = make(chan struct{}, 1)
 	s.storeHealth = new(storeHealth)
 	s.svc = &service{
-		cfg: cfg, log: s.log, self: s.Addr(), view: s.view, sess: s.sess, election: s.election,
+		cfg: cfg, log: s.log, self: s.Addr(), view: s.view, sess: s.sess, election: s.election, authz: s.authz,
 		store: s.store, dist: s.dist, syncer: s.syncer, inFlight: map[string]bool{}, pending: map[string]bool{},
 		uploads: newUploadGate(cfg.NimbusMaxUploads, s.storeHealth),
 		actionsChanged: func() {
@@ -209,7 +233,7 @@ func (s *Server) build() (err error) {
 	s.health.SetServingStatus(nimbusv1.LeaderHealthService, healthpb.HealthCheckResponse_NOT_SERVING)
 	s.grpc = grpc.NewServer(s.grpcOptions(encodings)...)
 	nimbusv1.RegisterNimbusServiceServer(s.grpc, s.svc)
-	nimbusv1.RegisterCodeServiceServer(s.grpc, codeservice.New(s.store, s.metrics.codeSent))
+	nimbusv1.RegisterCodeServiceServer(s.grpc, codeservice.New(s.store, s.metrics.codeSent, codeservice.WithAuthorizer(s.authz)))
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
 	return nil
@@ -236,7 +260,16 @@ const (
 // most 1 MiB, a larger message is refused with RESOURCE_EXHAUSTED before
 // it is read) and keepalive.
 func (s *Server) grpcOptions(encodings *sharedEncodings) []grpc.ServerOption {
+	creds := insecure.NewCredentials()
+	if s.tls != nil {
+		creds = s.tls.ServerCredentials(s.cfg.TLSClientAuthRequired)
+	}
 	return []grpc.ServerOption{
+		grpc.Creds(creds),
+		// Authentication and authorization first: nothing else runs for a
+		// caller who may not call.
+		grpc.ChainUnaryInterceptor(s.authz.UnaryServerInterceptor()),
+		grpc.ChainStreamInterceptor(s.authz.StreamServerInterceptor()),
 		grpc.ForceServerCodecV2(encodings),
 		grpc.MaxConcurrentStreams(uint32(s.cfg.NimbusMaxStreams)),
 		grpc.MaxRecvMsgSize(s.cfg.NimbusMaxMessageBytes),
@@ -277,18 +310,17 @@ func (s *Server) register(ctx context.Context) <-chan struct{} {
 	return registered
 }
 
-// serveMetrics serves metrics and pprof on the metrics port, if any.
+// serveMetrics serves metrics (and pprof, if enabled) on the metrics port,
+// if any, over TLS when TLS is on.
 func (s *Server) serveMetrics() {
 	if s.metricsLn == nil {
 		return
 	}
-	srv := &http.Server{Handler: daemon.MetricsHandler(s.reg), ReadHeaderTimeout: 10 * time.Second}
-	s.lc.Go(func() {
-		if err := srv.Serve(s.metricsLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.lc.Fail(fmt.Errorf("nimbus: metrics: %w", err))
-		}
-	})
-	s.lc.OnClose(func() { srv.Close() })
+	var tlsConfig *tls.Config
+	if s.tls != nil {
+		tlsConfig = s.tls.ServerConfig(false) // scrapers need no certificate
+	}
+	daemon.ServeMetrics(&s.lc, s.metricsLn, s.reg, s.cfg.MetricsPprof, tlsConfig, "nimbus")
 }
 
 // serveGRPC serves the gRPC services. Its stop drains in-flight calls for

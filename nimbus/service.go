@@ -11,8 +11,10 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/nimbusha/nimbus/apierr"
+	"github.com/nimbusha/nimbus/auth"
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
+	"github.com/nimbusha/nimbus/codeservice"
 	"github.com/nimbusha/nimbus/codesync"
 	"github.com/nimbusha/nimbus/configs"
 	"github.com/nimbusha/nimbus/leader"
@@ -32,6 +34,7 @@ type service struct {
 	view     *view
 	sess     *cluster.Session
 	election *leader.Election
+	authz    *auth.Authorizer // who may do what; allows everything without authentication
 	store    *codedistributor.Store
 	dist     codedistributor.Distributor
 	syncer   *codesync.Syncer
@@ -132,7 +135,7 @@ func (s *service) KillTopology(ctx context.Context, req *nimbusv1.KillTopologyRe
 	if req.WaitSecs != nil {
 		wait = time.Duration(req.GetWaitSecs()) * time.Second
 	}
-	err := s.transition(ctx, req.GetName(), kill(wait, time.Now))
+	err := s.transition(ctx, req.GetName(), auth.ActionKill, kill(wait, time.Now))
 	if err == nil {
 		s.log.Info("topology killed", "topology", req.GetName(), "removal_in", wait)
 		s.actionsChanged()
@@ -144,7 +147,7 @@ func (s *service) ActivateTopology(ctx context.Context, req *nimbusv1.ActivateTo
 	if err := validate.Activate(req); err != nil {
 		return nil, apierr.ToStatus(err)
 	}
-	err := s.transition(ctx, req.GetName(), setStatus(clusterv1.TopologyStatus_TOPOLOGY_STATUS_ACTIVE))
+	err := s.transition(ctx, req.GetName(), auth.ActionActivate, setStatus(clusterv1.TopologyStatus_TOPOLOGY_STATUS_ACTIVE))
 	return &nimbusv1.ActivateTopologyResponse{}, apierr.ToStatus(err)
 }
 
@@ -152,7 +155,7 @@ func (s *service) DeactivateTopology(ctx context.Context, req *nimbusv1.Deactiva
 	if err := validate.Deactivate(req); err != nil {
 		return nil, apierr.ToStatus(err)
 	}
-	err := s.transition(ctx, req.GetName(), setStatus(clusterv1.TopologyStatus_TOPOLOGY_STATUS_INACTIVE))
+	err := s.transition(ctx, req.GetName(), auth.ActionDeactivate, setStatus(clusterv1.TopologyStatus_TOPOLOGY_STATUS_INACTIVE))
 	return &nimbusv1.DeactivateTopologyResponse{}, apierr.ToStatus(err)
 }
 
@@ -170,12 +173,28 @@ func (s *service) RebalanceTopology(ctx context.Context, req *nimbusv1.Rebalance
 		field = "num_workers"
 	}
 	edit := withinBudget(rebalance(req, wait, time.Now), s.zkBudget(), field)
-	err := s.transition(ctx, req.GetName(), edit)
+	err := s.transition(ctx, req.GetName(), auth.ActionRebalance, edit)
 	if err == nil {
 		s.log.Info("topology rebalancing", "topology", req.GetName(), "in", wait)
 		s.actionsChanged()
 	}
 	return &nimbusv1.RebalanceTopologyResponse{}, apierr.ToStatus(err)
+}
+
+// authorize asks whether the caller may act on topology id: its owner,
+// the principals in its topology.users (read from the conf stored with its
+// code, which the leader holds) and nimbus.admins may. Without the stored
+// conf (a killed topology's code may be gone) only the owner and admins
+// may.
+func (s *service) authorize(ctx context.Context, act auth.Action, id string, base *clusterv1.StormBase) error {
+	if !s.authz.Enabled() {
+		return nil
+	}
+	var users []string
+	if spec, err := codeservice.ReadSpec(s.store, id); err == nil {
+		users = auth.TopologyUsers(spec.GetConfig())
+	}
+	return s.authz.Topology(ctx, act, id, base.GetOwner(), users)
 }
 
 // zkBudget is what one node the leader writes may hold, with the
@@ -184,18 +203,22 @@ func (s *service) zkBudget() zkBudget {
 	return newZKBudget(s.cfg.ZKMaxBuffer, s.view.supervisors.Snapshot())
 }
 
-// transition applies edit to the named topology's StormBase on the
-// leader. It reads the node afresh and writes with a version check inside
-// the fenced write: a cache can lag a write made a moment ago (a kill, then
-// an activate that must not undo it). edit reports whether it changed
-// anything; either way the answer comes from a nimbus that still leads.
-func (s *service) transition(ctx context.Context, name string, edit change) error {
+// transition applies edit, the caller's act, to the named topology's
+// StormBase on the leader, if the caller may (authorize). It reads the node
+// afresh and writes with a version check inside the fenced write: a cache
+// can lag a write made a moment ago (a kill, then an activate that must not
+// undo it). edit reports whether it changed anything; either way the
+// answer comes from a nimbus that still leads.
+func (s *service) transition(ctx context.Context, name string, act auth.Action, edit change) error {
 	term, err := s.leaderTerm(ctx)
 	if err != nil {
 		return err
 	}
-	id, _, err := s.view.byName(name)
+	id, cached, err := s.view.byName(name)
 	if err != nil {
+		return err
+	}
+	if err := s.authorize(ctx, act, id, cached); err != nil {
 		return err
 	}
 	path := s.sess.Paths().Storm(id)

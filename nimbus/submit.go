@@ -52,11 +52,15 @@ func (s *service) submit(stream nimbusv1.NimbusService_SubmitTopologyServer) (*n
 	idle := newIdleStream(stream, s.cfg.NimbusUploadIdleTimeout)
 	defer idle.close()
 	stream = idle
-	// 1. The spec, validated before anything else, and what it would have
-	// the leader write to ZooKeeper checked against the node size
-	// ZooKeeper accepts.
+	// 1. The spec, validated before anything else, owned by the caller
+	// (with authentication on, the principal of its certificate, whatever
+	// the spec says), and what it would have the leader write to ZooKeeper
+	// checked against the node size ZooKeeper accepts.
 	spec, err := receiveSpec(stream)
 	if err != nil {
+		return nil, err
+	}
+	if spec.Owner, err = s.authz.Owner(ctx, spec.GetOwner()); err != nil {
 		return nil, err
 	}
 	if err := s.zkBudget().check("spec.components", newStormBase(spec, make([]byte, sha256.Size), 0, time.Now())); err != nil {

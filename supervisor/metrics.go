@@ -1,12 +1,10 @@
 package supervisor
 
 import (
-	"errors"
+	"crypto/tls"
 	"fmt"
 	"net"
-	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -55,19 +53,17 @@ func (s *Supervisor) listenMetrics() (err error) {
 	return nil
 }
 
-// serveMetrics serves metrics and pprof on the metrics port, if any, until
-// Close.
+// serveMetrics serves metrics (and pprof, if enabled) on the metrics port,
+// if any, over TLS when TLS is on, until Close.
 func (s *Supervisor) serveMetrics() {
 	if s.metricsLn == nil {
 		return
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), workerCollector{s})
-	srv := &http.Server{Handler: daemon.MetricsHandler(reg), ReadHeaderTimeout: 10 * time.Second}
-	s.lc.Go(func() {
-		if err := srv.Serve(s.metricsLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.lc.Fail(fmt.Errorf("supervisor: metrics: %w", err))
-		}
-	})
-	s.lc.OnClose(func() { srv.Close() })
+	var tlsConfig *tls.Config
+	if s.tls != nil {
+		tlsConfig = s.tls.ServerConfig(false) // scrapers need no certificate
+	}
+	daemon.ServeMetrics(&s.lc, s.metricsLn, reg, s.cfg.MetricsPprof, tlsConfig, "supervisor")
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/nimbusha/nimbus/certs"
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
 	_ "github.com/nimbusha/nimbus/codedistributor/backends" // every storm.codedistributor.class
@@ -44,7 +45,8 @@ type Supervisor struct {
 	fetcher     *codedistributor.Fetcher
 	assignments *cluster.DirCache[*clusterv1.Assignment]
 	spawn       *spawner
-	metricsLn   net.Listener // nil when supervisor.metrics.port is -1
+	metricsLn   net.Listener    // nil when supervisor.metrics.port is -1
+	tls         *certs.Reloader // nil when nimbus.grpc.tls.enable is false
 
 	wake  chan struct{}
 	beat  chan struct{}
@@ -78,10 +80,11 @@ func (s *Supervisor) ReadyNotify() <-chan struct{} { return s.ready }
 // Close.
 func (s *Supervisor) Err() <-chan error { return s.lc.Err() }
 
-// Start brings the supervisor up in four steps: claim its local directory
-// (and the id kept there), listen on the metrics port, connect (the
-// ZooKeeper session, the code distributor, the assignments cache) and run
-// (registration and heartbeats, the reconcile loop, metrics).
+// Start brings the supervisor up in these steps: check it may run workers
+// as asked, claim its local directory (and the id kept there), load its TLS
+// material, listen on the metrics port, connect (the ZooKeeper session,
+// the code distributor, the assignments cache) and run (registration and
+// heartbeats, the reconcile loop, metrics).
 //
 // ctx bounds connecting only. Once Start returns, the supervisor runs
 // until Close, under a context of its own; ReadyNotify says when it is
@@ -99,6 +102,10 @@ func (s *Supervisor) Start(ctx context.Context) (err error) {
 	}
 	if err := s.claimDir(); err != nil {
 		return err
+	}
+	// Its certificate identifies it to the nimbuses it fetches code from.
+	if s.tls, err = certs.FromConfig(s.cfg, s.base); err != nil {
+		return fmt.Errorf("supervisor: %w", err)
 	}
 	if err := s.listenMetrics(); err != nil {
 		return err
@@ -139,10 +146,7 @@ func (s *Supervisor) claimDir() (err error) {
 // through it: the code distributor and the assignments cache.
 func (s *Supervisor) connect(ctx context.Context) (err error) {
 	cfg := s.cfg
-	s.sess, err = cluster.Connect(ctx, cluster.SessionConfig{
-		Servers: cfg.ZKServers(), SessionTimeout: cfg.ZKSessionTimeout, ConnectTimeout: cfg.ZKConnectionTimeout,
-		Root: cfg.ZKRoot, Logger: s.base,
-	})
+	s.sess, err = cluster.Connect(ctx, daemon.SessionConfig(cfg, s.base))
 	if err != nil {
 		return err
 	}
@@ -151,7 +155,7 @@ func (s *Supervisor) connect(ctx context.Context) (err error) {
 	if err := s.sess.EnsureDirs(paths.Supervisors()); err != nil {
 		return fmt.Errorf("supervisor: %w", err)
 	}
-	peers := codedistributor.NewPeers()
+	peers := codedistributor.NewPeers(s.tls.ClientCredentials())
 	s.lc.OnClose(peers.Close)
 	params := codedistributor.Params{Config: cfg, Session: s.sess, Peers: peers, Store: s.store, Logger: s.base}
 	if s.dist, err = codedistributor.New(cfg.CodeDistributorClass, params); err != nil {

@@ -5,16 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
 
+	"github.com/nimbusha/nimbus/certs"
 	"github.com/nimbusha/nimbus/client"
+	"github.com/nimbusha/nimbus/configs"
 )
 
 // Exit codes.
@@ -25,14 +30,14 @@ const (
 )
 
 const (
-	seedsEnv       = "STORM_NIMBUS_SEEDS"
-	defaultSeeds   = "localhost:6627"
+	seedsEnv       = "STORM_NIMBUS_SEEDS" // configs.EnvName(configs.KeyNimbusSeeds)
 	defaultTimeout = 10 * time.Second
 )
 
 // globals are the flags every command shares, and what the commands write
 // to.
 type globals struct {
+	flags      *pflag.FlagSet // the root's: --config and the keys stormctl takes
 	seeds      string
 	output     string
 	timeout    time.Duration
@@ -79,10 +84,6 @@ func execute(args []string, g *globals) int {
 }
 
 func newRootCommand(g *globals) *cobra.Command {
-	seeds := defaultSeeds
-	if env, ok := os.LookupEnv(seedsEnv); ok && env != "" {
-		seeds = env
-	}
 	root := &cobra.Command{
 		Use:   "stormctl",
 		Short: "Control a Nimbus-HA cluster",
@@ -114,7 +115,10 @@ func newRootCommand(g *globals) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 
 	f := root.PersistentFlags()
-	f.StringVar(&g.seeds, "seeds", seeds, "nimbus addresses, host:port[,host:port...] (env "+seedsEnv+")")
+	g.flags = f
+	f.StringVar(&g.seeds, "seeds", "", "nimbus addresses, host[:port][,...] (default: nimbus.seeds from --config or env "+seedsEnv+", else localhost:6627)")
+	// The same keys as the daemons, from --config, STORM_* or these flags.
+	configs.RegisterFlags(f, configs.ClientFlagKeys()...)
 	f.StringVarP(&g.output, "output", "o", "table", "output format: table or json")
 	f.DurationVar(&g.timeout, "timeout", defaultTimeout, "time limit of the whole command (submit: none unless given)")
 
@@ -141,16 +145,28 @@ func (g *globals) withClient(ctx context.Context, fn func(context.Context, *clie
 	return g.withClientTimeout(ctx, g.timeout, fn)
 }
 
-// withClientTimeout runs fn with a client for --seeds under timeout; zero
-// means no time limit but the caller's (Ctrl-C).
+// withClientTimeout runs fn with a client for the seeds (--seeds, else
+// nimbus.seeds) under timeout; zero means no time limit but the caller's
+// (Ctrl-C). The client speaks TLS as the configuration says.
 func (g *globals) withClientTimeout(ctx context.Context, timeout time.Duration, fn func(context.Context, *client.Client) error) error {
-	var seeds []string
-	for s := range strings.SplitSeq(g.seeds, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			seeds = append(seeds, s)
+	cfg, _, err := configs.Load(g.flags)
+	if err != nil {
+		return &usageError{err}
+	}
+	seeds := cfg.SeedAddrs()
+	if g.seeds != "" {
+		seeds = nil
+		for s := range strings.SplitSeq(g.seeds, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				seeds = append(seeds, s)
+			}
 		}
 	}
-	c, err := client.New(seeds)
+	tlsm, err := certs.FromConfig(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return err
+	}
+	c, err := client.New(seeds, client.WithDialOptions(grpc.WithTransportCredentials(tlsm.ClientCredentials())))
 	if err != nil {
 		return &usageError{fmt.Errorf("--seeds: %w", err)}
 	}

@@ -161,7 +161,7 @@ func (e *Env) Node() *Node {
 	nimbusv1.RegisterCodeServiceServer(srv, codeservice.New(store, nil))
 	go srv.Serve(ln)
 	t.Cleanup(srv.Stop)
-	peers := codedistributor.NewPeers()
+	peers := codedistributor.NewPeers(nil)
 	t.Cleanup(peers.Close)
 	params := codedistributor.Params{Config: e.cfg, Session: e.Session, Peers: peers, Self: n.Addr, Store: store,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -191,7 +190,7 @@ func (r *run) checkSlots() {
 func (r *run) checkGoroutines() {
 	for _, d := range append(slices.Clone(r.nimbuses), r.sups...) {
 		p := d.proc()
-		n, err := goroutines(p.MetricsAddr())
+		n, err := goroutines(p)
 		if err != nil {
 			continue // paused, cut off or dead: the fault, not a leak
 		}
@@ -210,22 +209,18 @@ func (r *run) checkGoroutines() {
 	}
 }
 
-func goroutines(metricsAddr string) (int, error) {
-	hc := http.Client{Timeout: 2 * time.Second}
-	resp, err := hc.Get("http://" + metricsAddr + "/debug/pprof/goroutine?debug=1")
+// goroutines reads a daemon's go_goroutines gauge from its metrics page.
+func goroutines(p *testcluster.Process) (int, error) {
+	page, err := p.Metrics()
 	if err != nil {
 		return 0, err
 	}
-	defer resp.Body.Close()
-	line, err := bufio.NewReader(resp.Body).ReadString('\n')
-	if err != nil {
-		return 0, err
+	for _, line := range strings.Split(page, "\n") {
+		if v, ok := strings.CutPrefix(line, "go_goroutines "); ok {
+			return strconv.Atoi(strings.TrimSpace(v))
+		}
 	}
-	_, total, ok := strings.Cut(strings.TrimSpace(line), "total ")
-	if !ok {
-		return 0, fmt.Errorf("goroutine profile starts %q", line)
-	}
-	return strconv.Atoi(total)
+	return 0, fmt.Errorf("%s: no go_goroutines on its metrics page", p.Name)
 }
 
 // replicated: at least minReplicas nimbuses hold the code /storms names.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
 	_ "github.com/nimbusha/nimbus/codedistributor/backends" // the classes CheckClass knows
 	"github.com/nimbusha/nimbus/configs"
@@ -52,4 +53,20 @@ func Setup(name string, args []string, stderr io.Writer, keys []string) (cfg *co
 		log.Warn("configuration", "warning", w)
 	}
 	return cfg, log, 0, true
+}
+
+// SessionConfig is how the daemon described by cfg reaches ZooKeeper: the
+// servers, the session, the root, and the digest credentials that give the
+// nodes it creates their ACL.
+func SessionConfig(cfg *configs.Config, log *slog.Logger) cluster.SessionConfig {
+	return cluster.SessionConfig{
+		Servers:        cfg.ZKServers(),
+		SessionTimeout: cfg.ZKSessionTimeout,
+		ConnectTimeout: cfg.ZKConnectionTimeout,
+		Root:           cfg.ZKRoot,
+		AuthScheme:     cfg.ZKAuthScheme,
+		AuthPayload:    cfg.ZKAuthPayload,
+		SuperACL:       cfg.ZKSuperACL,
+		Logger:         log,
+	}
 }
