@@ -82,7 +82,7 @@ func TestCommandRefusals(t *testing.T) {
 		{owner: "toor", err: ErrRootWorker},
 		{owner: "mallory", err: ErrNoWorkerUser},
 		{owner: "", err: ErrNoWorkerUser},
-		{owner: "alice", env: "STORM_CODE_DIR=/tmp/evil", err: ErrTopologyEnvironment},
+		{owner: "alice", env: "STORM_CODE_DIR=/tmp/evil", err: configs.ErrTopologyEnvironment},
 	}
 	for _, tc := range tests {
 		w := testWorker(t, asUserConfig(""), tc.owner, tc.env)

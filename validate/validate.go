@@ -10,6 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/nimbusha/nimbus/configs"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
@@ -200,6 +201,13 @@ func checkConfig(config map[string]string) error {
 			return Invalid(field, "value must be at most %d bytes, got %d", maxConfigValueLen, len(config[k]))
 		}
 	}
+	// The keys Nimbus-HA reads itself are checked now, not when a
+	// supervisor first tries to start a worker.
+	if env, ok := config[configs.TopologyEnvironment]; ok {
+		if _, err := configs.ParseTopologyEnvironment(env); err != nil {
+			return Invalid("spec.config["+showValue(configs.TopologyEnvironment)+"]", "%v", err)
+		}
+	}
 	return nil
 }
 
@@ -256,6 +264,7 @@ func Rebalance(req *nimbusv1.RebalanceTopologyRequest) error {
 	if len(cp) > maxComponents {
 		return Invalid("component_parallelism", "must have at most %d entries, got %d", maxComponents, len(cp))
 	}
+	var executors int64
 	for _, id := range slices.Sorted(maps.Keys(cp)) {
 		field := "component_parallelism[" + showValue(id) + "]"
 		if reason := componentIDProblem(id); reason != "" {
@@ -264,6 +273,12 @@ func Rebalance(req *nimbusv1.RebalanceTopologyRequest) error {
 		if err := checkParallelism(field, cp[id]); err != nil {
 			return err
 		}
+		executors += int64(cp[id])
+	}
+	// The components not named keep theirs: the leader checks the total
+	// against what ZooKeeper can hold.
+	if executors > maxExecutors {
+		return Invalid("component_parallelism", "total parallelism (executors) must be at most %d, got %d", maxExecutors, executors)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/nimbusha/nimbus/configs"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
@@ -386,4 +388,20 @@ func TestValidateCodeFileName(t *testing.T) {
 			checkField(t, CodeFileName("file", tc.name), tc.field)
 		})
 	}
+}
+
+// Keys of the topology's conf that Nimbus-HA reads are checked at submit,
+// and a rebalance's plan may not ask for more executors than a spec may.
+func TestTopologyConfAndRebalanceTotals(t *testing.T) {
+	spec := validSpec()
+	spec.Config[configs.TopologyEnvironment] = "STORM_PORT=1"
+	checkField(t, Spec(spec), `spec.config["topology.environment"]`)
+	spec.Config[configs.TopologyEnvironment] = "JAVA_OPTS=-Xmx1g, TZ=UTC"
+	checkField(t, Spec(spec), "")
+
+	plan := map[string]int32{}
+	for i := range 11 {
+		plan[fmt.Sprintf("c%d", i)] = maxParallelism
+	}
+	checkField(t, Rebalance(&nimbusv1.RebalanceTopologyRequest{Name: "wc", ComponentParallelism: plan}), "component_parallelism")
 }
