@@ -88,6 +88,7 @@ bench: test-deps build
 	$(GO) test ./bench -run "^$$" -bench Schedule -benchtime 20x -benchmem
 	$(GO) test ./bench -run "^$$" -bench Distribute -benchtime 1x -timeout 40m -args -distribute-trials 3
 	$(GO) test ./bench -run "^$$" -bench Scale -benchtime 1x -timeout 60m -args -scale-supervisors 1000 -scale-topologies 1000
+	$(GO) test ./bench -run "^$$" -bench Security -benchtime 1x -timeout 30m -args -security-rounds 3 -security-read-secs 5 -security-submit-trials 20
 
 clean:
 	rm -rf bin .quickstart
