@@ -34,6 +34,9 @@ type Cluster struct {
 	Root           string // storm.zookeeper.root
 	SessionTimeout time.Duration
 	Dir            string // a log file and a local dir per daemon
+	// Security, when not nil, turns security on for every daemon and for
+	// the Cluster's own clients (WithSecurity).
+	Security *Security
 
 	logf func(format string, args ...any) // progress: a daemon is ready
 
@@ -59,6 +62,19 @@ func WithSessionTimeout(d time.Duration) ClusterOption {
 // temporary directory of the test; New creates dir if need be, and does not
 // remove it.
 func WithDir(dir string) ClusterOption { return func(c *Cluster) { c.Dir = dir } }
+
+// WithSecurity turns security on (issue 17) with sec's CA and credentials:
+// every nimbus and supervisor serves and dials gRPC over TLS with a
+// certificate of its own (NimbusPrincipal or SupervisorPrincipal, for
+// 127.0.0.1; Process.Identity), nimbuses require client certificates and
+// are told nimbus.admins AdminPrincipal, nimbus.supervisor.users
+// SupervisorPrincipal and nimbus.daemon.users NimbusPrincipal, and every
+// daemon authenticates to ZooKeeper with sec.ZooKeeperAuth (digest, given
+// in the environment), so the nodes it creates carry ACLs. Conn, API,
+// Health and the leader helpers dial as sec.Admin; ConnAs and APIAs as
+// anyone; Process.Metrics speaks HTTPS. A daemon's WithArgs come after
+// these flags, so a test can change any of them (nimbus.users, say).
+func WithSecurity(sec *Security) ClusterOption { return func(c *Cluster) { c.Security = sec } }
 
 // WithLogf reports progress to logf instead of t.Logf: a benchmark, whose
 // log is always printed, passes one that drops it.

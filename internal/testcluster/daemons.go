@@ -2,6 +2,7 @@ package testcluster
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -96,7 +97,7 @@ func (c *Cluster) StartNimbus(opts ...DaemonOption) (*Process, error) {
 		"--nimbus.grpc.port", strconv.Itoa(cfg.port),
 		"--nimbus.metrics.port", "0",
 	)
-	return c.launch(cfg, "nimbus", append(args, cfg.args...))
+	return c.launch(cfg, "nimbus", args)
 }
 
 // StartSupervisor starts a supervisor on 127.0.0.1 that heartbeats every
@@ -123,17 +124,38 @@ func (c *Cluster) StartSupervisor(opts ...DaemonOption) (*Process, error) {
 		"--supervisor.heartbeat.frequency.secs", "1",
 		"--supervisor.metrics.port", "0",
 	)
-	return c.launch(cfg, "supervisor", append(args, cfg.args...))
+	return c.launch(cfg, "supervisor", args)
 }
 
-// launch starts a daemon binary, records it, waits for its ready line and
-// reports it: a nimbus by its address, a supervisor by its id.
+// launch starts a daemon binary with args, the Cluster's security flags
+// (if any) and the daemon's own (cfg.args), records it, waits for its
+// ready line and reports it: a nimbus by its address, a supervisor by its
+// id.
 func (c *Cluster) launch(cfg daemonConfig, binary string, args []string) (*Process, error) {
-	p, err := startProcess(cfg.name, c.Bin.Path(binary), filepath.Join(c.Dir, cfg.name+".log"), args, cfg.env)
+	env := cfg.env
+	var id Identity
+	if sec := c.Security; sec != nil {
+		principal := NimbusPrincipal
+		if binary == "supervisor" {
+			principal = SupervisorPrincipal
+		}
+		var err error
+		if id, err = sec.daemon(filepath.Join(c.Dir, "tls", cfg.name), principal); err != nil {
+			return nil, fmt.Errorf("testcluster: the certificate of %s: %w", cfg.name, err)
+		}
+		secArgs, secEnv := sec.secureArgs(binary, id)
+		args = append(args, secArgs...)
+		env = append(secEnv, env...)
+	}
+	p, err := startProcess(cfg.name, c.Bin.Path(binary), filepath.Join(c.Dir, cfg.name+".log"), append(args, cfg.args...), env)
 	if err != nil {
 		return nil, err
 	}
 	p.LocalDir = cfg.localDir
+	p.Identity = id
+	if c.Security != nil {
+		p.metricsTLS = c.Security.MetricsTLS()
+	}
 	c.mu.Lock()
 	c.started = append(c.started, p)
 	c.mu.Unlock()

@@ -18,14 +18,29 @@
 // processes stop at the end of the test, and their logs are printed if it
 // failed.
 //
+// Security (security.go, grpc.go). NewSecurity makes a test's throwaway
+// CA, a certificate per principal (Client, Foreign for one another CA
+// signed, Anonymous for none) and ZooKeeper digest credentials;
+// WithSecurity(sec) makes a Cluster whose daemons serve and dial over TLS
+// with certificates of their own (NimbusPrincipal, SupervisorPrincipal;
+// Process.Identity), require client certificates, name AdminPrincipal in
+// nimbus.admins and the daemons' principals in nimbus.supervisor.users
+// and nimbus.daemon.users, and create their ZooKeeper nodes with ACLs.
+// Conn, API, Health and the leader helpers then dial as sec.Admin, ConnAs,
+// APIAs, CodeAs and HealthAs as anyone, and Process.Metrics speaks HTTPS.
+// Reissue rotates a certificate in place; Identity gives stormctl's flags
+// (ClientFlags) or a storm.yaml (WriteConfig). The certificates are made
+// with crypto/x509, not package certs, whose tests import this package.
+//
 // ZooKeeper (zookeeper.go, ensemble.go, zkclient.go). Servers are real
 // Java processes from Debian's zookeeper package (3.8), started without
 // systemd with a temporary data directory: StartZooKeeper for one
 // standalone server, StartEnsemble for a quorum. Each runs in its own
 // process group and is stopped, and its directory removed, at the test's
 // cleanup; when the test failed, the tail of each server's log is printed.
-// ConnectZooKeeper opens a session of the test's own, DeleteTree deletes a
-// subtree in one multi.
+// ConnectZooKeeper opens a session of the test's own (ConnectZooKeeperAs
+// one authenticated with a digest), DeleteTree deletes a subtree in one
+// multi.
 //
 // HDFS (hdfs.go): a real NameNode and DataNode from Hadoop's jars.
 //

@@ -3,6 +3,7 @@ package testcluster
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +24,11 @@ type Process struct {
 	Name     string
 	LogPath  string
 	LocalDir string // storm.local.dir, for daemons that have one
+	// Identity is the daemon's TLS certificate in a Cluster WithSecurity;
+	// the zero Identity otherwise.
+	Identity Identity
+
+	metricsTLS *tls.Config // non-nil: the metrics port speaks HTTPS
 
 	cmd    *exec.Cmd
 	ready  chan struct{}
@@ -138,15 +144,22 @@ func (p *Process) MetricsAddr() string {
 	return p.metricsAddr
 }
 
-// Metrics fetches the daemon's Prometheus metrics page, waiting up to 5 s.
+// Metrics fetches the daemon's Prometheus metrics page, waiting up to 5 s;
+// over HTTPS, trusting the Cluster's CA, in a Cluster WithSecurity.
 func (p *Process) Metrics() (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.MetricsAddr()+"/metrics", nil)
+	scheme, hc := "http", http.DefaultClient
+	if p.metricsTLS != nil {
+		scheme = "https"
+		hc = &http.Client{Transport: &http.Transport{TLSClientConfig: p.metricsTLS}}
+		defer hc.CloseIdleConnections()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+p.MetricsAddr()+"/metrics", nil)
 	if err != nil {
 		return "", err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return "", err
 	}
