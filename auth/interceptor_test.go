@@ -255,7 +255,7 @@ func TestNoCertificate(t *testing.T) {
 	if s := c.nimbus.submissions(); len(s) != 0 {
 		t.Errorf("submissions reached the handler: %v", s)
 	}
-	if !strings.Contains(status.Convert(err).Message(), "no verified client certificate") {
+	if !strings.Contains(status.Convert(err).Message(), "no client certificate: this nimbus requires one") {
 		t.Errorf("the refusal does not say why: %v", err)
 	}
 	audits := c.log.lines(t, "audit")

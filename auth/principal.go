@@ -50,8 +50,8 @@ func PrincipalOf(cert *x509.Certificate, field string) (string, error) {
 // callback that leaves VerifiedChains empty.
 func PrincipalOfConn(state *tls.ConnectionState, field string) (string, error) {
 	if state == nil || len(state.VerifiedChains) == 0 || len(state.VerifiedChains[0]) == 0 {
-		return "", fmt.Errorf("%w: no verified client certificate (%s is on)",
-			apierr.ErrUnauthenticated, configs.KeyTLSClientAuthRequired)
+		return "", fmt.Errorf("%w: no client certificate: this nimbus requires one (%s); give this client %s and %s",
+			apierr.ErrUnauthenticated, configs.KeyTLSClientAuthRequired, configs.KeyTLSCert, configs.KeyTLSKey)
 	}
 	return PrincipalOf(state.VerifiedChains[0][0], field)
 }

@@ -18,13 +18,14 @@ var errNoCertificate = fmt.Errorf("certs: this process has no certificate to ser
 // the metrics port): TLS 1.2 or later, presenting this process's certificate
 // as it is at each handshake.
 //
-// With requireClientCert, every client must present a certificate for
-// clientAuth that the truststore, as it is at the handshake, verifies.
-// crypto/tls verifies it (tls.VerifyClientCertIfGiven, with the truststore
-// as ClientCAs), so the connection's VerifiedChains hold it, and a client
-// that sends none is refused by this package, with a message that says so.
-// Without requireClientCert, no client certificate is asked for, so none
-// is ever taken for an identity.
+// With requireClientCert, a client's certificate is asked for, and one that
+// is sent must be for clientAuth and verified by the truststore as it is at
+// the handshake: crypto/tls verifies it (tls.VerifyClientCertIfGiven, with
+// the truststore as ClientCAs), so the connection's VerifiedChains hold it.
+// A client that sends none gets through the handshake with no identity,
+// and package auth answers its calls UNAUTHENTICATED, saying what to do: a
+// TLS alert could say nothing. Without requireClientCert, no client
+// certificate is asked for, so none is ever taken for an identity.
 //
 // For gRPC, use ServerCredentials: it adds h2, and turns crypto/tls's
 // refusals of client certificates into errors that say what to fix, logged
@@ -54,16 +55,10 @@ func (r *Reloader) serverConfigFor(requireClientCert bool) (*tls.Config, error) 
 	if !requireClientCert {
 		return cfg, nil
 	}
-	// Not RequireAndVerifyClientCert: its refusal of a client without a
-	// certificate comes before any callback, in words that are not ours.
+	// Not RequireAndVerifyClientCert: a caller without a certificate is
+	// told why by package auth, in an answer, not by a bare TLS alert.
 	cfg.ClientAuth = tls.VerifyClientCertIfGiven
 	cfg.ClientCAs = m.pool
-	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
-		if len(cs.VerifiedChains) == 0 {
-			return &refusal{reason: ErrNoClientCertificate, msg: noClientCertificate}
-		}
-		return nil
-	}
 	return cfg, nil
 }
 

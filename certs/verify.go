@@ -9,24 +9,17 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/nimbusha/nimbus/configs"
 )
 
 // Why a peer's certificate was refused, for errors.Is. The errors say more,
 // in words an operator can act on.
 var (
-	ErrUntrusted           = errors.New("certs: certificate not signed by a CA in the truststore")
-	ErrExpired             = errors.New("certs: certificate expired")
-	ErrNotYetValid         = errors.New("certs: certificate not valid yet")
-	ErrWrongName           = errors.New("certs: certificate for other names")
-	ErrWrongUsage          = errors.New("certs: certificate not for this use")
-	ErrNoClientCertificate = errors.New("certs: no client certificate")
+	ErrUntrusted   = errors.New("certs: certificate not signed by a CA in the truststore")
+	ErrExpired     = errors.New("certs: certificate expired")
+	ErrNotYetValid = errors.New("certs: certificate not valid yet")
+	ErrWrongName   = errors.New("certs: certificate for other names")
+	ErrWrongUsage  = errors.New("certs: certificate not for this use")
 )
-
-// noClientCertificate is why a server that requires client certificates
-// refuses a client without one.
-var noClientCertificate = fmt.Sprintf("no client certificate: this nimbus requires one (%s)", configs.KeyTLSClientAuthRequired)
 
 // refusal is a refused certificate: its text says what to fix, and it wraps
 // one of the sentinels above and what crypto/x509 said, if anything.
@@ -82,9 +75,6 @@ func verifyServer(m *material, host string, cs tls.ConnectionState, now time.Tim
 // verifyClient checks, for a server that requires one, a client's
 // certificates.
 func verifyClient(m *material, cs tls.ConnectionState, now time.Time) error {
-	if len(cs.PeerCertificates) == 0 {
-		return &refusal{reason: ErrNoClientCertificate, msg: noClientCertificate}
-	}
 	return verifyChain(peer{role: "client"}, m, cs.PeerCertificates, x509.ExtKeyUsageClientAuth, now)
 }
 

@@ -13,7 +13,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
-	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/peer"
 
@@ -41,7 +40,7 @@ type conn struct {
 	api nimbusv1.NimbusServiceClient
 
 	mu          sync.Mutex
-	lastDialErr error // why the last dial failed; nil once one succeeds
+	lastDialErr error // why the last dial or TLS handshake failed; nil once one succeeds
 }
 
 // New returns a Client for the cluster reachable through seeds, each a
@@ -114,12 +113,12 @@ func (c *Client) conn(addr string) (*conn, error) {
 	}
 	cn := &conn{}
 	dialer := &net.Dialer{Timeout: c.opts.dialTimeout}
-	creds := insecure.NewCredentials()
-	if c.opts.tls != nil {
-		creds = credentials.NewTLS(c.opts.tls)
+	creds := c.opts.creds
+	if creds == nil {
+		creds = insecure.NewCredentials()
 	}
 	opts := append([]grpc.DialOption{
-		grpc.WithTransportCredentials(creds),
+		grpc.WithTransportCredentials(&recordingCredentials{TransportCredentials: creds, cn: cn}),
 		// Our dialer records why a dial failed, so errors can say
 		// "connection refused" rather than a transport message.
 		grpc.WithContextDialer(func(ctx context.Context, target string) (net.Conn, error) {

@@ -57,7 +57,7 @@ func retryable(ctx context.Context, err error) bool {
 	if _, ok := notLeader(err); ok {
 		return ctx.Err() == nil
 	}
-	return transient(err, ctx.Err() != nil)
+	return transient(err, ctx.Err() != nil) && !handshakeFailed(err)
 }
 
 // retrier spends one call's retry budget: attempts, total time, and the
@@ -131,9 +131,13 @@ func callLeader[Resp any](ctx context.Context, c *Client, rpc string, call unary
 		addr, err := c.leaderAddr(ctx)
 		if err == nil {
 			var resp Resp
-			resp, _, err = callAt(ctx, c, addr, call)
+			var f SeedFailure
+			resp, f, err = callAt(ctx, c, addr, call)
 			if err == nil {
 				return resp, nil
+			}
+			if f.Dial != nil { // say why no connection could be made
+				err = &NoSeedAnsweredError{Failures: []SeedFailure{f}}
 			}
 			if to, ok := notLeader(err); ok && to != "" {
 				if redirects >= c.opts.maxRedirects {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 )
 
 // Defaults of the options.
@@ -35,7 +36,7 @@ type options struct {
 	retryTimeout time.Duration
 	maxRedirects int
 	logger       *slog.Logger
-	tls          *tls.Config // nil: plaintext
+	creds        credentials.TransportCredentials // nil: plaintext
 	dialOptions  []grpc.DialOption
 }
 
@@ -86,8 +87,14 @@ func WithLogger(l *slog.Logger) Option {
 // are verified against cfg's roots (for each address's host), and cfg's
 // client certificate, if any, identifies the caller to nimbuses that
 // require one. Without it the client speaks plaintext.
-func WithTLS(cfg *tls.Config) Option {
-	return func(o *options) { o.tls = cfg }
+func WithTLS(cfg *tls.Config) Option { return WithTransportCredentials(credentials.NewTLS(cfg)) }
+
+// WithTransportCredentials makes the client connect with creds, such as
+// certs.Reloader.ClientCredentials (TLS with a certificate that is re-read
+// when it changes). A handshake that fails is not retried: the error says
+// why (a *HandshakeError in the SeedFailure's Dial).
+func WithTransportCredentials(creds credentials.TransportCredentials) Option {
+	return func(o *options) { o.creds = creds }
 }
 
 // WithDialOptions adds gRPC dial options, applied after the client's own

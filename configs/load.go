@@ -101,10 +101,12 @@ func load(path string, fs *pflag.FlagSet) (*Config, []string, error) {
 	}
 
 	if fs != nil {
-		// Visit sees only flags set on the command line, so a flag's
-		// default never hides the environment or the file.
-		fs.Visit(func(fl *pflag.Flag) {
-			if _, ok := lookupField(fl.Name); ok {
+		// Only flags set on the command line count, so a flag's default
+		// never hides the environment or the file. Changed, not Visit: a
+		// command framework (cobra) may parse a flag of this set through
+		// another set that shares it, which Visit does not see.
+		fs.VisitAll(func(fl *pflag.Flag) {
+			if _, ok := lookupField(fl.Name); ok && fl.Changed {
 				v.Set(fl.Name, fl.Value.String())
 			}
 		})

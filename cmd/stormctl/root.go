@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
 
 	"github.com/nimbusha/nimbus/certs"
@@ -166,7 +165,7 @@ func (g *globals) withClientTimeout(ctx context.Context, timeout time.Duration, 
 	if err != nil {
 		return err
 	}
-	c, err := client.New(seeds, client.WithDialOptions(grpc.WithTransportCredentials(tlsm.ClientCredentials())))
+	c, err := client.New(seeds, client.WithTransportCredentials(tlsm.ClientCredentials()))
 	if err != nil {
 		return &usageError{fmt.Errorf("--seeds: %w", err)}
 	}

@@ -18,19 +18,15 @@ import (
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
-// Issue 17 behaviour that the daemons and stormctl do not have yet: each
-// test here fails until the fix its comment names, and is kept apart so
-// that the fix's commit is the one that makes it pass.
+// How clients meet a secure cluster: without a certificate, and with the
+// TLS keys as stormctl flags.
 
 // Issue 17, E1/E2: a caller without a client certificate (a TLS client
 // that trusts the cluster and presents none) reaches the interceptors and
 // is answered Unauthenticated, and its mutating request leaves an audit
-// line (principal anonymous), as package auth's doc and tests say.
-//
-// Fails today: certs.ServerConfig refuses such a client in the handshake
-// (VerifyConnection, ErrNoClientCertificate), so it gets Unavailable, no
-// audit line is written, and the Go SDK, which retries Unavailable, spins
-// through its 30 s leader budget on a kill before giving up.
+// line (principal anonymous), as package auth's doc and tests say. (A TLS
+// refusal would be Unavailable, which the SDK retries for its whole leader
+// budget.)
 func TestSecureCallerWithoutCertificateIsUnauthenticated(t *testing.T) {
 	sec := testcluster.NewSecurity(t)
 	z := testcluster.StartZooKeeper(t)
@@ -54,13 +50,8 @@ func TestSecureCallerWithoutCertificateIsUnauthenticated(t *testing.T) {
 }
 
 // stormctl takes the TLS keys as flags (configs.ClientFlagKeys), as it
-// takes them from --config and STORM_*.
-//
-// Fails today: configs.Load visits only the flags its FlagSet recorded as
-// set (pflag's Visit), and stormctl gives it the root's persistent flags,
-// while cobra parses a subcommand's line into the subcommand's own set: the
-// flags are ignored, stormctl dials without TLS. --seeds, a plain cobra
-// flag, is unaffected.
+// takes them from --config and STORM_* (cobra parses a subcommand's line
+// into the subcommand's own flag set: configs.Load must see them set).
 func TestStormctlTLSFlags(t *testing.T) {
 	sec := testcluster.NewSecurity(t)
 	z := testcluster.StartZooKeeper(t)
