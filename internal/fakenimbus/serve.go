@@ -25,12 +25,13 @@ func Listen(t testing.TB) (net.Listener, string) {
 	return lis, lis.Addr().String()
 }
 
-// Serve serves s on lis in the background until the test ends; the
-// cleanup stops the server and waits for it. Set the On funcs first: Serve
-// orders them before every RPC.
-func (s *Server) Serve(t testing.TB, lis net.Listener) {
+// Serve serves s on lis in the background until the test ends, with the
+// gRPC server's opts (TLS credentials, say); the cleanup stops the server
+// and waits for it. Set the On funcs first: Serve orders them before every
+// RPC.
+func (s *Server) Serve(t testing.TB, lis net.Listener, opts ...grpc.ServerOption) {
 	t.Helper()
-	srv := grpc.NewServer()
+	srv := grpc.NewServer(opts...)
 	nimbusv1.RegisterNimbusServiceServer(srv, s)
 	done := make(chan struct{})
 	go func() {
