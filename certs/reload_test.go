@@ -6,8 +6,6 @@ import (
 	"os"
 	"testing"
 	"time"
-
-	"github.com/nimbusha/nimbus/internal/testcluster"
 )
 
 // A new connection sees a rotated certificate without a restart, on the
@@ -30,7 +28,9 @@ func TestRotationWithoutRestart(t *testing.T) {
 	replace(t, serverFiles, nextServer)
 	replace(t, clientFiles, nextClient)
 
-	testcluster.WaitFor(t, 10*time.Second, "the rotated certificates in use", func() error {
+	// (A poll of our own: testcluster makes its certificates with this
+	// package, so its WaitFor is not ours to import here.)
+	waitFor(t, 10*time.Second, "the rotated certificates in use", func() error {
 		got, err := check(hs.addr, client.ClientCredentials())
 		if err != nil {
 			return err
@@ -177,4 +177,18 @@ func readFile(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// waitFor polls cond under a deadline, as testcluster.WaitFor does.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() error) {
+	t.Helper()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.Now().Add(timeout)
+	for err := cond(); err != nil; err = cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s: %v", timeout, what, err)
+		}
+		<-tick.C
+	}
 }

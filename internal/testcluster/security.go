@@ -1,18 +1,11 @@
 package testcluster
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/hex"
-	"encoding/pem"
-	"errors"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,12 +15,9 @@ import (
 
 	"google.golang.org/grpc/credentials"
 
+	"github.com/nimbusha/nimbus/certs"
 	"github.com/nimbusha/nimbus/configs"
 )
-
-// This file makes its certificates with crypto/x509 rather than package
-// certs: certs' own tests import testcluster, so testcluster may not import
-// certs. The daemons load these files with certs like any operator's.
 
 // The principals a secure Cluster's daemons and its default client are
 // (the common names of their certificates), and what its daemons are told
@@ -73,10 +63,10 @@ type Security struct {
 	// Cluster's Conn, API, Health and WaitLeader use.
 	Admin Identity
 
-	ca      *authority
+	ca      *certs.CA
 	mu      sync.Mutex
 	clients map[string]Identity // by principal
-	foreign *authority          // made on first use by Foreign
+	foreign *certs.CA           // made on first use by Foreign
 	aliens  map[string]Identity
 }
 
@@ -97,11 +87,11 @@ type Identity struct {
 func NewSecurity(t testing.TB) *Security {
 	t.Helper()
 	dir := t.TempDir()
-	ca, err := newAuthority(filepath.Join(dir, "ca"), CAName)
+	ca, err := certs.NewCA(filepath.Join(dir, "ca"), CAName, caLifetime)
 	if err != nil {
 		t.Fatalf("testcluster: %v", err)
 	}
-	s := &Security{Dir: dir, CAFile: ca.file, CACert: ca.cert, ZooKeeperAuth: "nimbus:" + randomHex(t, 12), ca: ca,
+	s := &Security{Dir: dir, CAFile: ca.CertFile, CACert: ca.Cert, ZooKeeperAuth: "nimbus:" + randomHex(t, 12), ca: ca,
 		clients: map[string]Identity{}, aliens: map[string]Identity{}}
 	s.Admin = s.Client(t, AdminPrincipal)
 	return s
@@ -125,7 +115,7 @@ func (s *Security) Client(t testing.TB, principal string) Identity {
 	if id, ok := s.clients[principal]; ok {
 		return id
 	}
-	id, _, err := s.ca.issue(filepath.Join(s.Dir, "clients"), principal, false, certLifetime)
+	id, _, err := issue(s.ca, filepath.Join(s.Dir, "clients"), principal, false, certLifetime)
 	if err != nil {
 		t.Fatalf("testcluster: %v", err)
 	}
@@ -144,13 +134,13 @@ func (s *Security) Foreign(t testing.TB, principal string) Identity {
 		return id
 	}
 	if s.foreign == nil {
-		ca, err := newAuthority(filepath.Join(s.Dir, "foreign-ca"), ForeignCAName)
+		ca, err := certs.NewCA(filepath.Join(s.Dir, "foreign-ca"), ForeignCAName, caLifetime)
 		if err != nil {
 			t.Fatalf("testcluster: %v", err)
 		}
 		s.foreign = ca
 	}
-	id, _, err := s.foreign.issue(filepath.Join(s.Dir, "foreign"), principal, false, certLifetime)
+	id, _, err := issue(s.foreign, filepath.Join(s.Dir, "foreign"), principal, false, certLifetime)
 	if err != nil {
 		t.Fatalf("testcluster: %v", err)
 	}
@@ -167,11 +157,12 @@ func (s *Security) Anonymous() Identity { return Identity{Truststore: s.CAFile} 
 // it unless a daemon of that name made it before: a daemon restarted as
 // itself keeps its certificate.
 func (s *Security) daemon(dir, principal string) (Identity, error) {
-	id := s.ca.identity(dir, principal)
+	id := Identity{Principal: principal, Cert: filepath.Join(dir, principal+".pem"),
+		Key: filepath.Join(dir, principal+"-key.pem"), Truststore: s.CAFile}
 	if _, err := os.Stat(id.Cert); err == nil {
 		return id, nil
 	}
-	id, _, err := s.ca.issue(dir, principal, true, certLifetime)
+	id, _, err := issue(s.ca, dir, principal, true, certLifetime)
 	return id, err
 }
 
@@ -187,7 +178,7 @@ func (s *Security) Reissue(id Identity, lifetime time.Duration) (*x509.Certifica
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	next, leaf, err := s.ca.issue(tmp, id.Principal, true, lifetime)
+	next, leaf, err := issue(s.ca, tmp, id.Principal, true, lifetime)
 	if err != nil {
 		return nil, err
 	}
@@ -308,111 +299,17 @@ func (s *Security) secureArgs(kind string, id Identity) (args, env []string) {
 	return args, env
 }
 
-// authority is a throwaway CA: its certificate, in file, and its key.
-type authority struct {
-	cert *x509.Certificate
-	file string
-	key  *ecdsa.PrivateKey
-}
-
-// newAuthority makes a CA named name, valid for caLifetime, and writes its
-// certificate to dir/ca.pem.
-func newAuthority(dir, name string) (*authority, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber: serial, Subject: pkix.Name{CommonName: name},
-		NotBefore: now.Add(-time.Minute), NotAfter: now.Add(caLifetime),
-		IsCA: true, BasicConstraintsValid: true, MaxPathLenZero: true,
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
-	if err != nil {
-		return nil, err
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	a := &authority{cert: cert, file: filepath.Join(dir, "ca.pem"), key: key}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	return a, writePEM(a.file, 0o644, "CERTIFICATE", der)
-}
-
-// identity names the files of principal's certificate in dir.
-func (a *authority) identity(dir, principal string) Identity {
-	return Identity{Principal: principal, Cert: filepath.Join(dir, principal+".pem"),
-		Key: filepath.Join(dir, principal+"-key.pem"), Truststore: a.file}
-}
-
-// issue makes a key and a certificate for principal (its common name),
-// for clients and, if daemon, for servers at 127.0.0.1 and localhost,
-// valid for lifetime from a minute ago, and writes them to
-// dir/<principal>.pem and dir/<principal>-key.pem (mode 0600).
-func (a *authority) issue(dir, principal string, daemon bool, lifetime time.Duration) (Identity, *x509.Certificate, error) {
-	if principal == "" || strings.ContainsAny(principal, `/\`) {
-		return Identity{}, nil, errors.New("testcluster: " + principal + " cannot name a certificate file")
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return Identity{}, nil, err
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return Identity{}, nil, err
-	}
-	notBefore := time.Now().Add(-time.Minute)
-	tmpl := &x509.Certificate{
-		SerialNumber: serial, Subject: pkix.Name{CommonName: principal},
-		NotBefore: notBefore, NotAfter: notBefore.Add(lifetime),
-		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
+// issue makes, with ca, the certificate of principal (its common name) for
+// clients and, if daemon, for servers at 127.0.0.1 and localhost, valid for
+// lifetime, in dir/<principal>.pem and dir/<principal>-key.pem.
+func issue(ca *certs.CA, dir, principal string, daemon bool, lifetime time.Duration) (Identity, *x509.Certificate, error) {
+	opts := certs.CertOptions{Client: true, Lifetime: lifetime}
 	if daemon {
-		tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageServerAuth)
-		tmpl.IPAddresses = []net.IP{net.ParseIP(daemonHost)}
-		tmpl.DNSNames = []string{"localhost"}
+		opts.Server, opts.Hosts = true, []string{daemonHost, "localhost"}
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, a.cert, key.Public(), a.key)
+	is, err := ca.Issue(dir, principal, opts)
 	if err != nil {
-		return Identity{}, nil, err
+		return Identity{}, nil, fmt.Errorf("testcluster: %w", err)
 	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		return Identity{}, nil, err
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return Identity{}, nil, err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return Identity{}, nil, err
-	}
-	id := a.identity(dir, principal)
-	if err := writePEM(id.Key, 0o600, "PRIVATE KEY", keyDER); err != nil {
-		return Identity{}, nil, err
-	}
-	return id, leaf, writePEM(id.Cert, 0o644, "CERTIFICATE", der)
-}
-
-// writePEM writes one PEM block to a new file.
-func writePEM(path string, mode os.FileMode, typ string, der []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-	if err != nil {
-		return err
-	}
-	err = pem.Encode(f, &pem.Block{Type: typ, Bytes: der})
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return Identity{Principal: principal, Cert: is.Cert, Key: is.Key, Truststore: is.Truststore}, is.Leaf, nil
 }
