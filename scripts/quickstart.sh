@@ -1,16 +1,36 @@
 #!/usr/bin/env bash
-# A local Nimbus-HA cluster on loopback: one ZooKeeper, three nimbuses, two
-# supervisors, and the example topology (examples/wordcount) submitted.
+# A local, secure Nimbus-HA cluster on loopback: one ZooKeeper, three nimbuses,
+# two supervisors, and the example topology (examples/wordcount) submitted by
+# the admin.
 #   scripts/quickstart.sh up     start afresh (stops a previous run and clears its state)
 #   scripts/quickstart.sh down   stop everything it started, nothing else
-# State, logs and pid files live in .quickstart/.
+#
+# Security is on, as README "Security" describes it: a throwaway CA and
+# certificates (one per daemon, one for the admin, one for a second user),
+# TLS with client certificates on every gRPC port and client, TLS on the
+# metrics ports, authorization (nimbus.admins, nimbus.users,
+# nimbus.supervisor.users, nimbus.daemon.users), and ZooKeeper digest ACLs with
+# a random password. Workers do not run as their owners' users: that needs a
+# root supervisor and a local user per principal, and the quickstart creates
+# no users.
+#
+# State, certificates, logs and pid files live in .quickstart/:
+#   storm.yaml              what every daemon shares (no secret in it)
+#   zookeeper-auth          the ZooKeeper digest credentials, user:password (mode 0600);
+#                           the daemons get them as STORM_ZOOKEEPER_AUTH_PAYLOAD
+#   tls/                    ca.pem, ca-key.pem, NAME.pem and NAME-key.pem
+#   admin.yaml, alice.yaml  stormctl's configuration as the admin and as the second user
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DIR=$PWD/.quickstart
+TLS=$DIR/tls
 ZK_PORT=${QUICKSTART_ZK_PORT:-2191}
 NIMBUS_PORTS=(6627 6637 6647)
 SUPERVISOR_SLOTS=("6700,6701" "6710,6711")
 SUPERVISOR_METRICS_PORTS=(6629 6639)
+ADMIN="admin"       # in nimbus.admins: may do everything
+SECOND_USER="alice" # in nimbus.users: may submit, and act on her own topologies
+ZK_USER="storm"     # the daemons' ZooKeeper identity
 
 zk_classpath() {
   local cp=/etc/zookeeper/conf:/usr/share/java/zookeeper.jar:/usr/share/java/zookeeper-jute.jar:/usr/share/java/slf4j-api.jar:/usr/share/java/slf4j-simple.jar
@@ -19,38 +39,132 @@ zk_classpath() {
   echo "$cp"
 }
 
-zk_mode() { # prints the server's Mode line, if it answers
+zk_mode() { # prints the server's Mode line, if it answers within 2 s
   exec 3<>"/dev/tcp/127.0.0.1/$ZK_PORT" 2>/dev/null || return 1
   printf srvr >&3
-  grep -m1 '^Mode:' <&3 || true
+  # A server still starting may take the command and never answer.
+  timeout 2 grep -m1 '^Mode:' <&3 || true
   exec 3<&- 3>&-
 }
 
-stop_pidfile() {
-  local f=$1 pid
-  [ -f "$f" ] || return 0
-  pid=$(cat "$f")
-  if kill -0 "$pid" 2>/dev/null; then
+# ours says whether pid is a process this script started: its command line
+# names the state directory (a pid file left by a run before a reboot may
+# name someone else's process by now).
+ours() { tr '\0' ' ' 2>/dev/null <"/proc/$1/cmdline" | grep -qF "$DIR/"; }
+
+# stop_pidfiles stops the processes the pid files name, together: SIGTERM,
+# up to 5 s to exit, then SIGKILL. Only those processes, nothing else.
+stop_pidfiles() {
+  local f pid pids=()
+  for f in "$@"; do
+    [ -f "$f" ] || continue
+    pid=$(cat "$f")
+    ours "$pid" || continue
+    pids+=("$pid")
     kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  rm -f "$f"
+  done
+  local alive
+  for _ in $(seq 50); do
+    alive=0
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [ "$alive" = 0 ] && break
+    sleep 0.1
+  done
+  for pid in "${pids[@]}"; do
+    if ours "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi
+  done
+  rm -f "$@"
 }
 
-down() {
-  [ -d "$DIR" ] || { echo "quickstart: nothing running"; return 0; }
-  for f in "$DIR"/supervisor-*.pid "$DIR"/nimbus-*.pid; do [ -e "$f" ] && stop_pidfile "$f"; done
-  stop_pidfile "$DIR/zookeeper.pid"
-  echo "quickstart: stopped (state and logs kept in $DIR)"
+down() { # down [quiet]
+  [ -d "$DIR" ] || { [ -n "${1:-}" ] || echo "quickstart: nothing running"; return 0; }
+  stop_pidfiles "$DIR"/supervisor-*.pid # first: they stop their workers
+  stop_pidfiles "$DIR"/nimbus-*.pid
+  stop_pidfiles "$DIR/zookeeper.pid"
+  [ -n "${1:-}" ] || echo "quickstart: stopped (state, certificates and logs kept in $DIR)"
+}
+
+# stormctl as the admin.
+admin_ctl() { bin/stormctl --config "$DIR/$ADMIN.yaml" "$@"; }
+
+# make_certs makes the throwaway CA and every certificate: daemons are TLS
+# servers and clients (they fetch code from each other) on 127.0.0.1 and
+# localhost; users are clients. A certificate's common name is its principal.
+make_certs() {
+  echo "quickstart: making a throwaway CA and certificates in $TLS"
+  bin/stormctl tls ca create --dir "$TLS" --name "Nimbus-HA quickstart CA" >/dev/null
+  local name
+  for name in nimbus-1 nimbus-2 nimbus-3 supervisor-1 supervisor-2; do
+    bin/stormctl tls cert create --dir "$TLS" --ca "$TLS/ca.pem" --ca-key "$TLS/ca-key.pem" \
+      --name "$name" --server --client --host 127.0.0.1 --host localhost >/dev/null
+  done
+  for name in "$ADMIN" "$SECOND_USER"; do
+    bin/stormctl tls cert create --dir "$TLS" --ca "$TLS/ca.pem" --ca-key "$TLS/ca-key.pem" \
+      --name "$name" --client >/dev/null
+  done
+}
+
+# write_configs writes the daemons' shared configuration and one stormctl
+# configuration per user. Paths are absolute: a relative path is read from
+# the working directory, not from the file's.
+write_configs() {
+  local seeds_yaml=$1 u
+  cat >"$DIR/storm.yaml" <<CFG
+# The quickstart's cluster: what every daemon shares. Each daemon's own
+# certificate, ports and directory are flags; the ZooKeeper password is not
+# here but in zookeeper-auth (mode 0600), given to the daemons as
+# STORM_ZOOKEEPER_AUTH_PAYLOAD.
+storm.zookeeper.servers: ["127.0.0.1:$ZK_PORT"]
+storm.zookeeper.session.timeout: 5s
+storm.zookeeper.auth.scheme: digest
+nimbus.seeds: $seeds_yaml
+nimbus.grpc.tls.enable: true
+nimbus.grpc.tls.truststore.path: "$TLS/ca.pem"
+nimbus.grpc.tls.client.auth.required: true
+nimbus.grpc.tls.principal: cn
+nimbus.admins: ["$ADMIN"]
+nimbus.users: ["$SECOND_USER"]
+nimbus.supervisor.users: ["supervisor-1", "supervisor-2"]
+nimbus.daemon.users: ["nimbus-1", "nimbus-2", "nimbus-3"]
+storm.metrics.pprof.enable: false
+supervisor.run.worker.as.user: false
+supervisor.worker.env: []
+CFG
+  for u in "$ADMIN" "$SECOND_USER"; do
+    cat >"$DIR/$u.yaml" <<CFG
+# stormctl as $u on the quickstart cluster: bin/stormctl --config $DIR/$u.yaml leader
+nimbus.seeds: $seeds_yaml
+nimbus.grpc.tls.enable: true
+nimbus.grpc.tls.truststore.path: "$TLS/ca.pem"
+nimbus.grpc.tls.cert.path: "$TLS/$u.pem"
+nimbus.grpc.tls.key.path: "$TLS/$u-key.pem"
+CFG
+  done
 }
 
 up() {
-  down >/dev/null
+  # Ctrl-C while starting (or while stopping a previous run): stop what was
+  # started, nothing else; a second Ctrl-C does not cut the stopping short.
+  trap 'trap "" INT TERM; echo; echo "quickstart: interrupted; stopping"; down; exit 130' INT TERM
+  down quiet
   rm -rf "$DIR" # a fresh cluster every time
-  # Ctrl-C while starting: stop what was started, nothing else.
-  trap 'echo; echo "quickstart: interrupted; stopping"; down; exit 130' INT TERM
   mkdir -p "$DIR/zookeeper"
+
+  local seeds=() port
+  for port in "${NIMBUS_PORTS[@]}"; do seeds+=("127.0.0.1:$port"); done
+  local seedlist seeds_yaml
+  seedlist=$(IFS=,; echo "${seeds[*]}")
+  seeds_yaml="[$(printf '"%s", ' "${seeds[@]}" | sed 's/, $//')]"
+
+  make_certs
+  # The daemons' ZooKeeper identity: a random password, in a file only this
+  # user reads, and in the daemons' environment (never on a command line,
+  # which every user of the machine can see).
+  (umask 077 && printf '%s:%s\n' "$ZK_USER" "$(head -c 18 /dev/urandom | base64 | tr -d '/+=')" >"$DIR/zookeeper-auth")
+  local zk_auth
+  zk_auth=$(<"$DIR/zookeeper-auth")
+  write_configs "$seeds_yaml"
+
   cat >"$DIR/zoo.cfg" <<CFG
 tickTime=500
 initLimit=10
@@ -66,27 +180,24 @@ CFG
     >"$DIR/zookeeper.log" 2>&1 </dev/null &
   echo $! >"$DIR/zookeeper.pid"
   for _ in $(seq 150); do zk_mode >/dev/null 2>&1 && [ -n "$(zk_mode)" ] && break; sleep 0.2; done
-  [ -n "$(zk_mode 2>/dev/null)" ] || { echo "quickstart: ZooKeeper did not start; see $DIR/zookeeper.log"; exit 1; }
+  [ -n "$(zk_mode 2>/dev/null)" ] || { echo "quickstart: ZooKeeper did not start; see $DIR/zookeeper.log"; down; exit 1; }
 
-  local seeds=() i=0 port
+  local i=0
   for port in "${NIMBUS_PORTS[@]}"; do
     i=$((i + 1))
     mkdir -p "$DIR/nimbus-$i"
     echo "quickstart: starting nimbus-$i on 127.0.0.1:$port (metrics :$((port + 1)))"
-    setsid bin/nimbus --config configs/storm.yaml \
-      --storm.zookeeper.servers "127.0.0.1:$ZK_PORT" --nimbus.host 127.0.0.1 \
-      --nimbus.grpc.port "$port" --nimbus.metrics.port "$((port + 1))" \
-      --storm.local.dir "$DIR/nimbus-$i" --storm.zookeeper.session.timeout 5s \
+    STORM_ZOOKEEPER_AUTH_PAYLOAD=$zk_auth setsid bin/nimbus --config "$DIR/storm.yaml" \
+      --nimbus.host 127.0.0.1 --nimbus.grpc.port "$port" --nimbus.metrics.port "$((port + 1))" \
+      --storm.local.dir "$DIR/nimbus-$i" \
+      --nimbus.grpc.tls.cert.path "$TLS/nimbus-$i.pem" --nimbus.grpc.tls.key.path "$TLS/nimbus-$i-key.pem" \
       >"$DIR/nimbus-$i.log" 2>&1 </dev/null &
     echo $! >"$DIR/nimbus-$i.pid"
-    seeds+=("127.0.0.1:$port")
   done
-  local seedlist
-  seedlist=$(IFS=,; echo "${seeds[*]}")
   # Ready when a leader is elected and every nimbus is registered.
   for _ in $(seq 100); do
-    [ "$(bin/stormctl --seeds "$seedlist" nimbuses 2>/dev/null | grep -c '127.0.0.1')" = "${#NIMBUS_PORTS[@]}" ] &&
-      bin/stormctl --seeds "$seedlist" leader >/dev/null 2>&1 && break
+    [ "$(admin_ctl nimbuses 2>/dev/null | grep -c '127.0.0.1')" = "${#NIMBUS_PORTS[@]}" ] &&
+      admin_ctl leader >/dev/null 2>&1 && break
     sleep 0.1
   done
   local slots
@@ -95,44 +206,77 @@ CFG
     i=$((i + 1))
     local metrics=${SUPERVISOR_METRICS_PORTS[$((i - 1))]}
     echo "quickstart: starting supervisor-$i with slots $slots (metrics :$metrics)"
-    setsid bin/supervisor --config configs/storm.yaml \
-      --storm.zookeeper.servers "127.0.0.1:$ZK_PORT" --storm.local.hostname 127.0.0.1 \
-      --supervisor.slots.ports "$slots" --storm.local.dir "$DIR/supervisor-$i" \
-      --supervisor.metrics.port "$metrics" \
-      --storm.zookeeper.session.timeout 5s \
+    STORM_ZOOKEEPER_AUTH_PAYLOAD=$zk_auth setsid bin/supervisor --config "$DIR/storm.yaml" \
+      --storm.local.hostname 127.0.0.1 --supervisor.slots.ports "$slots" \
+      --storm.local.dir "$DIR/supervisor-$i" --supervisor.metrics.port "$metrics" \
+      --nimbus.grpc.tls.cert.path "$TLS/supervisor-$i.pem" --nimbus.grpc.tls.key.path "$TLS/supervisor-$i-key.pem" \
       >"$DIR/supervisor-$i.log" 2>&1 </dev/null &
     echo $! >"$DIR/supervisor-$i.pid"
   done
   for _ in $(seq 100); do
-    [ "$(bin/stormctl --seeds "$seedlist" supervisors 2>/dev/null | grep -c '^sup-')" = "${#SUPERVISOR_SLOTS[@]}" ] && break
+    [ "$(admin_ctl supervisors 2>/dev/null | grep -c '^sup-')" = "${#SUPERVISOR_SLOTS[@]}" ] && break
     sleep 0.1
   done
 
-  echo "quickstart: submitting the example topology (examples/wordcount)"
-  bin/stormctl --seeds "$seedlist" submit wordcount bin/wordcount --workers 2 \
+  echo "quickstart: submitting the example topology (examples/wordcount) as $ADMIN"
+  admin_ctl submit wordcount bin/wordcount --workers 2 \
     --component sentence=1 --component split=2 --component count=3 \
     --worker-command "{code_dir}/artifact --port {port}"
   # Settled when both workers run and both other nimbuses hold the code.
   for _ in $(seq 200); do
-    [ "$(bin/stormctl --seeds "$seedlist" supervisors 2>/dev/null | awk 'NR > 1 { used += $5 } END { print used + 0 }')" = 2 ] &&
-      bin/stormctl --seeds "$seedlist" cluster 2>/dev/null | grep -q 'eligible standbys: 2' && break
+    [ "$(admin_ctl supervisors 2>/dev/null | awk 'NR > 1 { used += $5 } END { print used + 0 }')" = 2 ] &&
+      admin_ctl cluster 2>/dev/null | grep -q 'eligible standbys: 2' && break
     sleep 0.1
   done
   trap - INT TERM
 
   echo
-  bin/stormctl --seeds "$seedlist" cluster
+  admin_ctl cluster
   echo
-  bin/stormctl --seeds "$seedlist" topology wordcount
+  admin_ctl topology wordcount
+  local q=.quickstart # as the commands below are typed, from the repository
+  local metrics=$((NIMBUS_PORTS[0] + 1))
+  local workers_as
+  workers_as="you ($(id -un))"
+  [ "$(id -u)" = 0 ] && workers_as="root"
   cat <<MSG
 
-Nimbus-HA is running on loopback, with the example topology's workers on the
-supervisors (their logs: $DIR/supervisor-*/supervisor/workers/). Try:
-  export STORM_NIMBUS_SEEDS=$seedlist
+Nimbus-HA is running on loopback, with security on: TLS with client
+certificates on every gRPC port, TLS on the metrics ports, ZooKeeper digest
+ACLs. The example topology's workers run on the supervisors (their logs:
+$q/supervisor-*/supervisor/workers/).
+
+stormctl as $ADMIN (nimbus.admins: may do everything):
+  bin/stormctl --config $q/$ADMIN.yaml leader
+  bin/stormctl --config $q/$ADMIN.yaml list
+  bin/stormctl --config $q/$ADMIN.yaml rebalance wordcount --workers 4 --wait 0
+
+stormctl as $SECOND_USER (nimbus.users): may read the cluster, submit, and kill,
+rebalance, activate and deactivate her own topologies and those whose
+topology.users name her; may not touch $ADMIN's wordcount, nor fetch its code:
+  bin/stormctl --config $q/$SECOND_USER.yaml list
+  bin/stormctl --config $q/$SECOND_USER.yaml kill wordcount      # PermissionDenied
+  bin/stormctl --config $q/$SECOND_USER.yaml submit mine bin/wordcount --component sentence=1 \\
+      --component split=1 --component count=1 --worker-command "{code_dir}/artifact --port {port}"
+  bin/stormctl --config $q/$SECOND_USER.yaml kill mine --wait 0
+
+The same as environment variables, for every stormctl of a shell (here as $SECOND_USER):
+  export STORM_NIMBUS_SEEDS=$seedlist STORM_NIMBUS_GRPC_TLS_ENABLE=true
+  export STORM_NIMBUS_GRPC_TLS_TRUSTSTORE_PATH=$q/tls/ca.pem
+  export STORM_NIMBUS_GRPC_TLS_CERT_PATH=$q/tls/$SECOND_USER.pem STORM_NIMBUS_GRPC_TLS_KEY_PATH=$q/tls/$SECOND_USER-key.pem
   bin/stormctl leader
-  bin/stormctl rebalance wordcount --workers 4 --wait 0
-  kill \$(cat $DIR/nimbus-1.pid)    # stop a nimbus: another leads at once
-Logs: $DIR/*.log
+
+Without TLS and a certificate the CA signed, nothing answers:
+  bin/stormctl --seeds ${seeds[0]} leader      # no nimbus answered
+Metrics, over TLS (no client certificate; pprof is off):
+  curl --cacert $q/tls/ca.pem https://127.0.0.1:$metrics/metrics
+ZooKeeper: anyone may read under /storm, only the daemons may write (their
+password: $q/zookeeper-auth, mode 0600).
+Workers run as $workers_as, as the supervisors do: supervisor.run.worker.as.user
+is off (README, "Security").
+
+  kill \$(cat $q/nimbus-1.pid)    # stop a nimbus: another leads at once
+Logs: $q/*.log
 Stop everything: make quickstart-down
 MSG
 }
