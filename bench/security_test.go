@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"runtime"
 	"strings"
@@ -16,10 +17,15 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/nimbusha/nimbus/certs"
 	"github.com/nimbusha/nimbus/client"
+	"github.com/nimbusha/nimbus/configs"
 	"github.com/nimbusha/nimbus/internal/testcluster"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
@@ -36,13 +42,20 @@ var (
 const (
 	securitySubmitBytes = 20 << 20
 	securitySession     = 10 * time.Second
+	// benchUserPrincipal is the benchmark's client on the secure cluster: a
+	// plain user (nimbus.users), not an admin, that submits, kills its
+	// own topologies and reads.
+	benchUserPrincipal = "bench-user"
 )
 
 // BenchmarkSecurity measures what security costs: the same cluster shape
 // (3 nimbuses on one ZooKeeper, localfs) with security off and with it on
-// (mutual TLS, so every call authenticated and authorized, and ZooKeeper
-// digest ACLs), both clusters up side by side in the same run, the
-// measurements alternating between them. It measures GetLeader and
+// (testcluster.WithSecurity: mutual TLS, so every call authenticated and
+// authorized, and ZooKeeper digest ACLs), both clusters up side by side in
+// the same run, the measurements alternating between them. On the secure
+// cluster the benchmark's client is benchUserPrincipal, listed in
+// nimbus.users, never the admin, and it loads its certificate as the SDK's
+// users do (package certs). It measures GetLeader and
 // GetClusterInfo throughput and latency against the leader with
 // -security-callers callers, each on one connection of its own kept for the
 // whole run (a TLS handshake is per connection, so it is not in these
@@ -56,11 +69,7 @@ func BenchmarkSecurity(b *testing.B) {
 		b.Fatal("-security-rounds, -security-read-secs, -security-callers, -security-dial-trials and -security-submit-trials must be at least 1")
 	}
 	z := testcluster.StartZooKeeper(b)
-	sec, err := newBenchSecurity(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	modes := []securityMode{{name: "off"}, {name: "on", sec: sec}}
+	modes := []securityMode{insecureMode(), secureMode(b, testcluster.NewSecurity(b), benchUserPrincipal)}
 	rep := &securityReport{}
 
 	// Min replication 1: the read path, new connections, submits.
@@ -82,7 +91,7 @@ func BenchmarkSecurity(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rep.note("security on, checked before timing: a caller without a certificate refused (%s: %s); an anonymous ZooKeeper create under the root refused (NoAuth); every topology owned by the certificate's principal %q",
+	rep.note("security on, checked before timing: a caller without a certificate answered %s (%s); an anonymous ZooKeeper create under the root refused (NoAuth); every topology owned by the certificate's principal %q",
 		status.Code(refused), status.Convert(refused).Message(), benchUserPrincipal)
 	for _, sc := range pair {
 		if err := sc.dialCallers(*securityCallers); err != nil {
@@ -177,16 +186,88 @@ func securityTiny(cl *client.Client, n int) error {
 	return nil
 }
 
+// securityMode is one side of the comparison: security off (sec nil) or
+// on.
+type securityMode struct {
+	name string // "off" or "on"
+	sec  *testcluster.Security
+	user testcluster.Identity // the benchmark's client, with sec
+	// creds are the benchmark client's: plaintext, or TLS with user's
+	// certificate loaded by package certs (certs.Load, ClientCredentials),
+	// as stormctl and the SDK's users load theirs, so that the client's
+	// side of every handshake and call is the real one (not
+	// Identity.Credentials, crypto/tls alone). Made once: a dial timed
+	// does not make them.
+	creds credentials.TransportCredentials
+}
+
+// insecureMode is security off: plaintext, no authorization, open
+// ZooKeeper nodes.
+func insecureMode() securityMode {
+	return securityMode{name: "off", creds: insecure.NewCredentials()}
+}
+
+// secureMode is security on with sec, the benchmark's client acting as
+// principal (sec.Client). It fails the benchmark if the certificate
+// cannot be made or loaded.
+func secureMode(b *testing.B, sec *testcluster.Security, principal string) securityMode {
+	user := sec.Client(b, principal)
+	r, err := certs.Load(certs.Files{Cert: user.Cert, Key: user.Key, Truststore: user.Truststore}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return securityMode{name: "on", sec: sec, user: user, creds: r.ClientCredentials()}
+}
+
+// clusterOptions turn security on in a Cluster (testcluster.WithSecurity)
+// in mode on.
+func (m securityMode) clusterOptions() []testcluster.ClusterOption {
+	if m.sec == nil {
+		return nil
+	}
+	return []testcluster.ClusterOption{testcluster.WithSecurity(m.sec)}
+}
+
+// nimbusOptions list the benchmark's client among the users allowed to
+// submit (nimbus.users; WithSecurity names only the admin and the
+// daemons), with others, in mode on.
+func (m securityMode) nimbusOptions() []testcluster.DaemonOption {
+	if m.sec == nil {
+		return nil
+	}
+	return []testcluster.DaemonOption{testcluster.WithArgs("--"+configs.KeyNimbusUsers, "alice,bob,"+m.user.Principal)}
+}
+
+// dial returns a new connection to addr of the caller's own (not the
+// Cluster's shared one) with the mode's credentials, as a new client
+// makes: it connects at its first call.
+func (m securityMode) dial(addr string) (*grpc.ClientConn, error) {
+	return grpc.NewClient(addr, grpc.WithTransportCredentials(m.creds))
+}
+
+// client returns an SDK client for seeds with the mode's credentials.
+func (m securityMode) client(seeds []string) (*client.Client, error) {
+	return client.New(seeds, client.WithTransportCredentials(m.creds))
+}
+
+// api is p's NimbusService on the Cluster's shared connection, as the
+// benchmark's client (untimed calls: waits and checks).
+func (m securityMode) api(c *testcluster.Cluster, p *testcluster.Process) nimbusv1.NimbusServiceClient {
+	if m.sec == nil {
+		return c.API(p)
+	}
+	return c.APIAs(p, m.user)
+}
+
 // securityCluster is one side's cluster: 3 nimbuses, its leader, an SDK
-// client and a connection to the leader, all with the mode's credentials.
+// client and the leader's API, all as the mode's client.
 type securityCluster struct {
 	mode    securityMode
 	c       *testcluster.Cluster
 	leader  *testcluster.Process
 	cl      *client.Client
-	cc      *grpc.ClientConn // to the leader
-	api     nimbusv1.NimbusServiceClient
-	callers []*grpc.ClientConn // the read load's, one per caller
+	api     nimbusv1.NimbusServiceClient // the leader's, untimed
+	callers []*grpc.ClientConn           // the read load's, one per caller
 }
 
 // startSecurityPair starts the off and the on cluster, each of 3 nimbuses
@@ -194,24 +275,18 @@ type securityCluster struct {
 func startSecurityPair(b *testing.B, zkAddr string, modes []securityMode, minRepl int) []*securityCluster {
 	var pair []*securityCluster
 	for _, m := range modes {
-		c := testcluster.New(b, zkAddr, testcluster.WithRoot(fmt.Sprintf("/bench-security-%s-min%d", m.name, minRepl)),
-			testcluster.WithSessionTimeout(securitySession), testcluster.WithLogf(discard))
+		c := testcluster.New(b, zkAddr, append(m.clusterOptions(),
+			testcluster.WithRoot(fmt.Sprintf("/bench-security-%s-min%d", m.name, minRepl)),
+			testcluster.WithSessionTimeout(securitySession), testcluster.WithLogf(discard))...)
 		opts := append(m.nimbusOptions(), testcluster.WithArgs("--topology.min.replication.count", fmt.Sprint(minRepl),
 			"--nimbus.max.artifact.bytes", fmt.Sprint(64<<20)))
 		c.StartNimbuses(b, 3, opts...)
-		leader, err := m.agreedLeader(c.Live(), 30*time.Second)
-		if err != nil {
-			b.Fatalf("%v\n%s", err, c.Logs(20))
-		}
+		_, leader := c.WaitLeader(b, c.Live(), 30*time.Second)
 		cl, err := m.client(testcluster.Addrs(c.Live()...))
 		if err != nil {
 			b.Fatal(err)
 		}
-		cc, err := m.dial(leader.Addr())
-		if err != nil {
-			b.Fatal(err)
-		}
-		pair = append(pair, &securityCluster{mode: m, c: c, leader: leader, cl: cl, cc: cc, api: nimbusv1.NewNimbusServiceClient(cc)})
+		pair = append(pair, &securityCluster{mode: m, c: c, leader: leader, cl: cl, api: m.api(c, leader)})
 	}
 	return pair
 }
@@ -220,9 +295,8 @@ func (sc *securityCluster) close() {
 	for _, cc := range sc.callers {
 		cc.Close()
 	}
-	sc.cc.Close()
 	sc.cl.Close()
-	sc.c.Close()
+	sc.c.Close() // and its shared connections
 }
 
 // settled waits until the leader lists n topologies and both followers
@@ -259,23 +333,15 @@ func (sc *securityCluster) infoSize() (int, error) {
 }
 
 // checkSecure makes sure the on cluster is secure before timing it: a
-// caller with no certificate is refused, an anonymous ZooKeeper client may
-// not create under the root, and the topologies are owned by the
-// benchmark's principal.
+// caller with no certificate (through TLS, with no identity) is answered
+// UNAUTHENTICATED, an anonymous ZooKeeper client may not create under the
+// root, and the topologies are owned by the benchmark's principal.
 func checkSecure(b *testing.B, zkAddr string, sc *securityCluster) (refused error, err error) {
-	creds, err := sc.mode.sec.anonymousCredentials()
-	if err != nil {
-		return nil, err
-	}
-	cc, err := grpc.NewClient(sc.leader.Addr(), grpc.WithTransportCredentials(creds))
-	if err != nil {
-		return nil, err
-	}
-	defer cc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, refused = nimbusv1.NewNimbusServiceClient(cc).GetLeader(ctx, &nimbusv1.GetLeaderRequest{}); refused == nil {
-		return nil, fmt.Errorf("security on: GetLeader without a client certificate: %w", errNotRefused)
+	_, refused = sc.c.APIAs(sc.leader, sc.mode.sec.Anonymous()).GetLeader(ctx, &nimbusv1.GetLeaderRequest{})
+	if status.Code(refused) != codes.Unauthenticated {
+		return nil, fmt.Errorf("security on: GetLeader without a client certificate: %v, want %v", refused, codes.Unauthenticated)
 	}
 	conn := testcluster.ConnectZooKeeper(b, securitySession, zkAddr)
 	if _, err := conn.Create(sc.c.Root+"/bench-anonymous", nil, 0, zk.WorldACL(zk.PermAll)); !errors.Is(err, zk.ErrNoAuth) {
