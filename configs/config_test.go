@@ -381,6 +381,7 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{KeyLogFormat, func(c *Config) { c.LogFormat = "xml" }},
 		{KeyTLSCert, func(c *Config) { c.TLSEnable, c.TLSKey, c.TLSTruststore = true, "k.pem", "ca.pem" }},
 		{KeyTLSKey, func(c *Config) { c.TLSEnable, c.TLSCert, c.TLSTruststore = true, "c.pem", "ca.pem" }},
+		{KeyTLSKey, func(c *Config) { c.TLSCert = "c.pem" }},
 		{KeyTLSTruststore, func(c *Config) { c.TLSEnable, c.TLSCert, c.TLSKey = true, "c.pem", "k.pem" }},
 		{KeyTLSClientAuthRequired, func(c *Config) { c.TLSClientAuthRequired = true }},
 		{KeyTLSPrincipal, func(c *Config) { c.TLSPrincipal = "subject" }},
@@ -418,16 +419,17 @@ func TestValidateNamesTheKey(t *testing.T) {
 
 func TestValidateAccepts(t *testing.T) {
 	for name, mutate := range map[string]func(c *Config){
-		"IPv6 servers":       func(c *Config) { c.ZKHosts = []string{"::1", "[::1]:2182", "10.0.0.1"} },
-		"free ports":         func(c *Config) { c.NimbusGRPCPort = 0; c.NimbusMetricsPort = 0; c.BittorrentPort = 0 },
-		"metrics disabled":   func(c *Config) { c.NimbusMetricsPort = MetricsDisabled },
-		"wait forever":       func(c *Config) { c.MaxReplicationWaitSecs = WaitForever },
-		"no wait":            func(c *Config) { c.MaxReplicationWaitSecs = 0 },
-		"hdfs":               func(c *Config) { c.CodeDistributorClass = "hdfs"; c.HDFSNamenodeAddresses = []string{"nn1:8020"} },
-		"udp tracker":        func(c *Config) { c.BittorrentTrackerURL = "udp://tracker:6969/announce" },
-		"no slots":           func(c *Config) { c.SupervisorSlotsPorts = []int{} },
-		"nested root":        func(c *Config) { c.ZKRoot = "/apps/storm" },
-		"sub-second periods": func(c *Config) { c.MonitorFreq = 50 * time.Millisecond },
+		"IPv6 servers":                     func(c *Config) { c.ZKHosts = []string{"::1", "[::1]:2182", "10.0.0.1"} },
+		"free ports":                       func(c *Config) { c.NimbusGRPCPort = 0; c.NimbusMetricsPort = 0; c.BittorrentPort = 0 },
+		"metrics disabled":                 func(c *Config) { c.NimbusMetricsPort = MetricsDisabled },
+		"wait forever":                     func(c *Config) { c.MaxReplicationWaitSecs = WaitForever },
+		"no wait":                          func(c *Config) { c.MaxReplicationWaitSecs = 0 },
+		"hdfs":                             func(c *Config) { c.CodeDistributorClass = "hdfs"; c.HDFSNamenodeAddresses = []string{"nn1:8020"} },
+		"udp tracker":                      func(c *Config) { c.BittorrentTrackerURL = "udp://tracker:6969/announce" },
+		"no slots":                         func(c *Config) { c.SupervisorSlotsPorts = []int{} },
+		"nested root":                      func(c *Config) { c.ZKRoot = "/apps/storm" },
+		"sub-second periods":               func(c *Config) { c.MonitorFreq = 50 * time.Millisecond },
+		"TLS client without a certificate": func(c *Config) { c.TLSEnable, c.TLSTruststore = true, "ca.pem" },
 	} {
 		c := Default()
 		mutate(c)
@@ -470,6 +472,26 @@ func TestHelpers(t *testing.T) {
 	c.MaxReplicationWaitSecs = WaitForever
 	if _, forever := c.MaxReplicationWait(); !forever {
 		t.Error("MaxReplicationWait() not forever for -1")
+	}
+}
+
+// A boolean key's flag stands alone, as pflag's own booleans do, and
+// takes false only as --key=false: a separate "false" would be an argument.
+func TestBooleanFlagStandsAlone(t *testing.T) {
+	for args, want := range map[string]bool{
+		"--" + KeyTLSEnable + " --" + KeyTLSTruststore + "=ca.pem":      true,
+		"--" + KeyTLSEnable + "=true --" + KeyTLSTruststore + " ca.pem": true,
+		"--" + KeyTLSEnable + "=false":                                  false,
+	} {
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		RegisterFlags(fs, KeyTLSEnable, KeyTLSTruststore)
+		if err := fs.Parse(strings.Fields(args)); err != nil {
+			t.Fatalf("%s: %v", args, err)
+		}
+		c, _, err := Load(fs)
+		if err != nil || c.TLSEnable != want || len(fs.Args()) != 0 {
+			t.Errorf("%s: tls %v, args %q, %v; want tls %v, no args", args, c != nil && c.TLSEnable, fs.Args(), err, want)
+		}
 	}
 }
 

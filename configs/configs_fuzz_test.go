@@ -75,7 +75,9 @@ var partners = map[string][]string{
 	KeyNimbusGRPCPort:       {KeyNimbusMetricsPort, KeyNimbusSeeds},
 	KeySupervisorHeartbeat:  {KeySupervisorTimeout},
 	KeyCodeDistributorClass: {KeyHDFSNamenodeAddresses},
-	KeyTLSEnable:            {KeyTLSCert, KeyTLSKey, KeyTLSTruststore},
+	KeyTLSEnable:            {KeyTLSTruststore},
+	KeyTLSCert:              {KeyTLSKey},
+	KeyTLSKey:               {KeyTLSCert},
 	KeyZKAuthScheme:         {KeyZKAuthPayload},
 }
 

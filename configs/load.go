@@ -45,6 +45,9 @@ func RegisterFlags(fs *pflag.FlagSet, keys ...string) {
 		}
 		typ, text := describe(f.ptr(def))
 		fs.Var(&flagValue{text: text, typ: typ}, key, f.usage+" (env "+EnvName(key)+")")
+		if typ == "bool" {
+			fs.Lookup(key).NoOptDefVal = "true" // --nimbus.grpc.tls.enable alone means true; false needs =false
+		}
 	}
 }
 

@@ -125,12 +125,16 @@ func (c *Config) Validate() error {
 // ACLs, workers as users, and the limits that keep a request from taking
 // a nimbus down.
 func (c *Config) validateSecurity(add func(error)) {
-	if c.TLSEnable {
-		for key, path := range map[string]string{KeyTLSCert: c.TLSCert, KeyTLSKey: c.TLSKey, KeyTLSTruststore: c.TLSTruststore} {
-			if path == "" {
-				add(invalid(key, "must be set when %s is true", KeyTLSEnable))
-			}
-		}
+	// A client may have no certificate of its own (a nimbus then answers it
+	// UNAUTHENTICATED); a nimbus without one fails to start, saying so.
+	if c.TLSEnable && c.TLSTruststore == "" {
+		add(invalid(KeyTLSTruststore, "must be set when %s is true", KeyTLSEnable))
+	}
+	switch {
+	case c.TLSCert == "" && c.TLSKey != "":
+		add(invalid(KeyTLSCert, "must be set with %s", KeyTLSKey))
+	case c.TLSCert != "" && c.TLSKey == "":
+		add(invalid(KeyTLSKey, "must be set with %s", KeyTLSCert))
 	}
 	if c.TLSClientAuthRequired && !c.TLSEnable {
 		add(invalid(KeyTLSClientAuthRequired, "needs %s: without TLS there is no certificate to authenticate", KeyTLSEnable))

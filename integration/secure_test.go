@@ -63,7 +63,7 @@ func TestSecureCluster(t *testing.T) {
 		"--nimbus.users", "alice,bob,mallory"))
 	_, leader := c.WaitLeader(t, ps, 15*time.Second)
 	sup, err := c.StartSupervisor(testcluster.WithSlots(testcluster.FreePorts(t, 3)...),
-		testcluster.WithArgs("--storm.metrics.pprof.enable", "true"))
+		testcluster.WithArgs("--storm.metrics.pprof.enable"))
 	if err != nil {
 		t.Fatal(err)
 	}

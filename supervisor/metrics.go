@@ -46,7 +46,13 @@ func (s *Supervisor) listenMetrics() (err error) {
 	if s.cfg.SupervisorMetricsPort == configs.MetricsDisabled {
 		return nil
 	}
-	if s.metricsLn, err = net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(s.cfg.SupervisorMetricsPort))); err != nil {
+	// As a nimbus does: an IP literal binds that interface only; a host
+	// name binds every interface.
+	bindHost := ""
+	if net.ParseIP(s.cfg.LocalHostname) != nil {
+		bindHost = s.cfg.LocalHostname
+	}
+	if s.metricsLn, err = net.Listen("tcp", net.JoinHostPort(bindHost, strconv.Itoa(s.cfg.SupervisorMetricsPort))); err != nil {
 		return fmt.Errorf("supervisor: listen on supervisor.metrics.port %d: %w", s.cfg.SupervisorMetricsPort, err)
 	}
 	s.lc.OnClose(func() { s.metricsLn.Close() }) // closed already if served

@@ -30,7 +30,7 @@
 // APIAs, CodeAs and HealthAs as anyone, and Process.Metrics speaks HTTPS.
 // Reissue rotates a certificate in place; Identity gives stormctl's flags
 // (ClientFlags) or a storm.yaml (WriteConfig). The certificates are made
-// with crypto/x509, not package certs, whose tests import this package.
+// with package certs, as `stormctl tls` makes them.
 //
 // ZooKeeper (zookeeper.go, ensemble.go, zkclient.go). Servers are real
 // Java processes from Debian's zookeeper package (3.8), started without

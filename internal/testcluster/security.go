@@ -210,9 +210,9 @@ func (s *Security) MetricsTLS() *tls.Config {
 // (configs.ClientFlagKeys): TLS on, its certificate and key if it has
 // them, and the truststore.
 func (id Identity) ClientFlags() []string {
-	flags := []string{"--" + configs.KeyTLSEnable, "true", "--" + configs.KeyTLSTruststore, id.Truststore}
+	flags := []string{"--" + configs.KeyTLSEnable, "--" + configs.KeyTLSTruststore + "=" + id.Truststore}
 	if id.Cert != "" {
-		flags = append(flags, "--"+configs.KeyTLSCert, id.Cert, "--"+configs.KeyTLSKey, id.Key)
+		flags = append(flags, "--"+configs.KeyTLSCert+"="+id.Cert, "--"+configs.KeyTLSKey+"="+id.Key)
 	}
 	return flags
 }
@@ -283,7 +283,7 @@ func (id Identity) Credentials() (credentials.TransportCredentials, error) {
 // that presents id, and the environment with the ZooKeeper credentials
 // (a secret: not a flag, which every user of the machine can read).
 func (s *Security) secureArgs(kind string, id Identity) (args, env []string) {
-	flag := func(key, value string) { args = append(args, "--"+key, value) }
+	flag := func(key, value string) { args = append(args, "--"+key+"="+value) } // =: a boolean flag takes no separate value
 	flag(configs.KeyTLSEnable, "true")
 	flag(configs.KeyTLSCert, id.Cert)
 	flag(configs.KeyTLSKey, id.Key)
