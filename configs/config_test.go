@@ -451,6 +451,22 @@ func TestValidateJoinsAll(t *testing.T) {
 	}
 }
 
+// A client may use TLS without a certificate of its own; a daemon may not.
+func TestValidateServerNeedsACertificate(t *testing.T) {
+	c := Default()
+	c.TLSEnable, c.TLSTruststore = true, "ca.pem"
+	if err := c.Validate(); err != nil {
+		t.Fatalf("Validate() = %v for a client without a certificate", err)
+	}
+	if err := c.ValidateServer(); err == nil || !strings.Contains(err.Error(), "configs: "+KeyTLSCert+": ") {
+		t.Errorf("ValidateServer() = %v, want it to name %s", err, KeyTLSCert)
+	}
+	c.TLSCert, c.TLSKey = "me.pem", "me.key"
+	if err := c.ValidateServer(); err != nil {
+		t.Errorf("ValidateServer() = %v with a certificate", err)
+	}
+}
+
 func TestHelpers(t *testing.T) {
 	c := Default()
 	c.ZKHosts = []string{"zk1", "zk2:2182", "::1", "[::1]:2183"}

@@ -121,12 +121,21 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// ValidateServer checks what a daemon needs beyond Validate: with TLS on,
+// a certificate of its own to serve with.
+func (c *Config) ValidateServer() error {
+	if c.TLSEnable && c.TLSCert == "" {
+		return invalid(KeyTLSCert, "must be set when %s is true: a daemon serves with it", KeyTLSEnable)
+	}
+	return nil
+}
+
 // validateSecurity checks the security keys: TLS, authorization, ZooKeeper
 // ACLs, workers as users, and the limits that keep a request from taking
 // a nimbus down.
 func (c *Config) validateSecurity(add func(error)) {
 	// A client may have no certificate of its own (a nimbus then answers it
-	// UNAUTHENTICATED); a nimbus without one fails to start, saying so.
+	// UNAUTHENTICATED); a daemon may not (ValidateServer).
 	if c.TLSEnable && c.TLSTruststore == "" {
 		add(invalid(KeyTLSTruststore, "must be set when %s is true", KeyTLSEnable))
 	}

@@ -38,6 +38,9 @@ func Setup(name string, args []string, stderr io.Writer, keys []string) (cfg *co
 	}
 	cfg, warnings, err := configs.Load(fs)
 	if err == nil {
+		err = cfg.ValidateServer()
+	}
+	if err == nil {
 		err = codedistributor.CheckClass(cfg.CodeDistributorClass) // before anything touches ZooKeeper
 	}
 	if err != nil {
