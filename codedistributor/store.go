@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/nimbusha/nimbus/internal/notify"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 )
@@ -306,11 +308,15 @@ func (s *Store) WriteError(err error) error {
 }
 
 // Free returns the bytes an unprivileged writer may still write to the
-// store's filesystem.
+// store's filesystem: an error wrapping ErrStoreReadOnly if it is mounted
+// read-only.
 func (s *Store) Free() (int64, error) {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(s.root, &st); err != nil {
+	var st unix.Statfs_t
+	if err := unix.Statfs(s.root, &st); err != nil {
 		return 0, fmt.Errorf("codedistributor: free space of %s: %w", s.root, err)
+	}
+	if st.Flags&unix.ST_RDONLY != 0 {
+		return 0, fmt.Errorf("%w (%s): mounted read-only", ErrStoreReadOnly, s.root)
 	}
 	return int64(st.Bavail) * int64(st.Bsize), nil // Bsize is int64 on Linux, not everywhere
 }

@@ -64,10 +64,10 @@ func (s *Server) watchStatus(ctx context.Context) {
 // storeHealth is whether the local code store can be written. A
 // submission whose write to the store fails because the filesystem is
 // full or read-only, or that finds less than storeHeadroom free, marks it
-// failed (failed); from then until a probe succeeds (probeStore), health
-// "" is NOT_SERVING and submissions are refused at once with the same
-// error, without reading their artifact. Only submissions detect a
-// failure: a nimbus that receives none (a follower) stays SERVING.
+// failed (failed), as does the check probeStore makes every
+// storeCheckEvery on every nimbus, followers included; from then until a
+// probe succeeds, health "" is NOT_SERVING and submissions are refused at
+// once with the same error, without reading their artifact.
 type storeHealth struct {
 	mu      sync.Mutex
 	err     error // nil while writable
@@ -109,44 +109,52 @@ func (h *storeHealth) failed(err error, log *slog.Logger) error {
 	return err
 }
 
-// storeProbeEvery is how often a store that failed is probed.
-const storeProbeEvery = time.Second
+// How often probeStore looks at the store: a writable one's filesystem
+// (statfs, which costs nothing), and a failed one with a probe write.
+const (
+	storeCheckEvery = 5 * time.Second
+	storeProbeEvery = time.Second
+)
 
-// probeStore probes a store that failed every storeProbeEvery until it
-// can be written again: a probe write (codedistributor.Store.Probe: a
-// 64 KiB file written, synced and removed) succeeds, and the filesystem
-// has storeHeadroom free, so a store that is still nearly full does not
-// flap back to SERVING. It returns when ctx ends.
+// probeStore watches the store until ctx ends. While it is writable, a
+// filesystem that became read-only or has less than storeHeadroom free
+// marks it failed, so a follower, which receives no submissions, says so
+// too. While it is failed, it is probed until it can be written again: a
+// probe write (codedistributor.Store.Probe: a 64 KiB file written, synced
+// and removed) succeeds, and the filesystem has storeHeadroom free, so a
+// store that is still nearly full does not flap back to SERVING.
 func (s *Server) probeStore(ctx context.Context) {
 	for {
-		changed, err := s.storeHealth.state()
-		if err == nil {
-			select {
-			case <-changed:
-				continue
-			case <-ctx.Done():
-				return
-			}
+		changed, failed := s.storeHealth.state()
+		wait := storeCheckEvery
+		if failed != nil {
+			wait = storeProbeEvery
 		}
 		select {
-		case <-time.After(storeProbeEvery):
 		case <-ctx.Done():
 			return
-		}
-		if err := s.probeOnce(); err != nil {
-			s.storeHealth.set(err) // still failed; keep the latest reason
+		case <-changed:
 			continue
+		case <-time.After(wait):
 		}
-		if s.storeHealth.set(nil) {
+		switch err := s.checkStore(failed != nil); {
+		case err != nil && failed == nil:
+			s.storeHealth.failed(err, s.log)
+		case err != nil:
+			s.storeHealth.set(err) // still failed; keep the latest reason
+		case failed != nil && s.storeHealth.set(nil):
 			s.log.Info("the code store can be written again: health SERVING")
 		}
 	}
 }
 
-// probeOnce is one probe of the store (see probeStore).
-func (s *Server) probeOnce() error {
-	if err := s.store.Probe(); err != nil {
-		return err
+// checkStore looks at the store's filesystem and, with probe, writes to
+// it (see probeStore).
+func (s *Server) checkStore(probe bool) error {
+	if probe {
+		if err := s.store.Probe(); err != nil {
+			return err
+		}
 	}
 	free, err := s.store.Free()
 	if err != nil {

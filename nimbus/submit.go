@@ -454,13 +454,16 @@ func (s *service) admitUpload(declared, specBytes int64) (done func(), err error
 			apierr.ErrResourceExhausted, cap(g.slots), configs.KeyNimbusMaxUploads)
 	}
 	free, err := s.store.Free()
-	if err != nil {
+	if err == nil {
+		err = lowOnSpace(s.store, free)
+	}
+	switch {
+	case isStoreFailure(err): // full or read-only: every upload would fail
+		<-g.slots
+		return nil, s.storeFailed(err)
+	case err != nil:
 		<-g.slots
 		return nil, fmt.Errorf("%w: %v; nothing was stored", apierr.ErrCodeStoreUnavailable, err)
-	}
-	if err := lowOnSpace(s.store, free); err != nil {
-		<-g.slots // the store is full: every upload would fail
-		return nil, s.storeFailed(err)
 	}
 	need := declared + specBytes + storeHeadroom
 	g.mu.Lock()

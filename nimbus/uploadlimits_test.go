@@ -309,7 +309,8 @@ func fill(t *testing.T, path string, n int64) {
 // the next submission: RESOURCE_EXHAUSTED and NOT_SERVING until space is
 // freed, then SERVING and submissions succeed again. A read-only store
 // answers UNAVAILABLE and NOT_SERVING until it is writable again. Each
-// answer says nothing was stored.
+// answer says nothing was stored. With no submission at all, a store that
+// becomes read-only or full still turns health NOT_SERVING.
 func TestInProcessFullOrReadOnlyStore(t *testing.T) {
 	const size = 16 << 20
 	dir := mountTmpfs(t, size)
@@ -396,6 +397,23 @@ func TestInProcessFullOrReadOnlyStore(t *testing.T) {
 	if err := submit("readonly", 1000); err != nil {
 		t.Fatal(err)
 	}
+
+	// 5. With no submission, as on a follower: a store that becomes
+	// read-only, or full, is found so by the periodic check.
+	remount(t, dir, true)
+	waitServing(t, conn, healthpb.HealthCheckResponse_NOT_SERVING)
+	remount(t, dir, false)
+	waitServing(t, conn, healthpb.HealthCheckResponse_SERVING)
+	if free, err = s.store.Free(); err != nil {
+		t.Fatal(err)
+	}
+	fill(t, filler, free-(1<<20))
+	waitServing(t, conn, healthpb.HealthCheckResponse_NOT_SERVING)
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	waitServing(t, conn, healthpb.HealthCheckResponse_SERVING)
+
 	checkNothingCommitted(t, s, mustID(t, s, "fits"), mustID(t, s, "readonly"))
 	if got := tmpEntries(t, s); len(got) != 0 {
 		t.Fatalf("the store's tmp holds %v", got)
