@@ -56,6 +56,10 @@ func (s *Supervisor) listenMetrics() (err error) {
 		return fmt.Errorf("supervisor: listen on supervisor.metrics.port %d: %w", s.cfg.SupervisorMetricsPort, err)
 	}
 	s.lc.OnClose(func() { s.metricsLn.Close() }) // closed already if served
+	if addr := s.metricsLn.Addr().(*net.TCPAddr); s.tls == nil && !addr.IP.IsLoopback() {
+		s.log.Warn("INSECURE: metrics without TLS on an address others can reach, and this supervisor fetches code without TLS; set nimbus.grpc.tls.* (README: Security)",
+			"listen", addr.String(), "pprof", s.cfg.MetricsPprof)
+	}
 	return nil
 }
 
