@@ -30,10 +30,17 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./cmd/... ./examples/...
 
+# Integration tests written without security that run again with it on
+# (NIMBUS_TEST_SECURITY=on: mutual TLS, authorization, ZooKeeper ACLs): the
+# submit, replication, failover, kill and worker lifecycles. Tests that write
+# to ZooKeeper as an outsider, or need what security refuses, are not here.
+SECURE_TESTS := ^(TestSubmitReplicates|TestReplicationWaitTimesOut|TestJoiningNimbus|TestFailoverGoesOnly|TestWipedLeader|TestNimbusWithoutCode|TestBadSubmissions|TestAlteredReplica|TestActivateRightAfterKill|TestThreeNimbuses|TestSIGTERMLeader|TestRestartedNimbus|TestWorkersRunWithTheirEnvironment|TestSupervisorCrashMoves|TestCrashedWorkerIsRestarted|TestRebalanceTwoToFour|TestFailingWorkerCommand)
+
 ## test: installs what the tests need (ZooKeeper, a JRE) and runs them all with -race (the chaos
-## run for 60 s), then every fuzz target briefly.
+## run for 60 s), the lifecycle integration tests again with security on, then every fuzz target briefly.
 test: test-deps
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+	NIMBUS_TEST_SECURITY=on $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(SECURE_TESTS)' ./integration
 	@scripts/fuzz.sh 3s
 
 ## chaos: the chaos run for CHAOS_DURATION (5m); CHAOS_SEED=<seed> replays a run's faults.

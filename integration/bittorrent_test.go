@@ -48,7 +48,7 @@ func TestBitTorrentDistributionSurvivesLeaderCrash(t *testing.T) {
 		peerOf[p.TorrentAddr()] = p
 	}
 	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
-	cl := newClient(t, ps...)
+	cl := newClient(t, c, ps...)
 
 	// A big artifact that is the worker program: the example, padded.
 	// A supervisor runs it only once it holds the verified code, and only

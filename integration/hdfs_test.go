@@ -48,7 +48,7 @@ func TestHDFSDistributor(t *testing.T) {
 		}
 		sups = append(sups, p)
 	}
-	cl := newClient(t, ps...)
+	cl := newClient(t, c, ps...)
 	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
 
 	data := randomBytes(t, 2<<20)

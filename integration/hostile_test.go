@@ -195,7 +195,7 @@ func TestHostileRootDeleted(t *testing.T) {
 	c.WaitLeader(t, ps, 10*time.Second)
 	sups := c.StartSupervisors(t, 1)
 	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
-	cl := newClient(t, ps...)
+	cl := newClient(t, c, ps...)
 	before := submitSleeper(t, cl, "before", 2).GetTopologyId()
 	workers := sleepers(t, conn, before, 2, 20*time.Second, sups...)
 
@@ -264,7 +264,7 @@ func TestHostileGarbageInZnodes(t *testing.T) {
 	follower := testcluster.Without(ps, leader)[0]
 	sups := c.StartSupervisors(t, 2) // 4 slots
 	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
-	cl := newClient(t, ps...)
+	cl := newClient(t, c, ps...)
 	steady := submitSleeper(t, cl, "steady", 2).GetTopologyId()
 	victim := submitSleeper(t, cl, "victim", 1).GetTopologyId()
 	steadyWorkers := sleepers(t, conn, steady, 2, 20*time.Second, sups...)
@@ -374,7 +374,7 @@ func TestHostileGarbageInZnodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.WaitLeader(t, []*testcluster.Process{restarted}, 15*time.Second)
-	late := submitSleeper(t, newClient(t, restarted), "late", 1).GetTopologyId()
+	late := submitSleeper(t, newClient(t, c, restarted), "late", 1).GetTopologyId()
 	testcluster.WaitFor(t, 10*time.Second, "the late topology's (empty) assignment", func() error {
 		a := new(clusterv1.Assignment)
 		if err := readable(conn, "/storm/assignments/"+late, a); err != nil {
@@ -469,7 +469,7 @@ func TestHostileThousandsOfChildren(t *testing.T) {
 	epoch, leader := c.WaitLeader(t, ps, 10*time.Second)
 	sups := c.StartSupervisors(t, 1)
 	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
-	cl := newClient(t, ps...)
+	cl := newClient(t, c, ps...)
 	steady := submitSleeper(t, cl, "steady", 1).GetTopologyId()
 	workers := sleepers(t, conn, steady, 1, 20*time.Second, sups...)
 	rssBefore := map[string]int{}

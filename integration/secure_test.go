@@ -292,7 +292,7 @@ func (s *secureCluster) zooKeeperACLs(t *testing.T) {
 	other := testcluster.New(t, s.z.Addr(), testcluster.WithRoot("/other"))
 	ops := other.StartNimbuses(t, 1)
 	other.WaitLeader(t, ops, 15*time.Second)
-	pwn := submitSleeper(t, newClient(t, ops...), "pwn", 1).GetTopologyId()
+	pwn := submitSleeper(t, newClient(t, other, ops...), "pwn", 1).GetTopologyId()
 	replicas := zkChildren(t, s.zk, "/other/code-distributor/"+pwn)
 	if len(replicas) != 1 {
 		t.Fatalf("pwn's replicas on /other: %v", replicas)

@@ -30,7 +30,7 @@ func TestSilentSupervisorLosesItsWork(t *testing.T) {
 	}
 	ps := []*testcluster.Process{n}
 	c.WaitLeader(t, ps, 10*time.Second)
-	cl := newClient(t, ps...)
+	cl := newClient(t, c, ps...)
 
 	// The silent supervisor is this test's session: its node stays as long
 	// as the test lives.

@@ -38,9 +38,11 @@ func testSpec(name string) *nimbusv1.TopologySpec {
 	}
 }
 
-func newClient(t *testing.T, ps ...*testcluster.Process) *client.Client {
+// newClient is an SDK client of c's nimbuses ps, as c's own clients dial
+// (with security on, TLS as the admin).
+func newClient(t *testing.T, c *testcluster.Cluster, ps ...*testcluster.Process) *client.Client {
 	t.Helper()
-	cl, err := client.New(testcluster.Addrs(ps...))
+	cl, err := client.New(testcluster.Addrs(ps...), client.WithTransportCredentials(c.Credentials(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func TestSubmitReplicatesToEveryNimbusAndKillRemovesEverywhere(t *testing.T) {
 	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(4*time.Second))
 	ps := c.StartNimbuses(t, 3, testcluster.WithArgs("--topology.min.replication.count", "3"))
 	_, leader := c.WaitLeader(t, ps, 10*time.Second)
-	cl := newClient(t, ps...)
+	cl := newClient(t, c, ps...)
 	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
 
 	data := randomBytes(t, 1<<20)
@@ -102,7 +102,7 @@ func TestSubmitReplicatesToEveryNimbusAndKillRemovesEverywhere(t *testing.T) {
 	// Kill through a client that knows only a follower: the SDK follows
 	// the not-leader answer to the leader.
 	follower := testcluster.Without(ps, leader)[0]
-	viaFollower := newClient(t, follower)
+	viaFollower := newClient(t, c, follower)
 	if err := viaFollower.KillTopology(t.Context(), &nimbusv1.KillTopologyRequest{Name: "nosuch"}); status.Code(err) != codes.NotFound {
 		t.Fatalf("kill of an unknown name: %v, want NotFound", err)
 	}
@@ -131,7 +131,7 @@ func TestReplicationWaitTimesOutWithTooFewNimbuses(t *testing.T) {
 	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(4*time.Second))
 	ps := c.StartNimbuses(t, 2, testcluster.WithArgs("--topology.min.replication.count", "3", "--topology.max.replication.wait.time.sec", "2"))
 	c.WaitLeader(t, ps, 10*time.Second)
-	cl := newClient(t, ps...)
+	cl := newClient(t, c, ps...)
 
 	start := time.Now()
 	resp := submit(t, cl, "lonely", randomBytes(t, 4096))
@@ -159,7 +159,7 @@ func TestJoiningNimbusCatchesUpAndQueues(t *testing.T) {
 	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(4*time.Second))
 	first := c.StartNimbuses(t, 1)
 	c.WaitLeader(t, first, 10*time.Second)
-	cl := newClient(t, first...)
+	cl := newClient(t, c, first...)
 	blobs := map[string][]byte{}
 	for _, name := range []string{"a", "b"} {
 		data := randomBytes(t, 256<<10)
@@ -197,7 +197,7 @@ func TestFailoverGoesOnlyToANimbusHoldingAllCode(t *testing.T) {
 	rest := c.StartNimbuses(t, 2, testcluster.WithArgs(args...))
 	b, cc := rest[0], rest[1]
 	c.WaitQueued(t, 3, 10*time.Second)
-	cl := newClient(t, a)
+	cl := newClient(t, c, a)
 
 	blobs := map[string][]byte{}
 	submitSome := func(names ...string) {
@@ -283,7 +283,7 @@ func TestWipedLeaderStepsDownAndResyncs(t *testing.T) {
 	ps := c.StartNimbuses(t, 2, testcluster.WithArgs("--topology.min.replication.count", "2", "--nimbus.code.sync.freq.secs", "1"))
 	_, leader := c.WaitLeader(t, ps, 10*time.Second)
 	other := testcluster.Without(ps, leader)[0]
-	cl := newClient(t, ps...)
+	cl := newClient(t, c, ps...)
 	blobs := map[string][]byte{}
 	for _, name := range []string{"w1", "w2"} {
 		data := randomBytes(t, 64<<10)
@@ -341,7 +341,7 @@ func TestNimbusWithoutCodeNeverLeads(t *testing.T) {
 	if leader != a {
 		t.Fatalf("%s leads, want the first started", leader.Name)
 	}
-	cl := newClient(t, ps...)
+	cl := newClient(t, c, ps...)
 	blobs := map[string][]byte{}
 	for _, name := range []string{"g1", "g2"} {
 		data := randomBytes(t, 64<<10)
@@ -379,7 +379,7 @@ func TestBadSubmissionsChangeNothing(t *testing.T) {
 	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(4*time.Second))
 	ps := c.StartNimbuses(t, 1, testcluster.WithArgs("--nimbus.max.artifact.bytes", "1048576"))
 	_, leader := c.WaitLeader(t, ps, 10*time.Second)
-	cl := newClient(t, leader)
+	cl := newClient(t, c, leader)
 	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
 	good := randomBytes(t, 1000)
 	submit(t, cl, "taken", good)
@@ -486,7 +486,7 @@ func TestLeadershipLostDuringReplicationWait(t *testing.T) {
 	if err := paused.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	cl := newClient(t, ps...)
+	cl := newClient(t, c, ps...)
 	data := randomBytes(t, 64<<10)
 	type result struct {
 		resp *nimbusv1.SubmitTopologyResponse
@@ -551,7 +551,7 @@ func TestAlteredReplicaIsDetectedAndResynced(t *testing.T) {
 	ps := c.StartNimbuses(t, 2, testcluster.WithArgs("--topology.min.replication.count", "2", "--nimbus.code.sync.freq.secs", "600"))
 	_, leader := c.WaitLeader(t, ps, 10*time.Second)
 	victim := testcluster.Without(ps, leader)[0]
-	cl := newClient(t, ps...)
+	cl := newClient(t, c, ps...)
 	data := randomBytes(t, 256<<10)
 	id := submit(t, cl, "altered", data).GetTopologyId()
 
@@ -606,7 +606,7 @@ func TestLeadershipBlockedIsVisibleAndRecoverable(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := randomBytes(t, 64<<10)
-	id := submit(t, newClient(t, a), "precious", data).GetTopologyId()
+	id := submit(t, newClient(t, c, a), "precious", data).GetTopologyId()
 	if err := a.Stop(syscall.SIGKILL, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -652,7 +652,7 @@ func TestActivateRightAfterKillDoesNotUndoIt(t *testing.T) {
 	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(4*time.Second))
 	ps := c.StartNimbuses(t, 1)
 	c.WaitLeader(t, ps, 10*time.Second)
-	cl := newClient(t, ps...)
+	cl := newClient(t, c, ps...)
 	submit(t, cl, "doomed", randomBytes(t, 1000))
 	wait := int32(1)
 	if err := cl.KillTopology(t.Context(), &nimbusv1.KillTopologyRequest{Name: "doomed", WaitSecs: &wait}); err != nil {

@@ -187,7 +187,7 @@ func TestWorkersRunAsTheirOwnersUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
-	cl := newClient(t, ps...)
+	cl := newClient(t, c, ps...)
 	env := map[string]string{configs.TopologyEnvironment: "OUT_DIR=" + out + ", GREETING=hello=world"}
 
 	// Refused: root, and a user this host does not have.

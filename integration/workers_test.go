@@ -113,7 +113,7 @@ func TestWorkersRunWithTheirEnvironmentAndStopOnKill(t *testing.T) {
 	c.WaitLeader(t, ps, 10*time.Second)
 	sups := c.StartSupervisors(t, 2)
 	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
-	cl := newClient(t, ps...)
+	cl := newClient(t, c, ps...)
 	id := submitExample(t, cl, "wc", 2)
 
 	workers := waitWorkers(t, conn, id, 2, 20*time.Second, sups...)
@@ -134,7 +134,7 @@ func TestWorkersRunWithTheirEnvironmentAndStopOnKill(t *testing.T) {
 	if err != nil || len(info.GetExecutors()) != 6 {
 		t.Fatalf("GetTopologyInfo executors: %v, %v", info.GetExecutors(), err)
 	}
-	out, _, code := stormctl(t, "--seeds", ps[0].Addr(), "supervisors")
+	out, _, code := stormctl(t, append(c.ClientFlags(), "--seeds", ps[0].Addr(), "supervisors")...)
 	if code != 0 || !strings.Contains(out, sups[0].ID()) || !strings.Contains(out, sups[1].ID()) {
 		t.Fatalf("stormctl supervisors: exit %d\n%s", code, out)
 	}
@@ -167,7 +167,7 @@ func TestSupervisorCrashMovesItsWorkersAndItRejoinsAsItself(t *testing.T) {
 	c.WaitLeader(t, ps, 10*time.Second)
 	sups := c.StartSupervisors(t, 2)
 	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
-	id := submitExample(t, newClient(t, ps...), "movable", 2)
+	id := submitExample(t, newClient(t, c, ps...), "movable", 2)
 	testcluster.WaitFor(t, 20*time.Second, "a worker on each supervisor", func() error {
 		for _, s := range sups {
 			if w, err := runningWorkers(t, conn, id, s); err != nil || len(w) != 1 {
@@ -208,7 +208,7 @@ func TestLeaderCrashRestartsNoWorker(t *testing.T) {
 	_, leader := c.WaitLeader(t, ps, 10*time.Second)
 	sups := c.StartSupervisors(t, 2)
 	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
-	id := submitExample(t, newClient(t, ps...), "steady", 3)
+	id := submitExample(t, newClient(t, c, ps...), "steady", 3)
 	before := waitWorkers(t, conn, id, 3, 20*time.Second, sups...)
 	if err := leader.Stop(syscall.SIGKILL, 5*time.Second); err != nil {
 		t.Fatal(err)
@@ -241,7 +241,7 @@ func TestCrashedWorkerIsRestarted(t *testing.T) {
 	c.WaitLeader(t, ps, 10*time.Second)
 	sups := c.StartSupervisors(t, 1)
 	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
-	id := submitExample(t, newClient(t, ps...), "fragile", 1)
+	id := submitExample(t, newClient(t, c, ps...), "fragile", 1)
 	before := waitWorkers(t, conn, id, 1, 20*time.Second, sups...)
 	for _, pid := range before {
 		if err := syscall.Kill(int(pid), syscall.SIGKILL); err != nil {
@@ -286,7 +286,7 @@ func TestRebalanceTwoToFourWorkersAndBack(t *testing.T) {
 		sups = append(sups, p)
 	}
 	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
-	cl := newClient(t, ps...)
+	cl := newClient(t, c, ps...)
 	id := submitExample(t, cl, "elastic", 2)
 	workersBecome := func(n int) { t.Helper(); waitWorkers(t, conn, id, n, 30*time.Second, sups...) }
 	workersBecome(2)
@@ -326,7 +326,7 @@ func TestWorkersSurviveZooKeeperOutage(t *testing.T) {
 	c.WaitLeader(t, ps, 10*time.Second)
 	sups := c.StartSupervisors(t, 2)
 	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
-	id := submitExample(t, newClient(t, ps...), "durable", 2)
+	id := submitExample(t, newClient(t, c, ps...), "durable", 2)
 	before := waitWorkers(t, conn, id, 2, 20*time.Second, sups...)
 
 	z.Stop()
@@ -369,7 +369,7 @@ func TestFailingWorkerCommandBacksOff(t *testing.T) {
 	c.WaitLeader(t, ps, 10*time.Second)
 	sups := c.StartSupervisors(t, 1)
 	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
-	cl := newClient(t, ps...)
+	cl := newClient(t, c, ps...)
 	spec := testSpec("broken")
 	spec.NumWorkers = 1
 	spec.WorkerCommand = []string{"/bin/false"}
@@ -413,7 +413,7 @@ func TestSupervisorRestartWithoutNimbusRunsItsWorkers(t *testing.T) {
 	c.WaitLeader(t, ps, 10*time.Second)
 	sups := c.StartSupervisors(t, 1)
 	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
-	id := submitExample(t, newClient(t, ps...), "standalone", 1)
+	id := submitExample(t, newClient(t, c, ps...), "standalone", 1)
 	waitWorkers(t, conn, id, 1, 20*time.Second, sups...)
 	ports := slotPorts(t, conn, sups[0].ID())
 	if err := ps[0].Stop(syscall.SIGTERM, 10*time.Second); err != nil {

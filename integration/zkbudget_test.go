@@ -54,7 +54,7 @@ func TestSubmitOverZooKeeperNodeSizeIsRefusedAndLeadershipHolds(t *testing.T) {
 	ps := c.StartNimbuses(t, 2, testcluster.WithArgs("--nimbus.monitor.freq.secs", "200ms"))
 	epoch, leader := c.WaitLeader(t, ps, 20*time.Second)
 	c.StartSupervisors(t, 1, testcluster.WithSlots(testcluster.FreePorts(t, 4)...))
-	cl := newClient(t, ps...)
+	cl := newClient(t, c, ps...)
 	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
 	paths := cluster.Paths{Root: c.Root}
 

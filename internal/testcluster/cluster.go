@@ -23,6 +23,10 @@ const (
 	failedLogs   = 60               // lines of each daemon's log shown when a test fails
 	// logsEnv set to anything shows the daemons' logs of passing tests too.
 	logsEnv = "NIMBUS_TEST_LOGS"
+	// securityEnv=on turns security on in every Cluster New makes
+	// (WithSecurity, with a NewSecurity of the test's own), so that tests
+	// written without it run with it too (make test runs some so).
+	securityEnv = "NIMBUS_TEST_SECURITY"
 )
 
 // Cluster starts nimbuses and supervisors, as real processes from the
@@ -85,7 +89,9 @@ func WithLogf(logf func(format string, args ...any)) ClusterOption {
 // New returns a Cluster on the ZooKeeper at zkConnect that has started
 // nothing. It builds the binaries if no test has yet (see Bin). At the
 // end of the test it prints the tail of every daemon's log if the test
-// failed (or NIMBUS_TEST_LOGS is set), then closes the cluster. It fails
+// failed (or NIMBUS_TEST_LOGS is set), then closes the cluster. With
+// NIMBUS_TEST_SECURITY=on in the environment, security is on as
+// WithSecurity(NewSecurity(t)) makes it, unless an option set it. It fails
 // the test if the binaries cannot be built or dir cannot be made.
 func New(t testing.TB, zkConnect string, opts ...ClusterOption) *Cluster {
 	t.Helper()
@@ -98,6 +104,9 @@ func New(t testing.TB, zkConnect string, opts ...ClusterOption) *Cluster {
 	}
 	for _, o := range opts {
 		o(c)
+	}
+	if c.Security == nil && os.Getenv(securityEnv) == "on" {
+		c.Security = NewSecurity(t)
 	}
 	if c.Dir == "" {
 		c.Dir = t.TempDir()

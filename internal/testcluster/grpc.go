@@ -3,6 +3,7 @@ package testcluster
 import (
 	"context"
 	"fmt"
+	"testing"
 	"time"
 
 	"google.golang.org/grpc"
@@ -24,6 +25,29 @@ func (c *Cluster) Conn(addr string) *grpc.ClientConn {
 		return c.ConnAs(addr, c.Security.Admin)
 	}
 	return c.conn(addr, "", insecure.NewCredentials)
+}
+
+// Credentials are what a client of the Cluster's own (an SDK client, say)
+// dials with: plaintext, or in a Cluster WithSecurity TLS as
+// Security.Admin. They fail the test if the files cannot be loaded.
+func (c *Cluster) Credentials(t testing.TB) credentials.TransportCredentials {
+	if c.Security == nil {
+		return insecure.NewCredentials()
+	}
+	creds, err := c.Security.Admin.Credentials()
+	if err != nil {
+		t.Fatalf("testcluster: the TLS material of %q: %v", c.Security.Admin.Principal, err)
+	}
+	return creds
+}
+
+// ClientFlags are stormctl's flags to reach the Cluster as its own clients
+// do: none, or in a Cluster WithSecurity TLS as Security.Admin.
+func (c *Cluster) ClientFlags() []string {
+	if c.Security == nil {
+		return nil
+	}
+	return c.Security.Admin.ClientFlags()
 }
 
 // ConnAs returns the Cluster's gRPC connection to addr over TLS as id (a
