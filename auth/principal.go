@@ -46,8 +46,8 @@ func PrincipalOf(cert *x509.Certificate, field string) (string, error) {
 // certificate, or one nobody verified (a server that only requested it),
 // names no one: an error wrapping apierr.ErrUnauthenticated. Only verified
 // chains count, so the server's tls.Config must verify client certificates
-// itself (tls.RequireAndVerifyClientCert), not in a VerifyPeerCertificate
-// callback that leaves VerifiedChains empty.
+// itself (tls.VerifyClientCertIfGiven or RequireAndVerifyClientCert), not in
+// a VerifyPeerCertificate callback that leaves VerifiedChains empty.
 func PrincipalOfConn(state *tls.ConnectionState, field string) (string, error) {
 	if state == nil || len(state.VerifiedChains) == 0 || len(state.VerifiedChains[0]) == 0 {
 		return "", fmt.Errorf("%w: no client certificate: this nimbus requires one (%s); give this client %s and %s",

@@ -129,7 +129,7 @@ func newTLSCertCreateCommand(g *globals) *cobra.Command {
 	f.StringVar(&cf.caKey, "ca-key", "", "the CA's key (default DIR/ca-key.pem)")
 	f.StringVar(&cf.name, "name", "", "the certificate's common name, a client's principal, and its file name")
 	f.StringArrayVar(&cf.hosts, "host", nil, "a DNS name or IP address a server certificate is for (repeatable)")
-	f.BoolVar(&cf.server, "server", false, "for TLS servers (nimbus, supervisor code servers)")
+	f.BoolVar(&cf.server, "server", false, "for TLS servers (a nimbus; a daemon, which also dials, takes --client too)")
 	f.BoolVar(&cf.client, "client", false, "for TLS clients (stormctl, the SDK, daemons fetching code)")
 	f.IntVar(&cf.days, "days", int(certs.DefaultCertLifetime/day), "days the certificate is valid")
 	return cmd
