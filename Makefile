@@ -81,14 +81,17 @@ $(TOOLS)/bin/protoc-gen-go:
 $(TOOLS)/bin/protoc-gen-go-grpc:
 	GOBIN=$(TOOLS)/bin $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GRPC_VERSION)
 
-## quickstart: a local cluster on loopback (ZooKeeper, 3 nimbuses, 2 supervisors), the example topology submitted, then the cluster summary.
-quickstart: test-deps build
+## quickstart: a local cluster on loopback (ZooKeeper, 3 nimbuses, 2 supervisors) with security on (a throwaway
+## CA, mutual TLS, ZooKeeper digest ACLs), the example topology submitted, then the cluster summary. It installs
+## only ZooKeeper and a Java runtime, if missing.
+quickstart: build
+	@scripts/install-test-deps.sh quickstart
 	@scripts/quickstart.sh up
 
 quickstart-down:
 	@scripts/quickstart.sh down
 
-## bench: every benchmark (failover, submit, schedule, distribution, scale); results go to bench/RESULTS.md.
+## bench: every benchmark (failover, submit, schedule, distribution, scale, security off and on); results go to bench/RESULTS.md.
 bench: test-deps build
 	$(GO) test ./bench -run "^$$" -bench "Failover|Submit$$" -benchtime 1x -timeout 30m -args -trials 20 -submit-trials 10 -reassign-trials 5
 	$(GO) test ./bench -run "^$$" -bench SubmitHDFS -benchtime 1x -timeout 30m -args -submit-trials 5

@@ -11,7 +11,12 @@
 #
 # Idempotent and quiet: prints one line per package it installs, and one when
 # it fetches the jars.
+#
+# With "quickstart" as its argument it installs only what `make quickstart`
+# runs: ZooKeeper and the Java runtime, no Maven and no Hadoop jars.
 set -euo pipefail
+only_zookeeper=false
+[[ ${1:-} == quickstart ]] && only_zookeeper=true
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 hdfs_pom=$root/internal/testcluster/hdfs/pom.xml
@@ -26,7 +31,7 @@ hdfs_marker=$hdfs_jars/.fetched # internal/testcluster/hdfs.go looks for it
 pkgs=()
 [[ -f /usr/share/java/zookeeper.jar ]] || pkgs+=(zookeeper)
 java -version >/dev/null 2>&1 || pkgs+=(default-jre-headless)
-[[ -f $hdfs_marker ]] || command -v mvn >/dev/null || pkgs+=(maven)
+$only_zookeeper || [[ -f $hdfs_marker ]] || command -v mvn >/dev/null || pkgs+=(maven)
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -52,6 +57,7 @@ if ((${#pkgs[@]})); then
 	done
 fi
 
+$only_zookeeper && exit 0
 [[ -f $hdfs_marker ]] && exit 0
 # A throwaway local repository: the jars are kept only in $hdfs_jars.
 # overWriteReleases replaces jars an interrupted run may have truncated.
