@@ -21,6 +21,7 @@ import (
 
 	"github.com/nimbusha/nimbus/auth"
 	"github.com/nimbusha/nimbus/configs"
+	"github.com/nimbusha/nimbus/internal/grpctest"
 )
 
 // healthServer is a gRPC server with the health service on loopback, which
@@ -50,15 +51,7 @@ func serveHealth(t *testing.T, creds credentials.TransportCredentials) *healthSe
 			return next(ctx, req)
 		}))
 	healthpb.RegisterHealthServer(srv, health.NewServer())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(lis)
-	}()
-	t.Cleanup(func() {
-		srv.Stop()
-		<-done
-	})
+	grpctest.Serve(t, srv, lis)
 	return hs
 }
 

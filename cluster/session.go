@@ -109,20 +109,9 @@ func Connect(ctx context.Context, cfg SessionConfig) (*Session, error) {
 	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
-	for {
-		state, _, changed := s.State()
-		if state == zk.StateHasSession {
-			break
-		}
-		select {
-		case <-changed:
-		case <-timer.C:
-			conn.Close()
-			return nil, fmt.Errorf("%w: %v did not answer within %v", ErrNoSession, cfg.Servers, wait)
-		case <-ctx.Done():
-			conn.Close()
-			return nil, ctx.Err()
-		}
+	if err := s.awaitSession(ctx, timer.C, fmt.Errorf("%w: %v did not answer within %v", ErrNoSession, cfg.Servers, wait)); err != nil {
+		conn.Close()
+		return nil, err
 	}
 	if err := s.authenticate(ctx, timer.C); err != nil {
 		conn.Close()
@@ -171,18 +160,26 @@ func (s *Session) authenticate(ctx context.Context, timeout <-chan time.Time) er
 		}
 		// Lost the connection, or a new one came up meanwhile: again, on
 		// an established session.
-		for {
-			state, _, changed := s.State()
-			if state == zk.StateHasSession {
-				break
-			}
-			select {
-			case <-changed:
-			case <-timeout:
-				return fmt.Errorf("%w: lost while authenticating as %q", ErrNoSession, s.access.user)
-			case <-ctx.Done():
-				return ctx.Err()
-			}
+		if err := s.awaitSession(ctx, timeout, fmt.Errorf("%w: lost while authenticating as %q", ErrNoSession, s.access.user)); err != nil {
+			return err
+		}
+	}
+}
+
+// awaitSession returns once the session is established: late if timeout
+// fires first, ctx's error if ctx ends first.
+func (s *Session) awaitSession(ctx context.Context, timeout <-chan time.Time, late error) error {
+	for {
+		state, _, changed := s.State()
+		if state == zk.StateHasSession {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-timeout:
+			return late
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 }

@@ -14,6 +14,8 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+
+	"github.com/nimbusha/nimbus/internal/grpctest"
 )
 
 // CA is a throwaway certificate authority.
@@ -100,15 +102,7 @@ func Serve(t testing.TB, cfg *tls.Config, register func(*grpc.Server), opts ...g
 	}
 	srv := grpc.NewServer(append([]grpc.ServerOption{grpc.Creds(credentials.NewTLS(cfg))}, opts...)...)
 	register(srv)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(lis)
-	}()
-	t.Cleanup(func() {
-		srv.Stop()
-		<-done
-	})
+	grpctest.Serve(t, srv, lis)
 	return lis.Addr().String()
 }
 

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/nimbusha/nimbus/internal/grpctest"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
@@ -33,15 +34,7 @@ func (s *Server) Serve(t testing.TB, lis net.Listener, opts ...grpc.ServerOption
 	t.Helper()
 	srv := grpc.NewServer(opts...)
 	nimbusv1.RegisterNimbusServiceServer(srv, s)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(lis)
-	}()
-	t.Cleanup(func() {
-		srv.Stop()
-		<-done
-	})
+	grpctest.Serve(t, srv, lis)
 }
 
 // Start serves s on 127.0.0.1:0 until the test ends and returns its
