@@ -344,16 +344,40 @@ func readLoad(rep *scaleReport, zkAddr string, conn *zk.Conn, role string, p *te
 	if err != nil {
 		return err
 	}
-	end := time.Now().Add(time.Duration(*scaleReadSecs) * time.Second)
+	callers := make([]nimbusv1.NimbusServiceClient, *scaleClients)
+	for i := range callers {
+		callers[i] = apis[i%len(apis)]
+	}
+	start := time.Now()
+	lats, err := callBackToBack(callers, start.Add(time.Duration(*scaleReadSecs)*time.Second), call)
+	elapsed := time.Since(start)
+	if err != nil {
+		return fmt.Errorf("%s on %s: %w", rpc, p.Name, err)
+	}
+	after, err := cons(zkAddr)
+	if err != nil {
+		return err
+	}
+	zkReqs, _ := requests(before, after, map[int64]bool{sid: true})
+	sort.Slice(lats, func(i, j int) bool { return lats[i] < lats[j] })
+	rep.reads = append(rep.reads, readRow{
+		rpc: rpc, role: role, n: len(lats), rate: float64(len(lats)) / elapsed.Seconds(),
+		p50: percentile(lats, 50), p99: percentile(lats, 99), zkReqs: zkReqs,
+	})
+	return nil
+}
+
+// callBackToBack calls call back to back from one goroutine per caller
+// until end, and returns the latencies of the calls; the callers' errors, if
+// any, joined (a caller stops at its first).
+func callBackToBack(callers []nimbusv1.NimbusServiceClient, end time.Time, call func(context.Context, nimbusv1.NimbusServiceClient) error) ([]time.Duration, error) {
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
 		lats []time.Duration
 		errs []error
 	)
-	start := time.Now()
-	for i := range *scaleClients {
-		api := apis[i%len(apis)]
+	for _, api := range callers {
 		wg.Go(func() {
 			var mine []time.Duration
 			for t0 := time.Now(); t0.Before(end); t0 = time.Now() {
@@ -374,21 +398,7 @@ func readLoad(rep *scaleReport, zkAddr string, conn *zk.Conn, role string, p *te
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-	if len(errs) > 0 {
-		return fmt.Errorf("%s on %s: %w", rpc, p.Name, errors.Join(errs...))
-	}
-	after, err := cons(zkAddr)
-	if err != nil {
-		return err
-	}
-	zkReqs, _ := requests(before, after, map[int64]bool{sid: true})
-	sort.Slice(lats, func(i, j int) bool { return lats[i] < lats[j] })
-	rep.reads = append(rep.reads, readRow{
-		rpc: rpc, role: role, n: len(lats), rate: float64(len(lats)) / elapsed.Seconds(),
-		p50: percentile(lats, 50), p99: percentile(lats, 99), zkReqs: zkReqs,
-	})
-	return nil
+	return lats, errors.Join(errs...)
 }
 
 // scaleFailover SIGKILLs the leader and reports, from the new leader's

@@ -13,7 +13,6 @@ import (
 	"os"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -395,12 +394,6 @@ func (s readSample) rate() float64 { return float64(len(s.lats)) / s.elapsed.Sec
 // readLoad calls call on the leader from every caller's connection, back
 // to back, for d.
 func (sc *securityCluster) readLoad(call func(context.Context, nimbusv1.NimbusServiceClient) error, d time.Duration) (readSample, error) {
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		lats []time.Duration
-		errs []error
-	)
 	lcpu0, err := procCPU(sc.leader.Pid())
 	if err != nil {
 		return readSample{}, err
@@ -409,32 +402,14 @@ func (sc *securityCluster) readLoad(call func(context.Context, nimbusv1.NimbusSe
 	if err != nil {
 		return readSample{}, err
 	}
-	start := time.Now()
-	end := start.Add(d)
+	var apis []nimbusv1.NimbusServiceClient
 	for _, cc := range sc.callers {
-		api := nimbusv1.NewNimbusServiceClient(cc)
-		wg.Go(func() {
-			var mine []time.Duration
-			for t0 := time.Now(); t0.Before(end); t0 = time.Now() {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				err := call(ctx, api)
-				cancel()
-				if err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-					break
-				}
-				mine = append(mine, time.Since(t0))
-			}
-			mu.Lock()
-			lats = append(lats, mine...)
-			mu.Unlock()
-		})
+		apis = append(apis, nimbusv1.NewNimbusServiceClient(cc))
 	}
-	wg.Wait()
+	start := time.Now()
+	lats, err := callBackToBack(apis, start.Add(d), call)
 	s := readSample{lats: lats, elapsed: time.Since(start)}
-	if err := errors.Join(errs...); err != nil {
+	if err != nil {
 		return s, err
 	}
 	lcpu1, err := procCPU(sc.leader.Pid())

@@ -28,14 +28,28 @@ import (
 // startServer starts a nimbus on zkAddr and stops it when the test ends.
 func startServer(t *testing.T, zkAddr string) *Server {
 	t.Helper()
+	return startWith(t, zkAddr, t.TempDir(), nil)
+}
+
+// startWith starts a nimbus on zkAddr, with its local directory at localDir
+// and the configuration changed by edit (if not nil), and stops it when the
+// test ends.
+func startWith(t *testing.T, zkAddr, localDir string, edit func(*configs.Config)) *Server {
+	t.Helper()
 	cfg := configs.Default()
 	cfg.ZKHosts = []string{zkAddr}
 	cfg.ZKSessionTimeout = 4 * time.Second
 	cfg.NimbusHost = "127.0.0.1"
 	cfg.NimbusGRPCPort = 0
 	cfg.NimbusMetricsPort = configs.MetricsDisabled
-	cfg.LocalDir = t.TempDir()
+	cfg.LocalDir = localDir
 	cfg.NimbusDrainTimeout = time.Second
+	if edit != nil {
+		edit(cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	s := New(cfg, logger)
 	if err := s.Start(t.Context()); err != nil {

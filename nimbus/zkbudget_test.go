@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -25,40 +24,6 @@ import (
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 	"github.com/nimbusha/nimbus/validate"
 )
-
-// startWith starts a nimbus as startServer does, with its local directory
-// at localDir and the configuration changed by edit (if not nil).
-func startWith(t *testing.T, zkAddr, localDir string, edit func(*configs.Config)) *Server {
-	t.Helper()
-	cfg := configs.Default()
-	cfg.ZKHosts = []string{zkAddr}
-	cfg.ZKSessionTimeout = 4 * time.Second
-	cfg.NimbusHost = "127.0.0.1"
-	cfg.NimbusGRPCPort = 0
-	cfg.NimbusMetricsPort = configs.MetricsDisabled
-	cfg.LocalDir = localDir
-	cfg.NimbusDrainTimeout = time.Second
-	if edit != nil {
-		edit(cfg)
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	s := New(cfg, logger)
-	if err := s.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	select {
-	case <-s.ReadyNotify():
-	case err := <-s.Err():
-		t.Fatal(err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("nimbus not ready after 30 s")
-	}
-	return s
-}
 
 // registerSupervisor registers a live supervisor with four slots, as a
 // supervisor would (an ephemeral node of the test's own session), so the
