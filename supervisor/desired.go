@@ -13,6 +13,7 @@ import (
 	"github.com/nimbusha/nimbus/configs"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
+	"github.com/nimbusha/nimbus/validate"
 )
 
 // desiredWorker is what the assignments ask of one of this supervisor's
@@ -89,11 +90,8 @@ func (s *Supervisor) workerSpecFor(port int32, d desiredWorker) (workerSpec, err
 	if err := proto.Unmarshal(data, spec); err != nil {
 		return workerSpec{}, fmt.Errorf("spec of %s: %w", d.topologyID, err)
 	}
-	r := strings.NewReplacer("{code_dir}", codeDir, "{port}", fmt.Sprint(port), "{topology_id}", d.topologyID)
-	argv := make([]string, len(spec.GetWorkerCommand()))
-	for i, a := range spec.GetWorkerCommand() {
-		argv[i] = r.Replace(a)
-	}
+	argv := validate.ExpandWorkerCommand(spec.GetWorkerCommand(),
+		validate.WorkerValues{CodeDir: codeDir, Port: port, TopologyID: d.topologyID})
 	if len(argv) == 0 {
 		return workerSpec{}, fmt.Errorf("topology %s has no worker command", d.topologyID)
 	}

@@ -5,6 +5,11 @@
 // naming the field and the reason; client-supplied values are shown quoted
 // and truncated, so a huge or hostile value cannot bloat an error or a log.
 //
+// It also owns the worker command's placeholders ({code_dir}, {port},
+// {topology_id}; workercommand.go): the one list that WorkerCommand checks a
+// spec against, refusing any other {name}, and that the supervisor
+// substitutes with ExpandWorkerCommand, so the two cannot disagree.
+//
 // It is pure logic, without I/O, and fuzzed: its rules are what keeps a
 // name from escaping a directory and a request from making the leader store
 // more in ZooKeeper than a node can hold.

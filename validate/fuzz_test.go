@@ -76,6 +76,7 @@ func FuzzValidateSpec(f *testing.F) {
 			if strings.IndexByte(arg, 0) >= 0 {
 				t.Fatalf("accepted NUL in worker_command[%d]", i)
 			}
+			checkOnlyKnownPlaceholders(t, arg)
 		}
 	})
 }

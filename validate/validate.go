@@ -97,7 +97,7 @@ func Spec(spec *nimbusv1.TopologySpec) error {
 	if err := checkComponents(spec.GetComponents()); err != nil {
 		return err
 	}
-	if err := checkWorkerCommand(spec.GetWorkerCommand()); err != nil {
+	if err := WorkerCommand(spec.GetWorkerCommand()); err != nil {
 		return err
 	}
 	if err := checkConfig(spec.GetConfig()); err != nil {
@@ -158,30 +158,6 @@ func componentIDProblem(id string) string {
 func checkParallelism(field string, p int32) error {
 	if p < 1 || p > maxParallelism {
 		return Invalid(field, "must be between 1 and %d, got %d", maxParallelism, p)
-	}
-	return nil
-}
-
-// checkWorkerCommand checks the worker's argv: it is exec'd as is by the
-// supervisor, where a NUL byte cannot be passed and an empty program
-// cannot run.
-func checkWorkerCommand(argv []string) error {
-	switch {
-	case len(argv) == 0:
-		return Invalid("spec.worker_command", "must have at least one element (the program)")
-	case len(argv) > maxWorkerCommandArgs:
-		return Invalid("spec.worker_command", "must have at most %d elements, got %d", maxWorkerCommandArgs, len(argv))
-	case argv[0] == "":
-		return Invalid("spec.worker_command[0]", "must not be empty (it is the program)")
-	}
-	for i, arg := range argv {
-		field := fmt.Sprintf("spec.worker_command[%d]", i)
-		if len(arg) > maxWorkerCommandArg {
-			return Invalid(field, "must be at most %d bytes, got %d: %s", maxWorkerCommandArg, len(arg), showValue(arg))
-		}
-		if strings.IndexByte(arg, 0) >= 0 {
-			return Invalid(field, "must not contain a NUL byte, got %s", showValue(arg))
-		}
 	}
 	return nil
 }

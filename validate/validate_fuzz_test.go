@@ -325,6 +325,7 @@ func FuzzValidateStrings(f *testing.F) {
 		"wordcount", "word-count_v1.2", "count:v2", "stormjar.jar", ".hidden", "a..b", "Jürgen",
 		"", ".", "..", "...", "../x", "a/b", `a\b`, "/", "a\x00b", "a b", "\x1b[31mroot", "a\u0085", "a\xffb",
 		strings.Repeat("a", 63) + "ü" + strings.Repeat("b", 10), strings.Repeat("n", 129), strings.Repeat("f", 256),
+		"{code_dir}/artifact", "--port={prot}", "${HOME}", "{{port}}", "{a {x}}",
 	} {
 		f.Add(s)
 	}
@@ -363,10 +364,12 @@ func FuzzValidateStrings(f *testing.F) {
 				checkValidationError(t, err, "spec")
 			}
 		}
-		if err := checkWorkerCommand([]string{s}); err != nil {
+		if err := WorkerCommand([]string{s}); err != nil {
 			checkValidationError(t, err, "spec")
 		} else if s == "" || strings.IndexByte(s, 0) >= 0 {
 			t.Fatalf("accepted worker_command [%q]", s)
+		} else {
+			checkOnlyKnownPlaceholders(t, s)
 		}
 
 		// showValue quotes, stays short and valid UTF-8, and shows a
