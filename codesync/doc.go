@@ -14,4 +14,9 @@
 // nimbus holds every topology in /storms and withdrawn while it does not,
 // and Gate.Eligible, the election's gate, checks afresh when the nimbus wins
 // the lock.
+//
+// Followers lack a new topology's code for a moment after each
+// submission; that is logged at INFO. Code still missing after
+// topology.max.replication.wait.time.sec is stuck, and warned of once per
+// spell (catchup.go).
 package codesync

@@ -38,7 +38,11 @@ type Config struct {
 	Election Election
 	// SweepEvery is nimbus.code.sync.freq.secs: the safety sweep.
 	SweepEvery time.Duration
-	Logger     *slog.Logger
+	// CatchUpWait is how long a topology's code may be missing, and a
+	// fetch find no replica, before it counts as stuck and is logged at
+	// WARN (catchup.go): topology.max.replication.wait.time.sec.
+	CatchUpWait time.Duration
+	Logger      *slog.Logger
 }
 
 // Syncer keeps the local store in step with the cluster. New starts
@@ -128,6 +132,7 @@ type run struct {
 	fetching   tasks
 	registered tasks
 	fetched    chan *task // a fetch is done
+	catchUp    *catchUp
 }
 
 // Run keeps the store in step until ctx ends. Each pass reads what the
@@ -148,7 +153,8 @@ func (s *Syncer) Run(ctx context.Context) error {
 	}
 	sweep := time.NewTicker(s.cfg.SweepEvery)
 	defer sweep.Stop()
-	r := &run{Syncer: s, ctx: ctx, wg: &wg, fetching: tasks{}, registered: tasks{}, fetched: make(chan *task, 16)}
+	r := &run{Syncer: s, ctx: ctx, wg: &wg, fetching: tasks{}, registered: tasks{}, fetched: make(chan *task, 16),
+		catchUp: newCatchUp(s.cfg.CatchUpWait)}
 	for {
 		// Taken before what they announce is read: no change goes unseen.
 		storms, replicas := s.cfg.Storms.Changed(), s.cfg.Replicas.Changed()
@@ -159,8 +165,12 @@ func (s *Syncer) Run(ctx context.Context) error {
 		r.fetching.stopUnless(wanted)
 		r.registered.stopUnless(wanted)
 		s.removeUnwanted(wanted)
-		s.gate(len(s.cfg.Missing(s.cfg.Storms.Snapshot())))
+		stuckAt := r.gate(s.cfg.Missing(s.cfg.Storms.Snapshot()))
 
+		var stuck <-chan time.Time // code missing until then is stuck: say so
+		if !stuckAt.IsZero() {
+			stuck = time.After(time.Until(stuckAt))
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -170,6 +180,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 		case <-reported: // a copy found corrupt: verify it again
 		case <-s.wake:
 		case <-sweep.C:
+		case <-stuck:
 		case t := <-r.fetched:
 			for id, cur := range r.fetching {
 				if cur == t {
@@ -256,17 +267,28 @@ func (s *Syncer) wanted() map[string][]byte {
 	return wanted
 }
 
-// gate queues the election while every active topology is held.
-func (s *Syncer) gate(missing int) {
-	e := s.cfg.Election
+// gate queues the election while every active topology is held, and
+// withdraws it while the code of some is missing (sorted). Missing code is
+// normal for a moment after a submission (INFO); once some has been
+// missing for the wait, it warns, once per spell. It returns when code
+// missing now will have been missing for the wait (zero if none will).
+func (r *run) gate(missing []string) (stuckAt time.Time) {
+	e := r.cfg.Election
 	switch {
-	case missing == 0 && !e.Queued():
-		s.log.Info("holding the code of every active topology; joining the leader queue")
+	case len(missing) == 0 && !e.Queued():
+		r.log.Info("holding the code of every active topology; joining the leader queue")
 		e.Queue()
-	case missing > 0 && e.Queued():
-		s.log.Warn("missing code of active topologies; leaving the leader queue until fetched", "missing", missing)
+	case len(missing) > 0 && e.Queued():
+		r.log.Info("missing code of active topologies; leaving the leader queue until fetched",
+			"missing", len(missing), "topologies", missing)
 		e.Withdraw()
 	}
+	stuck, stuckAt := r.catchUp.observe(missing, time.Now())
+	if r.catchUp.startsSpell(stuck) {
+		r.log.Warn("code of active topologies still missing after topology.max.replication.wait.time.sec; out of the leader queue until fetched",
+			"missing", len(stuck), "topologies", stuck, "wait", r.cfg.CatchUpWait)
+	}
+	return stuckAt
 }
 
 // removeUnwanted deletes local code the cluster no longer wants. The
@@ -305,6 +327,7 @@ func (s *Syncer) removeUnwanted(wanted map[string][]byte) {
 // when a replica list changes, otherwise with backoff.
 func (s *Syncer) fetch(ctx context.Context, id string, digest []byte) error {
 	backoff := minBackoff
+	began := time.Now()
 	for {
 		// Taken first, so a replica registering during the attempt counts.
 		replicasChanged := s.cfg.Replicas.Changed()
@@ -315,7 +338,8 @@ func (s *Syncer) fetch(ctx context.Context, id string, digest []byte) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		s.log.Warn("cannot fetch code yet; retrying", "topology", id, "err", err, "retry_in", backoff)
+		s.log.Log(ctx, fetchFailureLevel(err, time.Since(began), s.cfg.CatchUpWait),
+			"cannot fetch code yet; retrying", "topology", id, "err", err, "retry_in", backoff)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
+	"github.com/nimbusha/nimbus/configs"
 	"github.com/nimbusha/nimbus/leader"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 )
@@ -36,6 +37,7 @@ type duties struct {
 	log             *slog.Logger
 	sch             *scheduler
 	scheduledOnce   bool
+	noStandbySince  time.Time // when the standbys last fell to 0; zero while there are some
 	noStandbyWarned bool
 }
 
@@ -68,7 +70,9 @@ func (s *Server) lead(term *leader.Term) {
 		next := d.completeTimedActions(storms)
 		d.collectAbandonedDistributions(storms)
 		d.scheduleRound()
-		d.warnIfNoStandby()
+		if warnAt := d.warnIfNoStandby(time.Now()); !warnAt.IsZero() && (next.IsZero() || warnAt.Before(next)) {
+			next = warnAt
+		}
 
 		var due <-chan time.Time
 		if !next.IsZero() {
@@ -280,21 +284,45 @@ func (d *duties) scheduleRound() {
 	}
 }
 
-// warnIfNoStandby exports how many standbys could take over and warns, once
-// per spell, when none could: a failure of this leader would then leave
-// the cluster without one.
-func (d *duties) warnIfNoStandby() {
+// warnIfNoStandby exports how many standbys could take over, at once, and
+// warns, once per spell, when none could for longer than the replication
+// wait (replicationLogWait): a failure of this leader would then leave the
+// cluster without one. Right after a submission the followers lack the
+// code while they fetch it, which is no news. It returns when to look
+// again for the warning to be on time (zero if nothing is due).
+func (d *duties) warnIfNoStandby(now time.Time) time.Time {
 	summary := d.view.clusterInfo().GetCluster()
 	d.metrics.eligibleStandbys.Set(float64(summary.GetEligibleStandbys()))
 	if summary.GetEligibleStandbys() > 0 || len(summary.GetNimbuses()) == 0 {
-		d.noStandbyWarned = false
-		return
+		d.noStandbySince, d.noStandbyWarned = time.Time{}, false
+		return time.Time{}
 	}
-	if !d.noStandbyWarned {
-		d.log.Warn("no standby nimbus holds all code: a failure of this leader cannot fail over",
-			"nimbuses", len(summary.GetNimbuses()), "blocked_by", summary.GetLeadershipBlockedBy())
-		d.noStandbyWarned = true
+	if d.noStandbySince.IsZero() {
+		d.noStandbySince = now
 	}
+	if d.noStandbyWarned {
+		return time.Time{}
+	}
+	wait := replicationLogWait(d.cfg)
+	if due := d.noStandbySince.Add(wait); now.Before(due) {
+		return due
+	}
+	d.log.Warn("no standby nimbus holds all code: a failure of this leader cannot fail over",
+		"nimbuses", len(summary.GetNimbuses()), "blocked_by", summary.GetLeadershipBlockedBy(),
+		"for", now.Sub(d.noStandbySince).Round(time.Millisecond), "wait", wait)
+	d.noStandbyWarned = true
+	return time.Time{}
+}
+
+// replicationLogWait is how long code may be missing from the standbys
+// before the leader and codesync warn: topology.max.replication.wait.time.sec,
+// the time a submission gives replication. Waiting forever (-1) would
+// silence them for good, so that case takes the default wait.
+func replicationLogWait(cfg *configs.Config) time.Duration {
+	if wait, forever := cfg.MaxReplicationWait(); !forever {
+		return wait
+	}
+	return configs.DefaultMaxReplicationWaitSecs * time.Second
 }
 
 // sweepStoredCode removes code a backend holds outside the nimbuses for

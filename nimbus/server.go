@@ -206,13 +206,14 @@ func (s *Server) build() (err error) {
 	gate := codesync.Gate{Session: s.sess, Store: s.store, Storms: s.view.storms}
 	s.election = leader.New(leader.Config{Session: s.sess, Self: s.self, Eligible: gate.Eligible, Logger: s.base})
 	s.syncer = codesync.New(codesync.Config{
-		Gate:       gate,
-		Fetcher:    &codedistributor.Fetcher{Params: params, Dist: s.dist, Store: s.store},
-		Replicas:   s.view.replicas,
-		Self:       s.self,
-		Election:   s.election,
-		SweepEvery: cfg.CodeSyncFreq,
-		Logger:     s.base,
+		Gate:        gate,
+		Fetcher:     &codedistributor.Fetcher{Params: params, Dist: s.dist, Store: s.store},
+		Replicas:    s.view.replicas,
+		Self:        s.self,
+		Election:    s.election,
+		SweepEvery:  cfg.CodeSyncFreq,
+		CatchUpWait: replicationLogWait(cfg),
+		Logger:      s.base,
 	})
 
 	s.actions = make(chan struct{}, 1)
