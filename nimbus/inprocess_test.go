@@ -36,6 +36,12 @@ func startServer(t *testing.T, zkAddr string) *Server {
 // test ends.
 func startWith(t *testing.T, zkAddr, localDir string, edit func(*configs.Config)) *Server {
 	t.Helper()
+	return startLogged(t, zkAddr, localDir, edit, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+}
+
+// startLogged is startWith with the nimbus logging to logger.
+func startLogged(t *testing.T, zkAddr, localDir string, edit func(*configs.Config), logger *slog.Logger) *Server {
+	t.Helper()
 	cfg := configs.Default()
 	cfg.ZKHosts = []string{zkAddr}
 	cfg.ZKSessionTimeout = 4 * time.Second
@@ -50,7 +56,6 @@ func startWith(t *testing.T, zkAddr, localDir string, edit func(*configs.Config)
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	s := New(cfg, logger)
 	if err := s.Start(t.Context()); err != nil {
 		t.Fatal(err)
