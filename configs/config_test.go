@@ -15,7 +15,7 @@ import (
 )
 
 // isolate blanks every variable this package reads so the developer's
-// environment cannot leak into a test; viper treats empty as unset.
+// environment cannot leak into a test; Load treats empty as unset.
 func isolate(t *testing.T) {
 	t.Helper()
 	for _, k := range Keys() {
@@ -176,41 +176,46 @@ func TestEnvName(t *testing.T) {
 	}
 }
 
+// A value that does not convert is reported by where it was set: the
+// variable, the file's line and key, the flag.
 func TestConversionErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		file string
 		env  [2]string
 		args []string
-		want string
+		want string // FILE stands for the file's path
 	}{
 		{name: "env int", env: [2]string{"STORM_ZOOKEEPER_PORT", "abc"},
-			want: `configs: storm.zookeeper.port: "abc" is not an integer`},
+			want: `configs: STORM_ZOOKEEPER_PORT: "abc" is not an integer`},
 		{name: "file int", file: "nimbus.max.artifact.bytes: 1.5\n",
-			want: `configs: nimbus.max.artifact.bytes: 1.5 is not an integer`},
-		{name: "file duration", file: "nimbus.monitor.freq.secs: 1.5\n",
-			want: `configs: nimbus.monitor.freq.secs: 1.5 is not a duration`},
+			want: `configs: FILE:1: nimbus.max.artifact.bytes: 1.5 is not an integer`},
+		{name: "file duration", file: "# comment\n\nnimbus.monitor.freq.secs: 1.5\n",
+			want: `configs: FILE:3: nimbus.monitor.freq.secs: 1.5 is not a duration`},
 		{name: "env duration", env: [2]string{"STORM_ZOOKEEPER_SESSION_TIMEOUT", "soon"},
-			want: `configs: storm.zookeeper.session.timeout: "soon" is not a duration (whole milliseconds`},
+			want: `configs: STORM_ZOOKEEPER_SESSION_TIMEOUT: "soon" is not a duration (whole milliseconds`},
 		{name: "flag int list", args: []string{"--supervisor.slots.ports=6700,x"},
-			want: `configs: supervisor.slots.ports: "x" is not an integer`},
-		{name: "file string from list", file: "nimbus.host: [a, b]\n",
-			want: `configs: nimbus.host: [a b] is not a string`},
+			want: `configs: --supervisor.slots.ports: "x" is not an integer`},
+		{name: "file string from list", file: "nimbus.grpc.port: 7001\nnimbus.host: [a, b]\n",
+			want: `configs: FILE:2: nimbus.host: [a b] is not a string`},
 		{name: "file list from map", file: "nimbus.seeds: {a: 1}\n",
-			want: `configs: nimbus.seeds: map[a:1] is not a list`},
+			want: `configs: FILE:1: nimbus.seeds: map[a:1] is not a list`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			isolate(t)
 			args := tc.args
+			want := tc.want
 			if tc.file != "" {
-				args = append(args, "--config", writeFile(t, tc.file))
+				path := writeFile(t, tc.file)
+				args = append(args, "--config", path)
+				want = strings.ReplaceAll(want, "FILE", path)
 			}
 			if tc.env[0] != "" {
 				t.Setenv(tc.env[0], tc.env[1])
 			}
 			c, _, err := loadArgs(t, args...)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
+			if err == nil || !strings.HasPrefix(err.Error(), want) {
+				t.Fatalf("err = %v, want it to start with %q", err, want)
 			}
 			if c != nil {
 				t.Fatal("Load returned a Config with an error")
@@ -223,9 +228,50 @@ func TestLoadValidates(t *testing.T) {
 	isolate(t)
 	path := writeFile(t, "nimbus.grpc.port: 70000\n")
 	c, _, err := LoadFile(path)
-	want := "configs: nimbus.grpc.port: 70000 is out of range 0..65535"
+	want := "configs: " + path + ":1: nimbus.grpc.port: 70000 is out of range 0..65535"
 	if c != nil || err == nil || err.Error() != want {
 		t.Fatalf("LoadFile = %v, %v; want nil, %q", c, err, want)
+	}
+}
+
+// A rule broken by a value names where that value was set; a rule broken
+// by a default the operator left alone names the key.
+func TestValidationErrorsNameTheSource(t *testing.T) {
+	isolate(t)
+	path := writeFile(t, "storm.zookeeper.port: 2181\nnimbus.grpc.port: 70000\n")
+	t.Setenv("STORM_ZOOKEEPER_ROOT", "storm")
+	t.Setenv("STORM_NIMBUS_GRPC_TLS_ENABLE", "true") // then the truststore, a default, is missing
+	_, _, err := loadArgs(t, "--config", path, "--log.level", "loud")
+	var got []string
+	for _, e := range Leaves(err) {
+		got = append(got, e.Error())
+	}
+	for _, want := range []string{
+		"configs: " + path + ":2: nimbus.grpc.port: 70000 is out of range 0..65535",
+		`configs: STORM_ZOOKEEPER_ROOT: "storm" does not start with '/'`,
+		`configs: --log.level: "loud" is not one of debug, info, warn, error`,
+		"configs: nimbus.grpc.tls.truststore.path: must be set when nimbus.grpc.tls.enable is true",
+	} {
+		if !slices.Contains(got, want) {
+			t.Errorf("errors %q\nlack %q", got, want)
+		}
+	}
+	if len(got) != 4 {
+		t.Errorf("%d errors, want 4: %q", len(got), got)
+	}
+	var ke *KeyError
+	if !errors.As(err, &ke) {
+		t.Fatalf("%v is not a KeyError", err)
+	}
+}
+
+// A null in the file is no value, as in Storm's own files: the default
+// stays.
+func TestNullKeepsTheDefault(t *testing.T) {
+	isolate(t)
+	c := mustLoad(t, "--config", writeFile(t, "nimbus.grpc.port: null\nstorm.zookeeper.servers: ~\n"))
+	if c.NimbusGRPCPort != DefaultNimbusGRPCPort || !slices.Equal(c.ZKHosts, []string{DefaultZKServer}) {
+		t.Errorf("port %d, servers %q; want the defaults", c.NimbusGRPCPort, c.ZKHosts)
 	}
 }
 
@@ -259,6 +305,7 @@ func TestUnknownKeysWarn(t *testing.T) {
 		"storm.auth:",
 		"  scheme: none",
 		"  user: x",
+		"storm.zookeeper.auth.user: null",
 		"",
 	}, "\n"))
 	c, warnings, err := LoadFile(path)
@@ -268,13 +315,76 @@ func TestUnknownKeysWarn(t *testing.T) {
 	if c.ZKPort != 2182 {
 		t.Errorf("ZKPort = %d, want 2182", c.ZKPort)
 	}
-	want := []string{
-		"configs: " + path + `: unknown key "nimbus.childopts" ignored`,
-		"configs: " + path + `: unknown key "storm.auth" ignored`,
-		"configs: " + path + `: unknown key "topology.workers" ignored`,
+	want := []string{ // in the file's order
+		"configs: " + path + `:2: unknown key "topology.workers" ignored`,
+		"configs: " + path + `:3: unknown key "nimbus.childopts" ignored`,
+		"configs: " + path + `:4: unknown key "storm.auth" ignored`,
+		"configs: " + path + `:7: unknown key "storm.zookeeper.auth.user" ignored`,
 	}
 	if !slices.Equal(warnings, want) {
 		t.Errorf("warnings = %q\nwant %q", warnings, want)
+	}
+}
+
+// A key close to a known one is a typo: an error with the key it must be,
+// never a run on the default. So is a known key written as nested YAML.
+// Unknown keys far from any still warn, and every problem is reported at
+// once.
+func TestTypoedKeysAreErrors(t *testing.T) {
+	isolate(t)
+	path := writeFile(t, strings.Join([]string{
+		"nimbus.childopts: -Xmx1g",
+		"topology.min.replicaton.count: 2",
+		"nimbus:",
+		"  grpc:",
+		"    port: 7001",
+		"  seedz: [a]",
+		"Supervisor.Slots.Port: [6700]",
+		"nimbus.grpc.port: 70000",
+		"",
+	}, "\n"))
+	c, warnings, err := LoadFile(path)
+	if c != nil || err == nil {
+		t.Fatalf("LoadFile = %v, %v; want an error", c, err)
+	}
+	var got []string
+	for _, e := range Leaves(err) {
+		got = append(got, e.Error())
+	}
+	want := []string{
+		"configs: " + path + ":2: topology.min.replicaton.count: unknown key; did you mean topology.min.replication.count?",
+		"configs: " + path + ":5: nimbus.grpc.port: written as nested keys, which are not read; write nimbus.grpc.port as one key at the top level",
+		"configs: " + path + ":6: nimbus.seedz: unknown key, written nested; did you mean nimbus.seeds, as one key at the top level?",
+		"configs: " + path + ":7: Supervisor.Slots.Port: unknown key; did you mean supervisor.slots.ports?",
+		"configs: " + path + ":8: nimbus.grpc.port: 70000 is out of range 0..65535",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if w := []string{"configs: " + path + `:1: unknown key "nimbus.childopts" ignored`}; !slices.Equal(warnings, w) {
+		t.Errorf("warnings = %q, want %q", warnings, w)
+	}
+}
+
+// A STORM_* variable close to a known one is a typo too. Other STORM_*
+// variables belong to others (Storm's scripts, the workers' environment)
+// and pass without a word.
+func TestTypoedVariablesAreErrors(t *testing.T) {
+	isolate(t)
+	for _, name := range []string{"STORM_HOME", "STORM_CONF_DIR", "STORM_LOG_DIR", "STORM_JAR_JVM_OPTS",
+		"STORM_EXT_CLASSPATH", "STORM_TOPOLOGY_ID", "STORM_PORT", "STORM_EXECUTORS", "STORM_CODE_DIR"} {
+		t.Setenv(name, "x")
+	}
+	if _, _, err := LoadFile(""); err != nil {
+		t.Fatalf("others' STORM_* variables: %v", err)
+	}
+
+	t.Setenv("STORM_TOPOLOGY_MIN_REPLICATON_COUNT", "2")
+	t.Setenv("STORM_NIMBUS_SEED", "") // empty: unset, as for known variables
+	_, _, err := LoadFile("")
+	want := "configs: STORM_TOPOLOGY_MIN_REPLICATON_COUNT: unknown variable; did you mean STORM_TOPOLOGY_MIN_REPLICATION_COUNT (topology.min.replication.count)?"
+	if err == nil || err.Error() != want {
+		t.Fatalf("err = %v\nwant %s", err, want)
 	}
 }
 

@@ -1,6 +1,7 @@
 package configs
 
 import (
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -57,8 +58,17 @@ func FuzzLoadFile(f *testing.F) {
 			if c != nil {
 				t.Fatalf("LoadFile returned a config and %v", err)
 			}
-			for _, e := range leaves(err) {
-				if !strings.HasPrefix(e.Error(), "configs: parse "+path+": ") && namedKey(e) == "" {
+			for _, e := range Leaves(err) {
+				if strings.HasPrefix(e.Error(), "configs: parse "+path+": ") {
+					continue
+				}
+				// Every other problem is a key's, and names the
+				// file (what the file set, or a typo in it) or is
+				// a default's (a rule the file's values broke).
+				var ke *KeyError
+				if !errors.As(e, &ke) || ke.Key == "" ||
+					(ke.Source.Kind == FromFile) != strings.HasPrefix(e.Error(), "configs: "+path) ||
+					(ke.Source.Kind != FromFile && ke.Source.Kind != FromDefault) {
 					t.Fatalf("error %q names neither the file nor a key", e)
 				}
 			}
@@ -106,9 +116,14 @@ func FuzzLoadEnv(f *testing.F) {
 		c, _, err := LoadFile("")
 		if err != nil {
 			allowed := append([]string{key}, partners[key]...)
-			for _, e := range leaves(err) {
+			for _, e := range Leaves(err) {
 				if named := namedKey(e); !slices.Contains(allowed, named) {
 					t.Fatalf("%s=%q: error %q does not name %v", EnvName(key), value, e, allowed)
+				}
+				// The key set in the environment is reported by
+				// its variable, as the operator wrote it.
+				if var_ := "configs: " + EnvName(key) + ": "; namedKey(e) == key && !strings.HasPrefix(e.Error(), var_) {
+					t.Fatalf("%s=%q: error %q does not start %q", EnvName(key), value, e, var_)
 				}
 			}
 			return
@@ -157,27 +172,14 @@ func checkAccepted(t *testing.T, c *Config) {
 	}
 }
 
-// leaves flattens what errors.Join made.
-func leaves(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, leaves(e)...)
-		}
-		return out
-	}
-	return []error{err}
-}
-
-// namedKey returns the key an error starts with ("configs: <key>: "), or "".
+// namedKey returns the known key a KeyError is about, or "".
 func namedKey(err error) string {
-	rest, ok := strings.CutPrefix(err.Error(), "configs: ")
-	if !ok {
+	var ke *KeyError
+	if !errors.As(err, &ke) {
 		return ""
 	}
-	key, _, ok := strings.Cut(rest, ": ")
-	if _, known := lookupField(key); !ok || !known {
+	if _, known := lookupField(ke.Key); !known {
 		return ""
 	}
-	return key
+	return ke.Key
 }

@@ -1,18 +1,16 @@
 package configs
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
-	"github.com/spf13/viper"
 )
 
 // ConfigFlag names the flag that points at the YAML file.
@@ -61,9 +59,14 @@ func (v *flagValue) Type() string       { return v.typ }
 
 // Load builds a Config from the defaults, the file named by --config (if
 // set), the environment and the flags in fs that were set on the command
-// line, each overriding the one before. Keys in the file this package does
-// not know are returned as warnings, since Storm files carry many more. The
-// Config returned has passed Validate. fs may be nil.
+// line, each overriding the one before. Every error is a KeyError naming
+// where its value came from (file and line, variable, flag), or names the
+// file it could not read. A key in the file, or a STORM_* variable, that
+// this package does not know but that is close to one it knows is an
+// error with a suggestion: a typo must not leave a key at its default.
+// Other unknown keys in the file are returned as warnings, since Storm
+// files carry many more. The Config returned has passed Validate. fs may
+// be nil.
 func Load(fs *pflag.FlagSet) (*Config, []string, error) {
 	path := ""
 	if fs != nil {
@@ -81,25 +84,34 @@ func LoadFile(path string) (*Config, []string, error) {
 }
 
 func load(path string, fs *pflag.FlagSet) (*Config, []string, error) {
-	// "::" so that Storm's dotted keys are flat keys, not nested maps.
-	v := viper.NewWithOptions(viper.KeyDelimiter("::"))
-
-	var warnings []string
-	if path != "" {
-		var err error
-		if warnings, err = readFile(v, path); err != nil {
-			return nil, nil, err
-		}
-	}
-
-	// Defaults go in as text, so they take the same conversion path as
-	// environment and flag values.
+	// Each layer overrides the one before, key by key, remembering where
+	// each value came from so that an error can send the operator there.
+	settings := map[string]setting{}
 	def := Default()
 	for _, f := range fields {
+		// Defaults go in as text, so they take the same conversion
+		// path as environment and flag values.
 		_, text := describe(f.ptr(def))
-		v.SetDefault(f.key, text)
-		if err := v.BindEnv(f.key, EnvName(f.key)); err != nil {
-			return nil, nil, fmt.Errorf("configs: %s: %w", f.key, err)
+		settings[f.key] = setting{raw: text}
+	}
+
+	var warnings []string
+	var problems []error // unknown keys that look like typos: reported with the rest
+	if path != "" {
+		file, err := readFile(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		maps.Copy(settings, file.values)
+		warnings, problems = file.warnings, file.typos
+	}
+
+	problems = append(problems, unknownEnv(os.Environ())...)
+	for _, f := range fields {
+		// An empty variable is unset, so a blank export cannot erase a
+		// file's value.
+		if v := os.Getenv(EnvName(f.key)); v != "" {
+			settings[f.key] = setting{raw: v, src: Source{Kind: FromEnv, Name: EnvName(f.key)}}
 		}
 	}
 
@@ -109,52 +121,31 @@ func load(path string, fs *pflag.FlagSet) (*Config, []string, error) {
 		// command framework (cobra) may parse a flag of this set through
 		// another set that shares it, which Visit does not see.
 		fs.VisitAll(func(fl *pflag.Flag) {
-			if _, ok := lookupField(fl.Name); ok && fl.Changed {
-				v.Set(fl.Name, fl.Value.String())
+			if f, ok := lookupField(fl.Name); ok && fl.Changed {
+				settings[f.key] = setting{raw: fl.Value.String(), src: Source{Kind: FromFlag, Name: fl.Name}}
 			}
 		})
 	}
 
 	c := &Config{}
-	var errs []error
+	errs := problems
 	for _, f := range fields {
-		if err := decode(f.ptr(c), v.Get(f.key), f.unit); err != nil {
-			errs = append(errs, fmt.Errorf("configs: %s: %w", f.key, err))
+		s := settings[f.key]
+		if err := decode(f.ptr(c), s.raw, f.unit); err != nil {
+			errs = append(errs, &KeyError{Key: f.key, Source: s.src, Err: err})
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, warnings, err
+	if len(errs) > len(problems) { // a value that did not convert: c is incomplete
+		return nil, warnings, errors.Join(errs...)
 	}
-	if err := c.Validate(); err != nil {
+	sources := make(map[string]Source, len(settings))
+	for key, s := range settings {
+		sources[key] = s.src
+	}
+	if err := errors.Join(append(errs, attribute(c.Validate(), sources))...); err != nil {
 		return nil, warnings, err
 	}
 	return c, warnings, nil
-}
-
-// readFile loads the YAML at path into v and returns a warning for each
-// top-level key it does not know.
-func readFile(v *viper.Viper, path string) ([]string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("configs: %w", err) // names the file
-	}
-	v.SetConfigType("yaml")
-	if err := v.ReadConfig(bytes.NewReader(b)); err != nil {
-		return nil, fmt.Errorf("configs: parse %s: %w", path, err)
-	}
-
-	var warnings []string
-	seen := map[string]bool{}
-	for _, k := range v.AllKeys() {
-		top, _, _ := strings.Cut(k, "::") // a map value flattens to key::sub
-		if _, ok := lookupField(top); ok || seen[top] {
-			continue
-		}
-		seen[top] = true
-		warnings = append(warnings, fmt.Sprintf("configs: %s: unknown key %q ignored", path, top))
-	}
-	sort.Strings(warnings)
-	return warnings, nil
 }
 
 // describe returns the flag type name and the text form of the field p
@@ -183,8 +174,8 @@ func describe(p any) (typ, text string) {
 	panic(fmt.Sprintf("configs: unsupported field type %T", p))
 }
 
-// decode converts raw, as found by viper, into the field p points to. raw is
-// text (defaults, environment, flags) or whatever YAML produced.
+// decode converts raw into the field p points to. raw is text (defaults,
+// environment, flags) or whatever YAML produced.
 func decode(p any, raw any, unit time.Duration) error {
 	var err error
 	switch p := p.(type) {

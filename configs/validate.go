@@ -18,9 +18,9 @@ import (
 // anything longer than a day is a typo, not a wish.
 const maxZKSessionTimeout = 24 * time.Hour
 
-// Validate checks every key and returns all problems joined, each naming its
-// key, so an operator can fix a file in one pass. It returns nil when c is
-// usable.
+// Validate checks every key and returns all problems joined, each a
+// KeyError naming its key, so an operator can fix a file in one pass. It
+// returns nil when c is usable.
 func (c *Config) Validate() error {
 	var errs []error
 	add := func(err error) {
@@ -211,9 +211,10 @@ func isEnvName(s string) bool {
 	return true
 }
 
-// invalid formats a validation error that names key.
+// invalid makes a validation error that names key; Load adds where the
+// key's value came from.
 func invalid(key, format string, args ...any) error {
-	return fmt.Errorf("configs: %s: %s", key, fmt.Sprintf(format, args...))
+	return &KeyError{Key: key, Err: fmt.Errorf(format, args...)}
 }
 
 func inRange(key string, v, lo, hi int) error {
