@@ -11,6 +11,6 @@ import (
 )
 
 func main() {
-	os.Exit(daemon.Run("nimbus", os.Args[1:], os.Stderr, configs.NimbusFlagKeys(),
+	os.Exit(daemon.Run("nimbus", os.Args[1:], os.Stdout, os.Stderr, configs.NimbusFlagKeys(),
 		func(cfg *configs.Config, log *slog.Logger) daemon.Daemon { return nimbus.New(cfg, log) }))
 }

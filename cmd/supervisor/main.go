@@ -12,6 +12,6 @@ import (
 )
 
 func main() {
-	os.Exit(daemon.Run("supervisor", os.Args[1:], os.Stderr, configs.SupervisorFlagKeys(),
+	os.Exit(daemon.Run("supervisor", os.Args[1:], os.Stdout, os.Stderr, configs.SupervisorFlagKeys(),
 		func(cfg *configs.Config, log *slog.Logger) daemon.Daemon { return supervisor.New(cfg, log) }))
 }

@@ -21,10 +21,12 @@ type Daemon interface {
 
 // Run is a daemon's whole main: Setup with a flag for each of keys, then
 // the daemon newDaemon builds, started, until SIGTERM, Ctrl-C or a fatal
-// error, then closed. It returns the exit code: 2 for a usage or
-// configuration error, 1 when the daemon failed, 0 otherwise.
-func Run(name string, args []string, stderr io.Writer, keys []string, newDaemon func(*configs.Config, *slog.Logger) Daemon) int {
-	cfg, logger, code, ok := Setup(name, args, stderr, keys)
+// error, then closed. It returns the exit code: ExitUsage (2) for a usage
+// or configuration error, ExitFailed (1) when the daemon failed, ExitOK
+// (0) otherwise, --help and --version included. Only those two write to
+// stdout.
+func Run(name string, args []string, stdout, stderr io.Writer, keys []string, newDaemon func(*configs.Config, *slog.Logger) Daemon) int {
+	cfg, logger, code, ok := Setup(name, args, stdout, stderr, keys)
 	if !ok {
 		return code
 	}
@@ -33,15 +35,15 @@ func Run(name string, args []string, stderr io.Writer, keys []string, newDaemon 
 	d := newDaemon(cfg, logger)
 	if err := d.Start(ctx); err != nil {
 		logger.Error(name+" failed to start", "err", err)
-		return 1
+		return ExitFailed
 	}
-	code = 0
+	code = ExitOK
 	select {
 	case <-ctx.Done():
 		logger.Info("signal received; stopping")
 	case err := <-d.Err():
 		logger.Error(name+" failed; stopping", "err", err)
-		code = 1
+		code = ExitFailed
 	}
 	d.Close()
 	return code
