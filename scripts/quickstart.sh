@@ -87,6 +87,16 @@ down() { # down [quiet]
 # stormctl as the admin.
 admin_ctl() { bin/stormctl --config "$DIR/$ADMIN.yaml" "$@"; }
 
+# leader_name prints the name (nimbus-N) of the nimbus that leads now, as
+# the cluster says (the leader's port), or nothing if none answers.
+leader_name() {
+  local port i
+  port=$(admin_ctl -o json leader 2>/dev/null | grep -o '"port": *[0-9]*' | grep -o '[0-9]*$') || return 0
+  for i in "${!NIMBUS_PORTS[@]}"; do
+    if [ "${NIMBUS_PORTS[$i]}" = "$port" ]; then echo "nimbus-$((i + 1))"; fi
+  done
+}
+
 # make_certs makes the throwaway CA and every certificate: daemons are TLS
 # servers and clients (they fetch code from each other) on 127.0.0.1 and
 # localhost; users are clients. A certificate's common name is its principal.
@@ -118,6 +128,9 @@ storm.zookeeper.servers: ["127.0.0.1:$ZK_PORT"]
 storm.zookeeper.session.timeout: 5s
 storm.zookeeper.auth.scheme: digest
 nimbus.seeds: $seeds_yaml
+# A submission is acknowledged once two nimbuses hold its code, so the
+# leader's failure never loses a topology (README: keep it at 2 or more).
+topology.min.replication.count: 2
 nimbus.grpc.tls.enable: true
 nimbus.grpc.tls.truststore.path: "$TLS/ca.pem"
 nimbus.grpc.tls.client.auth.required: true
@@ -235,7 +248,16 @@ CFG
   echo
   admin_ctl topology wordcount
   local q=.quickstart # as the commands below are typed, from the repository
-  local metrics=$((NIMBUS_PORTS[0] + 1))
+  # The hints name the nimbus that leads now, whichever won the election.
+  local leader metrics metrics_of stop_hint
+  leader=$(leader_name)
+  metrics=$((NIMBUS_PORTS[0] + 1)) metrics_of=nimbus-1
+  stop_hint="kill \$(cat $q/nimbus-1.pid)    # stop a nimbus; bin/stormctl --config $q/$ADMIN.yaml leader says which leads"
+  if [ -n "$leader" ]; then
+    local port=${NIMBUS_PORTS[${leader#nimbus-} - 1]}
+    metrics=$((port + 1)) metrics_of="the leader, $leader"
+    stop_hint="kill \$(cat $q/$leader.pid)    # stop the leader, $leader (127.0.0.1:$port): another leads at once"
+  fi
   local workers_as
   workers_as="you ($(id -un))"
   [ "$(id -u)" = 0 ] && workers_as="root"
@@ -268,14 +290,14 @@ The same as environment variables, for every stormctl of a shell (here as $SECON
 
 Without TLS and a certificate the CA signed, nothing answers:
   bin/stormctl --seeds ${seeds[0]} leader      # no nimbus answered
-Metrics, over TLS (no client certificate; pprof is off):
+Metrics of $metrics_of, over TLS (no client certificate; pprof is off):
   curl --cacert $q/tls/ca.pem https://127.0.0.1:$metrics/metrics
 ZooKeeper: anyone may read under /storm, only the daemons may write (their
 password: $q/zookeeper-auth, mode 0600).
 Workers run as $workers_as, as the supervisors do: supervisor.run.worker.as.user
 is off (README, "Security").
 
-  kill \$(cat $q/nimbus-1.pid)    # stop a nimbus: another leads at once
+  $stop_hint
 Logs: $q/*.log
 Stop everything: make quickstart-down
 MSG
