@@ -6,8 +6,9 @@
 // Files: main.go starts it; root.go owns the global flags, the client,
 // error lines and exit codes; read.go holds the read commands; submit.go
 // the upload (progress.go its progress bar, split.go the worker command's
-// quoting); manage.go kill, activate, deactivate and rebalance; flags.go
-// parses flag values; output.go renders tables and JSON.
+// quoting); manage.go kill, activate, deactivate and rebalance; version.go
+// the client's and the leader's versions; flags.go parses flag values;
+// output.go renders tables and JSON.
 package main
 
 import "os"

@@ -19,6 +19,7 @@ import (
 	"github.com/nimbusha/nimbus/certs"
 	"github.com/nimbusha/nimbus/client"
 	"github.com/nimbusha/nimbus/configs"
+	"github.com/nimbusha/nimbus/internal/version"
 )
 
 // Exit codes.
@@ -111,7 +112,12 @@ func newRootCommand(g *globals) *cobra.Command {
 		SilenceUsage:      true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return &usageError{suggestFlag(cmd, err)} })
+	// --version prints the version line (cobra's flag, without the -v it
+	// would add: that letter stays free).
+	root.Version = version.String("stormctl")
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.Flags().Bool("version", false, "print the version and exit")
 
 	f := root.PersistentFlags()
 	g.flags = f
@@ -126,9 +132,28 @@ func newRootCommand(g *globals) *cobra.Command {
 		newListCommand(g), newTopologyCommand(g),
 		newSubmitCommand(g), newKillCommand(g), newActivateCommand(g), newDeactivateCommand(g),
 		newRebalanceCommand(g),
-		newTLSCommand(g),
+		newTLSCommand(g), newVersionCommand(g),
 	)
 	return root
+}
+
+// suggestFlag adds to an unknown flag's error the flag of cmd it is
+// close to (--seed: did you mean --seeds?).
+func suggestFlag(cmd *cobra.Command, err error) error {
+	var unknown *pflag.NotExistError
+	if !errors.As(err, &unknown) {
+		return err
+	}
+	typed := unknown.GetSpecifiedName()
+	if group := unknown.GetSpecifiedShortnames(); group != "" {
+		typed = group // -seeds: a long name with one dash
+	}
+	var names []string
+	cmd.Flags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	if s := configs.Closest(typed, names); s != "" {
+		return fmt.Errorf("%w (did you mean --%s?)", err, s)
+	}
+	return err
 }
 
 // noArgs rejects positional arguments as a usage error.
