@@ -152,7 +152,7 @@ func parseTopologyFile(path string, data []byte) (*fileSpec, error) {
 		switch key {
 		case fileKeyName:
 			fs.spec.Name, err = p.scalar(v, key)
-			p.origins.set("spec.name", p.at(v, key))
+			p.origins["spec.name"] = p.at(v, key)
 		case fileKeyArtifact:
 			fs.artifact, err = p.artifact(v)
 		case fileKeyWorkerCommand:
