@@ -231,10 +231,8 @@ CFG
     sleep 0.1
   done
 
-  echo "quickstart: submitting the example topology (examples/wordcount) as $ADMIN"
-  admin_ctl submit wordcount bin/wordcount --workers 2 \
-    --component sentence=1 --component split=2 --component count=3 \
-    --worker-command "{code_dir}/artifact --port {port}"
+  echo "quickstart: submitting the example topology (examples/wordcount/topology.yaml) as $ADMIN"
+  admin_ctl submit -f examples/wordcount/topology.yaml bin/wordcount
   # Settled when both workers run and both other nimbuses hold the code.
   for _ in $(seq 200); do
     [ "$(admin_ctl supervisors 2>/dev/null | awk 'NR > 1 { used += $5 } END { print used + 0 }')" = 2 ] &&
@@ -278,8 +276,8 @@ rebalance, activate and deactivate her own topologies and those whose
 topology.users name her; may not touch $ADMIN's wordcount, nor fetch its code:
   bin/stormctl --config $q/$SECOND_USER.yaml list
   bin/stormctl --config $q/$SECOND_USER.yaml kill wordcount      # PermissionDenied
-  bin/stormctl --config $q/$SECOND_USER.yaml submit mine bin/wordcount --component sentence=1 \\
-      --component split=1 --component count=1 --worker-command "{code_dir}/artifact --port {port}"
+  bin/stormctl --config $q/$SECOND_USER.yaml submit -f examples/wordcount/topology.yaml --name mine \\
+      --workers 1 --component split=1 --component count=1
   bin/stormctl --config $q/$SECOND_USER.yaml kill mine --wait 0
 
 The same as environment variables, for every stormctl of a shell (here as $SECOND_USER):
