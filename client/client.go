@@ -8,6 +8,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/peer"
 
+	"github.com/nimbusha/nimbus/configs"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
@@ -43,20 +45,26 @@ type conn struct {
 	lastDialErr error // why the last dial or TLS handshake failed; nil once one succeeds
 }
 
+// DefaultPort is the port of a seed given without one: nimbus.grpc.port's
+// default, as in Storm, where a nimbus.seeds entry is a host.
+const DefaultPort = configs.DefaultNimbusGRPCPort
+
 // New returns a Client for the cluster reachable through seeds, each a
-// host:port. At least one seed is required; an invalid one is named in the
-// error.
+// host[:port] (DefaultPort when it has none; an IPv6 address with a port
+// in brackets). At least one seed is required; an invalid one is named in
+// the error.
 func New(seeds []string, opts ...Option) (*Client, error) {
 	if len(seeds) == 0 {
-		return nil, errors.New("client: no seeds: need at least one nimbus host:port")
+		return nil, errors.New("client: no seeds: need at least one nimbus host[:port]")
 	}
 	var addrs []string
 	for _, s := range seeds {
-		if err := validateAddr(s); err != nil {
+		addr, err := seedAddr(s)
+		if err != nil {
 			return nil, fmt.Errorf("client: seed %q: %w", s, err)
 		}
-		if !slices.Contains(addrs, s) {
-			addrs = append(addrs, s)
+		if !slices.Contains(addrs, addr) {
+			addrs = append(addrs, addr)
 		}
 	}
 	o := defaultOptions()
@@ -71,10 +79,23 @@ func New(seeds []string, opts ...Option) (*Client, error) {
 	}, nil
 }
 
+// seedAddr returns seed as host:port, with DefaultPort when it names a
+// host alone ("nimbus-1", "10.0.0.1", "::1", "[::1]").
+func seedAddr(seed string) (string, error) {
+	host := seed
+	if h, ok := strings.CutPrefix(seed, "["); ok && strings.HasSuffix(h, "]") {
+		host = strings.TrimSuffix(h, "]")
+	}
+	if host != "" && (!strings.Contains(host, ":") || net.ParseIP(host) != nil) {
+		seed = net.JoinHostPort(host, strconv.Itoa(DefaultPort))
+	}
+	return seed, validateAddr(seed)
+}
+
 func validateAddr(addr string) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return errors.New("want host:port")
+		return errors.New("want host[:port]")
 	}
 	if host == "" {
 		return errors.New("empty host")

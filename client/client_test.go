@@ -40,7 +40,8 @@ func TestNewValidatesSeeds(t *testing.T) {
 		t.Error("New(nil): want an error")
 	}
 	for bad, want := range map[string]string{
-		"localhost":  `client: seed "localhost": want host:port`,
+		"host:":      `client: seed "host:": port "" is not in 1-65535`,
+		"a:b:c":      `client: seed "a:b:c": want host[:port]`,
 		":6627":      `client: seed ":6627": empty host`,
 		"host:0":     `client: seed "host:0": port "0" is not in 1-65535`,
 		"host:port":  `client: seed "host:port": port "port" is not in 1-65535`,
@@ -50,6 +51,37 @@ func TestNewValidatesSeeds(t *testing.T) {
 		if err == nil || err.Error() != want {
 			t.Errorf("New with seed %q: got %v, want %s", bad, err, want)
 		}
+	}
+}
+
+func TestNewGivesSeedsWithoutAPortTheDefault(t *testing.T) {
+	for seed, want := range map[string]string{
+		"localhost":      "localhost:6627",
+		"nimbus-1":       "nimbus-1:6627",
+		"10.0.0.1":       "10.0.0.1:6627",
+		"::1":            "[::1]:6627",
+		"[::1]":          "[::1]:6627",
+		"nimbus-1:16627": "nimbus-1:16627",
+		"[::1]:16627":    "[::1]:16627",
+	} {
+		c, err := New([]string{seed})
+		if err != nil {
+			t.Errorf("New with seed %q: %v", seed, err)
+			continue
+		}
+		if got := c.addrs; len(got) != 1 || got[0] != want {
+			t.Errorf("New with seed %q: addresses %q, want %q", seed, got, want)
+		}
+		c.Close()
+	}
+	// The same nimbus with and without its port is one address.
+	c, err := New([]string{"nimbus-1", "nimbus-1:6627"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if len(c.addrs) != 1 {
+		t.Errorf("addresses %q, want one", c.addrs)
 	}
 }
 

@@ -99,7 +99,7 @@ func TestRunUsageErrors(t *testing.T) {
 		{"-o", "yaml", "leader"},
 		{"--timeout", "soon", "leader"},
 		{"--timeout", "0s", "leader"},
-		{"--seeds", "no-port", "leader"},
+		{"--seeds", "a:b:c", "leader"},
 		{"--seeds", " , ", "leader"},
 	} {
 		code, stdout, stderr := runArgs(args...)
