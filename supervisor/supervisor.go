@@ -276,6 +276,7 @@ func (s *Supervisor) info() *clusterv1.SupervisorInfo {
 	s.mu.Unlock()
 	sort.Slice(info.UsedPorts, func(i, j int) bool { return info.UsedPorts[i] < info.UsedPorts[j] })
 	sort.Slice(info.Workers, func(i, j int) bool { return info.Workers[i].GetPort() < info.Workers[j].GetPort() })
+	capTails(info.Workers)
 	return info
 }
 

@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"sync"
 	"syscall"
@@ -44,6 +43,8 @@ type worker struct {
 
 	cancel context.CancelFunc
 	done   chan struct{}
+
+	logStart int64 // where the current run's output starts in its log (run's goroutine only)
 
 	mu    sync.Mutex
 	state *clusterv1.WorkerState
@@ -100,8 +101,15 @@ func (w *worker) run(ctx context.Context) {
 		} else {
 			w.log.Error("cannot start worker; retrying after backoff", "err", err, "backoff", backoff)
 		}
+		code, signal := exitOf(err)
+		tail := ""
+		if ran {
+			tail = readTail(w.spec.LogPath, w.logStart)
+		}
 		w.set(func(s *clusterv1.WorkerState) {
-			s.State, s.Pid, s.LastError = "backoff", 0, fmt.Sprint(err)
+			s.State, s.Pid = "backoff", 0
+			s.LastError, s.LastErrorUnixMs = capError(err), time.Now().UnixMilli()
+			s.LastExitCode, s.LastExitSignal, s.LogTail = code, signal, tail
 			s.Restarts++
 		})
 		select {
@@ -122,6 +130,10 @@ func (w *worker) runOnce(ctx context.Context) (ran bool, err error) {
 		return false, err
 	}
 	defer logFile.Close()
+	w.logStart = 0
+	if fi, err := logFile.Stat(); err == nil {
+		w.logStart = fi.Size() // this run's output starts here
+	}
 	if err := w.spawn.start(cmd); err != nil {
 		return false, err
 	}
@@ -133,7 +145,8 @@ func (w *worker) runOnce(ctx context.Context) (ran bool, err error) {
 		attrs = append(attrs, "user", as.Name, "uid", as.UID)
 	}
 	w.log.Info("worker started", attrs...)
-	w.set(func(s *clusterv1.WorkerState) { s.State, s.Pid = "running", int32(pid) })
+	// The tail told of the last exit; a running worker's output is its log's.
+	w.set(func(s *clusterv1.WorkerState) { s.State, s.Pid, s.LogTail = "running", int32(pid), "" })
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	// Whatever ends the worker, its whole process group goes with it: a
@@ -144,7 +157,7 @@ func (w *worker) runOnce(ctx context.Context) (ran bool, err error) {
 	select {
 	case err := <-exited:
 		if err == nil {
-			err = fmt.Errorf("exited with status 0")
+			err = errCleanExit
 		}
 		return true, err
 	case <-ctx.Done():

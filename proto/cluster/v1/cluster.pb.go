@@ -861,10 +861,25 @@ type WorkerState struct {
 	TopologyId string                 `protobuf:"bytes,1,opt,name=topology_id,json=topologyId,proto3" json:"topology_id,omitempty"`
 	Port       int32                  `protobuf:"varint,2,opt,name=port,proto3" json:"port,omitempty"`
 	Pid        int32                  `protobuf:"varint,3,opt,name=pid,proto3" json:"pid,omitempty"`
-	// "starting", "running", "backoff" or "stopping".
-	State         string `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"`
-	Restarts      int32  `protobuf:"varint,5,opt,name=restarts,proto3" json:"restarts,omitempty"`
-	LastError     string `protobuf:"bytes,6,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	// "starting", "running", "backoff" (waiting to restart after an exit or
+	// a failed start) or "stopping".
+	State    string `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"`
+	Restarts int32  `protobuf:"varint,5,opt,name=restarts,proto3" json:"restarts,omitempty"`
+	// Why the last run ended or the last start failed (at most 512 bytes).
+	LastError string `protobuf:"bytes,6,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	// The last run's exit status, set once a run has exited on its own
+	// (status 0 included); unset when it has never exited.
+	LastExitCode *int32 `protobuf:"varint,7,opt,name=last_exit_code,json=lastExitCode,proto3,oneof" json:"last_exit_code,omitempty"`
+	// The signal that ended the last run ("killed", "segmentation fault"),
+	// when a signal did; then last_exit_code is unset.
+	LastExitSignal string `protobuf:"bytes,8,opt,name=last_exit_signal,json=lastExitSignal,proto3" json:"last_exit_signal,omitempty"`
+	// When last_error was set, in Unix milliseconds.
+	LastErrorUnixMs int64 `protobuf:"varint,9,opt,name=last_error_unix_ms,json=lastErrorUnixMs,proto3" json:"last_error_unix_ms,omitempty"`
+	// The last lines of the worker's output when its last run ended, for a
+	// worker that is not running: at most 10 lines and 1 KiB, and at most
+	// 16 KiB over all of a heartbeat's workers. Not redacted: it is what the
+	// worker printed.
+	LogTail       string `protobuf:"bytes,10,opt,name=log_tail,json=logTail,proto3" json:"log_tail,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -937,6 +952,34 @@ func (x *WorkerState) GetRestarts() int32 {
 func (x *WorkerState) GetLastError() string {
 	if x != nil {
 		return x.LastError
+	}
+	return ""
+}
+
+func (x *WorkerState) GetLastExitCode() int32 {
+	if x != nil && x.LastExitCode != nil {
+		return *x.LastExitCode
+	}
+	return 0
+}
+
+func (x *WorkerState) GetLastExitSignal() string {
+	if x != nil {
+		return x.LastExitSignal
+	}
+	return ""
+}
+
+func (x *WorkerState) GetLastErrorUnixMs() int64 {
+	if x != nil {
+		return x.LastErrorUnixMs
+	}
+	return 0
+}
+
+func (x *WorkerState) GetLogTail() string {
+	if x != nil {
+		return x.LogTail
 	}
 	return ""
 }
@@ -1126,7 +1169,7 @@ const file_cluster_v1_cluster_proto_rawDesc = "" +
 	"\x05epoch\x18\x04 \x01(\x03R\x05epoch\x1aB\n" +
 	"\x14SupervisorHostsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa5\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd5\x02\n" +
 	"\vWorkerState\x12\x1f\n" +
 	"\vtopology_id\x18\x01 \x01(\tR\n" +
 	"topologyId\x12\x12\n" +
@@ -1135,7 +1178,13 @@ const file_cluster_v1_cluster_proto_rawDesc = "" +
 	"\x05state\x18\x04 \x01(\tR\x05state\x12\x1a\n" +
 	"\brestarts\x18\x05 \x01(\x05R\brestarts\x12\x1d\n" +
 	"\n" +
-	"last_error\x18\x06 \x01(\tR\tlastError\"\xd9\x02\n" +
+	"last_error\x18\x06 \x01(\tR\tlastError\x12)\n" +
+	"\x0elast_exit_code\x18\a \x01(\x05H\x00R\flastExitCode\x88\x01\x01\x12(\n" +
+	"\x10last_exit_signal\x18\b \x01(\tR\x0elastExitSignal\x12+\n" +
+	"\x12last_error_unix_ms\x18\t \x01(\x03R\x0flastErrorUnixMs\x12\x19\n" +
+	"\blog_tail\x18\n" +
+	" \x01(\tR\alogTailB\x11\n" +
+	"\x0f_last_exit_code\"\xd9\x02\n" +
 	"\x0eSupervisorInfo\x12#\n" +
 	"\rsupervisor_id\x18\x01 \x01(\tR\fsupervisorId\x12\x12\n" +
 	"\x04host\x18\x02 \x01(\tR\x04host\x12\x1d\n" +
@@ -1212,6 +1261,7 @@ func file_cluster_v1_cluster_proto_init() {
 	if File_cluster_v1_cluster_proto != nil {
 		return
 	}
+	file_cluster_v1_cluster_proto_msgTypes[11].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

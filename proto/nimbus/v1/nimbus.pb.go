@@ -983,10 +983,13 @@ func (x *GetLeaderResponse) GetLeader() *NimbusSummary {
 
 // GetTopologyInfoRequest names a topology.
 type GetTopologyInfoRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Include each worker's log tail (WorkerSummary.log_tail): the last lines
+	// a worker that is not running printed, as its supervisor last reported.
+	IncludeLogTail bool `protobuf:"varint,2,opt,name=include_log_tail,json=includeLogTail,proto3" json:"include_log_tail,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *GetTopologyInfoRequest) Reset() {
@@ -1026,6 +1029,13 @@ func (x *GetTopologyInfoRequest) GetName() string {
 	return ""
 }
 
+func (x *GetTopologyInfoRequest) GetIncludeLogTail() bool {
+	if x != nil {
+		return x.IncludeLogTail
+	}
+	return false
+}
+
 // GetTopologyInfoResponse details one topology.
 type GetTopologyInfoResponse struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -1040,7 +1050,10 @@ type GetTopologyInfoResponse struct {
 	// What the code distributor reports about the stored code, when it
 	// stores it outside the nimbuses (hdfs: each file's path and HDFS
 	// replication factor).
-	Storage       map[string]string `protobuf:"bytes,6,rep,name=storage,proto3" json:"storage,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Storage map[string]string `protobuf:"bytes,6,rep,name=storage,proto3" json:"storage,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// One per slot the assignment uses, by host and port, with what its
+	// supervisor reports about it.
+	Workers       []*WorkerSummary `protobuf:"bytes,7,rep,name=workers,proto3" json:"workers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1113,6 +1126,13 @@ func (x *GetTopologyInfoResponse) GetComponentParallelism() map[string]int32 {
 func (x *GetTopologyInfoResponse) GetStorage() map[string]string {
 	if x != nil {
 		return x.Storage
+	}
+	return nil
+}
+
+func (x *GetTopologyInfoResponse) GetWorkers() []*WorkerSummary {
+	if x != nil {
+		return x.Workers
 	}
 	return nil
 }
@@ -1232,8 +1252,11 @@ type SupervisorSummary struct {
 	NumWorkers     int32                  `protobuf:"varint,4,opt,name=num_workers,json=numWorkers,proto3" json:"num_workers,omitempty"`
 	NumUsedWorkers int32                  `protobuf:"varint,5,opt,name=num_used_workers,json=numUsedWorkers,proto3" json:"num_used_workers,omitempty"`
 	Version        string                 `protobuf:"bytes,6,opt,name=version,proto3" json:"version,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The workers it reports running or trying to run, by port (log tails
+	// are left out; GetTopologyInfo gives them).
+	Workers       []*WorkerSummary `protobuf:"bytes,7,rep,name=workers,proto3" json:"workers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SupervisorSummary) Reset() {
@@ -1308,6 +1331,13 @@ func (x *SupervisorSummary) GetVersion() string {
 	return ""
 }
 
+func (x *SupervisorSummary) GetWorkers() []*WorkerSummary {
+	if x != nil {
+		return x.Workers
+	}
+	return nil
+}
+
 // TopologySummary describes one topology.
 type TopologySummary struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
@@ -1319,8 +1349,18 @@ type TopologySummary struct {
 	NumWorkers       int32                  `protobuf:"varint,6,opt,name=num_workers,json=numWorkers,proto3" json:"num_workers,omitempty"`
 	UptimeSecs       int64                  `protobuf:"varint,7,opt,name=uptime_secs,json=uptimeSecs,proto3" json:"uptime_secs,omitempty"`
 	ReplicationCount int32                  `protobuf:"varint,8,opt,name=replication_count,json=replicationCount,proto3" json:"replication_count,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Slots the assignment uses (the topology's workers placed).
+	NumWorkersAssigned int32 `protobuf:"varint,9,opt,name=num_workers_assigned,json=numWorkersAssigned,proto3" json:"num_workers_assigned,omitempty"`
+	// Of those, the ones whose supervisor reports them running.
+	NumWorkersRunning int32 `protobuf:"varint,10,opt,name=num_workers_running,json=numWorkersRunning,proto3" json:"num_workers_running,omitempty"`
+	// Of those, the ones in backoff: exited or refused, waiting to restart.
+	NumWorkersFailing int32 `protobuf:"varint,11,opt,name=num_workers_failing,json=numWorkersFailing,proto3" json:"num_workers_failing,omitempty"`
+	// Workers the topology should have, min(num_workers, num_executors), for
+	// which the assignment has no slot: the scheduler found no free one.
+	// Zero while killed or rebalancing.
+	MissingSlots  int32 `protobuf:"varint,12,opt,name=missing_slots,json=missingSlots,proto3" json:"missing_slots,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TopologySummary) Reset() {
@@ -1409,6 +1449,182 @@ func (x *TopologySummary) GetReplicationCount() int32 {
 	return 0
 }
 
+func (x *TopologySummary) GetNumWorkersAssigned() int32 {
+	if x != nil {
+		return x.NumWorkersAssigned
+	}
+	return 0
+}
+
+func (x *TopologySummary) GetNumWorkersRunning() int32 {
+	if x != nil {
+		return x.NumWorkersRunning
+	}
+	return 0
+}
+
+func (x *TopologySummary) GetNumWorkersFailing() int32 {
+	if x != nil {
+		return x.NumWorkersFailing
+	}
+	return 0
+}
+
+func (x *TopologySummary) GetMissingSlots() int32 {
+	if x != nil {
+		return x.MissingSlots
+	}
+	return 0
+}
+
+// WorkerSummary is one worker slot of a topology, as the assignment places
+// it and its supervisor's last heartbeat that the answering nimbus read
+// reports it.
+type WorkerSummary struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	TopologyId   string                 `protobuf:"bytes,1,opt,name=topology_id,json=topologyId,proto3" json:"topology_id,omitempty"`
+	SupervisorId string                 `protobuf:"bytes,2,opt,name=supervisor_id,json=supervisorId,proto3" json:"supervisor_id,omitempty"`
+	Host         string                 `protobuf:"bytes,3,opt,name=host,proto3" json:"host,omitempty"`
+	Port         int32                  `protobuf:"varint,4,opt,name=port,proto3" json:"port,omitempty"`
+	// "starting", "running", "backoff" or "stopping" as the supervisor
+	// reports it; "pending" when its supervisor does not report it (yet: the
+	// code is being fetched, or the heartbeat was not read since); "lost"
+	// when its supervisor is not registered.
+	State           string `protobuf:"bytes,5,opt,name=state,proto3" json:"state,omitempty"`
+	Restarts        int32  `protobuf:"varint,6,opt,name=restarts,proto3" json:"restarts,omitempty"`
+	LastExitCode    *int32 `protobuf:"varint,7,opt,name=last_exit_code,json=lastExitCode,proto3,oneof" json:"last_exit_code,omitempty"`
+	LastExitSignal  string `protobuf:"bytes,8,opt,name=last_exit_signal,json=lastExitSignal,proto3" json:"last_exit_signal,omitempty"`
+	LastError       string `protobuf:"bytes,9,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	LastErrorUnixMs int64  `protobuf:"varint,10,opt,name=last_error_unix_ms,json=lastErrorUnixMs,proto3" json:"last_error_unix_ms,omitempty"`
+	// Only with GetTopologyInfoRequest.include_log_tail.
+	LogTail       string `protobuf:"bytes,11,opt,name=log_tail,json=logTail,proto3" json:"log_tail,omitempty"`
+	NumExecutors  int32  `protobuf:"varint,12,opt,name=num_executors,json=numExecutors,proto3" json:"num_executors,omitempty"`
+	Pid           int32  `protobuf:"varint,13,opt,name=pid,proto3" json:"pid,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkerSummary) Reset() {
+	*x = WorkerSummary{}
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkerSummary) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkerSummary) ProtoMessage() {}
+
+func (x *WorkerSummary) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkerSummary.ProtoReflect.Descriptor instead.
+func (*WorkerSummary) Descriptor() ([]byte, []int) {
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *WorkerSummary) GetTopologyId() string {
+	if x != nil {
+		return x.TopologyId
+	}
+	return ""
+}
+
+func (x *WorkerSummary) GetSupervisorId() string {
+	if x != nil {
+		return x.SupervisorId
+	}
+	return ""
+}
+
+func (x *WorkerSummary) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *WorkerSummary) GetPort() int32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+func (x *WorkerSummary) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *WorkerSummary) GetRestarts() int32 {
+	if x != nil {
+		return x.Restarts
+	}
+	return 0
+}
+
+func (x *WorkerSummary) GetLastExitCode() int32 {
+	if x != nil && x.LastExitCode != nil {
+		return *x.LastExitCode
+	}
+	return 0
+}
+
+func (x *WorkerSummary) GetLastExitSignal() string {
+	if x != nil {
+		return x.LastExitSignal
+	}
+	return ""
+}
+
+func (x *WorkerSummary) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
+func (x *WorkerSummary) GetLastErrorUnixMs() int64 {
+	if x != nil {
+		return x.LastErrorUnixMs
+	}
+	return 0
+}
+
+func (x *WorkerSummary) GetLogTail() string {
+	if x != nil {
+		return x.LogTail
+	}
+	return ""
+}
+
+func (x *WorkerSummary) GetNumExecutors() int32 {
+	if x != nil {
+		return x.NumExecutors
+	}
+	return 0
+}
+
+func (x *WorkerSummary) GetPid() int32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
 // ClusterSummary is the whole cluster at a glance.
 type ClusterSummary struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
@@ -1427,7 +1643,7 @@ type ClusterSummary struct {
 
 func (x *ClusterSummary) Reset() {
 	*x = ClusterSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[22]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1439,7 +1655,7 @@ func (x *ClusterSummary) String() string {
 func (*ClusterSummary) ProtoMessage() {}
 
 func (x *ClusterSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[22]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1452,7 +1668,7 @@ func (x *ClusterSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterSummary.ProtoReflect.Descriptor instead.
 func (*ClusterSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{22}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ClusterSummary) GetSupervisors() []*SupervisorSummary {
@@ -1504,7 +1720,7 @@ type ExecutorSummary struct {
 
 func (x *ExecutorSummary) Reset() {
 	*x = ExecutorSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[23]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1516,7 +1732,7 @@ func (x *ExecutorSummary) String() string {
 func (*ExecutorSummary) ProtoMessage() {}
 
 func (x *ExecutorSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[23]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1529,7 +1745,7 @@ func (x *ExecutorSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutorSummary.ProtoReflect.Descriptor instead.
 func (*ExecutorSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{23}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ExecutorSummary) GetExecutor() *v1.Executor {
@@ -1578,7 +1794,7 @@ type ReplicaSummary struct {
 
 func (x *ReplicaSummary) Reset() {
 	*x = ReplicaSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[24]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1590,7 +1806,7 @@ func (x *ReplicaSummary) String() string {
 func (*ReplicaSummary) ProtoMessage() {}
 
 func (x *ReplicaSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[24]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1603,7 +1819,7 @@ func (x *ReplicaSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaSummary.ProtoReflect.Descriptor instead.
 func (*ReplicaSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{24}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ReplicaSummary) GetHost() string {
@@ -1631,7 +1847,7 @@ type DownloadCodeRequest struct {
 
 func (x *DownloadCodeRequest) Reset() {
 	*x = DownloadCodeRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[25]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1643,7 +1859,7 @@ func (x *DownloadCodeRequest) String() string {
 func (*DownloadCodeRequest) ProtoMessage() {}
 
 func (x *DownloadCodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[25]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1656,7 +1872,7 @@ func (x *DownloadCodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownloadCodeRequest.ProtoReflect.Descriptor instead.
 func (*DownloadCodeRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{25}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DownloadCodeRequest) GetTopologyId() string {
@@ -1683,7 +1899,7 @@ type DownloadCodeResponse struct {
 
 func (x *DownloadCodeResponse) Reset() {
 	*x = DownloadCodeResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[26]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1695,7 +1911,7 @@ func (x *DownloadCodeResponse) String() string {
 func (*DownloadCodeResponse) ProtoMessage() {}
 
 func (x *DownloadCodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[26]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1708,7 +1924,7 @@ func (x *DownloadCodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownloadCodeResponse.ProtoReflect.Descriptor instead.
 func (*DownloadCodeResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{26}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *DownloadCodeResponse) GetChunk() []byte {
@@ -1728,7 +1944,7 @@ type GetCodeMetaRequest struct {
 
 func (x *GetCodeMetaRequest) Reset() {
 	*x = GetCodeMetaRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[27]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1740,7 +1956,7 @@ func (x *GetCodeMetaRequest) String() string {
 func (*GetCodeMetaRequest) ProtoMessage() {}
 
 func (x *GetCodeMetaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[27]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1753,7 +1969,7 @@ func (x *GetCodeMetaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCodeMetaRequest.ProtoReflect.Descriptor instead.
 func (*GetCodeMetaRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{27}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetCodeMetaRequest) GetTopologyId() string {
@@ -1776,7 +1992,7 @@ type GetCodeMetaResponse struct {
 
 func (x *GetCodeMetaResponse) Reset() {
 	*x = GetCodeMetaResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[28]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1788,7 +2004,7 @@ func (x *GetCodeMetaResponse) String() string {
 func (*GetCodeMetaResponse) ProtoMessage() {}
 
 func (x *GetCodeMetaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[28]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1801,7 +2017,7 @@ func (x *GetCodeMetaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCodeMetaResponse.ProtoReflect.Descriptor instead.
 func (*GetCodeMetaResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{28}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetCodeMetaResponse) GetMeta() []byte {
@@ -1876,16 +2092,18 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\acluster\x18\x01 \x01(\v2\x19.nimbus.v1.ClusterSummaryR\acluster\"\x12\n" +
 	"\x10GetLeaderRequest\"E\n" +
 	"\x11GetLeaderResponse\x120\n" +
-	"\x06leader\x18\x01 \x01(\v2\x18.nimbus.v1.NimbusSummaryR\x06leader\",\n" +
+	"\x06leader\x18\x01 \x01(\v2\x18.nimbus.v1.NimbusSummaryR\x06leader\"V\n" +
 	"\x16GetTopologyInfoRequest\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\xaf\x04\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12(\n" +
+	"\x10include_log_tail\x18\x02 \x01(\bR\x0eincludeLogTail\"\xe3\x04\n" +
 	"\x17GetTopologyInfoResponse\x126\n" +
 	"\btopology\x18\x01 \x01(\v2\x1a.nimbus.v1.TopologySummaryR\btopology\x128\n" +
 	"\texecutors\x18\x02 \x03(\v2\x1a.nimbus.v1.ExecutorSummaryR\texecutors\x125\n" +
 	"\breplicas\x18\x03 \x03(\v2\x19.nimbus.v1.ReplicaSummaryR\breplicas\x12(\n" +
 	"\x10code_meta_digest\x18\x04 \x01(\fR\x0ecodeMetaDigest\x12q\n" +
 	"\x15component_parallelism\x18\x05 \x03(\v2<.nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntryR\x14componentParallelism\x12I\n" +
-	"\astorage\x18\x06 \x03(\v2/.nimbus.v1.GetTopologyInfoResponse.StorageEntryR\astorage\x1aG\n" +
+	"\astorage\x18\x06 \x03(\v2/.nimbus.v1.GetTopologyInfoResponse.StorageEntryR\astorage\x122\n" +
+	"\aworkers\x18\a \x03(\v2\x18.nimbus.v1.WorkerSummaryR\aworkers\x1aG\n" +
 	"\x19ComponentParallelismEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\x1a:\n" +
@@ -1901,7 +2119,7 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\aversion\x18\x05 \x01(\tR\aversion\x12\x14\n" +
 	"\x05epoch\x18\x06 \x01(\x03R\x05epoch\x12$\n" +
 	"\x0eholds_all_code\x18\a \x01(\bR\fholdsAllCode\x120\n" +
-	"\x14missing_topology_ids\x18\b \x03(\tR\x12missingTopologyIds\"\xd2\x01\n" +
+	"\x14missing_topology_ids\x18\b \x03(\tR\x12missingTopologyIds\"\x86\x02\n" +
 	"\x11SupervisorSummary\x12#\n" +
 	"\rsupervisor_id\x18\x01 \x01(\tR\fsupervisorId\x12\x12\n" +
 	"\x04host\x18\x02 \x01(\tR\x04host\x12\x1f\n" +
@@ -1910,7 +2128,8 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\vnum_workers\x18\x04 \x01(\x05R\n" +
 	"numWorkers\x12(\n" +
 	"\x10num_used_workers\x18\x05 \x01(\x05R\x0enumUsedWorkers\x12\x18\n" +
-	"\aversion\x18\x06 \x01(\tR\aversion\"\x93\x02\n" +
+	"\aversion\x18\x06 \x01(\tR\aversion\x122\n" +
+	"\aworkers\x18\a \x03(\v2\x18.nimbus.v1.WorkerSummaryR\aworkers\"\xca\x03\n" +
 	"\x0fTopologySummary\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x122\n" +
@@ -1921,7 +2140,30 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"numWorkers\x12\x1f\n" +
 	"\vuptime_secs\x18\a \x01(\x03R\n" +
 	"uptimeSecs\x12+\n" +
-	"\x11replication_count\x18\b \x01(\x05R\x10replicationCount\"\xa3\x02\n" +
+	"\x11replication_count\x18\b \x01(\x05R\x10replicationCount\x120\n" +
+	"\x14num_workers_assigned\x18\t \x01(\x05R\x12numWorkersAssigned\x12.\n" +
+	"\x13num_workers_running\x18\n" +
+	" \x01(\x05R\x11numWorkersRunning\x12.\n" +
+	"\x13num_workers_failing\x18\v \x01(\x05R\x11numWorkersFailing\x12#\n" +
+	"\rmissing_slots\x18\f \x01(\x05R\fmissingSlots\"\xb5\x03\n" +
+	"\rWorkerSummary\x12\x1f\n" +
+	"\vtopology_id\x18\x01 \x01(\tR\n" +
+	"topologyId\x12#\n" +
+	"\rsupervisor_id\x18\x02 \x01(\tR\fsupervisorId\x12\x12\n" +
+	"\x04host\x18\x03 \x01(\tR\x04host\x12\x12\n" +
+	"\x04port\x18\x04 \x01(\x05R\x04port\x12\x14\n" +
+	"\x05state\x18\x05 \x01(\tR\x05state\x12\x1a\n" +
+	"\brestarts\x18\x06 \x01(\x05R\brestarts\x12)\n" +
+	"\x0elast_exit_code\x18\a \x01(\x05H\x00R\flastExitCode\x88\x01\x01\x12(\n" +
+	"\x10last_exit_signal\x18\b \x01(\tR\x0elastExitSignal\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\t \x01(\tR\tlastError\x12+\n" +
+	"\x12last_error_unix_ms\x18\n" +
+	" \x01(\x03R\x0flastErrorUnixMs\x12\x19\n" +
+	"\blog_tail\x18\v \x01(\tR\alogTail\x12#\n" +
+	"\rnum_executors\x18\f \x01(\x05R\fnumExecutors\x12\x10\n" +
+	"\x03pid\x18\r \x01(\x05R\x03pidB\x11\n" +
+	"\x0f_last_exit_code\"\xa3\x02\n" +
 	"\x0eClusterSummary\x12>\n" +
 	"\vsupervisors\x18\x01 \x03(\v2\x1c.nimbus.v1.SupervisorSummaryR\vsupervisors\x12:\n" +
 	"\n" +
@@ -1981,7 +2223,7 @@ func file_nimbus_v1_nimbus_proto_rawDescGZIP() []byte {
 }
 
 var file_nimbus_v1_nimbus_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_nimbus_v1_nimbus_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_nimbus_v1_nimbus_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_nimbus_v1_nimbus_proto_goTypes = []any{
 	(InitialStatus)(0),                 // 0: nimbus.v1.InitialStatus
 	(*ComponentSpec)(nil),              // 1: nimbus.v1.ComponentSpec
@@ -2006,64 +2248,67 @@ var file_nimbus_v1_nimbus_proto_goTypes = []any{
 	(*NimbusSummary)(nil),              // 20: nimbus.v1.NimbusSummary
 	(*SupervisorSummary)(nil),          // 21: nimbus.v1.SupervisorSummary
 	(*TopologySummary)(nil),            // 22: nimbus.v1.TopologySummary
-	(*ClusterSummary)(nil),             // 23: nimbus.v1.ClusterSummary
-	(*ExecutorSummary)(nil),            // 24: nimbus.v1.ExecutorSummary
-	(*ReplicaSummary)(nil),             // 25: nimbus.v1.ReplicaSummary
-	(*DownloadCodeRequest)(nil),        // 26: nimbus.v1.DownloadCodeRequest
-	(*DownloadCodeResponse)(nil),       // 27: nimbus.v1.DownloadCodeResponse
-	(*GetCodeMetaRequest)(nil),         // 28: nimbus.v1.GetCodeMetaRequest
-	(*GetCodeMetaResponse)(nil),        // 29: nimbus.v1.GetCodeMetaResponse
-	nil,                                // 30: nimbus.v1.TopologySpec.ConfigEntry
-	nil,                                // 31: nimbus.v1.RebalanceTopologyRequest.ComponentParallelismEntry
-	nil,                                // 32: nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
-	nil,                                // 33: nimbus.v1.GetTopologyInfoResponse.StorageEntry
-	(v1.TopologyStatus)(0),             // 34: cluster.v1.TopologyStatus
-	(*v1.Executor)(nil),                // 35: cluster.v1.Executor
+	(*WorkerSummary)(nil),              // 23: nimbus.v1.WorkerSummary
+	(*ClusterSummary)(nil),             // 24: nimbus.v1.ClusterSummary
+	(*ExecutorSummary)(nil),            // 25: nimbus.v1.ExecutorSummary
+	(*ReplicaSummary)(nil),             // 26: nimbus.v1.ReplicaSummary
+	(*DownloadCodeRequest)(nil),        // 27: nimbus.v1.DownloadCodeRequest
+	(*DownloadCodeResponse)(nil),       // 28: nimbus.v1.DownloadCodeResponse
+	(*GetCodeMetaRequest)(nil),         // 29: nimbus.v1.GetCodeMetaRequest
+	(*GetCodeMetaResponse)(nil),        // 30: nimbus.v1.GetCodeMetaResponse
+	nil,                                // 31: nimbus.v1.TopologySpec.ConfigEntry
+	nil,                                // 32: nimbus.v1.RebalanceTopologyRequest.ComponentParallelismEntry
+	nil,                                // 33: nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
+	nil,                                // 34: nimbus.v1.GetTopologyInfoResponse.StorageEntry
+	(v1.TopologyStatus)(0),             // 35: cluster.v1.TopologyStatus
+	(*v1.Executor)(nil),                // 36: cluster.v1.Executor
 }
 var file_nimbus_v1_nimbus_proto_depIdxs = []int32{
 	1,  // 0: nimbus.v1.TopologySpec.components:type_name -> nimbus.v1.ComponentSpec
-	30, // 1: nimbus.v1.TopologySpec.config:type_name -> nimbus.v1.TopologySpec.ConfigEntry
+	31, // 1: nimbus.v1.TopologySpec.config:type_name -> nimbus.v1.TopologySpec.ConfigEntry
 	0,  // 2: nimbus.v1.TopologySpec.initial_status:type_name -> nimbus.v1.InitialStatus
 	2,  // 3: nimbus.v1.SubmitTopologyRequest.spec:type_name -> nimbus.v1.TopologySpec
 	3,  // 4: nimbus.v1.SubmitTopologyRequest.trailer:type_name -> nimbus.v1.ArtifactTrailer
-	31, // 5: nimbus.v1.RebalanceTopologyRequest.component_parallelism:type_name -> nimbus.v1.RebalanceTopologyRequest.ComponentParallelismEntry
-	23, // 6: nimbus.v1.GetClusterInfoResponse.cluster:type_name -> nimbus.v1.ClusterSummary
+	32, // 5: nimbus.v1.RebalanceTopologyRequest.component_parallelism:type_name -> nimbus.v1.RebalanceTopologyRequest.ComponentParallelismEntry
+	24, // 6: nimbus.v1.GetClusterInfoResponse.cluster:type_name -> nimbus.v1.ClusterSummary
 	20, // 7: nimbus.v1.GetLeaderResponse.leader:type_name -> nimbus.v1.NimbusSummary
 	22, // 8: nimbus.v1.GetTopologyInfoResponse.topology:type_name -> nimbus.v1.TopologySummary
-	24, // 9: nimbus.v1.GetTopologyInfoResponse.executors:type_name -> nimbus.v1.ExecutorSummary
-	25, // 10: nimbus.v1.GetTopologyInfoResponse.replicas:type_name -> nimbus.v1.ReplicaSummary
-	32, // 11: nimbus.v1.GetTopologyInfoResponse.component_parallelism:type_name -> nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
-	33, // 12: nimbus.v1.GetTopologyInfoResponse.storage:type_name -> nimbus.v1.GetTopologyInfoResponse.StorageEntry
-	34, // 13: nimbus.v1.TopologySummary.status:type_name -> cluster.v1.TopologyStatus
-	21, // 14: nimbus.v1.ClusterSummary.supervisors:type_name -> nimbus.v1.SupervisorSummary
-	22, // 15: nimbus.v1.ClusterSummary.topologies:type_name -> nimbus.v1.TopologySummary
-	20, // 16: nimbus.v1.ClusterSummary.nimbuses:type_name -> nimbus.v1.NimbusSummary
-	35, // 17: nimbus.v1.ExecutorSummary.executor:type_name -> cluster.v1.Executor
-	4,  // 18: nimbus.v1.NimbusService.SubmitTopology:input_type -> nimbus.v1.SubmitTopologyRequest
-	6,  // 19: nimbus.v1.NimbusService.KillTopology:input_type -> nimbus.v1.KillTopologyRequest
-	8,  // 20: nimbus.v1.NimbusService.ActivateTopology:input_type -> nimbus.v1.ActivateTopologyRequest
-	10, // 21: nimbus.v1.NimbusService.DeactivateTopology:input_type -> nimbus.v1.DeactivateTopologyRequest
-	12, // 22: nimbus.v1.NimbusService.RebalanceTopology:input_type -> nimbus.v1.RebalanceTopologyRequest
-	14, // 23: nimbus.v1.NimbusService.GetClusterInfo:input_type -> nimbus.v1.GetClusterInfoRequest
-	16, // 24: nimbus.v1.NimbusService.GetLeader:input_type -> nimbus.v1.GetLeaderRequest
-	18, // 25: nimbus.v1.NimbusService.GetTopologyInfo:input_type -> nimbus.v1.GetTopologyInfoRequest
-	26, // 26: nimbus.v1.CodeService.DownloadCode:input_type -> nimbus.v1.DownloadCodeRequest
-	28, // 27: nimbus.v1.CodeService.GetCodeMeta:input_type -> nimbus.v1.GetCodeMetaRequest
-	5,  // 28: nimbus.v1.NimbusService.SubmitTopology:output_type -> nimbus.v1.SubmitTopologyResponse
-	7,  // 29: nimbus.v1.NimbusService.KillTopology:output_type -> nimbus.v1.KillTopologyResponse
-	9,  // 30: nimbus.v1.NimbusService.ActivateTopology:output_type -> nimbus.v1.ActivateTopologyResponse
-	11, // 31: nimbus.v1.NimbusService.DeactivateTopology:output_type -> nimbus.v1.DeactivateTopologyResponse
-	13, // 32: nimbus.v1.NimbusService.RebalanceTopology:output_type -> nimbus.v1.RebalanceTopologyResponse
-	15, // 33: nimbus.v1.NimbusService.GetClusterInfo:output_type -> nimbus.v1.GetClusterInfoResponse
-	17, // 34: nimbus.v1.NimbusService.GetLeader:output_type -> nimbus.v1.GetLeaderResponse
-	19, // 35: nimbus.v1.NimbusService.GetTopologyInfo:output_type -> nimbus.v1.GetTopologyInfoResponse
-	27, // 36: nimbus.v1.CodeService.DownloadCode:output_type -> nimbus.v1.DownloadCodeResponse
-	29, // 37: nimbus.v1.CodeService.GetCodeMeta:output_type -> nimbus.v1.GetCodeMetaResponse
-	28, // [28:38] is the sub-list for method output_type
-	18, // [18:28] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	25, // 9: nimbus.v1.GetTopologyInfoResponse.executors:type_name -> nimbus.v1.ExecutorSummary
+	26, // 10: nimbus.v1.GetTopologyInfoResponse.replicas:type_name -> nimbus.v1.ReplicaSummary
+	33, // 11: nimbus.v1.GetTopologyInfoResponse.component_parallelism:type_name -> nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
+	34, // 12: nimbus.v1.GetTopologyInfoResponse.storage:type_name -> nimbus.v1.GetTopologyInfoResponse.StorageEntry
+	23, // 13: nimbus.v1.GetTopologyInfoResponse.workers:type_name -> nimbus.v1.WorkerSummary
+	23, // 14: nimbus.v1.SupervisorSummary.workers:type_name -> nimbus.v1.WorkerSummary
+	35, // 15: nimbus.v1.TopologySummary.status:type_name -> cluster.v1.TopologyStatus
+	21, // 16: nimbus.v1.ClusterSummary.supervisors:type_name -> nimbus.v1.SupervisorSummary
+	22, // 17: nimbus.v1.ClusterSummary.topologies:type_name -> nimbus.v1.TopologySummary
+	20, // 18: nimbus.v1.ClusterSummary.nimbuses:type_name -> nimbus.v1.NimbusSummary
+	36, // 19: nimbus.v1.ExecutorSummary.executor:type_name -> cluster.v1.Executor
+	4,  // 20: nimbus.v1.NimbusService.SubmitTopology:input_type -> nimbus.v1.SubmitTopologyRequest
+	6,  // 21: nimbus.v1.NimbusService.KillTopology:input_type -> nimbus.v1.KillTopologyRequest
+	8,  // 22: nimbus.v1.NimbusService.ActivateTopology:input_type -> nimbus.v1.ActivateTopologyRequest
+	10, // 23: nimbus.v1.NimbusService.DeactivateTopology:input_type -> nimbus.v1.DeactivateTopologyRequest
+	12, // 24: nimbus.v1.NimbusService.RebalanceTopology:input_type -> nimbus.v1.RebalanceTopologyRequest
+	14, // 25: nimbus.v1.NimbusService.GetClusterInfo:input_type -> nimbus.v1.GetClusterInfoRequest
+	16, // 26: nimbus.v1.NimbusService.GetLeader:input_type -> nimbus.v1.GetLeaderRequest
+	18, // 27: nimbus.v1.NimbusService.GetTopologyInfo:input_type -> nimbus.v1.GetTopologyInfoRequest
+	27, // 28: nimbus.v1.CodeService.DownloadCode:input_type -> nimbus.v1.DownloadCodeRequest
+	29, // 29: nimbus.v1.CodeService.GetCodeMeta:input_type -> nimbus.v1.GetCodeMetaRequest
+	5,  // 30: nimbus.v1.NimbusService.SubmitTopology:output_type -> nimbus.v1.SubmitTopologyResponse
+	7,  // 31: nimbus.v1.NimbusService.KillTopology:output_type -> nimbus.v1.KillTopologyResponse
+	9,  // 32: nimbus.v1.NimbusService.ActivateTopology:output_type -> nimbus.v1.ActivateTopologyResponse
+	11, // 33: nimbus.v1.NimbusService.DeactivateTopology:output_type -> nimbus.v1.DeactivateTopologyResponse
+	13, // 34: nimbus.v1.NimbusService.RebalanceTopology:output_type -> nimbus.v1.RebalanceTopologyResponse
+	15, // 35: nimbus.v1.NimbusService.GetClusterInfo:output_type -> nimbus.v1.GetClusterInfoResponse
+	17, // 36: nimbus.v1.NimbusService.GetLeader:output_type -> nimbus.v1.GetLeaderResponse
+	19, // 37: nimbus.v1.NimbusService.GetTopologyInfo:output_type -> nimbus.v1.GetTopologyInfoResponse
+	28, // 38: nimbus.v1.CodeService.DownloadCode:output_type -> nimbus.v1.DownloadCodeResponse
+	30, // 39: nimbus.v1.CodeService.GetCodeMeta:output_type -> nimbus.v1.GetCodeMetaResponse
+	30, // [30:40] is the sub-list for method output_type
+	20, // [20:30] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_nimbus_v1_nimbus_proto_init() }
@@ -2078,13 +2323,14 @@ func file_nimbus_v1_nimbus_proto_init() {
 	}
 	file_nimbus_v1_nimbus_proto_msgTypes[5].OneofWrappers = []any{}
 	file_nimbus_v1_nimbus_proto_msgTypes[11].OneofWrappers = []any{}
+	file_nimbus_v1_nimbus_proto_msgTypes[22].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nimbus_v1_nimbus_proto_rawDesc), len(file_nimbus_v1_nimbus_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   33,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
