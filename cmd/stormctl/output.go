@@ -13,45 +13,48 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
-var jsonOptions = protojson.MarshalOptions{EmitUnpopulated: true}
-
-// writeJSON writes msg in protobuf's JSON mapping as one indented
-// document. protojson varies its whitespace on purpose; re-indenting with
-// encoding/json makes the output stable for scripts and diffs.
+// writeJSON writes msg as one indented JSON document in stormctl's words
+// (jsonMessage): numbers as numbers, bytes in hex, enum values as the
+// tables' words.
 func writeJSON(w io.Writer, msg proto.Message) error {
-	b, err := jsonOptions.Marshal(msg)
+	v, err := jsonMessage(msg)
+	if err != nil {
+		return err
+	}
+	return writeJSONValue(w, v)
+}
+
+// writeJSONList writes {"key": [msgs...]}, each message as writeJSON
+// would, as one document: the part of a response a command shows.
+func writeJSONList[M proto.Message](w io.Writer, key string, msgs []M) error {
+	list := make([]any, len(msgs))
+	for i, m := range msgs {
+		v, err := jsonMessage(m)
+		if err != nil {
+			return err
+		}
+		list[i] = v
+	}
+	return writeJSONValue(w, object{{key, list}})
+}
+
+// writeJSONValue writes v as one indented document.
+func writeJSONValue(w io.Writer, v any) error {
+	b, err := marshalJSON(v)
 	if err != nil {
 		return err
 	}
 	return writeIndented(w, b)
 }
 
-// writeJSONList writes {"key": [msgs...]}, each message in protobuf's JSON
-// mapping, as one document: the part of a response a command shows.
-func writeJSONList[M proto.Message](w io.Writer, key string, msgs []M) error {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "{%q:[", key)
-	for i, m := range msgs {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		mb, err := jsonOptions.Marshal(m)
-		if err != nil {
-			return err
-		}
-		b.Write(mb)
-	}
-	b.WriteString("]}")
-	return writeIndented(w, b.Bytes())
-}
-
+// writeIndented re-indents a compact document, so every command's JSON
+// looks alike.
 func writeIndented(w io.Writer, compact []byte) error {
 	var out bytes.Buffer
 	if err := json.Indent(&out, compact, "", "  "); err != nil {
@@ -127,9 +130,13 @@ func writeTopologies(w io.Writer, ts []*nimbusv1.TopologySummary) error {
 	return table(w, []string{"NAME", "ID", "STATUS", "WORKERS", "EXECUTORS", "REPLICAS", "UPTIME", "OWNER"}, rows)
 }
 
-// statusName is "active" for TOPOLOGY_STATUS_ACTIVE.
+// statusName is "active" for TOPOLOGY_STATUS_ACTIVE: the word JSON uses
+// too (enumWord).
 func statusName(s clusterv1.TopologyStatus) string {
-	return strings.ToLower(strings.TrimPrefix(s.String(), "TOPOLOGY_STATUS_"))
+	if ev := s.Descriptor().Values().ByNumber(s.Number()); ev != nil {
+		return enumWord(ev)
+	}
+	return strconv.Itoa(int(s))
 }
 
 // fields writes "key: value" lines, the values aligned.

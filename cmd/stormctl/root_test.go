@@ -8,7 +8,6 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nimbusha/nimbus/internal/fakenimbus"
@@ -145,9 +144,7 @@ func TestRunJSON(t *testing.T) {
 		t.Fatalf("cluster: exit code %d, stderr %q", code, stderr)
 	}
 	var got nimbusv1.GetClusterInfoResponse
-	if err := protojson.Unmarshal([]byte(stdout), &got); err != nil {
-		t.Fatalf("cluster: output is not a GetClusterInfoResponse: %v\n%s", err, stdout)
-	}
+	unmarshal(t, stdout, &got)
 	if !proto.Equal(got.GetCluster(), cluster) {
 		t.Errorf("cluster: got %v, want %v", &got, cluster)
 	}
@@ -157,9 +154,7 @@ func TestRunJSON(t *testing.T) {
 		t.Fatalf("nimbuses: exit code %d, stderr %q", code, stderr)
 	}
 	var nimbuses nimbusv1.ClusterSummary
-	if err := protojson.Unmarshal([]byte(stdout), &nimbuses); err != nil {
-		t.Fatalf("nimbuses: output is not JSON of nimbuses: %v\n%s", err, stdout)
-	}
+	unmarshal(t, stdout, &nimbuses)
 	if !proto.Equal(&nimbuses, &nimbusv1.ClusterSummary{Nimbuses: cluster.GetNimbuses()}) {
 		t.Errorf("nimbuses: got %v", &nimbuses)
 	}
@@ -193,14 +188,6 @@ func runFails(t *testing.T, code int, args ...string) string {
 		t.Errorf("%q: stdout %q, want nothing", args, stdout)
 	}
 	return stderr
-}
-
-// unmarshal parses a command's JSON output into msg.
-func unmarshal(t *testing.T, out string, msg proto.Message) {
-	t.Helper()
-	if err := protojson.Unmarshal([]byte(out), msg); err != nil {
-		t.Fatalf("output is not a %T: %v\n%s", msg, err, out)
-	}
 }
 
 func TestDescribeBadRequest(t *testing.T) {
