@@ -46,6 +46,12 @@ type duties struct {
 // handler, a deadline or a tick starts the next.
 func (s *Server) lead(term *leader.Term) {
 	d := &duties{Server: s, term: term, ctx: term.Context(), log: s.log.With("epoch", term.Epoch()), sch: newScheduler()}
+	defer func() { // what the leader exports about placement is the leader's
+		if s.metrics != nil {
+			s.metrics.unplacedSlots.Set(0)
+			s.metrics.unplacedTopologies.Set(0)
+		}
+	}()
 	if !d.awaitCaches() {
 		return
 	}

@@ -18,6 +18,9 @@ type metrics struct {
 	codeSent prometheus.Counter
 	// On the leader: how long each scheduling round takes, writes included.
 	scheduleSeconds prometheus.Histogram
+	// On the leader, after each round: what could not be placed.
+	unplacedSlots      prometheus.Gauge
+	unplacedTopologies prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -48,7 +51,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "On the leader: time of one scheduling round over every topology and supervisor, writes included.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14), // 0.5 ms to 4 s
 		}),
+		unplacedSlots: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "nimbus_unplaced_slots",
+			Help: "On the leader: workers the topologies should have for which the scheduler found no free slot, summed (0 on followers).",
+		}),
+		unplacedTopologies: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "nimbus_unplaced_topologies",
+			Help: "On the leader: topologies that lack at least one slot (0 on followers).",
+		}),
 	}
-	reg.MustRegister(m.isLeader, m.leaderChanges, m.epoch, m.zkConnected, m.eligibleStandbys, m.codeSent, m.scheduleSeconds)
+	reg.MustRegister(m.isLeader, m.leaderChanges, m.epoch, m.zkConnected, m.eligibleStandbys, m.codeSent, m.scheduleSeconds,
+		m.unplacedSlots, m.unplacedTopologies)
 	return m
 }

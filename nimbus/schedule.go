@@ -33,6 +33,9 @@ type scheduler struct {
 	// ZooKeeper node, logged once each: never sent, since ZooKeeper drops
 	// the connection of whoever sends one, and with it the leader's term.
 	oversize map[string]bool
+	// short are the topologies this term logged as lacking slots, until
+	// they lack none (noteShortfall).
+	short map[string]bool
 }
 
 // cleared records that this term deleted a topology's assignment (a
@@ -49,7 +52,7 @@ type heartbeatSeen struct {
 
 func newScheduler() *scheduler {
 	return &scheduler{seen: map[string]heartbeatSeen{}, written: map[string]*clusterv1.Assignment{}, deleted: map[string]bool{},
-		oversize: map[string]bool{}}
+		oversize: map[string]bool{}, short: map[string]bool{}}
 }
 
 // schedule assigns the topologies' executors to the live supervisors'
@@ -66,6 +69,7 @@ func (s *Server) schedule(term *leader.Term, sch *scheduler) (int, error) {
 	sups, hosts := sch.liveSupervisors(s.view.supervisors.Snapshot(), now, s.cfg.SupervisorTimeout)
 	tops, frozen, cur := topologies(storms, current)
 	next := assign.Schedule(tops, sups, cur)
+	sch.noteShortfall(shortfallOf(storms, next, sups), storms, s.metrics, s.log)
 
 	var writes []assignmentWrite
 	for _, t := range tops {

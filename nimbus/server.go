@@ -189,7 +189,7 @@ func (s *Server) build() (err error) {
 	s.metrics = newMetrics(s.reg)
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	encodings := newSharedEncodings()
-	s.view = newView(s.sess, encodings.share, s.base)
+	s.view = newView(s.sess, s.cfg.SupervisorHeartbeat, encodings.share, s.base)
 
 	peers := codedistributor.NewPeers(s.tls.ClientCredentials())
 	s.lc.OnClose(peers.Close)

@@ -63,9 +63,17 @@ func (s *service) GetTopologyInfo(ctx context.Context, req *nimbusv1.GetTopology
 	if err := validate.GetTopologyInfo(req); err != nil {
 		return nil, apierr.ToStatus(err)
 	}
-	resp, err := s.view.topologyInfo(req.GetName())
+	resp, err := s.view.topologyInfo(req.GetName(), req.GetIncludeLogTail())
 	if err != nil {
 		return nil, apierr.ToStatus(err)
+	}
+	if req.GetIncludeLogTail() {
+		// What a worker printed is not redacted: it may hold what its conf
+		// does, so it takes the right to read the conf.
+		id, base := resp.GetTopology().GetId(), s.view.storms.Snapshot()[resp.GetTopology().GetId()]
+		if err := s.authorize(ctx, auth.ActionReadConf, id, base); err != nil {
+			return nil, apierr.ToStatus(err)
+		}
 	}
 	s.describeStorage(ctx, resp)
 	return resp, nil

@@ -31,6 +31,8 @@ type view struct {
 	supervisors *cluster.DirCache[*clusterv1.SupervisorInfo]
 	assignments *cluster.DirCache[*clusterv1.Assignment]
 	now         func() time.Time
+	// beats has reads refresh the supervisors' payloads (workers.go).
+	beats *heartbeatReads
 
 	// share, if not nil, is told of each answer built (nil when the build
 	// failed) and the one it replaces (the server encodes it once for
@@ -91,7 +93,7 @@ func cached[M proto.Message](v *view, b *built[M], k viewKey, build func() (M, e
 // not nil, hears of each answer built (see view.share). The directories of
 // the layout are re-created if deleted by hand (the whole root, say): a
 // cluster without them could not elect or submit.
-func newView(sess *cluster.Session, share func(m, old proto.Message), log *slog.Logger) *view {
+func newView(sess *cluster.Session, heartbeat time.Duration, share func(m, old proto.Message), log *slog.Logger) *view {
 	paths := sess.Paths()
 	v := &view{
 		nimbuses: cluster.NewNimbusInfoCache(sess, paths.Nimbuses(), log).Recreate(),
@@ -106,6 +108,7 @@ func newView(sess *cluster.Session, share func(m, old proto.Message), log *slog.
 		assignments: cluster.NewDirCache(sess, paths.Assignments(),
 			func() *clusterv1.Assignment { return new(clusterv1.Assignment) }, log).Recreate(),
 		now:   time.Now,
+		beats: &heartbeatReads{every: heartbeat},
 		share: share,
 	}
 	v.replicas.Distributions.Recreate()
@@ -134,6 +137,7 @@ func (v *view) leaderInfo() (*nimbusv1.GetLeaderResponse, error) {
 // clusterInfo is GetClusterInfo's answer, shared: callers must not modify
 // it.
 func (v *view) clusterInfo() *nimbusv1.GetClusterInfoResponse {
+	v.freshenHeartbeats()
 	k := v.key()
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -141,6 +145,15 @@ func (v *view) clusterInfo() *nimbusv1.GetClusterInfoResponse {
 		return &nimbusv1.GetClusterInfoResponse{Cluster: v.clusterSummary()}, nil
 	})
 	return c
+}
+
+// freshenHeartbeats asks the supervisors' cache to read their payloads
+// again if a period passed since it last asked (heartbeatReads). It does
+// not wait for the read.
+func (v *view) freshenHeartbeats() {
+	if v.beats.due(v.now()) {
+		v.supervisors.Refresh()
+	}
 }
 
 // leader returns the head of the lock queue and its epoch.
@@ -167,6 +180,8 @@ func (v *view) leaderSummary() (*nimbusv1.NimbusSummary, error) {
 // clusterSummary describes the cluster.
 func (v *view) clusterSummary() *nimbusv1.ClusterSummary {
 	storms := v.storms.Snapshot()
+	sups, assignments := v.supervisors.Snapshot(), v.assignments.Snapshot()
+	idx := indexWorkers(sups)
 	c := &nimbusv1.ClusterSummary{Nimbuses: v.nimbusSummaries(storms)}
 	for _, n := range c.Nimbuses {
 		if n.HoldsAllCode && !n.IsLeader {
@@ -175,6 +190,9 @@ func (v *view) clusterSummary() *nimbusv1.ClusterSummary {
 	}
 	for id, base := range storms {
 		t := v.topologySummary(id, base)
+		if base != nil {
+			countWorkers(t, base, assignedWorkers(id, assignments[id], sups, idx, false))
+		}
 		c.Topologies = append(c.Topologies, t)
 		if t.ReplicationCount == 0 && base != nil { // unreadable ones block nothing (codesync)
 			c.LeadershipBlockedBy = append(c.LeadershipBlockedBy, id)
@@ -182,14 +200,15 @@ func (v *view) clusterSummary() *nimbusv1.ClusterSummary {
 	}
 	sort.Slice(c.Topologies, func(i, j int) bool { return c.Topologies[i].Name < c.Topologies[j].Name })
 	sort.Strings(c.LeadershipBlockedBy)
-	used := v.usedSlots()
-	for id, info := range v.supervisors.Snapshot() {
+	used := usedSlots(assignments)
+	for id, info := range sups {
 		if info == nil {
 			continue
 		}
 		sum := &nimbusv1.SupervisorSummary{
 			SupervisorId: id, Host: info.GetHost(), Version: info.GetVersion(),
 			NumWorkers: int32(len(info.GetSlotPorts())), NumUsedWorkers: used[id],
+			Workers: supervisorWorkers(id, info),
 		}
 		if start := info.GetStartTimeUnixMs(); start > 0 {
 			sum.UptimeSecs = int64(v.now().Sub(time.UnixMilli(start)) / time.Second)
@@ -201,10 +220,10 @@ func (v *view) clusterSummary() *nimbusv1.ClusterSummary {
 }
 
 // usedSlots counts, per supervisor, the slots the assignments give work
-// (as Storm does): nimbuses do not follow supervisors' heartbeats.
-func (v *view) usedSlots() map[string]int32 {
+// (as Storm does); what runs in them is the supervisor's Workers.
+func usedSlots(assignments map[string]*clusterv1.Assignment) map[string]int32 {
 	slots := map[assign.Slot]bool{}
-	for _, a := range v.assignments.Snapshot() {
+	for _, a := range assignments {
 		for _, ea := range a.GetExecutors() {
 			slots[assign.Slot{SupervisorID: ea.GetSlot().GetSupervisorId(), Port: ea.GetSlot().GetPort()}] = true
 		}
@@ -319,12 +338,16 @@ func (v *view) byName(name string) (string, *clusterv1.StormBase, error) {
 	return "", nil, fmt.Errorf("%w: %q", apierr.ErrNotFound, name)
 }
 
-// topologyInfo is GetTopologyInfo's answer.
-func (v *view) topologyInfo(name string) (*nimbusv1.GetTopologyInfoResponse, error) {
+// topologyInfo is GetTopologyInfo's answer, with each worker's log tail
+// if tails.
+func (v *view) topologyInfo(name string, tails bool) (*nimbusv1.GetTopologyInfoResponse, error) {
+	v.freshenHeartbeats()
 	id, base, err := v.byName(name)
 	if err != nil {
 		return nil, err
 	}
+	sups := v.supervisors.Snapshot()
+	a := v.assignments.Snapshot()[id]
 	resp := &nimbusv1.GetTopologyInfoResponse{
 		Topology:             v.topologySummary(id, base),
 		CodeMetaDigest:       base.GetCodeMetaDigest(),
@@ -333,7 +356,9 @@ func (v *view) topologyInfo(name string) (*nimbusv1.GetTopologyInfoResponse, err
 	for _, r := range v.replicaAddrs(id, base.GetCodeMetaDigest()) {
 		resp.Replicas = append(resp.Replicas, &nimbusv1.ReplicaSummary{Host: r.GetHost(), Port: r.GetPort()})
 	}
-	if a := v.assignments.Snapshot()[id]; a != nil {
+	resp.Workers = assignedWorkers(id, a, sups, indexWorkers(supervisorsOf(a, sups)), tails)
+	countWorkers(resp.Topology, base, resp.Workers)
+	if a != nil {
 		for _, ea := range a.GetExecutors() {
 			sum := &nimbusv1.ExecutorSummary{
 				Executor: ea.GetExecutor(), SupervisorId: ea.GetSlot().GetSupervisorId(),
