@@ -6,15 +6,19 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nimbusha/nimbus/client"
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
 // The commands that change a running topology, by name, at the leader.
-// Their RPCs answer with empty messages, which -o json prints as {}; the
-// table output is one confirmation line.
+// Their RPCs answer with empty messages. The table output is one
+// confirmation line; -o json prints the topology as the change left it
+// (result).
 
 // waitFlagUsage is --wait's help; which delay the server uses when the
 // flag is not given.
@@ -28,13 +32,30 @@ func afterWait(verb string, wait *int32) string {
 	return fmt.Sprintf("%s in %ds", verb, *wait)
 }
 
-// confirm writes the empty response as JSON, or line as the table output.
-func (g *globals) confirm(resp proto.Message, line string) error {
-	if g.output == "json" {
-		return writeJSON(g.stdout, resp)
+// result writes line, or with -o json the topology's summary as the
+// change left it: read after the change (any nimbus answers reads, and its
+// view may lag the leader's write by a moment), with the status the
+// change set, which the leader's answer says is stored. A topology killed
+// with no wait may be gone already: its summary is then its name and
+// status. If the read fails otherwise, the change still happened: the
+// summary is the name and status, and a warning says why the rest is
+// missing.
+func (g *globals) result(ctx context.Context, c *client.Client, name string, to clusterv1.TopologyStatus, line string) error {
+	if g.output != "json" {
+		_, err := fmt.Fprintln(g.stdout, line)
+		return err
 	}
-	_, err := fmt.Fprintln(g.stdout, line)
-	return err
+	sum := &nimbusv1.TopologySummary{Name: name}
+	info, err := c.GetTopologyInfo(ctx, name)
+	switch {
+	case err == nil && info.GetTopology() != nil:
+		sum = proto.CloneOf(info.GetTopology())
+	case err == nil, status.Code(err) == codes.NotFound && to == clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED:
+	default:
+		fmt.Fprintf(g.stderr, "stormctl: warning: %s is %s, but reading it back failed: %s\n", name, statusName(to), describe(err))
+	}
+	sum.Status = to
+	return writeJSON(g.stdout, sum)
 }
 
 func newKillCommand(g *globals) *cobra.Command {
@@ -54,12 +75,12 @@ func newKillCommand(g *globals) *cobra.Command {
 				if err != nil {
 					return &opError{op: "kill " + name, err: err}
 				}
-				return g.confirm(&nimbusv1.KillTopologyResponse{},
+				return g.result(ctx, c, name, clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED,
 					fmt.Sprintf("killed %s (%s)", name, afterWait("removal", waitSecs)))
 			})
 		},
 	}
-	cmd.Flags().IntVar(&wait, "wait", 0, waitFlagUsage)
+	cmd.Flags().IntVarP(&wait, "wait", "w", 0, waitFlagUsage)
 	return cmd
 }
 
@@ -74,7 +95,7 @@ func newActivateCommand(g *globals) *cobra.Command {
 				if err := c.ActivateTopology(ctx, name); err != nil {
 					return &opError{op: "activate " + name, err: err}
 				}
-				return g.confirm(&nimbusv1.ActivateTopologyResponse{}, "activated "+name)
+				return g.result(ctx, c, name, clusterv1.TopologyStatus_TOPOLOGY_STATUS_ACTIVE, "activated "+name)
 			})
 		},
 	}
@@ -91,7 +112,7 @@ func newDeactivateCommand(g *globals) *cobra.Command {
 				if err := c.DeactivateTopology(ctx, name); err != nil {
 					return &opError{op: "deactivate " + name, err: err}
 				}
-				return g.confirm(&nimbusv1.DeactivateTopologyResponse{}, "deactivated "+name)
+				return g.result(ctx, c, name, clusterv1.TopologyStatus_TOPOLOGY_STATUS_INACTIVE, "deactivated "+name)
 			})
 		},
 	}
@@ -105,9 +126,10 @@ func newRebalanceCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rebalance NAME",
 		Short: "Reschedule a topology, optionally with new workers or parallelism",
-		Long: "rebalance moves a topology to REBALANCING for the wait, then reschedules it,\n" +
+		Long: "rebalance moves a topology to rebalancing for the wait, then reschedules it,\n" +
 			"with --workers and --component parallelism if given (absent components keep\n" +
-			"theirs). With neither, it only spreads the executors again.",
+			"theirs). With neither, it only spreads the executors again. Storm's short\n" +
+			"forms work: rebalance NAME -w 10 -n 4 -e split=8.",
 		Args: exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
@@ -139,14 +161,14 @@ func newRebalanceCommand(g *globals) *cobra.Command {
 				if err := c.RebalanceTopology(ctx, req); err != nil {
 					return &opError{op: "rebalance " + name, err: err}
 				}
-				return g.confirm(&nimbusv1.RebalanceTopologyResponse{},
+				return g.result(ctx, c, name, clusterv1.TopologyStatus_TOPOLOGY_STATUS_REBALANCING,
 					fmt.Sprintf("rebalancing %s (%s)", name, strings.Join(changes, ", ")))
 			})
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&wait, "wait", 0, waitFlagUsage)
-	f.IntVar(&workers, "workers", 0, "new number of workers (default: keep)")
-	f.StringArrayVar(&components, "component", nil, "new parallelism of a component, ID=N (repeatable)")
+	f.IntVarP(&wait, "wait", "w", 0, waitFlagUsage)
+	f.IntVarP(&workers, "workers", "n", 0, "new number of workers (default: keep)")
+	f.StringArrayVarP(&components, "component", "e", nil, "new parallelism of a component, ID=N (repeatable)")
 	return cmd
 }

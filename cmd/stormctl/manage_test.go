@@ -11,6 +11,7 @@ import (
 
 	"github.com/nimbusha/nimbus/internal/fakenimbus"
 	"github.com/nimbusha/nimbus/internal/testcluster"
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
@@ -58,27 +59,27 @@ func TestRunManageCommands(t *testing.T) {
 		args []string
 		line string
 		req  proto.Message
-		resp proto.Message
+		to   clusterv1.TopologyStatus // the status -o json shows
 	}{
 		{
 			[]string{"kill", "wordcount", "--wait", "30"}, "killed wordcount (removal in 30s)\n",
-			&nimbusv1.KillTopologyRequest{Name: "wordcount", WaitSecs: int32p(30)}, &nimbusv1.KillTopologyResponse{},
+			&nimbusv1.KillTopologyRequest{Name: "wordcount", WaitSecs: int32p(30)}, killed,
 		},
 		{
 			[]string{"kill", "--wait=0", "wordcount"}, "killed wordcount (removal in 0s)\n",
-			&nimbusv1.KillTopologyRequest{Name: "wordcount", WaitSecs: int32p(0)}, &nimbusv1.KillTopologyResponse{},
+			&nimbusv1.KillTopologyRequest{Name: "wordcount", WaitSecs: int32p(0)}, killed,
 		},
 		{
 			[]string{"kill", "wordcount"}, "killed wordcount (removal after topology.message.timeout.secs)\n",
-			&nimbusv1.KillTopologyRequest{Name: "wordcount"}, &nimbusv1.KillTopologyResponse{},
+			&nimbusv1.KillTopologyRequest{Name: "wordcount"}, killed,
 		},
 		{
 			[]string{"activate", "wordcount"}, "activated wordcount\n",
-			&nimbusv1.ActivateTopologyRequest{Name: "wordcount"}, &nimbusv1.ActivateTopologyResponse{},
+			&nimbusv1.ActivateTopologyRequest{Name: "wordcount"}, clusterv1.TopologyStatus_TOPOLOGY_STATUS_ACTIVE,
 		},
 		{
 			[]string{"deactivate", "wordcount"}, "deactivated wordcount\n",
-			&nimbusv1.DeactivateTopologyRequest{Name: "wordcount"}, &nimbusv1.DeactivateTopologyResponse{},
+			&nimbusv1.DeactivateTopologyRequest{Name: "wordcount"}, clusterv1.TopologyStatus_TOPOLOGY_STATUS_INACTIVE,
 		},
 		{
 			[]string{"rebalance", "wordcount", "--wait", "10", "--workers", "4", "--component", "split=8", "--component", "count=3"},
@@ -87,25 +88,82 @@ func TestRunManageCommands(t *testing.T) {
 				Name: "wordcount", WaitSecs: int32p(10), NumWorkers: int32p(4),
 				ComponentParallelism: map[string]int32{"split": 8, "count": 3},
 			},
-			&nimbusv1.RebalanceTopologyResponse{},
+			rebalancing,
+		},
+		{
+			// Storm's short forms.
+			[]string{"rebalance", "wordcount", "-w", "10", "-n", "4", "-e", "split=8", "-e", "count=3"},
+			"rebalancing wordcount (workers=4, split=8, count=3, rescheduling in 10s)\n",
+			&nimbusv1.RebalanceTopologyRequest{
+				Name: "wordcount", WaitSecs: int32p(10), NumWorkers: int32p(4),
+				ComponentParallelism: map[string]int32{"split": 8, "count": 3},
+			},
+			rebalancing,
+		},
+		{
+			[]string{"kill", "wordcount", "-w", "5"}, "killed wordcount (removal in 5s)\n",
+			&nimbusv1.KillTopologyRequest{Name: "wordcount", WaitSecs: int32p(5)}, killed,
 		},
 		{
 			[]string{"rebalance", "wordcount"}, "rebalancing wordcount (rescheduling after topology.message.timeout.secs)\n",
-			&nimbusv1.RebalanceTopologyRequest{Name: "wordcount"}, &nimbusv1.RebalanceTopologyResponse{},
+			&nimbusv1.RebalanceTopologyRequest{Name: "wordcount"}, rebalancing,
 		},
 	} {
-		t.Run(tc.args[0], func(t *testing.T) {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			addr, f := leaderWith(t, nil)
 			if got := runOK(t, append([]string{"--seeds", addr}, tc.args...)...); got != tc.line {
 				t.Errorf("%q: got %q, want %q", tc.args, got, tc.line)
 			}
+			// -o json: the topology as the change left it.
 			out := runOK(t, append([]string{"--seeds", addr, "-o", "json"}, tc.args...)...)
-			if out != "{}\n" {
-				t.Errorf("%q -o json: got %q, want {}", tc.args, out)
+			want := testTopology().GetTopology()
+			want.Status = tc.to
+			var got nimbusv1.TopologySummary
+			unmarshal(t, out, &got)
+			if !proto.Equal(&got, want) {
+				t.Errorf("%q -o json: got %v, want %v", tc.args, &got, want)
 			}
-			unmarshal(t, out, proto.Clone(tc.resp))
+			if status := `"status": "` + statusName(tc.to) + `"`; !strings.Contains(out, status) {
+				t.Errorf("%q -o json: want %s in\n%s", tc.args, status, out)
+			}
 			checkRequests(t, f, tc.req, tc.req)
 		})
+	}
+}
+
+var (
+	killed      = clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED
+	rebalancing = clusterv1.TopologyStatus_TOPOLOGY_STATUS_REBALANCING
+)
+
+func TestRunManageJSONWhenTheReadBackFails(t *testing.T) {
+	// A topology killed with no wait may be gone when it is read back:
+	// its name and status are still the answer.
+	f := reader(nil, nil)
+	f.OnKill = func(*nimbusv1.KillTopologyRequest) error { return nil }
+	f.OnDeactivate = func(*nimbusv1.DeactivateTopologyRequest) error { return nil }
+	addr := serveLeader(t, f)
+	var got nimbusv1.TopologySummary
+	unmarshal(t, runOK(t, "--seeds", addr, "-o", "json", "kill", "gone", "-w", "0"), &got)
+	if want := (&nimbusv1.TopologySummary{Name: "gone", Status: killed}); !proto.Equal(&got, want) {
+		t.Errorf("kill -o json: got %v, want %v", &got, want)
+	}
+
+	// Any other failure to read it back: the change happened, so the
+	// command succeeds, and a warning says why the summary is short.
+	f.OnGetTopologyInfo = func(*nimbusv1.GetTopologyInfoRequest) (*nimbusv1.GetTopologyInfoResponse, error) {
+		return nil, status.Error(codes.PermissionDenied, "nimbus: permission denied: carol may not read x")
+	}
+	code, stdout, stderr := runArgs("--seeds", addr, "-o", "json", "deactivate", "x")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	unmarshal(t, stdout, &got)
+	if want := (&nimbusv1.TopologySummary{Name: "x", Status: clusterv1.TopologyStatus_TOPOLOGY_STATUS_INACTIVE}); !proto.Equal(&got, want) {
+		t.Errorf("deactivate -o json: got %v, want %v", &got, want)
+	}
+	if !strings.HasPrefix(stderr, "stormctl: warning: x is inactive, but reading it back failed: ") || !strings.Contains(stderr, "carol may not read x") {
+		t.Errorf("stderr %q", stderr)
 	}
 }
 
@@ -173,6 +231,9 @@ func TestRunManageUsageErrors(t *testing.T) {
 		{[]string{"rebalance", "wordcount", "--component", "split=1.5"}, `parallelism "1.5"`},
 		{[]string{"rebalance", "wordcount", "--component", "split=1", "--component", "split=2"}, `component "split" given twice`},
 		{[]string{"activate", "wordcount", "--wait", "3"}, "unknown flag: --wait"},
+		{[]string{"kill", "wordcount", "-w", "-1"}, "--wait -1"},
+		{[]string{"rebalance", "wordcount", "-n", "0"}, "--workers 0"},
+		{[]string{"rebalance", "wordcount", "-e", "split"}, `--component "split": want ID=PARALLELISM`},
 	} {
 		stderr := runFails(t, exitUsage, append([]string{"--seeds", addr}, tc.args...)...)
 		if !strings.Contains(stderr, tc.want) {
