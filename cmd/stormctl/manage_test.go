@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -167,11 +168,37 @@ func TestRunManageJSONWhenTheReadBackFails(t *testing.T) {
 	}
 }
 
+func TestRunManageWrongStatusInPlainWords(t *testing.T) {
+	addr, _ := leaderWith(t, status.Error(codes.FailedPrecondition,
+		"nimbus: action not allowed in the topology's status: wordcount is TOPOLOGY_STATUS_KILLED"))
+	stderr := runFails(t, exitWrongStatus, "--seeds", addr, "activate", "wordcount")
+	if want := "stormctl: activate wordcount: action not allowed in the topology's status: wordcount is killed\n"; stderr != want {
+		t.Errorf("stderr %q, want %q", stderr, want)
+	}
+
+	// -o json: the same words, and the code, as a JSON object on stderr.
+	code, stdout, stderr := runArgs("--seeds", addr, "-o", "json", "activate", "wordcount")
+	var doc struct {
+		Error struct {
+			Message  string `json:"message"`
+			Code     string `json:"code"`
+			ExitCode int    `json:"exitCode"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(stderr), &doc); err != nil || code != exitWrongStatus || stdout != "" {
+		t.Fatalf("exit %d, stdout %q, stderr %q (%v)", code, stdout, stderr, err)
+	}
+	if doc.Error.Code != "FAILED_PRECONDITION" || doc.Error.ExitCode != exitWrongStatus ||
+		doc.Error.Message != "activate wordcount: action not allowed in the topology's status: wordcount is killed" {
+		t.Errorf("JSON error %+v", doc.Error)
+	}
+}
+
 func TestRunManageNotFound(t *testing.T) {
 	addr, f := leaderWith(t, nil)
 	for _, cmd := range []string{"kill", "activate", "deactivate", "rebalance"} {
-		stderr := runFails(t, exitError, "--seeds", addr, cmd, "nosuch")
-		if want := "stormctl: " + cmd + " nosuch: NotFound: nimbus: topology not found\n"; stderr != want {
+		stderr := runFails(t, exitNotFound, "--seeds", addr, cmd, "nosuch")
+		if want := "stormctl: " + cmd + " nosuch: topology not found\n"; stderr != want {
 			t.Errorf("stderr %q, want %q", stderr, want)
 		}
 	}
@@ -183,7 +210,7 @@ func TestRunManageNotFound(t *testing.T) {
 func TestRunRebalanceUnimplemented(t *testing.T) {
 	addr, _ := leaderWith(t, status.Error(codes.Unimplemented, "method RebalanceTopology not implemented"))
 	stderr := runFails(t, exitError, "--seeds", addr, "rebalance", "wordcount", "--workers", "3")
-	if want := "stormctl: rebalance wordcount: Unimplemented: method RebalanceTopology not implemented\n"; stderr != want {
+	if want := "stormctl: rebalance wordcount: method RebalanceTopology not implemented\n"; stderr != want {
 		t.Errorf("stderr %q, want %q", stderr, want)
 	}
 }
@@ -196,8 +223,8 @@ func TestRunManageInvalidArgument(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr, f := leaderWith(t, st.Err())
-	stderr := runFails(t, exitError, "--seeds", addr, "kill", "wordcount", "--wait", "99999")
-	if want := "stormctl: kill wordcount: InvalidArgument: wait_secs: must be at most 86400, got 99999\n"; stderr != want {
+	stderr := runFails(t, exitInvalid, "--seeds", addr, "kill", "wordcount", "--wait", "99999")
+	if want := "stormctl: kill wordcount: wait_secs: must be at most 86400, got 99999\n"; stderr != want {
 		t.Errorf("stderr %q, want %q", stderr, want)
 	}
 	if n := len(f.Requests(leaderOnly...)); n != 1 {

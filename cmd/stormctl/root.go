@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -20,13 +21,6 @@ import (
 	"github.com/nimbusha/nimbus/client"
 	"github.com/nimbusha/nimbus/configs"
 	"github.com/nimbusha/nimbus/internal/version"
-)
-
-// Exit codes.
-const (
-	exitOK    = 0
-	exitError = 1 // the command ran and failed
-	exitUsage = 2 // the command line is wrong
 )
 
 const (
@@ -74,13 +68,19 @@ func execute(args []string, g *globals) int {
 	if err == nil {
 		return exitOK
 	}
+	exit := exitCode(err)
+	line := describe(err)
 	var usage *usageError
 	if errors.As(err, &usage) {
-		fmt.Fprintf(g.stderr, "stormctl: %v (see 'stormctl --help')\n", usage.err)
-		return exitUsage
+		line = usage.err.Error() + " (see 'stormctl --help')"
 	}
-	fmt.Fprintf(g.stderr, "stormctl: %s\n", describe(err))
-	return exitError
+	if g.output == "json" {
+		if werr := writeJSONError(g.stderr, err, line, exit); werr == nil {
+			return exit
+		}
+	}
+	fmt.Fprintf(g.stderr, "stormctl: %s\n", line)
+	return exit
 }
 
 func newRootCommand(g *globals) *cobra.Command {
@@ -88,7 +88,11 @@ func newRootCommand(g *globals) *cobra.Command {
 		Use:   "stormctl",
 		Short: "Control a Nimbus-HA cluster",
 		Long: "stormctl reads and controls a Nimbus-HA cluster. It talks to any of the\n" +
-			"seed nimbuses and finds the leader itself.",
+			"seed nimbuses and finds the leader itself.\n\n" +
+			"Its keys (nimbus.seeds, the TLS keys) come from --config, else\n" +
+			"$STORM_CONF_DIR/storm.yaml, else ~/.storm/storm.yaml, the first that exists;\n" +
+			"STORM_* variables and flags override them. A seed without a port uses 6627.\n\n" +
+			exitCodesHelp,
 		// Any positional argument here is an unknown command; handling it
 		// ourselves makes it a usage error rather than cobra's help.
 		Args: cobra.ArbitraryArgs,
@@ -121,7 +125,7 @@ func newRootCommand(g *globals) *cobra.Command {
 
 	f := root.PersistentFlags()
 	g.flags = f
-	f.StringVar(&g.seeds, "seeds", "", "nimbus addresses, host[:port][,...] (default: nimbus.seeds from --config or env "+seedsEnv+", else localhost:6627)")
+	f.StringVar(&g.seeds, "seeds", "", "nimbus addresses, host[:port][,...] (default: nimbus.seeds from the config file or env "+seedsEnv+", else localhost:6627)")
 	// The same keys as the daemons, from --config, STORM_* or these flags.
 	configs.RegisterFlags(f, configs.ClientFlagKeys()...)
 	f.StringVarP(&g.output, "output", "o", "table", "output format: table or json")
@@ -173,6 +177,9 @@ func (g *globals) withClient(ctx context.Context, fn func(context.Context, *clie
 // nimbus.seeds) under timeout; zero means no time limit but the caller's
 // (Ctrl-C). The client speaks TLS as the configuration says.
 func (g *globals) withClientTimeout(ctx context.Context, timeout time.Duration, fn func(context.Context, *client.Client) error) error {
+	if err := g.defaultConfig(); err != nil {
+		return err
+	}
 	cfg, _, err := configs.Load(g.flags)
 	if err != nil {
 		return &usageError{err}
@@ -201,6 +208,33 @@ func (g *globals) withClientTimeout(ctx context.Context, timeout time.Duration, 
 		defer cancel()
 	}
 	return fn(ctx, c)
+}
+
+// confDirEnv names the directory of Storm's storm.yaml, as Storm's own
+// scripts use it.
+const confDirEnv = "STORM_CONF_DIR"
+
+// defaultConfig points --config, when it is not given, at the file a
+// Storm client would read: $STORM_CONF_DIR/storm.yaml, else
+// ~/.storm/storm.yaml, the first that exists. The environment and flags
+// still override its keys.
+func (g *globals) defaultConfig() error {
+	if f := g.flags.Lookup(configs.ConfigFlag); f == nil || f.Changed {
+		return nil
+	}
+	var candidates []string
+	if dir := os.Getenv(confDirEnv); dir != "" {
+		candidates = append(candidates, filepath.Join(dir, "storm.yaml"))
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		candidates = append(candidates, filepath.Join(home, ".storm", "storm.yaml"))
+	}
+	for _, path := range candidates {
+		if _, err := os.Stat(path); err == nil {
+			return g.flags.Set(configs.ConfigFlag, path)
+		}
+	}
+	return nil
 }
 
 // opError says what a command was doing when err happened, such as "kill
@@ -232,12 +266,17 @@ func describe(err error) string {
 		}
 		return "no nimbus answered at " + strings.Join(parts, ", ")
 	}
-	// A server's status, unwrapped: its code and message, without gRPC's
-	// "rpc error: code = ... desc = ..." framing, and the fields a
-	// BadRequest detail names that the message does not.
+	// A server's status, unwrapped: its message in plain words, without
+	// gRPC's "rpc error: code = ... desc = ..." framing or code names (the
+	// exit code and the JSON error carry the code), with enum values as
+	// the tables' words and without the server's package prefix; and the
+	// fields a BadRequest detail names that the message does not.
 	if st, ok := err.(interface{ GRPCStatus() *status.Status }); ok {
 		s := st.GRPCStatus()
-		msg := s.Message()
+		msg := plainWords(strings.TrimPrefix(s.Message(), "nimbus: "))
+		if msg == "" {
+			msg = strings.ToLower(strings.ReplaceAll(codeName(s.Code()), "_", " "))
+		}
 		for _, d := range s.Details() {
 			br, ok := d.(*errdetails.BadRequest)
 			if !ok {
@@ -249,7 +288,10 @@ func describe(err error) string {
 				}
 			}
 		}
-		return fmt.Sprintf("%s: %s", s.Code(), msg)
+		return msg
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "no answer within --timeout"
 	}
 	return err.Error()
 }

@@ -69,8 +69,8 @@ func runArgs(args ...string) (code int, stdout, stderr string) {
 func TestRunUnreachableSeed(t *testing.T) {
 	addr := testcluster.ClosedAddr(t)
 	code, stdout, stderr := runArgs("--seeds", addr, "--timeout", "5s", "leader")
-	if code != exitError {
-		t.Errorf("exit code %d, want %d", code, exitError)
+	if code != exitUnavailable {
+		t.Errorf("exit code %d, want %d", code, exitUnavailable)
 	}
 	if want := "stormctl: no nimbus answered at " + addr + " (connection refused)\n"; stderr != want {
 		t.Errorf("stderr %q, want %q", stderr, want)
@@ -197,7 +197,7 @@ func TestDescribeBadRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "kill x: InvalidArgument: nimbus: invalid request (wait_secs: must be at least 0, got -1)"
+	want := "kill x: invalid request (wait_secs: must be at least 0, got -1)"
 	if got := describe(&opError{op: "kill x", err: st.Err()}); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
@@ -208,7 +208,7 @@ func TestDescribeBadRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := describe(st.Err()), "InvalidArgument: wait_secs: must be at least 0, got -1"; got != want {
+	if got, want := describe(st.Err()), "wait_secs: must be at least 0, got -1"; got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
