@@ -278,10 +278,25 @@ func (c *Client) GetClusterInfo(ctx context.Context) (*nimbusv1.GetClusterInfoRe
 	})
 }
 
-// GetTopologyInfo returns the named topology's status, assignments and
-// replicas from any nimbus. An unknown name is NotFound.
-func (c *Client) GetTopologyInfo(ctx context.Context, name string) (*nimbusv1.GetTopologyInfoResponse, error) {
+// TopologyInfoOption adds to a GetTopologyInfo request.
+type TopologyInfoOption func(*nimbusv1.GetTopologyInfoRequest)
+
+// WithLogTail asks for each worker's log tail: the last lines a worker
+// that is not running printed, unredacted. With authorization on, only a
+// caller who may read the topology's conf gets them (PermissionDenied
+// otherwise).
+func WithLogTail() TopologyInfoOption {
+	return func(r *nimbusv1.GetTopologyInfoRequest) { r.IncludeLogTail = true }
+}
+
+// GetTopologyInfo returns the named topology's status, assignments,
+// workers and replicas from any nimbus. An unknown name is NotFound.
+func (c *Client) GetTopologyInfo(ctx context.Context, name string, options ...TopologyInfoOption) (*nimbusv1.GetTopologyInfoResponse, error) {
+	req := &nimbusv1.GetTopologyInfoRequest{Name: name}
+	for _, o := range options {
+		o(req)
+	}
 	return readAny(ctx, c, "GetTopologyInfo", func(ctx context.Context, api nimbusv1.NimbusServiceClient, opts ...grpc.CallOption) (*nimbusv1.GetTopologyInfoResponse, error) {
-		return api.GetTopologyInfo(ctx, &nimbusv1.GetTopologyInfoRequest{Name: name}, opts...)
+		return api.GetTopologyInfo(ctx, req, opts...)
 	})
 }

@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nimbusha/nimbus/client"
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
@@ -93,24 +96,35 @@ func writeNimbusesAndFailover(w io.Writer, s *nimbusv1.ClusterSummary) error {
 }
 
 func newTopologyCommand(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var logs bool
+	cmd := &cobra.Command{
 		Use:   "topology NAME",
-		Short: "Show a topology: status, code replicas and where its executors run",
+		Short: "Show a topology: status, code replicas, where its executors run and how its workers fare",
 		Args:  exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			return g.withClient(cmd.Context(), func(ctx context.Context, c *client.Client) error {
-				resp, err := c.GetTopologyInfo(ctx, name)
+				var opts []client.TopologyInfoOption
+				if logs {
+					opts = append(opts, client.WithLogTail())
+				}
+				resp, err := c.GetTopologyInfo(ctx, name, opts...)
 				if err != nil {
 					return &opError{op: "topology " + name, err: err}
 				}
 				if g.output == "json" {
 					return writeJSON(g.stdout, resp)
 				}
-				return writeTopologyInfo(g.stdout, resp)
+				if err := writeTopologyInfo(g.stdout, resp); err != nil {
+					return err
+				}
+				return writeWorkers(g.stdout, resp, logs, time.Now())
 			})
 		},
 	}
+	cmd.Flags().BoolVar(&logs, "logs", false,
+		"show the last lines each worker that is not running printed (not redacted; needs the right to read the topology's conf)")
+	return cmd
 }
 
 // clusterListCommand lists one part of GetClusterInfo: a table, or in JSON
@@ -143,11 +157,140 @@ func newNimbusesCommand(g *globals) *cobra.Command {
 }
 
 func newSupervisorsCommand(g *globals) *cobra.Command {
-	return clusterListCommand(g, "supervisors", "List the supervisors and their slots", "supervisors",
-		(*nimbusv1.ClusterSummary).GetSupervisors, writeSupervisors)
+	return clusterListCommand(g, "supervisors", "List the supervisors, their slots and their workers in backoff", "supervisors",
+		(*nimbusv1.ClusterSummary).GetSupervisors, writeSupervisorList)
 }
 
 func newListCommand(g *globals) *cobra.Command {
-	return clusterListCommand(g, "list", "List the topologies", "topologies",
-		(*nimbusv1.ClusterSummary).GetTopologies, writeTopologies)
+	return clusterListCommand(g, "list", "List the topologies, their workers running and their status", "topologies",
+		(*nimbusv1.ClusterSummary).GetTopologies, writeTopologyList)
+}
+
+// writeTopologyList is list's table: the status tells whether every
+// assigned worker runs (topologyStatus), WORKERS is running/assigned.
+func writeTopologyList(w io.Writer, ts []*nimbusv1.TopologySummary) error {
+	rows := make([][]string, 0, len(ts))
+	for _, t := range ts {
+		rows = append(rows, []string{
+			t.GetName(), t.GetId(), topologyStatus(t),
+			fmt.Sprintf("%d/%d", t.GetNumWorkersRunning(), t.GetNumWorkersAssigned()),
+			strconv.Itoa(int(t.GetNumExecutors())),
+			strconv.Itoa(int(t.GetReplicationCount())), uptime(t.GetUptimeSecs()), orDash(t.GetOwner()),
+		})
+	}
+	return table(w, []string{"NAME", "ID", "STATUS", "WORKERS", "EXECUTORS", "REPLICAS", "UPTIME", "OWNER"}, rows)
+}
+
+// topologyStatus is a topology's status in words that tell the truth
+// about its workers: "active" only when every assigned worker runs and no
+// slot is lacking; otherwise the status and what is wrong, as in
+// "active, 1/2 workers failing" (in backoff: exited or refused, waiting to
+// restart), "active, 1/2 workers starting" (not running yet, and not
+// failing), "active, lacks 1 slot" (not enough free slots to place it in
+// full). A killed or rebalancing topology is just that.
+func topologyStatus(t *nimbusv1.TopologySummary) string {
+	status := statusName(t.GetStatus())
+	switch t.GetStatus() {
+	case clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED, clusterv1.TopologyStatus_TOPOLOGY_STATUS_REBALANCING:
+		return status
+	}
+	parts := []string{status}
+	assigned, failing := t.GetNumWorkersAssigned(), t.GetNumWorkersFailing()
+	if failing > 0 {
+		parts = append(parts, fmt.Sprintf("%d/%d %s failing", failing, assigned, plural(assigned, "worker")))
+	}
+	if starting := assigned - t.GetNumWorkersRunning() - failing; starting > 0 {
+		parts = append(parts, fmt.Sprintf("%d/%d %s starting", starting, assigned, plural(assigned, "worker")))
+	}
+	if missing := t.GetMissingSlots(); missing > 0 {
+		parts = append(parts, fmt.Sprintf("lacks %d %s", missing, plural(missing, "slot")))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func plural(n int32, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+// writeSupervisorList is supervisors' table: BACKOFF counts its workers
+// that exited or were refused and wait to restart.
+func writeSupervisorList(w io.Writer, ss []*nimbusv1.SupervisorSummary) error {
+	rows := make([][]string, 0, len(ss))
+	for _, s := range ss {
+		backoff := 0
+		for _, wk := range s.GetWorkers() {
+			if wk.GetState() == "backoff" {
+				backoff++
+			}
+		}
+		rows = append(rows, []string{
+			s.GetSupervisorId(), s.GetHost(), uptime(s.GetUptimeSecs()),
+			strconv.Itoa(int(s.GetNumWorkers())), strconv.Itoa(int(s.GetNumUsedWorkers())), strconv.Itoa(backoff),
+			orDash(s.GetVersion()),
+		})
+	}
+	return table(w, []string{"ID", "HOST", "UPTIME", "SLOTS", "USED", "BACKOFF", "VERSION"}, rows)
+}
+
+// writeWorkers writes the WORKERS section of topology: the status in
+// words (topologyStatus), then each worker's slot, state, restarts, last
+// exit and last error with how long ago; with logs, each log tail.
+func writeWorkers(w io.Writer, info *nimbusv1.GetTopologyInfoResponse, logs bool, now time.Time) error {
+	if _, err := io.WriteString(w, "\nWORKERS\n"); err != nil {
+		return err
+	}
+	if err := fields(w, [][2]string{{"status", topologyStatus(info.GetTopology())}}); err != nil {
+		return err
+	}
+	rows := make([][]string, 0, len(info.GetWorkers()))
+	for _, wk := range info.GetWorkers() {
+		when := "-"
+		if ms := wk.GetLastErrorUnixMs(); ms > 0 {
+			when = uptime(int64(now.Sub(time.UnixMilli(ms))/time.Second)) + " ago"
+		}
+		rows = append(rows, []string{
+			hostPort(wk.GetHost(), wk.GetPort()), orDash(wk.GetState()), strconv.Itoa(int(wk.GetRestarts())),
+			lastExit(wk), orDash(oneLine(wk.GetLastError())), when,
+		})
+	}
+	if err := table(w, []string{"HOST:PORT", "STATE", "RESTARTS", "LAST EXIT", "LAST ERROR", "WHEN"}, rows); err != nil {
+		return err
+	}
+	if !logs {
+		return nil
+	}
+	for _, wk := range info.GetWorkers() {
+		if wk.GetLogTail() == "" {
+			continue
+		}
+		if _, err := fmt.Fprintf(w, "\nLOG %s (last lines, not redacted)\n", hostPort(wk.GetHost(), wk.GetPort())); err != nil {
+			return err
+		}
+		for _, line := range strings.Split(wk.GetLogTail(), "\n") {
+			if _, err := fmt.Fprintf(w, "  %s\n", line); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// lastExit is "exit 3", "signal killed", or "-" for a worker that has not
+// exited.
+func lastExit(wk *nimbusv1.WorkerSummary) string {
+	switch {
+	case wk.GetLastExitSignal() != "":
+		return "signal " + wk.GetLastExitSignal()
+	case wk.LastExitCode != nil:
+		return "exit " + strconv.Itoa(int(wk.GetLastExitCode()))
+	}
+	return "-"
+}
+
+// oneLine keeps a table row on one line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -15,6 +17,12 @@ func testTopology() *nimbusv1.GetTopologyInfoResponse {
 		Topology: &nimbusv1.TopologySummary{
 			Id: "wordcount-1-1700000000", Name: "wordcount", Status: clusterv1.TopologyStatus_TOPOLOGY_STATUS_ACTIVE,
 			Owner: "alice", NumExecutors: 3, NumWorkers: 2, UptimeSecs: 45, ReplicationCount: 2,
+			NumWorkersAssigned: 2, NumWorkersRunning: 2,
+		},
+		Workers: []*nimbusv1.WorkerSummary{
+			{SupervisorId: "s1", Host: "worker-1", Port: 6700, State: "running", NumExecutors: 1},
+			{SupervisorId: "s2", Host: "worker-2", Port: 6701, State: "running", Restarts: 1, NumExecutors: 1,
+				LastExitSignal: "killed", LastError: "signal: killed", LastErrorUnixMs: time.Now().Add(-time.Hour).UnixMilli()},
 		},
 		Executors: []*nimbusv1.ExecutorSummary{
 			{Executor: &clusterv1.Executor{ComponentId: "split", TaskStart: 3, TaskEnd: 4}, SupervisorId: "s2", Host: "worker-2", Port: 6701},
@@ -46,8 +54,8 @@ func TestRunList(t *testing.T) {
 	got := runOK(t, "--seeds", addr, "list")
 	want := "" +
 		"NAME       ID                      STATUS  WORKERS  EXECUTORS  REPLICAS  UPTIME  OWNER\n" +
-		"wordcount  wordcount-1-1700000000  active  2        3          2         45s     alice\n" +
-		"x          x-2-1700000001          killed  1        1          1         1h1m    bob\n"
+		"wordcount  wordcount-1-1700000000  active  2/2      3          2         45s     alice\n" +
+		"x          x-2-1700000001          killed  0/0      1          1         1h1m    bob\n"
 	if got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
 	}
@@ -89,7 +97,13 @@ func TestRunTopology(t *testing.T) {
 		"COMPONENT  TASKS  HOST:PORT\n" +
 		"count      1      worker-1:6700\n" +
 		"split      2      -\n" +
-		"split      3-4    worker-2:6701\n"
+		"split      3-4    worker-2:6701\n" +
+		"\n" +
+		"WORKERS\n" +
+		"status:  active\n" +
+		"HOST:PORT      STATE    RESTARTS  LAST EXIT      LAST ERROR      WHEN\n" +
+		"worker-1:6700  running  0         -              -               -\n" +
+		"worker-2:6701  running  1         signal killed  signal: killed  1h0m ago\n"
 	if got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
 	}
@@ -126,6 +140,10 @@ func TestRunTopologyEmpty(t *testing.T) {
 		"(none)\n" +
 		"\n" +
 		"EXECUTORS\n" +
+		"(none)\n" +
+		"\n" +
+		"WORKERS\n" +
+		"status:  unspecified\n" +
 		"(none)\n"
 	if got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
@@ -140,5 +158,78 @@ func TestRunReadUsageErrors(t *testing.T) {
 		{"list", "extra"},
 	} {
 		runFails(t, exitUsage, append([]string{"--seeds", addr}, args...)...)
+	}
+}
+
+func TestTopologyStatusTellsTheTruth(t *testing.T) {
+	active, inactive := clusterv1.TopologyStatus_TOPOLOGY_STATUS_ACTIVE, clusterv1.TopologyStatus_TOPOLOGY_STATUS_INACTIVE
+	for _, c := range []struct {
+		t    *nimbusv1.TopologySummary
+		want string
+	}{
+		{&nimbusv1.TopologySummary{Status: active, NumWorkersAssigned: 2, NumWorkersRunning: 2}, "active"},
+		{&nimbusv1.TopologySummary{Status: active, NumWorkersAssigned: 2, NumWorkersRunning: 1, NumWorkersFailing: 1}, "active, 1/2 workers failing"},
+		{&nimbusv1.TopologySummary{Status: active, NumWorkersAssigned: 1, NumWorkersFailing: 1}, "active, 1/1 worker failing"},
+		{&nimbusv1.TopologySummary{Status: active, NumWorkersAssigned: 3, NumWorkersRunning: 1, NumWorkersFailing: 1}, "active, 1/3 workers failing, 1/3 workers starting"},
+		{&nimbusv1.TopologySummary{Status: active, NumWorkersAssigned: 1, NumWorkersRunning: 1, MissingSlots: 1}, "active, lacks 1 slot"},
+		{&nimbusv1.TopologySummary{Status: active, MissingSlots: 2}, "active, lacks 2 slots"},
+		{&nimbusv1.TopologySummary{Status: inactive, NumWorkersAssigned: 2, NumWorkersFailing: 2}, "inactive, 2/2 workers failing"},
+		{&nimbusv1.TopologySummary{Status: clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED, NumWorkersAssigned: 2, NumWorkersFailing: 2}, "killed"},
+		{&nimbusv1.TopologySummary{Status: clusterv1.TopologyStatus_TOPOLOGY_STATUS_REBALANCING, MissingSlots: 2}, "rebalancing"},
+	} {
+		if got := topologyStatus(c.t); got != c.want {
+			t.Errorf("%v: %q, want %q", c.t, got, c.want)
+		}
+	}
+}
+
+func TestRunListAndTopologyShowFailingWorkers(t *testing.T) {
+	three := int32(3)
+	info := &nimbusv1.GetTopologyInfoResponse{
+		Topology: &nimbusv1.TopologySummary{Id: "bad-1-1", Name: "bad", Status: clusterv1.TopologyStatus_TOPOLOGY_STATUS_ACTIVE,
+			NumWorkers: 3, NumExecutors: 3, NumWorkersAssigned: 2, NumWorkersRunning: 1, NumWorkersFailing: 1, MissingSlots: 1},
+		Workers: []*nimbusv1.WorkerSummary{
+			{Host: "h1", Port: 6700, State: "running"},
+			{Host: "h2", Port: 6700, State: "backoff", Restarts: 4, LastExitCode: &three, LastError: "exit status 3",
+				LastErrorUnixMs: time.Now().Add(-5 * time.Second).UnixMilli(), LogTail: "starting\nboom"},
+		},
+	}
+	cluster := testCluster()
+	cluster.Topologies = []*nimbusv1.TopologySummary{info.GetTopology()}
+	cluster.Supervisors[0].Workers = info.GetWorkers()[1:]
+	f := reader(cluster, map[string]*nimbusv1.GetTopologyInfoResponse{"bad": info})
+	addr := f.Start(t)
+
+	list := runOK(t, "--seeds", addr, "list")
+	if !strings.Contains(list, "active, 1/2 workers failing, lacks 1 slot  1/2") {
+		t.Errorf("list:\n%s", list)
+	}
+	sups := runOK(t, "--seeds", addr, "supervisors")
+	if lines := strings.Split(sups, "\n"); !strings.Contains(lines[0], "BACKOFF") || len(strings.Fields(lines[1])) < 6 || strings.Fields(lines[1])[5] != "1" {
+		t.Errorf("supervisors:\n%s", sups)
+	}
+
+	top := runOK(t, "--seeds", addr, "topology", "bad")
+	for _, want := range []string{
+		"status:  active, 1/2 workers failing, lacks 1 slot\n",
+		"h2:6700    backoff  4         exit 3     exit status 3  5s ago\n",
+	} {
+		if !strings.Contains(top, want) {
+			t.Errorf("topology lacks %q:\n%s", want, top)
+		}
+	}
+	if strings.Contains(top, "boom") {
+		t.Errorf("log tail without --logs:\n%s", top)
+	}
+	if req := f.Requests("GetTopologyInfo"); len(req) == 0 || req[len(req)-1].(*nimbusv1.GetTopologyInfoRequest).GetIncludeLogTail() {
+		t.Errorf("requests %v", req)
+	}
+
+	top = runOK(t, "--seeds", addr, "topology", "bad", "--logs")
+	if !strings.Contains(top, "\nLOG h2:6700 (last lines, not redacted)\n  starting\n  boom\n") {
+		t.Errorf("topology --logs:\n%s", top)
+	}
+	if req := f.Requests("GetTopologyInfo"); !req[len(req)-1].(*nimbusv1.GetTopologyInfoRequest).GetIncludeLogTail() {
+		t.Errorf("--logs did not ask for the tail: %v", req[len(req)-1])
 	}
 }
