@@ -37,7 +37,7 @@ func TestStormctlAgainstARealCluster(t *testing.T) {
 		Cluster struct {
 			Nimbuses []struct {
 				IsLeader bool   `json:"isLeader"`
-				Epoch    string `json:"epoch"`
+				Epoch    int64  `json:"epoch"`
 			} `json:"nimbuses"`
 		} `json:"cluster"`
 	}
@@ -49,8 +49,8 @@ func TestStormctlAgainstARealCluster(t *testing.T) {
 	}
 
 	_, errOut, code := stormctl(t, "--seeds", "127.0.0.1:1", "leader")
-	if code != 1 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.HasPrefix(errOut, "stormctl: ") {
-		t.Fatalf("no seed answering: exit %d, stderr %q; want 1 and one line", code, errOut)
+	if code != 8 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.HasPrefix(errOut, "stormctl: ") {
+		t.Fatalf("no seed answering: exit %d, stderr %q; want 8 (unavailable) and one line", code, errOut)
 	}
 }
 
@@ -128,10 +128,10 @@ func TestStormctlTopologyLifecycle(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &info) != nil || info.Topology.NumExecutors != 6 || len(info.Replicas) < 1 {
 		t.Fatalf("topology -o json: exit %d\n%s", code, out)
 	}
-	if _, errOut, code := stormctl(t, "--seeds", seeds, "submit", "clicount", artifact, "--component", "c=1"); code != 1 || !strings.Contains(errOut, "AlreadyExists") {
+	if _, errOut, code := stormctl(t, "--seeds", seeds, "submit", "clicount", artifact, "--component", "c=1"); code != 5 || !strings.Contains(errOut, "topology name in use") {
 		t.Fatalf("duplicate submit: exit %d, stderr %q", code, errOut)
 	}
-	if _, errOut, code := stormctl(t, "--seeds", seeds, "submit", "bad/name", artifact, "--component", "c=1"); code != 1 || !strings.Contains(errOut, "spec.name") {
+	if _, errOut, code := stormctl(t, "--seeds", seeds, "submit", "bad/name", artifact, "--component", "c=1"); code != 3 || !strings.Contains(errOut, "spec.name") {
 		t.Fatalf("bad name: exit %d, stderr %q", code, errOut)
 	}
 	if _, _, code := stormctl(t, "--seeds", seeds, "deactivate", "clicount"); code != 0 {
@@ -147,7 +147,7 @@ func TestStormctlTopologyLifecycle(t *testing.T) {
 		}
 		return nil
 	})
-	if _, errOut, code := stormctl(t, "--seeds", seeds, "kill", "clicount"); code != 1 || !strings.Contains(errOut, "NotFound") {
+	if _, errOut, code := stormctl(t, "--seeds", seeds, "kill", "clicount"); code != 4 || !strings.HasPrefix(errOut, "stormctl: kill clicount: topology not found") {
 		t.Fatalf("kill of a removed topology: exit %d, stderr %q", code, errOut)
 	}
 }

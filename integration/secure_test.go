@@ -93,8 +93,8 @@ func (s *secureCluster) tlsRefusals(t *testing.T) {
 	// client's side of the handshake: the client reads the server's alert
 	// ("unknown certificate authority") or, as often, a reset connection.
 	_, errOut, code := stormctl(t, "--config", s.clientConfig(t, foreign), "leader")
-	if code != 1 || !oneLine(errOut) || !strings.Contains(errOut, s.leader.Addr()) {
-		t.Errorf("stormctl with another CA's certificate: exit %d, stderr %q; want 1 and one line naming the nimbuses", code, errOut)
+	if code != 8 || !oneLine(errOut) || !strings.Contains(errOut, s.leader.Addr()) {
+		t.Errorf("stormctl with another CA's certificate: exit %d, stderr %q; want 8 and one line naming the nimbuses", code, errOut)
 	}
 	// The nimbuses say why, with the client's address.
 	refusal := map[string]string{"reason": fmt.Sprintf("the client's certificate (CN=admin, issued by CN=%s) is not signed by a CA in %s",
@@ -103,8 +103,8 @@ func (s *secureCluster) tlsRefusals(t *testing.T) {
 		waitLogged(t, p, "refused a TLS client", refusal)
 	}
 	_, errOut, code = stormctl(t, "--seeds", s.leader.Addr(), "leader") // no TLS at all
-	if code != 1 || !oneLine(errOut) || !strings.Contains(errOut, s.leader.Addr()) {
-		t.Errorf("stormctl without TLS: exit %d, stderr %q; want 1 and one line naming the nimbus", code, errOut)
+	if code != 8 || !oneLine(errOut) || !strings.Contains(errOut, s.leader.Addr()) {
+		t.Errorf("stormctl without TLS: exit %d, stderr %q; want 8 and one line naming the nimbus", code, errOut)
 	}
 	// A TLS client configured without a certificate is told what is missing.
 	_, errOut, code = stormctl(t, "--config", s.clientConfig(t, s.sec.Anonymous()), "leader")
@@ -173,8 +173,8 @@ func (s *secureCluster) authorization(t *testing.T) {
 	malloryConf := s.clientConfig(t, mallory)
 	for _, args := range [][]string{{"kill", "alicejob", "--wait", "0"}, {"rebalance", "alicejob", "--workers", "2"}} {
 		_, errOut, code := stormctl(t, append([]string{"--config", malloryConf}, args...)...)
-		if code != 1 || !oneLine(errOut) || !strings.Contains(errOut, "PermissionDenied") || !strings.Contains(errOut, "mallory may not "+args[0]) {
-			t.Errorf("stormctl %v as mallory: exit %d, stderr %q; want 1 and PermissionDenied", args, code, errOut)
+		if code != 7 || !oneLine(errOut) || strings.Contains(errOut, "PermissionDenied") || !strings.Contains(errOut, "mallory may not "+args[0]) {
+			t.Errorf("stormctl %v as mallory: exit %d, stderr %q; want 7 (denied) in plain words", args, code, errOut)
 		}
 	}
 	// Nor may she read its code (spec.pb holds its conf), from either nimbus.

@@ -114,8 +114,8 @@ func TestRunTopology(t *testing.T) {
 		t.Errorf("json: got %v, want %v", &resp, info)
 	}
 
-	stderr := runFails(t, exitError, "--seeds", addr, "topology", "nosuch")
-	if want := "stormctl: topology nosuch: NotFound: nimbus: topology not found\n"; stderr != want {
+	stderr := runFails(t, exitNotFound, "--seeds", addr, "topology", "nosuch")
+	if want := "stormctl: topology nosuch: topology not found\n"; stderr != want {
 		t.Errorf("unknown name: stderr %q, want %q", stderr, want)
 	}
 }

@@ -165,15 +165,16 @@ func TestRunSubmitErrors(t *testing.T) {
 	path, _ := writeArtifact(t, 10)
 	for _, tc := range []struct {
 		err  error
+		exit int
 		want string
 	}{
 		{
-			status.Error(codes.AlreadyExists, "nimbus: topology name in use"),
-			"stormctl: submit wordcount: AlreadyExists: nimbus: topology name in use\n",
+			status.Error(codes.AlreadyExists, "nimbus: topology name in use"), exitExists,
+			"stormctl: submit wordcount: topology name in use\n",
 		},
 		{
-			status.Error(codes.Unavailable, "nimbus: leadership lost"),
-			"stormctl: submit wordcount: Unavailable: nimbus: leadership lost " +
+			status.Error(codes.Unavailable, "nimbus: leadership lost"), exitUnavailable,
+			"stormctl: submit wordcount: leadership lost " +
 				"(it may have been stored: check with 'stormctl topology wordcount' before submitting again)\n",
 		},
 	} {
@@ -186,7 +187,7 @@ func TestRunSubmitErrors(t *testing.T) {
 			return tc.err
 		}
 		addr := serveLeader(t, f)
-		if stderr := runFails(t, exitError, "--seeds", addr, "submit", "wordcount", path, "--component", "spout=1"); stderr != tc.want {
+		if stderr := runFails(t, tc.exit, "--seeds", addr, "submit", "wordcount", path, "--component", "spout=1"); stderr != tc.want {
 			t.Errorf("stderr %q, want %q", stderr, tc.want)
 		}
 		if n := len(f.Requests(leaderOnly...)); n != 1 {

@@ -54,8 +54,8 @@ func TestVersionWithoutAServer(t *testing.T) {
 	}
 
 	code, stdout, stderr := runArgs("--seeds", closed, "--timeout", "5s", "version")
-	if code != exitError || stdout != clientLine {
-		t.Errorf("exit %d, stdout %q; want %d and the client's line", code, stdout, exitError)
+	if code != exitUnavailable || stdout != clientLine {
+		t.Errorf("exit %d, stdout %q; want %d and the client's line", code, stdout, exitUnavailable)
 	}
 	if want := "stormctl: version: no nimbus answered at " + closed + " (connection refused)\n"; stderr != want {
 		t.Errorf("stderr %q, want %q", stderr, want)
