@@ -17,7 +17,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/peer"
 
-	"github.com/nimbusha/nimbus/configs"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
@@ -46,8 +45,10 @@ type conn struct {
 }
 
 // DefaultPort is the port of a seed given without one: nimbus.grpc.port's
-// default, as in Storm, where a nimbus.seeds entry is a host.
-const DefaultPort = configs.DefaultNimbusGRPCPort
+// default (configs.DefaultNimbusGRPCPort, which a test keeps equal: the SDK
+// does not import configs), as in Storm, where a nimbus.seeds entry is a
+// host.
+const DefaultPort = 6627
 
 // New returns a Client for the cluster reachable through seeds, each a
 // host[:port] (DefaultPort when it has none; an IPv6 address with a port

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/nimbusha/nimbus/configs"
 	"github.com/nimbusha/nimbus/internal/fakenimbus"
 	"github.com/nimbusha/nimbus/internal/testcluster"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
@@ -514,5 +515,12 @@ func TestSubmitResubmitsWhenTheLeaderAbortedIt(t *testing.T) {
 	checkSubmission(t, leader.LastSubmission(), artifact)
 	if n := leader.Calls("SubmitTopology"); n != 2 {
 		t.Fatalf("%d submissions, want 2", n)
+	}
+}
+
+// The SDK's default port is nimbus.grpc.port's default.
+func TestDefaultPortIsTheNimbusDefault(t *testing.T) {
+	if DefaultPort != configs.DefaultNimbusGRPCPort {
+		t.Errorf("client.DefaultPort %d, configs.DefaultNimbusGRPCPort %d", DefaultPort, configs.DefaultNimbusGRPCPort)
 	}
 }
