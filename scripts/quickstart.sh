@@ -275,7 +275,7 @@ stormctl as $SECOND_USER (nimbus.users): may read the cluster, submit, and kill,
 rebalance, activate and deactivate her own topologies and those whose
 topology.users name her; may not touch $ADMIN's wordcount, nor fetch its code:
   bin/stormctl --config $q/$SECOND_USER.yaml list
-  bin/stormctl --config $q/$SECOND_USER.yaml kill wordcount      # PermissionDenied
+  bin/stormctl --config $q/$SECOND_USER.yaml kill wordcount      # refused: permission denied (exit 7)
   bin/stormctl --config $q/$SECOND_USER.yaml submit -f examples/wordcount/topology.yaml --name mine \\
       --workers 1 --component split=1 --component count=1
   bin/stormctl --config $q/$SECOND_USER.yaml kill mine --wait 0
