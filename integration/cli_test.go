@@ -36,8 +36,8 @@ func TestStormctlAgainstARealCluster(t *testing.T) {
 	var doc struct {
 		Cluster struct {
 			Nimbuses []struct {
-				IsLeader bool   `json:"isLeader"`
-				Epoch    int64  `json:"epoch"`
+				IsLeader bool  `json:"isLeader"`
+				Epoch    int64 `json:"epoch"`
 			} `json:"nimbuses"`
 		} `json:"cluster"`
 	}
