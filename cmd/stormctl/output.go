@@ -106,30 +106,6 @@ func eligible(n *nimbusv1.NimbusSummary) string {
 	return "no"
 }
 
-func writeSupervisors(w io.Writer, ss []*nimbusv1.SupervisorSummary) error {
-	rows := make([][]string, 0, len(ss))
-	for _, s := range ss {
-		rows = append(rows, []string{
-			s.GetSupervisorId(), s.GetHost(), uptime(s.GetUptimeSecs()),
-			strconv.Itoa(int(s.GetNumWorkers())), strconv.Itoa(int(s.GetNumUsedWorkers())),
-			orDash(s.GetVersion()),
-		})
-	}
-	return table(w, []string{"ID", "HOST", "UPTIME", "SLOTS", "USED", "VERSION"}, rows)
-}
-
-func writeTopologies(w io.Writer, ts []*nimbusv1.TopologySummary) error {
-	rows := make([][]string, 0, len(ts))
-	for _, t := range ts {
-		rows = append(rows, []string{
-			t.GetName(), t.GetId(), statusName(t.GetStatus()),
-			strconv.Itoa(int(t.GetNumWorkers())), strconv.Itoa(int(t.GetNumExecutors())),
-			strconv.Itoa(int(t.GetReplicationCount())), uptime(t.GetUptimeSecs()), orDash(t.GetOwner()),
-		})
-	}
-	return table(w, []string{"NAME", "ID", "STATUS", "WORKERS", "EXECUTORS", "REPLICAS", "UPTIME", "OWNER"}, rows)
-}
-
 // statusName is "active" for TOPOLOGY_STATUS_ACTIVE: the word JSON uses
 // too (enumWord).
 func statusName(s clusterv1.TopologyStatus) string {
@@ -197,7 +173,7 @@ func writeTopologyInfo(w io.Writer, info *nimbusv1.GetTopologyInfoResponse) erro
 	err := fields(w, [][2]string{
 		{"name", t.GetName()},
 		{"id", t.GetId()},
-		{"status", statusName(t.GetStatus())},
+		{"status", topologyStatus(t)},
 		{"owner", orDash(t.GetOwner())},
 		{"workers", strconv.Itoa(int(t.GetNumWorkers()))},
 		{"executors", strconv.Itoa(int(t.GetNumExecutors()))},

@@ -72,7 +72,7 @@ func TestWriteCluster(t *testing.T) {
 		"\n" +
 		"TOPOLOGIES\n" +
 		"NAME       ID                      STATUS  WORKERS  EXECUTORS  REPLICAS  UPTIME  OWNER\n" +
-		"wordcount  wordcount-1-1700000000  active  2        6          3         45s     alice\n"
+		"wordcount  wordcount-1-1700000000  active  0/0      6          3         45s     alice\n"
 	if b.String() != want {
 		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
 	}
@@ -99,9 +99,9 @@ func TestWriteClusterLeadershipBlocked(t *testing.T) {
 
 func TestWriteTopologies(t *testing.T) {
 	var b bytes.Buffer
-	err := writeTopologies(&b, []*nimbusv1.TopologySummary{
+	err := writeTopologyList(&b, []*nimbusv1.TopologySummary{
 		{Id: "wordcount-1-1700000000", Name: "wordcount", Status: clusterv1.TopologyStatus_TOPOLOGY_STATUS_REBALANCING,
-			Owner: "alice", NumExecutors: 6, NumWorkers: 2, UptimeSecs: 3700, ReplicationCount: 3},
+			Owner: "alice", NumExecutors: 6, NumWorkers: 2, NumWorkersAssigned: 2, NumWorkersRunning: 2, UptimeSecs: 3700, ReplicationCount: 3},
 		{Id: "x-2-1700000001", Name: "x", Status: clusterv1.TopologyStatus_TOPOLOGY_STATUS_INACTIVE},
 	})
 	if err != nil {
@@ -109,8 +109,8 @@ func TestWriteTopologies(t *testing.T) {
 	}
 	want := "" +
 		"NAME       ID                      STATUS       WORKERS  EXECUTORS  REPLICAS  UPTIME  OWNER\n" +
-		"wordcount  wordcount-1-1700000000  rebalancing  2        6          3         1h1m    alice\n" +
-		"x          x-2-1700000001          inactive     0        0          0         0s      -\n"
+		"wordcount  wordcount-1-1700000000  rebalancing  2/2      6          3         1h1m    alice\n" +
+		"x          x-2-1700000001          inactive     0/0      0          0         0s      -\n"
 	if b.String() != want {
 		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
 	}
@@ -118,12 +118,12 @@ func TestWriteTopologies(t *testing.T) {
 
 func TestWriteSupervisors(t *testing.T) {
 	var b bytes.Buffer
-	if err := writeSupervisors(&b, testCluster().GetSupervisors()); err != nil {
+	if err := writeSupervisorList(&b, testCluster().GetSupervisors()); err != nil {
 		t.Fatal(err)
 	}
 	want := "" +
-		"ID    HOST      UPTIME  SLOTS  USED  VERSION\n" +
-		"a1b2  worker-1  2d5h    4      2     0.1.0\n"
+		"ID    HOST      UPTIME  SLOTS  USED  BACKOFF  VERSION\n" +
+		"a1b2  worker-1  2d5h    4      2     0        0.1.0\n"
 	if b.String() != want {
 		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
 	}

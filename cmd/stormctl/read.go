@@ -60,8 +60,8 @@ func writeCluster(w io.Writer, s *nimbusv1.ClusterSummary) error {
 		write func(io.Writer) error
 	}{
 		{"NIMBUSES", func(w io.Writer) error { return writeNimbusesAndFailover(w, s) }},
-		{"SUPERVISORS", func(w io.Writer) error { return writeSupervisors(w, s.GetSupervisors()) }},
-		{"TOPOLOGIES", func(w io.Writer) error { return writeTopologies(w, s.GetTopologies()) }},
+		{"SUPERVISORS", func(w io.Writer) error { return writeSupervisorList(w, s.GetSupervisors()) }},
+		{"TOPOLOGIES", func(w io.Writer) error { return writeTopologyList(w, s.GetTopologies()) }},
 	}
 	for i, sec := range sections {
 		sep := "\n"
