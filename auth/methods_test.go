@@ -25,6 +25,7 @@ func TestMethods(t *testing.T) {
 		{nimbusv1.NimbusService_GetClusterInfo_FullMethodName, auth.ActionReadCluster, false},
 		{nimbusv1.NimbusService_GetLeader_FullMethodName, auth.ActionReadCluster, false},
 		{nimbusv1.NimbusService_GetTopologyInfo_FullMethodName, auth.ActionReadCluster, false},
+		{nimbusv1.NimbusService_GetTopologyConf_FullMethodName, auth.ActionReadConf, true},
 		{nimbusv1.CodeService_GetCodeMeta_FullMethodName, auth.ActionFetchCode, true},
 		{nimbusv1.CodeService_DownloadCode_FullMethodName, auth.ActionFetchCode, true},
 		{"/grpc.health.v1.Health/Check", auth.ActionReadCluster, false},

@@ -301,3 +301,14 @@ func (c *Client) GetTopologyInfo(ctx context.Context, name string, options ...To
 		return api.GetTopologyInfo(ctx, req, opts...)
 	})
 }
+
+// GetTopologyConf returns the named topology's effective conf (its own
+// conf over the nimbus's topology.* values, secrets redacted) from any
+// nimbus that holds its code. With authorization on, only a caller who may
+// read the topology's conf gets it (PermissionDenied otherwise).
+func (c *Client) GetTopologyConf(ctx context.Context, name string) (*nimbusv1.GetTopologyConfResponse, error) {
+	req := &nimbusv1.GetTopologyConfRequest{Name: name}
+	return readAny(ctx, c, "GetTopologyConf", func(ctx context.Context, api nimbusv1.NimbusServiceClient, opts ...grpc.CallOption) (*nimbusv1.GetTopologyConfResponse, error) {
+		return api.GetTopologyConf(ctx, req, opts...)
+	})
+}

@@ -139,11 +139,11 @@ func (s *service) KillTopology(ctx context.Context, req *nimbusv1.KillTopologyRe
 	if err := validate.Kill(req); err != nil {
 		return nil, apierr.ToStatus(err)
 	}
-	wait := s.cfg.TopologyMessageTimeout
-	if req.WaitSecs != nil {
-		wait = time.Duration(req.GetWaitSecs()) * time.Second
-	}
-	err := s.transition(ctx, req.GetName(), auth.ActionKill, kill(wait, time.Now))
+	var wait time.Duration
+	err := s.transitionOf(ctx, req.GetName(), auth.ActionKill, func(id string) change {
+		wait = s.actionWait(id, req.WaitSecs)
+		return kill(wait, time.Now)
+	})
 	if err == nil {
 		s.log.Info("topology killed", "topology", req.GetName(), "removal_in", wait)
 		s.actionsChanged()
@@ -171,17 +171,16 @@ func (s *service) RebalanceTopology(ctx context.Context, req *nimbusv1.Rebalance
 	if err := validate.Rebalance(req); err != nil {
 		return nil, apierr.ToStatus(err)
 	}
-	wait := s.cfg.TopologyMessageTimeout
-	if req.WaitSecs != nil {
-		wait = time.Duration(req.GetWaitSecs()) * time.Second
-	}
 	// The plan must leave a StormBase and an assignment ZooKeeper accepts.
 	field := "component_parallelism"
 	if len(req.GetComponentParallelism()) == 0 {
 		field = "num_workers"
 	}
-	edit := withinBudget(rebalance(req, wait, time.Now), s.zkBudget(), field)
-	err := s.transition(ctx, req.GetName(), auth.ActionRebalance, edit)
+	var wait time.Duration
+	err := s.transitionOf(ctx, req.GetName(), auth.ActionRebalance, func(id string) change {
+		wait = s.actionWait(id, req.WaitSecs)
+		return withinBudget(rebalance(req, wait, time.Now), s.zkBudget(), field)
+	})
 	if err == nil {
 		s.log.Info("topology rebalancing", "topology", req.GetName(), "in", wait)
 		s.actionsChanged()
@@ -205,6 +204,46 @@ func (s *service) authorize(ctx context.Context, act auth.Action, id string, bas
 	return s.authz.Topology(ctx, act, id, base.GetOwner(), users)
 }
 
+// actionWait is how long a kill or rebalance of topology id waits:
+// wait_secs if the request sets it, else the topology's
+// topology.message.timeout.secs, read from the spec stored with its code
+// (the leader holds every committed topology's code), else the nimbus's.
+func (s *service) actionWait(id string, waitSecs *int32) time.Duration {
+	if waitSecs != nil {
+		return time.Duration(*waitSecs) * time.Second
+	}
+	spec, err := codeservice.ReadSpec(s.store, id)
+	if err != nil {
+		s.log.Warn("cannot read the topology's conf; waiting the nimbus's message timeout",
+			"topology", id, "wait", s.cfg.TopologyMessageTimeout, "err", err)
+		return s.cfg.TopologyMessageTimeout
+	}
+	return settingsOf(s.cfg, spec.GetConfig()).messageTimeout
+}
+
+// GetTopologyConf answers a topology's effective conf (effectiveConf) from
+// the spec stored with its code, to a caller allowed to read it.
+func (s *service) GetTopologyConf(ctx context.Context, req *nimbusv1.GetTopologyConfRequest) (*nimbusv1.GetTopologyConfResponse, error) {
+	if err := validate.GetTopologyConf(req); err != nil {
+		return nil, apierr.ToStatus(err)
+	}
+	id, base, err := s.view.byName(req.GetName())
+	if err != nil {
+		return nil, apierr.ToStatus(err)
+	}
+	if err := s.authorize(ctx, auth.ActionReadConf, id, base); err != nil {
+		return nil, apierr.ToStatus(err)
+	}
+	spec, err := codeservice.ReadSpec(s.store, id)
+	if errors.Is(err, codedistributor.ErrNotHeld) {
+		err = fmt.Errorf("%w: this nimbus does not hold the code of %s yet; ask the leader", apierr.ErrCodeStoreUnavailable, req.GetName())
+	}
+	if err != nil {
+		return nil, apierr.ToStatus(err)
+	}
+	return &nimbusv1.GetTopologyConfResponse{TopologyId: id, Entries: effectiveConf(s.cfg, spec)}, nil
+}
+
 // zkBudget is what one node the leader writes may hold, with the
 // supervisors registered now.
 func (s *service) zkBudget() zkBudget {
@@ -218,6 +257,12 @@ func (s *service) zkBudget() zkBudget {
 // undo it). edit reports whether it changed anything; either way the
 // answer comes from a nimbus that still leads.
 func (s *service) transition(ctx context.Context, name string, act auth.Action, edit change) error {
+	return s.transitionOf(ctx, name, act, func(string) change { return edit })
+}
+
+// transitionOf is transition with an edit that depends on the topology's
+// id (its conf's message timeout: actionWait).
+func (s *service) transitionOf(ctx context.Context, name string, act auth.Action, editOf func(id string) change) error {
 	term, err := s.leaderTerm(ctx)
 	if err != nil {
 		return err
@@ -229,6 +274,7 @@ func (s *service) transition(ctx context.Context, name string, act auth.Action, 
 	if err := s.authorize(ctx, act, id, cached); err != nil {
 		return err
 	}
+	edit := editOf(id)
 	path := s.sess.Paths().Storm(id)
 	for range 3 {
 		data, stat, err := s.sess.Conn().Get(path)

@@ -112,7 +112,7 @@ func (s *service) submit(stream nimbusv1.NimbusService_SubmitTopologyServer) (*n
 	}
 	// 7. Distributed: every nimbus fetches it; the answer waits for
 	// topology.min.replication.count of them.
-	count, timedOut, err := s.distribute(ctx, term, id, digest, log)
+	count, timedOut, err := s.distribute(ctx, term, spec, id, digest, log)
 	if err != nil {
 		return nil, err
 	}
@@ -142,6 +142,9 @@ func receiveSpec(stream nimbusv1.NimbusService_SubmitTopologyServer) (*nimbusv1.
 	if err := validate.Spec(spec); err != nil {
 		return nil, err
 	}
+	// The conf's topology.workers gives the count when num_workers is 0;
+	// the stored spec and the StormBase carry it from here.
+	spec.NumWorkers = validate.NumWorkers(spec)
 	return spec, nil
 }
 
@@ -200,14 +203,14 @@ func (s *service) storeCode(ctx context.Context, id, tmp string, files []*cluste
 
 // distribute asks every nimbus to fetch the code (codesync registers this
 // one as a replica too), and waits for the replicas; see waitReplication.
-func (s *service) distribute(ctx context.Context, term *leader.Term, id string, digest []byte, log *slog.Logger) (count int, timedOut bool, err error) {
+func (s *service) distribute(ctx context.Context, term *leader.Term, spec *nimbusv1.TopologySpec, id string, digest []byte, log *slog.Logger) (count int, timedOut bool, err error) {
 	dist := &clusterv1.CodeDistribution{CodeMetaDigest: digest, Epoch: term.Epoch(), CreatedUnixMs: time.Now().UnixMilli()}
 	if _, err := term.Multi(s.sess.Ops().CreateDistribution(id, dist)); err != nil {
 		// Nothing in ZooKeeper will lead anyone to the stored code.
 		s.cleanupBackend(id, log)
 		return 0, false, apierr.NotCommitted(err)
 	}
-	return s.waitReplication(ctx, term, id, digest)
+	return s.waitReplication(ctx, term, id, digest, settingsOf(s.cfg, spec.GetConfig()))
 }
 
 // commit writes the topology's StormBase, once no topology has its name.
@@ -370,26 +373,26 @@ func (s *service) newTopologyID(name string) (string, error) {
 	return validate.NewTopologyID(name, int64(stat.Cversion)+1, time.Now()), nil
 }
 
-// waitReplication waits for the minimum replication within the configured
-// time. It fails only when the wait cannot go on: the term ended (not
-// committed; a retry is safe) or the client left.
-func (s *service) waitReplication(clientCtx context.Context, term *leader.Term, id string, digest []byte) (count int, timedOut bool, err error) {
+// waitReplication waits for the topology's minimum replication within its
+// maximum wait (its conf's, else the nimbus's: settingsOf). It fails only
+// when the wait cannot go on: the term ended (not committed; a retry is
+// safe) or the client left.
+func (s *service) waitReplication(clientCtx context.Context, term *leader.Term, id string, digest []byte, set topologySettings) (count int, timedOut bool, err error) {
 	ctx, cancel := context.WithCancel(clientCtx)
 	defer cancel()
 	stop := context.AfterFunc(term.Context(), cancel)
 	defer stop()
-	wait, forever := s.cfg.MaxReplicationWait()
-	if !forever {
+	if !set.waitForever {
 		var cancelTimeout context.CancelFunc
-		ctx, cancelTimeout = context.WithTimeout(ctx, wait)
+		ctx, cancelTimeout = context.WithTimeout(ctx, set.maxReplicationWait)
 		defer cancelTimeout()
 	}
-	count, err = codedistributor.WaitReplication(ctx, s.sess, id, digest, s.cfg.MinReplicationCount)
+	count, err = codedistributor.WaitReplication(ctx, s.sess, id, digest, set.minReplication)
 	switch {
 	case err == nil:
 		return count, false, nil
 	case term.Context().Err() != nil:
-		return count, false, fmt.Errorf("%w: leadership lost while waiting for replication (%d of %d)", apierr.ErrNotCommitted, count, s.cfg.MinReplicationCount)
+		return count, false, fmt.Errorf("%w: leadership lost while waiting for replication (%d of %d)", apierr.ErrNotCommitted, count, set.minReplication)
 	case clientCtx.Err() != nil:
 		// The client left or its deadline passed: nobody to acknowledge.
 		return count, false, clientCtx.Err()

@@ -52,7 +52,7 @@ func FuzzValidateSpec(f *testing.F) {
 		if filepath.Base(name) != name || name == ".." || name == "." || !filepath.IsLocal(name) || strings.ContainsAny(name, `/\`) {
 			t.Fatalf("accepted name %q is not a safe path element", name)
 		}
-		if n := spec.GetNumWorkers(); n < 1 || n > maxNumWorkers {
+		if n := NumWorkers(spec); n < 1 || n > maxNumWorkers {
 			t.Fatalf("accepted num_workers %d", n)
 		}
 		if len(spec.GetComponents()) == 0 {

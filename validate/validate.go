@@ -10,7 +10,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/nimbusha/nimbus/configs"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
@@ -91,8 +90,8 @@ func Spec(spec *nimbusv1.TopologySpec) error {
 	if err := TopologyName("spec.name", spec.GetName()); err != nil {
 		return err
 	}
-	if n := spec.GetNumWorkers(); n < 1 || n > maxNumWorkers {
-		return Invalid("spec.num_workers", "must be between 1 and %d, got %d", maxNumWorkers, n)
+	if err := checkNumWorkers(spec.GetNumWorkers(), spec.GetConfig()); err != nil {
+		return err
 	}
 	if err := checkComponents(spec.GetComponents()); err != nil {
 		return err
@@ -177,11 +176,32 @@ func checkConfig(config map[string]string) error {
 			return Invalid(field, "value must be at most %d bytes, got %d", maxConfigValueLen, len(config[k]))
 		}
 	}
-	// The keys Nimbus-HA reads itself are checked now, not when a
-	// supervisor first tries to start a worker.
-	if env, ok := config[configs.TopologyEnvironment]; ok {
-		if _, err := configs.ParseTopologyEnvironment(env); err != nil {
-			return Invalid("spec.config["+showValue(configs.TopologyEnvironment)+"]", "%v", err)
+	// The keys Nimbus-HA reads itself are checked now, not when the
+	// leader or a supervisor first acts on them (topologyconf.go).
+	return checkTopologyKeys(config)
+}
+
+// checkNumWorkers checks spec.num_workers against the conf's
+// topology.workers: either may give the count (num_workers 0 leaves it to
+// the conf), and when both do they must agree.
+func checkNumWorkers(n int32, config map[string]string) error {
+	v, set := config[TopologyWorkers]
+	field := "spec.config[" + showValue(TopologyWorkers) + "]"
+	if set {
+		if reason := topologyKeys[TopologyWorkers](v); reason != "" {
+			return Invalid(field, "%s", reason)
+		}
+	}
+	switch {
+	case n == 0 && set:
+		return nil
+	case n == 0:
+		return Invalid("spec.num_workers", "must be between 1 and %d (or 0 with %s in spec.config), got 0", maxNumWorkers, TopologyWorkers)
+	case n < 1 || n > maxNumWorkers:
+		return Invalid("spec.num_workers", "must be between 1 and %d, got %d", maxNumWorkers, n)
+	case set:
+		if w, _ := TopologyInt(config, TopologyWorkers); int32(w) != n {
+			return Invalid(field, "is %d but spec.num_workers is %d; set one of them, or both alike", w, n)
 		}
 	}
 	return nil
@@ -221,6 +241,10 @@ func Deactivate(req *nimbusv1.DeactivateTopologyRequest) error {
 }
 
 func GetTopologyInfo(req *nimbusv1.GetTopologyInfoRequest) error {
+	return TopologyName("name", req.GetName())
+}
+
+func GetTopologyConf(req *nimbusv1.GetTopologyConfRequest) error {
 	return TopologyName("name", req.GetName())
 }
 

@@ -106,9 +106,14 @@ func TestValidateSpec(t *testing.T) {
 		{name: "name space", mutate: func(s *nimbusv1.TopologySpec) { s.Name = "a b" }, field: "spec.name"},
 		{name: "name non-ascii", mutate: func(s *nimbusv1.TopologySpec) { s.Name = "zähler" }, field: "spec.name"},
 		{name: "name NUL", mutate: func(s *nimbusv1.TopologySpec) { s.Name = "a\x00" }, field: "spec.name"},
-		{name: "zero workers", mutate: func(s *nimbusv1.TopologySpec) { s.NumWorkers = 0 }, field: "spec.num_workers", inReason: "got 0"},
+		{name: "zero workers", mutate: func(s *nimbusv1.TopologySpec) { s.NumWorkers = 0; delete(s.Config, "topology.workers") }, field: "spec.num_workers", inReason: "got 0"},
+		{name: "zero workers, topology.workers", mutate: func(s *nimbusv1.TopologySpec) { s.NumWorkers = 0 }},
+		{name: "workers differ from topology.workers", mutate: func(s *nimbusv1.TopologySpec) { s.NumWorkers = 2 },
+			field: `spec.config["topology.workers"]`, inReason: "spec.num_workers is 2"},
+		{name: "zero workers, bad topology.workers", mutate: func(s *nimbusv1.TopologySpec) { s.NumWorkers, s.Config["topology.workers"] = 0, "two" },
+			field: `spec.config["topology.workers"]`, inReason: `"two" is not an integer`},
 		{name: "negative workers", mutate: func(s *nimbusv1.TopologySpec) { s.NumWorkers = -1 }, field: "spec.num_workers"},
-		{name: "10000 workers", mutate: func(s *nimbusv1.TopologySpec) { s.NumWorkers = 10000 }},
+		{name: "10000 workers", mutate: func(s *nimbusv1.TopologySpec) { s.NumWorkers = 10000; delete(s.Config, "topology.workers") }},
 		{name: "10001 workers", mutate: func(s *nimbusv1.TopologySpec) { s.NumWorkers = 10001 }, field: "spec.num_workers"},
 		{name: "no components", mutate: func(s *nimbusv1.TopologySpec) { s.Components = nil }, field: "spec.components"},
 		{name: "10000 components", mutate: func(s *nimbusv1.TopologySpec) { s.Components = components(10000, 10) }},
@@ -153,6 +158,7 @@ func TestValidateSpec(t *testing.T) {
 		{name: "negative enum", mutate: func(s *nimbusv1.TopologySpec) { s.InitialStatus = -1 }, field: "spec.initial_status"},
 		{name: "first problem wins", mutate: func(s *nimbusv1.TopologySpec) {
 			s.NumWorkers, s.Components, s.Owner = 0, nil, "\n"
+			delete(s.Config, "topology.workers")
 		}, field: "spec.num_workers"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -33,6 +33,7 @@ const (
 	NimbusService_GetClusterInfo_FullMethodName     = "/nimbus.v1.NimbusService/GetClusterInfo"
 	NimbusService_GetLeader_FullMethodName          = "/nimbus.v1.NimbusService/GetLeader"
 	NimbusService_GetTopologyInfo_FullMethodName    = "/nimbus.v1.NimbusService/GetTopologyInfo"
+	NimbusService_GetTopologyConf_FullMethodName    = "/nimbus.v1.NimbusService/GetTopologyConf"
 )
 
 // NimbusServiceClient is the client API for NimbusService service.
@@ -63,6 +64,11 @@ type NimbusServiceClient interface {
 	// GetTopologyInfo returns a topology's status, assignments and replicas.
 	// Any nimbus answers.
 	GetTopologyInfo(ctx context.Context, in *GetTopologyInfoRequest, opts ...grpc.CallOption) (*GetTopologyInfoResponse, error)
+	// GetTopologyConf returns a topology's effective conf: its own conf over
+	// the nimbus's values of the topology.* keys, secrets redacted. Any
+	// nimbus that holds the topology's code answers (UNAVAILABLE from one
+	// still fetching it). Needs read-conf on the topology.
+	GetTopologyConf(ctx context.Context, in *GetTopologyConfRequest, opts ...grpc.CallOption) (*GetTopologyConfResponse, error)
 }
 
 type nimbusServiceClient struct {
@@ -156,6 +162,16 @@ func (c *nimbusServiceClient) GetTopologyInfo(ctx context.Context, in *GetTopolo
 	return out, nil
 }
 
+func (c *nimbusServiceClient) GetTopologyConf(ctx context.Context, in *GetTopologyConfRequest, opts ...grpc.CallOption) (*GetTopologyConfResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetTopologyConfResponse)
+	err := c.cc.Invoke(ctx, NimbusService_GetTopologyConf_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // NimbusServiceServer is the server API for NimbusService service.
 // All implementations must embed UnimplementedNimbusServiceServer
 // for forward compatibility.
@@ -184,6 +200,11 @@ type NimbusServiceServer interface {
 	// GetTopologyInfo returns a topology's status, assignments and replicas.
 	// Any nimbus answers.
 	GetTopologyInfo(context.Context, *GetTopologyInfoRequest) (*GetTopologyInfoResponse, error)
+	// GetTopologyConf returns a topology's effective conf: its own conf over
+	// the nimbus's values of the topology.* keys, secrets redacted. Any
+	// nimbus that holds the topology's code answers (UNAVAILABLE from one
+	// still fetching it). Needs read-conf on the topology.
+	GetTopologyConf(context.Context, *GetTopologyConfRequest) (*GetTopologyConfResponse, error)
 	mustEmbedUnimplementedNimbusServiceServer()
 }
 
@@ -217,6 +238,9 @@ func (UnimplementedNimbusServiceServer) GetLeader(context.Context, *GetLeaderReq
 }
 func (UnimplementedNimbusServiceServer) GetTopologyInfo(context.Context, *GetTopologyInfoRequest) (*GetTopologyInfoResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetTopologyInfo not implemented")
+}
+func (UnimplementedNimbusServiceServer) GetTopologyConf(context.Context, *GetTopologyConfRequest) (*GetTopologyConfResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetTopologyConf not implemented")
 }
 func (UnimplementedNimbusServiceServer) mustEmbedUnimplementedNimbusServiceServer() {}
 func (UnimplementedNimbusServiceServer) testEmbeddedByValue()                       {}
@@ -372,6 +396,24 @@ func _NimbusService_GetTopologyInfo_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _NimbusService_GetTopologyConf_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetTopologyConfRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NimbusServiceServer).GetTopologyConf(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NimbusService_GetTopologyConf_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NimbusServiceServer).GetTopologyConf(ctx, req.(*GetTopologyConfRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // NimbusService_ServiceDesc is the grpc.ServiceDesc for NimbusService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -406,6 +448,10 @@ var NimbusService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetTopologyInfo",
 			Handler:    _NimbusService_GetTopologyInfo_Handler,
+		},
+		{
+			MethodName: "GetTopologyConf",
+			Handler:    _NimbusService_GetTopologyConf_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
