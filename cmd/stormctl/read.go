@@ -96,13 +96,18 @@ func writeNimbusesAndFailover(w io.Writer, s *nimbusv1.ClusterSummary) error {
 }
 
 func newTopologyCommand(g *globals) *cobra.Command {
-	var logs bool
+	var logs, conf bool
 	cmd := &cobra.Command{
 		Use:   "topology NAME",
 		Short: "Show a topology: status, code replicas, where its executors run and how its workers fare",
 		Args:  exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
+			if conf {
+				return g.withClient(cmd.Context(), func(ctx context.Context, c *client.Client) error {
+					return showTopologyConf(ctx, g, c, name)
+				})
+			}
 			return g.withClient(cmd.Context(), func(ctx context.Context, c *client.Client) error {
 				var opts []client.TopologyInfoOption
 				if logs {
@@ -124,7 +129,33 @@ func newTopologyCommand(g *globals) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&logs, "logs", false,
 		"show the last lines each worker that is not running printed (not redacted; needs the right to read the topology's conf)")
+	cmd.Flags().BoolVar(&conf, "conf", false,
+		"show the topology's effective conf instead: its own over the nimbus's topology.* values, secrets redacted (needs the right to read its conf)")
+	cmd.MarkFlagsMutuallyExclusive("conf", "logs")
 	return cmd
+}
+
+// showTopologyConf is topology --conf: the effective conf as a table of
+// key, value and where it came from, or GetTopologyConf's answer in JSON.
+func showTopologyConf(ctx context.Context, g *globals, c *client.Client, name string) error {
+	resp, err := c.GetTopologyConf(ctx, name)
+	if err != nil {
+		return &opError{op: "topology " + name + " --conf", err: err}
+	}
+	if g.output == "json" {
+		return writeJSON(g.stdout, resp)
+	}
+	return writeConfTable(g.stdout, resp.GetEntries())
+}
+
+// writeConfTable is a conf's table: KEY, VALUE (redacted values as the nimbus
+// sent them), SOURCE.
+func writeConfTable(w io.Writer, entries []*nimbusv1.ConfEntry) error {
+	rows := make([][]string, 0, len(entries))
+	for _, e := range entries {
+		rows = append(rows, []string{e.GetKey(), e.GetValue(), e.GetSource()})
+	}
+	return table(w, []string{"KEY", "VALUE", "SOURCE"}, rows)
 }
 
 // clusterListCommand lists one part of GetClusterInfo: a table, or in JSON

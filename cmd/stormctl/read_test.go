@@ -233,3 +233,47 @@ func TestRunListAndTopologyShowFailingWorkers(t *testing.T) {
 		t.Errorf("--logs did not ask for the tail: %v", req[len(req)-1])
 	}
 }
+
+// topology --conf shows the effective conf the nimbus answers, as a table
+// or as JSON; --conf and --logs do not go together.
+func TestRunTopologyConf(t *testing.T) {
+	conf := &nimbusv1.GetTopologyConfResponse{TopologyId: "wordcount-1-1700000000", Entries: []*nimbusv1.ConfEntry{
+		{Key: "db.password", Value: "<redacted>", Source: "topology", Redacted: true},
+		{Key: "topology.message.timeout.secs", Value: "5", Source: "topology"},
+		{Key: "topology.min.replication.count", Value: "1", Source: "nimbus"},
+		{Key: "topology.workers", Value: "2", Source: "spec.num_workers"},
+	}}
+	fake := reader(testCluster(), nil)
+	fake.OnGetTopologyConf = func(req *nimbusv1.GetTopologyConfRequest) (*nimbusv1.GetTopologyConfResponse, error) {
+		if req.GetName() != "wordcount" {
+			return nil, errNotFound
+		}
+		return conf, nil
+	}
+	addr := fake.Start(t)
+
+	got := runOK(t, "--seeds", addr, "topology", "wordcount", "--conf")
+	want := "" +
+		"KEY                             VALUE       SOURCE\n" +
+		"db.password                     <redacted>  topology\n" +
+		"topology.message.timeout.secs   5           topology\n" +
+		"topology.min.replication.count  1           nimbus\n" +
+		"topology.workers                2           spec.num_workers\n"
+	if got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+	var resp nimbusv1.GetTopologyConfResponse
+	unmarshal(t, runOK(t, "--seeds", addr, "-o", "json", "topology", "wordcount", "--conf"), &resp)
+	if !proto.Equal(&resp, conf) {
+		t.Errorf("json: got %v, want %v", &resp, conf)
+	}
+	if fake.Calls("GetTopologyInfo") != 0 {
+		t.Error("--conf asked for the topology's info too")
+	}
+	if code, _, _ := runArgs("--seeds", addr, "topology", "nosuch", "--conf"); code == exitOK {
+		t.Error("an unknown topology's conf: exit 0")
+	}
+	if code, _, _ := runArgs("--seeds", addr, "topology", "wordcount", "--conf", "--logs"); code == exitOK {
+		t.Error("--conf with --logs: exit 0")
+	}
+}

@@ -28,6 +28,7 @@ type Server struct {
 	OnGetLeader       func() (*nimbusv1.GetLeaderResponse, error)
 	OnGetClusterInfo  func() (*nimbusv1.GetClusterInfoResponse, error)
 	OnGetTopologyInfo func(*nimbusv1.GetTopologyInfoRequest) (*nimbusv1.GetTopologyInfoResponse, error)
+	OnGetTopologyConf func(*nimbusv1.GetTopologyConfRequest) (*nimbusv1.GetTopologyConfResponse, error)
 	OnActivate        func(*nimbusv1.ActivateTopologyRequest) error
 	OnDeactivate      func(*nimbusv1.DeactivateTopologyRequest) error
 	OnKill            func(*nimbusv1.KillTopologyRequest) error
@@ -131,6 +132,11 @@ func (s *Server) GetClusterInfo(_ context.Context, req *nimbusv1.GetClusterInfoR
 // GetTopologyInfo answers with OnGetTopologyInfo.
 func (s *Server) GetTopologyInfo(_ context.Context, req *nimbusv1.GetTopologyInfoRequest) (*nimbusv1.GetTopologyInfoResponse, error) {
 	return unary(s, "GetTopologyInfo", req, s.OnGetTopologyInfo)
+}
+
+// GetTopologyConf answers with OnGetTopologyConf.
+func (s *Server) GetTopologyConf(_ context.Context, req *nimbusv1.GetTopologyConfRequest) (*nimbusv1.GetTopologyConfResponse, error) {
+	return unary(s, "GetTopologyConf", req, s.OnGetTopologyConf)
 }
 
 // ActivateTopology answers with OnActivate.
