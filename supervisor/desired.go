@@ -100,6 +100,7 @@ func (s *Supervisor) workerSpecFor(port int32, d desiredWorker) (workerSpec, err
 	return workerSpec{
 		TopologyID: d.topologyID, Port: port, Executors: d.executors, Argv: argv, CodeDir: codeDir,
 		LogPath: filepath.Join(s.dir, "workers", fmt.Sprintf("%s-%d.log", d.topologyID, port)),
+		Dir:     filepath.Join(s.dir, "workers", fmt.Sprintf("%s-%d", d.topologyID, port)),
 		Owner:   spec.GetOwner(), Env: spec.GetConfig()[configs.TopologyEnvironment],
 	}, nil
 }

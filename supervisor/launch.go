@@ -5,9 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"os/user"
+	"path/filepath"
 	"syscall"
 
 	"github.com/nimbusha/nimbus/configs"
+	"github.com/nimbusha/nimbus/workerproto"
 )
 
 // launchPolicy is how this supervisor starts workers: as whom, with what
@@ -25,7 +27,8 @@ func newLaunchPolicy(cfg *configs.Config) launchPolicy {
 // command prepares one start of the worker, in this order: whom it runs
 // as (workerAccount: with supervisor.run.worker.as.user, its owner's
 // user, never root), its environment (workerEnv), its code's ownership
-// and modes (grantCode) and that the user can reach it, its log file.
+// and modes (grantCode) and that the user can reach it, its directory
+// with the worker protocol's files (prepareFiles), its log file.
 // A refusal comes before anything is touched. as is the user it runs as,
 // nil for the supervisor's own; the caller closes logFile once the
 // process started, or failed to.
@@ -44,6 +47,8 @@ func (w *worker) command() (cmd *exec.Cmd, logFile *os.File, as *account, err er
 			fmt.Sprintf("STORM_PORT=%d", w.spec.Port),
 			"STORM_EXECUTORS=" + w.spec.Executors,
 			"STORM_CODE_DIR=" + w.spec.CodeDir,
+			workerproto.EnvStatusFile + "=" + filepath.Join(w.spec.Dir, workerproto.StatusFileName),
+			workerproto.EnvErrorFile + "=" + filepath.Join(w.spec.Dir, workerproto.ErrorFileName),
 		},
 		User: who, Pass: p.cfg.SupervisorWorkerEnv, Lookup: p.environ, Topology: w.spec.Env,
 	})
@@ -55,6 +60,14 @@ func (w *worker) command() (cmd *exec.Cmd, logFile *os.File, as *account, err er
 	}
 	if as != nil {
 		if err := reachable(w.spec.CodeDir, as); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	if err := w.prepareFiles(as); err != nil {
+		return nil, nil, nil, fmt.Errorf("supervisor: files of worker %s-%d: %w", w.spec.TopologyID, w.spec.Port, err)
+	}
+	if as != nil {
+		if err := reachable(w.spec.Dir, as); err != nil {
 			return nil, nil, nil, err
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nimbusha/nimbus/codedistributor"
 	"github.com/nimbusha/nimbus/configs"
+	"github.com/nimbusha/nimbus/workerproto"
 )
 
 // testWorker is a worker of topology t-1-1 on port 6700 whose code dir
@@ -26,12 +27,20 @@ func testWorker(t *testing.T, cfg *configs.Config, owner, env string) *worker {
 		}
 	}
 	cfg.SupervisorWorkerEnv = []string{"JAVA_HOME"}
+	workers := t.TempDir()
+	for _, d := range []string{filepath.Dir(workers), workers} {
+		if err := os.Chmod(d, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return &worker{
 		spec: workerSpec{
 			TopologyID: "t-1-1", Port: 6700, Executors: "a[1-1]", CodeDir: code, Owner: owner, Env: env,
 			Argv:    []string{filepath.Join(code, codedistributor.ArtifactFile), "--db-password", "hunter2"},
-			LogPath: filepath.Join(t.TempDir(), "t-1-1-6700.log"),
+			LogPath: filepath.Join(workers, "t-1-1-6700.log"),
+			Dir:     filepath.Join(workers, "t-1-1-6700"),
 		},
+		topoStatus: workerproto.Active,
 		policy: launchPolicy{cfg: cfg, lookup: users, environ: environ(map[string]string{
 			"PATH": "/usr/bin:/bin", "AWS_SECRET_ACCESS_KEY": "s3cr3t", "JAVA_HOME": "/opt/java", "HOME": "/root",
 		})},
@@ -57,9 +66,25 @@ func TestCommandAsTheOwnersUser(t *testing.T) {
 		t.Fatalf("SysProcAttr %+v lost its process group or parent-death signal", attr)
 	}
 	want := []string{"GREETING=hello", "HOME=/home/alice", "JAVA_HOME=/opt/java", "LOGNAME=alice", "PATH=/usr/bin:/bin",
-		"STORM_CODE_DIR=" + w.spec.CodeDir, "STORM_EXECUTORS=a[1-1]", "STORM_PORT=6700", "STORM_TOPOLOGY_ID=t-1-1", "USER=alice"}
+		"STORM_CODE_DIR=" + w.spec.CodeDir, "STORM_ERROR_FILE=" + filepath.Join(w.spec.Dir, "errors"), "STORM_EXECUTORS=a[1-1]",
+		"STORM_PORT=6700", "STORM_STATUS_FILE=" + filepath.Join(w.spec.Dir, "status"), "STORM_TOPOLOGY_ID=t-1-1", "USER=alice"}
 	if !slices.Equal(cmd.Env, want) {
 		t.Fatalf("env\n%q\nwant\n%q", cmd.Env, want)
+	}
+	// The worker protocol's files: it reads its directory and status file,
+	// writes only its error file.
+	for _, f := range []struct {
+		path     string
+		mode     os.FileMode
+		uid, gid uint32
+	}{
+		{w.spec.Dir, codeDirMode, 0, alice.GID},
+		{filepath.Join(w.spec.Dir, "status"), codeFileMode, 0, alice.GID},
+		{filepath.Join(w.spec.Dir, "errors"), 0o600, alice.UID, alice.GID},
+	} {
+		if mode, uid, gid := owner(t, f.path); mode != f.mode || uid != f.uid || gid != f.gid {
+			t.Errorf("%s: mode %v, owner %d:%d; want %v, %d:%d", f.path, mode, uid, gid, f.mode, f.uid, f.gid)
+		}
 	}
 	if cmd.Dir != w.spec.CodeDir {
 		t.Fatalf("dir %s, want the code dir", cmd.Dir)
@@ -91,6 +116,9 @@ func TestCommandRefusals(t *testing.T) {
 		}
 		if _, err := os.Stat(w.spec.LogPath); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("owner %q: a log file was created (%v)", tc.owner, err)
+		}
+		if _, err := os.Stat(w.spec.Dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("owner %q: a worker directory was created (%v)", tc.owner, err)
 		}
 		if mode, _, _ := owner(t, w.spec.CodeDir); mode != 0o700 {
 			t.Errorf("owner %q: code dir mode changed to %v", tc.owner, mode)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/nimbusha/nimbus/workerproto"
 )
 
 // reconcileLoop makes the running workers match the assignments: it
@@ -12,11 +14,14 @@ import (
 // returns (the supervisor closing) it stops every worker.
 func (s *Supervisor) reconcileLoop(ctx context.Context) {
 	// Act only on loaded assignments: an empty first read would delete
-	// every bundle and start nothing.
-	select {
-	case <-s.assignments.Loaded():
-	case <-ctx.Done():
-		return
+	// every bundle and start nothing. The statuses too: a worker starts
+	// with its topology's.
+	for _, loaded := range []<-chan struct{}{s.assignments.Loaded(), s.storms.Loaded()} {
+		select {
+		case <-loaded:
+		case <-ctx.Done():
+			return
+		}
 	}
 	f := &fetches{s: s, ctx: ctx, running: map[string]context.CancelFunc{}, done: make(chan string, 16)}
 	defer func() {
@@ -27,10 +32,11 @@ func (s *Supervisor) reconcileLoop(ctx context.Context) {
 	defer tick.Stop()
 	for {
 		// Taken before what they announce is read: no change goes unseen.
-		assigned, reported := s.assignments.Changed(), s.store.Reported()
+		assigned, reported, statuses := s.assignments.Changed(), s.store.Reported(), s.storms.Changed()
 		desired := s.desired()
 		ready := f.fetchMissing(desired) // a worker starts only from verified code
 		s.stopMismatched(desired)
+		s.applyStatuses()
 		s.startMissing(ctx, desired, ready)
 		s.removeUnassignedCode(desired)
 
@@ -38,6 +44,7 @@ func (s *Supervisor) reconcileLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-assigned:
+		case <-statuses: // activate, deactivate, kill: tell the workers
 		case <-reported: // a copy found corrupt: verify it again
 		case <-s.wake:
 		case <-tick.C:
@@ -129,7 +136,11 @@ func (s *Supervisor) startMissing(ctx context.Context, desired map[int32]desired
 			s.log.Error("cannot start worker", "topology", d.topologyID, "port", port, "err", err)
 			continue
 		}
-		w := startWorker(ctx, spec, newLaunchPolicy(s.cfg), s.spawn, s.cfg.WorkerShutdownSleep, s.log, s.heartbeatSoon)
+		status, ok := s.topologyStatus(d.topologyID)
+		if !ok {
+			status = workerproto.Active // not in /storms (yet): as submitted by default
+		}
+		w := startWorker(ctx, spec, status, newLaunchPolicy(s.cfg), s.spawn, s.cfg.WorkerShutdownSleep, s.log, s.heartbeatSoon)
 		s.mu.Lock()
 		s.workers[port] = w
 		s.mu.Unlock()

@@ -44,6 +44,7 @@ type Supervisor struct {
 	dist        codedistributor.Distributor
 	fetcher     *codedistributor.Fetcher
 	assignments *cluster.DirCache[*clusterv1.Assignment]
+	storms      *cluster.DirCache[*clusterv1.StormBase] // the topologies' statuses, for the worker protocol
 	spawn       *spawner
 	metricsLn   net.Listener    // nil when supervisor.metrics.port is -1
 	tls         *certs.Reloader // nil when nimbus.grpc.tls.enable is false
@@ -164,6 +165,7 @@ func (s *Supervisor) connect(ctx context.Context) (err error) {
 	s.lc.OnClose(func() { s.dist.Close() })
 	s.fetcher = &codedistributor.Fetcher{Params: params, Dist: s.dist, Store: s.store}
 	s.assignments = cluster.NewDirCache(s.sess, paths.Assignments(), func() *clusterv1.Assignment { return new(clusterv1.Assignment) }, s.base)
+	s.storms = cluster.NewDirCache(s.sess, paths.Storms(), func() *clusterv1.StormBase { return new(clusterv1.StormBase) }, s.base)
 	s.spawn = newSpawner()
 	s.lc.OnClose(s.spawn.close) // after every worker has exited
 	return nil
@@ -179,6 +181,7 @@ func (s *Supervisor) run() {
 		s.lc.Wait()
 	})
 	s.lc.Go(func() { _ = s.assignments.Run(ctx) })
+	s.lc.Go(func() { _ = s.storms.Run(ctx) })
 	registered := s.register(ctx)
 	s.lc.Go(func() { s.heartbeats(ctx) })
 	s.lc.Go(func() { s.announceReady(ctx, registered) })
@@ -269,11 +272,16 @@ func (s *Supervisor) info() *clusterv1.SupervisorInfo {
 		info.SlotPorts = append(info.SlotPorts, int32(p))
 	}
 	s.mu.Lock()
+	ws := make([]*worker, 0, len(s.workers))
 	for port, w := range s.workers {
 		info.UsedPorts = append(info.UsedPorts, port)
-		info.Workers = append(info.Workers, w.status())
+		ws = append(ws, w)
 	}
 	s.mu.Unlock()
+	for _, w := range ws {
+		w.pollErrors() // what it reported since the last beat (worker protocol)
+		info.Workers = append(info.Workers, w.status())
+	}
 	sort.Slice(info.UsedPorts, func(i, j int) bool { return info.UsedPorts[i] < info.UsedPorts[j] })
 	sort.Slice(info.Workers, func(i, j int) bool { return info.Workers[i].GetPort() < info.Workers[j].GetPort() })
 	capTails(info.Workers)

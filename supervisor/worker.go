@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"log/slog"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
+	"github.com/nimbusha/nimbus/workerproto"
 )
 
 // Restart backoff: doubles from minRestart to maxRestart; a worker that ran
@@ -30,6 +32,7 @@ type workerSpec struct {
 	LogPath    string
 	Owner      string // the spec's owner: whom the worker runs as, with supervisor.run.worker.as.user
 	Env        string // the topology's topology.environment
+	Dir        string // its own directory: the worker protocol's files (protocol.go)
 }
 
 // worker runs one workerSpec until stopped, restarting it with backoff.
@@ -46,16 +49,27 @@ type worker struct {
 
 	logStart int64 // where the current run's output starts in its log (run's goroutine only)
 
+	// The worker protocol (protocol.go).
+	statusMu   sync.Mutex
+	topoStatus workerproto.Status // what its status file says, or will
+	prepared   bool               // its status file exists
+	owner      *account           // whom its files were prepared for
+	errMu      sync.Mutex
+	errOff     int64 // where the next read of its error file starts
+
 	mu    sync.Mutex
 	state *clusterv1.WorkerState
 }
 
-func startWorker(ctx context.Context, spec workerSpec, policy launchPolicy, sp *spawner, grace time.Duration, log *slog.Logger, changed func()) *worker {
+// startWorker starts running spec in the background; status is its
+// topology's status, which its first start writes into its status file.
+func startWorker(ctx context.Context, spec workerSpec, status workerproto.Status, policy launchPolicy, sp *spawner, grace time.Duration, log *slog.Logger, changed func()) *worker {
 	ctx, cancel := context.WithCancel(ctx)
 	w := &worker{
 		spec: spec, policy: policy, spawn: sp, grace: grace, changed: changed, cancel: cancel, done: make(chan struct{}),
-		log:   log.With("topology", spec.TopologyID, "port", spec.Port),
-		state: &clusterv1.WorkerState{TopologyId: spec.TopologyID, Port: spec.Port, State: "starting"},
+		topoStatus: status,
+		log:        log.With("topology", spec.TopologyID, "port", spec.Port),
+		state:      &clusterv1.WorkerState{TopologyId: spec.TopologyID, Port: spec.Port, State: "starting"},
 	}
 	go func() {
 		defer close(w.done)
@@ -64,11 +78,14 @@ func startWorker(ctx context.Context, spec workerSpec, policy launchPolicy, sp *
 	return w
 }
 
-// stop ends the worker (SIGTERM, then SIGKILL after the grace period) and
-// waits for it.
+// stop ends the worker (SIGTERM, then SIGKILL after the grace period),
+// waits for it and removes its directory.
 func (w *worker) stop() {
 	w.cancel()
 	<-w.done
+	if w.spec.Dir != "" {
+		_ = os.RemoveAll(w.spec.Dir)
+	}
 }
 
 // status is the worker's state for heartbeats.

@@ -7,6 +7,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/nimbusha/nimbus/workerproto"
 )
 
 // The environment a supervisor gives every worker it starts.
@@ -34,6 +36,12 @@ type config struct {
 	Port       int // 0 picks a free port; the start line says which
 	Executors  Executors
 	CodeDir    string
+	// Proto is the worker protocol (STORM_STATUS_FILE, STORM_ERROR_FILE);
+	// without those variables the worker always emits.
+	Proto workerproto.Worker
+	// ReportError, from --report-error, is reported once through the
+	// protocol at start: a way to try the error path.
+	ReportError string
 }
 
 // parseConfig reads flags from args and the STORM_* variables through getenv.
@@ -44,13 +52,15 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs := flag.NewFlagSet("wordcount", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: wordcount [--port N]\n\n"+
-			"An example topology worker. It reads %s, %s, %s and %s,\n"+
-			"listens on 127.0.0.1:PORT and simulates a word count until SIGTERM or SIGINT.\n\n",
-			EnvTopologyID, EnvPort, EnvExecutors, EnvCodeDir)
+		fmt.Fprintf(fs.Output(), "Usage: wordcount [--port N] [--report-error MSG]\n\n"+
+			"An example topology worker. It reads %s, %s, %s, %s,\n"+
+			"%s and %s, listens on 127.0.0.1:PORT and simulates a word count\n"+
+			"until SIGTERM or SIGINT; its spouts emit only while its topology is active.\n\n",
+			EnvTopologyID, EnvPort, EnvExecutors, EnvCodeDir, workerproto.EnvStatusFile, workerproto.EnvErrorFile)
 		fs.PrintDefaults()
 	}
 	port := fs.Int("port", 0, "slot port to listen on; default $"+EnvPort+" (0 picks a free port)")
+	reportError := fs.String("report-error", "", "report this error once at start, through $"+workerproto.EnvErrorFile)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return config{}, err
@@ -58,7 +68,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		return config{}, fmt.Errorf("%w: %w", errBadFlags, err)
 	}
 	if fs.NArg() > 0 {
-		return config{}, fmt.Errorf("unexpected arguments %q (want only --port N)", fs.Args())
+		return config{}, fmt.Errorf("unexpected arguments %q (want only --port N and --report-error MSG)", fs.Args())
 	}
 
 	var cfg config
@@ -105,6 +115,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	cfg.Executors = execs
 
 	cfg.CodeDir = getenv(EnvCodeDir) // informational only
+	cfg.Proto = workerproto.FromEnv(getenv)
+	cfg.ReportError = *reportError
 	return cfg, nil
 }
 

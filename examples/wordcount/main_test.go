@@ -190,7 +190,7 @@ func TestRunInProcess(t *testing.T) {
 		}
 	}
 	port := portOf(t, start)
-	if got, want := query(t, port), "wordcount wordcount-1-1700000000 port="+port+" executors=3\n"; got != want {
+	if got, want := query(t, port), "wordcount wordcount-1-1700000000 port="+port+" executors=3 status=active tuples="; !strings.HasPrefix(got, want) {
 		t.Errorf("port query answered %q, want %q", got, want)
 	}
 
@@ -268,7 +268,7 @@ func TestBinary(t *testing.T) {
 		t.Errorf("start line %q lacks %s", start, want)
 	}
 	port := portOf(t, start)
-	if got, want := query(t, port), "wordcount wordcount-2-1700000000 port="+port+" executors=3\n"; got != want {
+	if got, want := query(t, port), "wordcount wordcount-2-1700000000 port="+port+" executors=3 status=active tuples="; !strings.HasPrefix(got, want) {
 		t.Errorf("port query answered %q, want %q", got, want)
 	}
 

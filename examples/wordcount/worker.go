@@ -11,7 +11,10 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"time"
+
+	"github.com/nimbusha/nimbus/workerproto"
 )
 
 // tickInterval is how often the simulated word count runs.
@@ -47,9 +50,12 @@ func runContext(ctx context.Context, args []string, getenv func(string) string, 
 }
 
 // runWorker logs the start line, answers port queries on ln and runs the
-// word count every tickInterval until ctx ends or ln fails. It logs the
-// totals, closes ln, waits for the query server to return, and returns the
-// exit code: exitOK when ctx ended, exitError when the listener failed.
+// word count every tickInterval until ctx ends or ln fails. Its spouts emit
+// only while the worker protocol says active (cfg.Proto); it logs each
+// status it takes up ("status" with the totals so far), which is its
+// acknowledgement. It logs the totals, closes ln, waits for the query
+// server to return, and returns the exit code: exitOK when ctx ended,
+// exitError when the listener failed.
 func runWorker(ctx context.Context, cfg config, ln net.Listener, logger *slog.Logger) int {
 	port := ln.Addr().(*net.TCPAddr).Port
 	spouts := cfg.Executors.Spouts()
@@ -57,13 +63,40 @@ func runWorker(ctx context.Context, cfg config, ln net.Listener, logger *slog.Lo
 		"topology_id", cfg.TopologyID, "port", port, "executors", cfg.Executors,
 		"spouts", spouts, "code_dir", cfg.CodeDir, "pid", os.Getpid())
 
-	answer := fmt.Sprintf("wordcount %s port=%d executors=%d\n", cfg.TopologyID, port, len(cfg.Executors))
+	var (
+		status atomic.Value // workerproto.Status, as acknowledged
+		tuples atomic.Int64
+	)
+	status.Store(workerproto.Active)
+	answer := func() string {
+		return fmt.Sprintf("wordcount %s port=%d executors=%d status=%s tuples=%d\n",
+			cfg.TopologyID, port, len(cfg.Executors), status.Load(), tuples.Load())
+	}
 	served := make(chan error, 1)
 	go func() { served <- serveQueries(ln, answer) }()
+
+	// A status file it cannot read is a bad input: reported, and the last
+	// status stands.
+	report := func(msg string) {
+		if err := cfg.Proto.ReportError(msg); err != nil {
+			logger.Error("cannot report error", "err", err)
+		}
+	}
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	statuses := cfg.Proto.Watch(watchCtx, func(err error) {
+		logger.Warn("cannot read status", "err", err)
+		report("status file: " + err.Error())
+	})
+	if cfg.ReportError != "" {
+		logger.Info("reporting error", "error", cfg.ReportError)
+		report(cfg.ReportError)
+	}
 
 	c := newCounter(rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())))
 	ticker := time.NewTicker(tickInterval)
 	defer ticker.Stop()
+	emitting := true
 	code := exitOK
 loop:
 	for {
@@ -75,9 +108,21 @@ loop:
 			served <- nil // so the wait below returns
 			code = exitError
 			break loop
+		case st, ok := <-statuses:
+			if !ok {
+				statuses = nil
+				continue
+			}
+			emitting = st.Emits()
+			status.Store(st)
+			logger.Info("status", "status", st, "emitting", emitting, "tuples", c.tuples)
 		case <-ticker.C:
-			tuples, words := c.tick(spouts)
-			logger.Info("processed", "tuples", tuples, "words", words)
+			if !emitting {
+				continue // deactivated or killed: spouts emit nothing
+			}
+			n, words := c.tick(spouts)
+			tuples.Store(c.tuples)
+			logger.Info("processed", "tuples", n, "words", words)
 		}
 	}
 
@@ -90,10 +135,10 @@ loop:
 	return code
 }
 
-// serveQueries answers every connection on ln with answer and closes it. It
+// serveQueries answers every connection on ln with answer() and closes it. It
 // does not read from the connection. It returns nil once ln is closed, or the
 // error that stopped it accepting.
-func serveQueries(ln net.Listener, answer string) error {
+func serveQueries(ln net.Listener, answer func() string) error {
 	for {
 		conn, err := ln.Accept()
 		if errors.Is(err, net.ErrClosed) {
@@ -103,7 +148,7 @@ func serveQueries(ln net.Listener, answer string) error {
 			return err
 		}
 		_ = conn.SetWriteDeadline(time.Now().Add(queryWriteTimeout))
-		_, _ = io.WriteString(conn, answer) // a peer that has gone gets nothing
+		_, _ = io.WriteString(conn, answer()) // a peer that has gone gets nothing
 		_ = conn.Close()
 	}
 }

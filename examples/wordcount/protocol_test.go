@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nimbusha/nimbus/workerproto"
+)
+
+// TestWorkerProtocol runs the worker as a supervisor would, with the
+// protocol's files: it reports the --report-error message, pauses its
+// spout on inactive (and says so) and resumes on active.
+func TestWorkerProtocol(t *testing.T) {
+	dir := t.TempDir()
+	statusFile, errorFile := filepath.Join(dir, "status"), filepath.Join(dir, "errors")
+	setStatus := func(st workerproto.Status) {
+		tmp := statusFile + ".tmp"
+		if err := os.WriteFile(tmp, st.Encode(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, statusFile); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Kill(os.Getpid(), workerproto.StatusSignal); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setStatus(workerproto.Active)
+	if err := os.WriteFile(errorFile, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	stdout, stderr := newLineLog(), newLineLog()
+	env := fakeEnv(map[string]string{workerproto.EnvStatusFile: statusFile, workerproto.EnvErrorFile: errorFile})
+	done := make(chan int, 1)
+	go func() {
+		done <- runContext(ctx, []string{"--report-error", "bad input\nsecond line"}, env, stdout, stderr)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+
+	stdout.waitFor(t, 10*time.Second, "status=active")
+	stdout.waitFor(t, 10*time.Second, `msg=processed`)
+	b, err := os.ReadFile(errorFile)
+	if err != nil || string(b) != "bad input second line\n" {
+		t.Fatalf("error file holds %q (%v), want one line", b, err)
+	}
+
+	setStatus(workerproto.Inactive)
+	paused := stdout.waitFor(t, 10*time.Second, "status=inactive")
+	if !strings.Contains(paused, "emitting=false") {
+		t.Fatalf("pause acknowledged as %q", paused)
+	}
+	// The resume's acknowledgement carries the count of the pause: the
+	// start's said 0, and nothing was emitted in between.
+	n := intAttr(t, paused, "tuples")
+	if n == 0 {
+		t.Fatalf("paused before any tuple: %q", paused)
+	}
+	setStatus(workerproto.Active)
+	stdout.waitFor(t, 10*time.Second, "status=active emitting=true tuples="+strconv.Itoa(n))
+}
