@@ -251,6 +251,9 @@ func TestWorkersRunAsTheirOwnersUser(t *testing.T) {
 		"STORM_CODE_DIR":      filepath.Join(sup.LocalDir, "supervisor", "code", id),
 		"NIMBUS_TEST_ALLOWED": "allowed value", "OUT_DIR": out, "GREETING": "hello=world",
 		"HOME": u.HomeDir, "USER": u.Username, "LOGNAME": u.Username,
+		// The worker protocol's files (package workerproto).
+		"STORM_STATUS_FILE": filepath.Join(sup.LocalDir, "supervisor", "workers", fmt.Sprintf("%s-%d", id, worker.GetPort()), "status"),
+		"STORM_ERROR_FILE":  filepath.Join(sup.LocalDir, "supervisor", "workers", fmt.Sprintf("%s-%d", id, worker.GetPort()), "errors"),
 	}
 	for name, v := range want {
 		if got, ok := vars[name]; !ok || got != v {
