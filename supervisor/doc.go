@@ -18,4 +18,10 @@
 // local user, never as root, and reads only its own topology's code
 // (runas.go, launch.go); a worker that cannot be started so is refused,
 // visibly in its heartbeat state, and retried with backoff.
+//
+// Workers hear their topology's status (active, inactive, killed) and
+// report errors through the worker protocol, package workerproto
+// (protocol.go): a status file rewritten from the /storms cache plus
+// SIGUSR1, and an error file whose latest line becomes the worker's
+// last_error. A ZooKeeper outage keeps the last status.
 package supervisor
