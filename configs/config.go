@@ -243,6 +243,11 @@ type Config struct {
 	NimbusUploadIdleTimeout time.Duration // nimbus.upload.idle.timeout.secs: silence that ends a submission's upload
 	NimbusMaxStreams        int           // nimbus.grpc.max.concurrent.streams: per connection
 	NimbusMaxMessageBytes   int           // nimbus.grpc.max_buffer_size: largest gRPC message received
+
+	// Sources says where Load found each key's value, by key. A key
+	// missing from it (every key of a Config built in code) has its
+	// default's source: Settings reports it as FromDefault.
+	Sources map[string]Source
 }
 
 // Default returns a Config holding every default. nimbus.host defaults to

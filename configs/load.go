@@ -65,8 +65,8 @@ func (v *flagValue) Type() string       { return v.typ }
 // this package does not know but that is close to one it knows is an
 // error with a suggestion: a typo must not leave a key at its default.
 // Other unknown keys in the file are returned as warnings, since Storm
-// files carry many more. The Config returned has passed Validate. fs may
-// be nil.
+// files carry many more. The Config returned has passed Validate and
+// records where each value came from in its Sources. fs may be nil.
 func Load(fs *pflag.FlagSet) (*Config, []string, error) {
 	path := ""
 	if fs != nil {
@@ -145,6 +145,7 @@ func load(path string, fs *pflag.FlagSet) (*Config, []string, error) {
 	if err := errors.Join(append(errs, attribute(c.Validate(), sources))...); err != nil {
 		return nil, warnings, err
 	}
+	c.Sources = sources
 	return c, warnings, nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/nimbusha/nimbus/configs"
@@ -57,7 +56,7 @@ const redactedValue = "<redacted>"
 
 // effectiveConf is the conf a topology runs with: its spec's conf over
 // the nimbus's values of the topology.* keys it acts on, topology.workers
-// from the spec's workers, secrets redacted (isSecretKey). Entries are
+// from the spec's workers, secrets redacted (configs.IsSecretKey). Entries are
 // sorted by key.
 func effectiveConf(cfg *configs.Config, spec *nimbusv1.TopologySpec) []*nimbusv1.ConfEntry {
 	conf := map[string]*nimbusv1.ConfEntry{}
@@ -75,32 +74,10 @@ func effectiveConf(cfg *configs.Config, spec *nimbusv1.TopologySpec) []*nimbusv1
 	out := make([]*nimbusv1.ConfEntry, 0, len(conf))
 	for _, k := range slices.Sorted(maps.Keys(conf)) {
 		e := conf[k]
-		if isSecretKey(k) {
+		if configs.IsSecretKey(k) {
 			e.Value, e.Redacted = redactedValue, true
 		}
 		out = append(out, e)
 	}
 	return out
-}
-
-// secretWords mark a key whose value must not be shown: a key is secret
-// if one of its words (split at '.', '_' and '-', lower-cased) contains
-// one of them, or ends with "key" (api.key, aws.accesskey, ssh_key).
-var secretWords = []string{"password", "passwd", "secret", "token", "credential", "payload", "private", "jaas", "keystore", "truststore"}
-
-// isSecretKey reports whether a conf key's value is redacted when shown.
-// The rule is by name only, and errs on the side of hiding: a topology's
-// conf is free-form, and a value shown is a value leaked.
-func isSecretKey(key string) bool {
-	for w := range strings.FieldsFuncSeq(strings.ToLower(key), func(r rune) bool { return r == '.' || r == '_' || r == '-' }) {
-		if strings.HasSuffix(w, "key") {
-			return true
-		}
-		for _, s := range secretWords {
-			if strings.Contains(w, s) {
-				return true
-			}
-		}
-	}
-	return false
 }

@@ -16,32 +16,6 @@ import (
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
-func TestIsSecretKey(t *testing.T) {
-	for key, secret := range map[string]bool{
-		"topology.message.timeout.secs":         false,
-		"topology.workers":                      false,
-		"topology.users":                        false,
-		"topology.environment":                  false,
-		"topology.spout.wait.strategy":          false,
-		"topology.kryo.register":                false,
-		"db.password":                           true,
-		"DB_PASSWORD":                           true,
-		"mysql.passwd":                          true,
-		"app.client-secret":                     true,
-		"github.token":                          true,
-		"topology.auto-credentials":             true,
-		"storm.zookeeper.topology.auth.payload": true,
-		"aws.accessKey":                         true,
-		"api_key":                               true,
-		"ssh.private.path":                      true,
-		"kafka.ssl.keystore.location":           true,
-	} {
-		if got := isSecretKey(key); got != secret {
-			t.Errorf("isSecretKey(%q) = %v, want %v", key, got, secret)
-		}
-	}
-}
-
 func TestEffectiveConf(t *testing.T) {
 	cfg := configs.Default()
 	spec := &nimbusv1.TopologySpec{NumWorkers: 3, Config: map[string]string{
