@@ -27,12 +27,16 @@ const (
 	// ActionReadCluster reads what any member of the cluster may see:
 	// GetLeader, GetClusterInfo, GetTopologyInfo, health, reflection.
 	ActionReadCluster Action = "read-cluster"
+	// ActionReadNimbusConfig reads a nimbus's own configuration
+	// (GetNimbusConfig): the cluster's layout and policy, secrets
+	// redacted. Admins only.
+	ActionReadNimbusConfig Action = "read-nimbus-config"
 )
 
 // Actions lists every action, in a fixed order (for tests and docs).
 func Actions() []Action {
 	return []Action{ActionSubmit, ActionKill, ActionActivate, ActionDeactivate, ActionRebalance,
-		ActionReadConf, ActionFetchCode, ActionReadCluster}
+		ActionReadConf, ActionFetchCode, ActionReadCluster, ActionReadNimbusConfig}
 }
 
 // phrase is how a refusal says the action: "alice may not <phrase> <topology>".
@@ -44,6 +48,8 @@ func (a Action) phrase() string {
 		return "fetch the code of"
 	case ActionReadCluster:
 		return "read the cluster"
+	case ActionReadNimbusConfig:
+		return "read the nimbus configuration"
 	}
 	return string(a)
 }

@@ -26,6 +26,7 @@ func TestMethods(t *testing.T) {
 		{nimbusv1.NimbusService_GetLeader_FullMethodName, auth.ActionReadCluster, false},
 		{nimbusv1.NimbusService_GetTopologyInfo_FullMethodName, auth.ActionReadCluster, false},
 		{nimbusv1.NimbusService_GetTopologyConf_FullMethodName, auth.ActionReadConf, true},
+		{nimbusv1.NimbusService_GetNimbusConfig_FullMethodName, auth.ActionReadNimbusConfig, false},
 		{nimbusv1.CodeService_GetCodeMeta_FullMethodName, auth.ActionFetchCode, true},
 		{nimbusv1.CodeService_DownloadCode_FullMethodName, auth.ActionFetchCode, true},
 		{"/grpc.health.v1.Health/Check", auth.ActionReadCluster, false},

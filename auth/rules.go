@@ -59,6 +59,8 @@ var rules = map[Action]role{
 	ActionReadConf:    roleAdmin | roleOwner | roleTopologyUser,
 	ActionFetchCode:   roleAdmin | roleOwner | roleTopologyUser | roleSupervisor | roleDaemon,
 	ActionReadCluster: roleAdmin | roleAuthenticated,
+
+	ActionReadNimbusConfig: roleAdmin,
 }
 
 // Decide answers "may principal take act on t?" under p: nil, or an error

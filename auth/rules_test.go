@@ -48,6 +48,8 @@ func TestDecideTable(t *testing.T) {
 			auth.ActionReadConf:    "YYYnnnn",
 			auth.ActionFetchCode:   "YYYnYYn",
 			auth.ActionReadCluster: "YYYYYYY",
+
+			auth.ActionReadNimbusConfig: "Ynnnnnn",
 		},
 		false: { // nimbus.users empty: any authenticated principal may submit
 			auth.ActionSubmit:      "YYYYYYY",
@@ -58,6 +60,8 @@ func TestDecideTable(t *testing.T) {
 			auth.ActionReadConf:    "YYYnnnn",
 			auth.ActionFetchCode:   "YYYnYYn",
 			auth.ActionReadCluster: "YYYYYYY",
+
+			auth.ActionReadNimbusConfig: "Ynnnnnn",
 		},
 	}
 	for _, usersSet := range []bool{true, false} {
@@ -125,6 +129,7 @@ func TestDecideMessages(t *testing.T) {
 		{auth.ActionReadConf, target, "alice may not read the conf of bobjob-3-1700000000: not its owner, in topology.users or nimbus.admins"},
 		{auth.ActionFetchCode, target, "alice may not fetch the code of bobjob-3-1700000000: not its owner, in topology.users, nimbus.supervisor.users, nimbus.daemon.users or nimbus.admins"},
 		{auth.ActionSubmit, auth.Target{}, "alice may not submit: not in nimbus.users or nimbus.admins"},
+		{auth.ActionReadNimbusConfig, auth.Target{}, "alice may not read the nimbus configuration: not in nimbus.admins"},
 		{auth.ActionSubmit, auth.Target{Topology: "wordcount"}, "alice may not submit wordcount: not in nimbus.users or nimbus.admins"},
 	} {
 		err := auth.Decide(policy(nimbusUser), "alice", tc.act, tc.t)

@@ -312,3 +312,14 @@ func (c *Client) GetTopologyConf(ctx context.Context, name string) (*nimbusv1.Ge
 		return api.GetTopologyConf(ctx, req, opts...)
 	})
 }
+
+// GetNimbusConfig returns the effective configuration of the nimbus the
+// client reaches first (the response names it; give the client one seed
+// to ask a given nimbus): every key, its value and where it came from,
+// secrets redacted. With authorization on, only nimbus.admins get it
+// (PermissionDenied otherwise).
+func (c *Client) GetNimbusConfig(ctx context.Context) (*nimbusv1.GetNimbusConfigResponse, error) {
+	return readAny(ctx, c, "GetNimbusConfig", func(ctx context.Context, api nimbusv1.NimbusServiceClient, opts ...grpc.CallOption) (*nimbusv1.GetNimbusConfigResponse, error) {
+		return api.GetNimbusConfig(ctx, &nimbusv1.GetNimbusConfigRequest{}, opts...)
+	})
+}

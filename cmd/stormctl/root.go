@@ -133,7 +133,7 @@ func newRootCommand(g *globals) *cobra.Command {
 
 	root.AddCommand(
 		newLeaderCommand(g), newNimbusesCommand(g), newSupervisorsCommand(g), newClusterCommand(g),
-		newListCommand(g), newTopologyCommand(g),
+		newListCommand(g), newTopologyCommand(g), newConfigCommand(g),
 		newSubmitCommand(g), newKillCommand(g), newActivateCommand(g), newDeactivateCommand(g),
 		newRebalanceCommand(g),
 		newTLSCommand(g), newVersionCommand(g),

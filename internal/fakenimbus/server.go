@@ -29,6 +29,7 @@ type Server struct {
 	OnGetClusterInfo  func() (*nimbusv1.GetClusterInfoResponse, error)
 	OnGetTopologyInfo func(*nimbusv1.GetTopologyInfoRequest) (*nimbusv1.GetTopologyInfoResponse, error)
 	OnGetTopologyConf func(*nimbusv1.GetTopologyConfRequest) (*nimbusv1.GetTopologyConfResponse, error)
+	OnGetNimbusConfig func() (*nimbusv1.GetNimbusConfigResponse, error)
 	OnActivate        func(*nimbusv1.ActivateTopologyRequest) error
 	OnDeactivate      func(*nimbusv1.DeactivateTopologyRequest) error
 	OnKill            func(*nimbusv1.KillTopologyRequest) error
@@ -137,6 +138,11 @@ func (s *Server) GetTopologyInfo(_ context.Context, req *nimbusv1.GetTopologyInf
 // GetTopologyConf answers with OnGetTopologyConf.
 func (s *Server) GetTopologyConf(_ context.Context, req *nimbusv1.GetTopologyConfRequest) (*nimbusv1.GetTopologyConfResponse, error) {
 	return unary(s, "GetTopologyConf", req, s.OnGetTopologyConf)
+}
+
+// GetNimbusConfig answers with OnGetNimbusConfig.
+func (s *Server) GetNimbusConfig(_ context.Context, req *nimbusv1.GetNimbusConfigRequest) (*nimbusv1.GetNimbusConfigResponse, error) {
+	return unary(s, "GetNimbusConfig", req, ignoreRequest[*nimbusv1.GetNimbusConfigRequest](s.OnGetNimbusConfig))
 }
 
 // ActivateTopology answers with OnActivate.

@@ -34,6 +34,7 @@ const (
 	NimbusService_GetLeader_FullMethodName          = "/nimbus.v1.NimbusService/GetLeader"
 	NimbusService_GetTopologyInfo_FullMethodName    = "/nimbus.v1.NimbusService/GetTopologyInfo"
 	NimbusService_GetTopologyConf_FullMethodName    = "/nimbus.v1.NimbusService/GetTopologyConf"
+	NimbusService_GetNimbusConfig_FullMethodName    = "/nimbus.v1.NimbusService/GetNimbusConfig"
 )
 
 // NimbusServiceClient is the client API for NimbusService service.
@@ -69,6 +70,11 @@ type NimbusServiceClient interface {
 	// nimbus that holds the topology's code answers (UNAVAILABLE from one
 	// still fetching it). Needs read-conf on the topology.
 	GetTopologyConf(ctx context.Context, in *GetTopologyConfRequest, opts ...grpc.CallOption) (*GetTopologyConfResponse, error)
+	// GetNimbusConfig returns the answering nimbus's effective configuration:
+	// every key it knows, its value and where the value came from, secrets
+	// redacted. Any nimbus answers for itself. Needs read-nimbus-config
+	// (nimbus.admins).
+	GetNimbusConfig(ctx context.Context, in *GetNimbusConfigRequest, opts ...grpc.CallOption) (*GetNimbusConfigResponse, error)
 }
 
 type nimbusServiceClient struct {
@@ -172,6 +178,16 @@ func (c *nimbusServiceClient) GetTopologyConf(ctx context.Context, in *GetTopolo
 	return out, nil
 }
 
+func (c *nimbusServiceClient) GetNimbusConfig(ctx context.Context, in *GetNimbusConfigRequest, opts ...grpc.CallOption) (*GetNimbusConfigResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetNimbusConfigResponse)
+	err := c.cc.Invoke(ctx, NimbusService_GetNimbusConfig_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // NimbusServiceServer is the server API for NimbusService service.
 // All implementations must embed UnimplementedNimbusServiceServer
 // for forward compatibility.
@@ -205,6 +221,11 @@ type NimbusServiceServer interface {
 	// nimbus that holds the topology's code answers (UNAVAILABLE from one
 	// still fetching it). Needs read-conf on the topology.
 	GetTopologyConf(context.Context, *GetTopologyConfRequest) (*GetTopologyConfResponse, error)
+	// GetNimbusConfig returns the answering nimbus's effective configuration:
+	// every key it knows, its value and where the value came from, secrets
+	// redacted. Any nimbus answers for itself. Needs read-nimbus-config
+	// (nimbus.admins).
+	GetNimbusConfig(context.Context, *GetNimbusConfigRequest) (*GetNimbusConfigResponse, error)
 	mustEmbedUnimplementedNimbusServiceServer()
 }
 
@@ -241,6 +262,9 @@ func (UnimplementedNimbusServiceServer) GetTopologyInfo(context.Context, *GetTop
 }
 func (UnimplementedNimbusServiceServer) GetTopologyConf(context.Context, *GetTopologyConfRequest) (*GetTopologyConfResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetTopologyConf not implemented")
+}
+func (UnimplementedNimbusServiceServer) GetNimbusConfig(context.Context, *GetNimbusConfigRequest) (*GetNimbusConfigResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetNimbusConfig not implemented")
 }
 func (UnimplementedNimbusServiceServer) mustEmbedUnimplementedNimbusServiceServer() {}
 func (UnimplementedNimbusServiceServer) testEmbeddedByValue()                       {}
@@ -414,6 +438,24 @@ func _NimbusService_GetTopologyConf_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _NimbusService_GetNimbusConfig_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetNimbusConfigRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NimbusServiceServer).GetNimbusConfig(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NimbusService_GetNimbusConfig_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NimbusServiceServer).GetNimbusConfig(ctx, req.(*GetNimbusConfigRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // NimbusService_ServiceDesc is the grpc.ServiceDesc for NimbusService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -452,6 +494,10 @@ var NimbusService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetTopologyConf",
 			Handler:    _NimbusService_GetTopologyConf_Handler,
+		},
+		{
+			MethodName: "GetNimbusConfig",
+			Handler:    _NimbusService_GetNimbusConfig_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
