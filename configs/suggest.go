@@ -1,6 +1,43 @@
 package configs
 
-import "strings"
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+// UnknownFlag returns the flag name err, a pflag parse error, says is
+// unknown, as typed ("-seeds", a long name with one dash, counts as
+// "seeds"); ok is false for any other error.
+func UnknownFlag(err error) (typed string, ok bool) {
+	var unknown *pflag.NotExistError
+	if !errors.As(err, &unknown) {
+		return "", false
+	}
+	typed = unknown.GetSpecifiedName()
+	if group := unknown.GetSpecifiedShortnames(); group != "" {
+		typed = group
+	}
+	return typed, true
+}
+
+// SuggestFlag adds to err, when it is about an unknown flag, the flag of
+// fs it is close to (--seed: did you mean --seeds?); it returns err
+// unchanged otherwise.
+func SuggestFlag(fs *pflag.FlagSet, err error) error {
+	typed, ok := UnknownFlag(err)
+	if !ok {
+		return err
+	}
+	var names []string
+	fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
+	if s := Closest(typed, names); s != "" {
+		return fmt.Errorf("%w (did you mean --%s?)", err, s)
+	}
+	return err
+}
 
 // Closest returns the candidate that name is most likely a misspelling of
 // (or name's own candidate, in any case), or "" when none is close enough

@@ -116,7 +116,7 @@ func newRootCommand(g *globals) *cobra.Command {
 		SilenceUsage:      true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
-	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return &usageError{suggestFlag(cmd, err)} })
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return &usageError{configs.SuggestFlag(cmd.Flags(), err)} })
 	// --version prints the version line (cobra's flag, without the -v it
 	// would add: that letter stays free).
 	root.Version = version.String("stormctl")
@@ -139,25 +139,6 @@ func newRootCommand(g *globals) *cobra.Command {
 		newTLSCommand(g), newVersionCommand(g),
 	)
 	return root
-}
-
-// suggestFlag adds to an unknown flag's error the flag of cmd it is
-// close to (--seed: did you mean --seeds?).
-func suggestFlag(cmd *cobra.Command, err error) error {
-	var unknown *pflag.NotExistError
-	if !errors.As(err, &unknown) {
-		return err
-	}
-	typed := unknown.GetSpecifiedName()
-	if group := unknown.GetSpecifiedShortnames(); group != "" {
-		typed = group // -seeds: a long name with one dash
-	}
-	var names []string
-	cmd.Flags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
-	if s := configs.Closest(typed, names); s != "" {
-		return fmt.Errorf("%w (did you mean --%s?)", err, s)
-	}
-	return err
 }
 
 // noArgs rejects positional arguments as a usage error.

@@ -106,13 +106,9 @@ func writeUsage(w io.Writer, name string, fs *pflag.FlagSet) {
 // flag, the flag it is close to, or, when it names a key this daemon takes
 // only from the file or the environment, where to set it.
 func flagError(name string, fs *pflag.FlagSet, err error) error {
-	var unknown *pflag.NotExistError
-	if !errors.As(err, &unknown) {
+	typed, ok := configs.UnknownFlag(err)
+	if !ok {
 		return err
-	}
-	typed := unknown.GetSpecifiedName()
-	if group := unknown.GetSpecifiedShortnames(); group != "" {
-		typed = group // -config: a long name with one dash
 	}
 	for _, key := range configs.Keys() {
 		if strings.EqualFold(key, typed) && fs.Lookup(key) == nil {
@@ -120,12 +116,7 @@ func flagError(name string, fs *pflag.FlagSet, err error) error {
 				err, key, name, configs.EnvName(key))
 		}
 	}
-	var names []string
-	fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
-	if s := configs.Closest(typed, names); s != "" {
-		return fmt.Errorf("%w (did you mean --%s?)", err, s)
-	}
-	return err
+	return configs.SuggestFlag(fs, err)
 }
 
 // strayArguments refuses what is left after the flags, naming it. A
