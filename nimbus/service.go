@@ -71,7 +71,7 @@ func (s *service) GetTopologyInfo(ctx context.Context, req *nimbusv1.GetTopology
 		// What a worker printed is not redacted: it may hold what its conf
 		// does, so it takes the right to read the conf.
 		id, base := resp.GetTopology().GetId(), s.view.storms.Snapshot()[resp.GetTopology().GetId()]
-		if err := s.authorize(ctx, auth.ActionReadConf, id, base); err != nil {
+		if err := s.authorize(ctx, auth.ActionReadConf, id, base, s.storedSpec(id)); err != nil {
 			return nil, apierr.ToStatus(err)
 		}
 	}
@@ -140,8 +140,8 @@ func (s *service) KillTopology(ctx context.Context, req *nimbusv1.KillTopologyRe
 		return nil, apierr.ToStatus(err)
 	}
 	var wait time.Duration
-	err := s.transitionOf(ctx, req.GetName(), auth.ActionKill, func(id string) change {
-		wait = s.actionWait(id, req.WaitSecs)
+	err := s.transitionOf(ctx, req.GetName(), auth.ActionKill, func(id string, spec storedSpec) change {
+		wait = s.actionWait(id, spec, req.WaitSecs)
 		return kill(wait, time.Now)
 	})
 	if err == nil {
@@ -177,8 +177,8 @@ func (s *service) RebalanceTopology(ctx context.Context, req *nimbusv1.Rebalance
 		field = "num_workers"
 	}
 	var wait time.Duration
-	err := s.transitionOf(ctx, req.GetName(), auth.ActionRebalance, func(id string) change {
-		wait = s.actionWait(id, req.WaitSecs)
+	err := s.transitionOf(ctx, req.GetName(), auth.ActionRebalance, func(id string, spec storedSpec) change {
+		wait = s.actionWait(id, spec, req.WaitSecs)
 		return withinBudget(rebalance(req, wait, time.Now), s.zkBudget(), field)
 	})
 	if err == nil {
@@ -188,17 +188,26 @@ func (s *service) RebalanceTopology(ctx context.Context, req *nimbusv1.Rebalance
 	return &nimbusv1.RebalanceTopologyResponse{}, apierr.ToStatus(err)
 }
 
+// storedSpec reads, once and only when first called, the spec stored with
+// a topology's code (the leader holds every committed topology's), so
+// that authorization and an edit that both need its conf share one read.
+type storedSpec func() (*nimbusv1.TopologySpec, error)
+
+// storedSpec is topology id's storedSpec.
+func (s *service) storedSpec(id string) storedSpec {
+	return sync.OnceValues(func() (*nimbusv1.TopologySpec, error) { return codeservice.ReadSpec(s.store, id) })
+}
+
 // authorize asks whether the caller may act on topology id: its owner,
-// the principals in its topology.users (read from the conf stored with its
-// code, which the leader holds) and nimbus.admins may. Without the stored
-// conf (a killed topology's code may be gone) only the owner and admins
-// may.
-func (s *service) authorize(ctx context.Context, act auth.Action, id string, base *clusterv1.StormBase) error {
+// the principals in its topology.users (read from spec, the conf stored
+// with its code) and nimbus.admins may. Without the stored conf (a killed
+// topology's code may be gone) only the owner and admins may.
+func (s *service) authorize(ctx context.Context, act auth.Action, id string, base *clusterv1.StormBase, spec storedSpec) error {
 	if !s.authz.Enabled() {
 		return nil
 	}
 	var users []string
-	if spec, err := codeservice.ReadSpec(s.store, id); err == nil {
+	if spec, err := spec(); err == nil {
 		users = auth.TopologyUsers(spec.GetConfig())
 	}
 	return s.authz.Topology(ctx, act, id, base.GetOwner(), users)
@@ -208,11 +217,11 @@ func (s *service) authorize(ctx context.Context, act auth.Action, id string, bas
 // wait_secs if the request sets it, else the topology's
 // topology.message.timeout.secs, read from the spec stored with its code
 // (the leader holds every committed topology's code), else the nimbus's.
-func (s *service) actionWait(id string, waitSecs *int32) time.Duration {
+func (s *service) actionWait(id string, stored storedSpec, waitSecs *int32) time.Duration {
 	if waitSecs != nil {
 		return time.Duration(*waitSecs) * time.Second
 	}
-	spec, err := codeservice.ReadSpec(s.store, id)
+	spec, err := stored()
 	if err != nil {
 		s.log.Warn("cannot read the topology's conf; waiting the nimbus's message timeout",
 			"topology", id, "wait", s.cfg.TopologyMessageTimeout, "err", err)
@@ -231,10 +240,11 @@ func (s *service) GetTopologyConf(ctx context.Context, req *nimbusv1.GetTopology
 	if err != nil {
 		return nil, apierr.ToStatus(err)
 	}
-	if err := s.authorize(ctx, auth.ActionReadConf, id, base); err != nil {
+	stored := s.storedSpec(id)
+	if err := s.authorize(ctx, auth.ActionReadConf, id, base, stored); err != nil {
 		return nil, apierr.ToStatus(err)
 	}
-	spec, err := codeservice.ReadSpec(s.store, id)
+	spec, err := stored()
 	if errors.Is(err, codedistributor.ErrNotHeld) {
 		err = fmt.Errorf("%w: this nimbus does not hold the code of %s yet; ask the leader", apierr.ErrCodeStoreUnavailable, req.GetName())
 	}
@@ -257,12 +267,13 @@ func (s *service) zkBudget() zkBudget {
 // undo it). edit reports whether it changed anything; either way the
 // answer comes from a nimbus that still leads.
 func (s *service) transition(ctx context.Context, name string, act auth.Action, edit change) error {
-	return s.transitionOf(ctx, name, act, func(string) change { return edit })
+	return s.transitionOf(ctx, name, act, func(string, storedSpec) change { return edit })
 }
 
 // transitionOf is transition with an edit that depends on the topology's
-// id (its conf's message timeout: actionWait).
-func (s *service) transitionOf(ctx context.Context, name string, act auth.Action, editOf func(id string) change) error {
+// id and stored spec (its conf's message timeout: actionWait), which it
+// shares with authorize.
+func (s *service) transitionOf(ctx context.Context, name string, act auth.Action, editOf func(id string, spec storedSpec) change) error {
 	term, err := s.leaderTerm(ctx)
 	if err != nil {
 		return err
@@ -271,10 +282,11 @@ func (s *service) transitionOf(ctx context.Context, name string, act auth.Action
 	if err != nil {
 		return err
 	}
-	if err := s.authorize(ctx, act, id, cached); err != nil {
+	spec := s.storedSpec(id)
+	if err := s.authorize(ctx, act, id, cached, spec); err != nil {
 		return err
 	}
-	edit := editOf(id)
+	edit := editOf(id, spec)
 	path := s.sess.Paths().Storm(id)
 	for range 3 {
 		data, stat, err := s.sess.Conn().Get(path)
