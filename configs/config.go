@@ -20,6 +20,9 @@ const (
 	KeyNimbusGRPCPort         = "nimbus.grpc.port"
 	KeyNimbusMetricsPort      = "nimbus.metrics.port"
 	KeyNimbusSeeds            = "nimbus.seeds"
+	KeyUIPort                 = "ui.port"
+	KeyUIHost                 = "ui.host"
+	KeyUIActionsEnabled       = "ui.actions.enabled"
 	KeyNimbusDrainTimeout     = "nimbus.drain.timeout.secs"
 	KeyNimbusMaxArtifactBytes = "nimbus.max.artifact.bytes"
 	KeyCodeDistributorClass   = "storm.codedistributor.class"
@@ -95,6 +98,7 @@ const (
 	DefaultNimbusGRPCPort         = 6627
 	DefaultNimbusMetricsPort      = 6628
 	DefaultNimbusSeed             = "localhost:6627"
+	DefaultUIPort                 = 8080 // Storm's
 	DefaultNimbusDrainTimeout     = 10 * time.Second
 	DefaultNimbusMaxArtifactBytes = 512 << 20
 	DefaultCodeDistributorClass   = "localfs"
@@ -186,6 +190,9 @@ type Config struct {
 	NimbusGRPCPort         int           // nimbus.grpc.port: 0 picks a free port
 	NimbusMetricsPort      int           // nimbus.metrics.port: 0 picks a free port, -1 disables
 	NimbusSeeds            []string      // nimbus.seeds: host or host:port; see SeedAddrs
+	UIPort                 int           // ui.port: the REST API and web UI; 0 picks a free port, -1 disables
+	UIHost                 string        // ui.host: the address to bind; empty binds as nimbus.grpc.port does
+	UIActionsEnabled       bool          // ui.actions.enabled: false refuses the REST API's POSTs
 	NimbusDrainTimeout     time.Duration // nimbus.drain.timeout.secs: wait for in-flight RPCs on stop
 	NimbusMaxArtifactBytes int64         // nimbus.max.artifact.bytes
 
@@ -264,6 +271,8 @@ func Default() *Config {
 		NimbusGRPCPort:          DefaultNimbusGRPCPort,
 		NimbusMetricsPort:       DefaultNimbusMetricsPort,
 		NimbusSeeds:             []string{DefaultNimbusSeed},
+		UIPort:                  DefaultUIPort,
+		UIActionsEnabled:        true,
 		NimbusDrainTimeout:      DefaultNimbusDrainTimeout,
 		NimbusMaxArtifactBytes:  DefaultNimbusMaxArtifactBytes,
 		CodeDistributorClass:    DefaultCodeDistributorClass,
@@ -326,6 +335,9 @@ var fields = []field{
 	{KeyNimbusGRPCPort, 0, "gRPC port (0 picks a free port)", func(c *Config) any { return &c.NimbusGRPCPort }},
 	{KeyNimbusMetricsPort, 0, "metrics HTTP port (0 picks a free port, -1 disables)", func(c *Config) any { return &c.NimbusMetricsPort }},
 	{KeyNimbusSeeds, 0, "nimbus addresses, host or host:port, comma-separated", func(c *Config) any { return &c.NimbusSeeds }},
+	{KeyUIPort, 0, "REST API and web UI port (0 picks a free port, -1 disables)", func(c *Config) any { return &c.UIPort }},
+	{KeyUIHost, 0, "address the REST API and web UI bind (empty: as the gRPC port)", func(c *Config) any { return &c.UIHost }},
+	{KeyUIActionsEnabled, 0, "allow the REST API's actions (activate, deactivate, rebalance, kill)", func(c *Config) any { return &c.UIActionsEnabled }},
 	{KeyNimbusDrainTimeout, time.Second, "how long a stopping nimbus waits for in-flight RPCs (secs or a duration)", func(c *Config) any { return &c.NimbusDrainTimeout }},
 	{KeyNimbusMaxArtifactBytes, 0, "largest topology artifact accepted, in bytes", func(c *Config) any { return &c.NimbusMaxArtifactBytes }},
 	{KeyCodeDistributorClass, 0, "code distributor: localfs (the default), hdfs or bittorrent", func(c *Config) any { return &c.CodeDistributorClass }},
@@ -382,7 +394,7 @@ var fields = []field{
 func NimbusFlagKeys() []string {
 	return []string{
 		KeyZKServers, KeyZKPort, KeyZKRoot, KeyZKSessionTimeout, KeyZKConnectionTimeout, KeyLocalDir,
-		KeyNimbusHost, KeyNimbusGRPCPort, KeyNimbusMetricsPort, KeyCodeDistributorClass, KeyLogLevel, KeyLogFormat,
+		KeyNimbusHost, KeyNimbusGRPCPort, KeyNimbusMetricsPort, KeyUIPort, KeyUIHost, KeyUIActionsEnabled, KeyCodeDistributorClass, KeyLogLevel, KeyLogFormat,
 		KeyMinReplicationCount, KeyMaxReplicationWait, KeyCodeSyncFreq, KeyNimbusMaxArtifactBytes, KeyTopologyMessageTimeout,
 		KeyMonitorFreq, KeySupervisorTimeout, KeyBittorrentPort, KeyBittorrentTrackerURL,
 		KeyBittorrentMaxUpload, KeyBittorrentMaxDownload, KeyBittorrentSeedPeers,

@@ -511,6 +511,9 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{KeyNimbusUploadIdleTimeout, func(c *Config) { c.NimbusUploadIdleTimeout = 0 }},
 		{KeyNimbusMaxStreams, func(c *Config) { c.NimbusMaxStreams = 0 }},
 		{KeyNimbusMaxMessageBytes, func(c *Config) { c.NimbusMaxMessageBytes = 1000 }},
+		{KeyUIPort, func(c *Config) { c.UIPort = -2 }},
+		{KeyUIPort, func(c *Config) { c.UIPort = c.NimbusGRPCPort }},
+		{KeyUIHost, func(c *Config) { c.UIHost = "nimbus1.example.com" }},
 	} {
 		covered[tc.key] = true
 		c := Default()
@@ -522,7 +525,7 @@ func TestValidateNamesTheKey(t *testing.T) {
 	}
 	for _, key := range Keys() {
 		// Any user name is valid; so is either value of these switches.
-		if !covered[key] && key != KeyHDFSUser && key != KeyTLSEnable && key != KeyMetricsPprof && key != KeyRunWorkerAsUser {
+		if !covered[key] && key != KeyHDFSUser && key != KeyTLSEnable && key != KeyMetricsPprof && key != KeyRunWorkerAsUser && key != KeyUIActionsEnabled {
 			t.Errorf("no validation case for %s", key)
 		}
 	}

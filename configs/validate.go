@@ -52,6 +52,13 @@ func (c *Config) Validate() error {
 	if c.NimbusMetricsPort > 0 && c.NimbusMetricsPort == c.NimbusGRPCPort {
 		add(invalid(KeyNimbusMetricsPort, "%d is also %s", c.NimbusMetricsPort, KeyNimbusGRPCPort))
 	}
+	add(inRange(KeyUIPort, c.UIPort, MetricsDisabled, 65535))
+	if c.UIPort > 0 && (c.UIPort == c.NimbusGRPCPort || c.UIPort == c.NimbusMetricsPort) {
+		add(invalid(KeyUIPort, "%d is also %s or %s", c.UIPort, KeyNimbusGRPCPort, KeyNimbusMetricsPort))
+	}
+	if c.UIHost != "" && net.ParseIP(c.UIHost) == nil {
+		add(invalid(KeyUIHost, "%q is not an IP address to bind", c.UIHost))
+	}
 	if len(c.NimbusSeeds) == 0 {
 		add(invalid(KeyNimbusSeeds, "must not be empty"))
 	}

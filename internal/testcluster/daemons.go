@@ -83,7 +83,7 @@ func (c *Cluster) common(local string) []string {
 	}
 }
 
-// StartNimbus starts a nimbus on 127.0.0.1 (metrics on a free port) and
+// StartNimbus starts a nimbus on 127.0.0.1 (metrics and UI on free ports) and
 // blocks until its ready line, for up to 30 s. It returns an error if the
 // process cannot start, exits first or is not ready in time; the process
 // is stopped at Close either way. It may be called from any goroutine.
@@ -96,6 +96,7 @@ func (c *Cluster) StartNimbus(opts ...DaemonOption) (*Process, error) {
 		"--nimbus.host", "127.0.0.1",
 		"--nimbus.grpc.port", strconv.Itoa(cfg.port),
 		"--nimbus.metrics.port", "0",
+		"--ui.port", "0",
 	)
 	return c.launch(cfg, "nimbus", args)
 }

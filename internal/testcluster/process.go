@@ -38,6 +38,7 @@ type Process struct {
 	isReady     bool
 	addr        string
 	metricsAddr string
+	uiAddr      string
 	id          string
 	torrentAddr string
 	exitErr     error
@@ -107,7 +108,7 @@ func (p *Process) scan(r io.Reader, w io.Writer) {
 			p.mu.Lock()
 			first := !p.isReady
 			p.isReady = true
-			p.addr, p.metricsAddr, p.id = entry.Addr, entry.Metrics, entry.ID
+			p.addr, p.metricsAddr, p.uiAddr, p.id = entry.Addr, entry.Metrics, entry.UI, entry.ID
 			p.mu.Unlock()
 			if first {
 				close(p.ready)
@@ -142,6 +143,18 @@ func (p *Process) MetricsAddr() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.metricsAddr
+}
+
+// UIURL is the base URL of a nimbus's REST API and web UI (ui.port), from
+// its ready line: https in a Cluster WithSecurity.
+func (p *Process) UIURL() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	scheme := "http"
+	if p.metricsTLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + p.uiAddr
 }
 
 // Metrics fetches the daemon's Prometheus metrics page, waiting up to 5 s;

@@ -9,7 +9,7 @@ import (
 // the harness where a daemon is:
 //
 //	{"msg":"bittorrent peer listening","addr":"127.0.0.1:41234",...}  (before the ready line)
-//	{"msg":"nimbus ready","addr":"127.0.0.1:6627","metrics":"127.0.0.1:9100",...}
+//	{"msg":"nimbus ready","addr":"127.0.0.1:6627","metrics":"127.0.0.1:9100","ui":"127.0.0.1:8080",...}
 //	{"msg":"supervisor ready","id":"<supervisor id>","metrics":"...",...}
 //
 // A daemon logs its ready line once it has bound its ports (0 picks free
@@ -25,6 +25,7 @@ type logLine struct {
 	Msg     string `json:"msg"`
 	Addr    string `json:"addr"`
 	Metrics string `json:"metrics"`
+	UI      string `json:"ui"`
 	ID      string `json:"id"`
 }
 
