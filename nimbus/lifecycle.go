@@ -2,6 +2,7 @@ package nimbus
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -51,7 +52,11 @@ func newStormBase(spec *nimbusv1.TopologySpec, digest []byte, epoch int64, now t
 	}
 	for _, c := range spec.GetComponents() {
 		base.ComponentExecutors[c.GetId()] = c.GetParallelism()
+		if c.GetKind() == nimbusv1.ComponentKind_COMPONENT_KIND_SPOUT {
+			base.SpoutIds = append(base.SpoutIds, c.GetId())
+		}
 	}
+	slices.Sort(base.SpoutIds)
 	return base
 }
 

@@ -317,14 +317,19 @@ func TestRunSubmitFile(t *testing.T) {
 		Name:       "wordcount",
 		NumWorkers: 2,
 		Components: []*nimbusv1.ComponentSpec{
-			{Id: "sentence", Parallelism: 1}, {Id: "split", Parallelism: 2}, {Id: "count", Parallelism: 3},
+			{Id: "sentence", Parallelism: 1, Kind: spout}, {Id: "split", Parallelism: 2, Kind: bolt}, {Id: "count", Parallelism: 3, Kind: bolt},
 		},
 		WorkerCommand: []string{"{code_dir}/artifact", "--port", "{port}"},
 		InitialStatus: nimbusv1.InitialStatus_INITIAL_STATUS_ACTIVE,
 		Owner:         "alice",
 		ArtifactBytes: 1<<20 + 3,
 	}
-	checkRequests(t, f, spec, spec)
+	// --component says nothing of the kind: only a file tells spouts from bolts.
+	fromFlags := proto.CloneOf(spec)
+	for _, c := range fromFlags.Components {
+		c.Kind = nimbusv1.ComponentKind_COMPONENT_KIND_UNSPECIFIED
+	}
+	checkRequests(t, f, spec, fromFlags)
 
 	// The file's artifact, relative to the file, not to the working
 	// directory.
@@ -366,7 +371,7 @@ bolts:
 		Name:       "w",
 		NumWorkers: 2,
 		Components: []*nimbusv1.ComponentSpec{
-			{Id: "s", Parallelism: 1}, {Id: "b", Parallelism: 2}, {Id: "c", Parallelism: 3},
+			{Id: "s", Parallelism: 1, Kind: spout}, {Id: "b", Parallelism: 2, Kind: bolt}, {Id: "c", Parallelism: 3, Kind: bolt},
 		},
 		WorkerCommand: []string{"{code_dir}/artifact", "--port", "{port}"},
 		Config:        map[string]string{"topology.debug": "false", "keep": "x"},

@@ -368,7 +368,8 @@ type entry struct{ key, val *yaml.Node }
 func (p *fileParser) components(spouts, bolts entry) ([]*nimbusv1.ComponentSpec, error) {
 	var out []*nimbusv1.ComponentSpec
 	ids := map[string]string{} // id -> where it was declared
-	for _, list := range []entry{spouts, bolts} {
+	kinds := []nimbusv1.ComponentKind{nimbusv1.ComponentKind_COMPONENT_KIND_SPOUT, nimbusv1.ComponentKind_COMPONENT_KIND_BOLT}
+	for li, list := range []entry{spouts, bolts} {
 		k, n := list.key, list.val
 		if k == nil || n.ShortTag() == "!!null" {
 			continue
@@ -381,6 +382,7 @@ func (p *fileParser) components(spouts, bolts entry) ([]*nimbusv1.ComponentSpec,
 			if err != nil {
 				return nil, err
 			}
+			c.Kind = kinds[li]
 			out = append(out, c)
 		}
 	}

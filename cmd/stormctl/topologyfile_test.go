@@ -44,7 +44,7 @@ spouts:
 		Name:       "wordcount",
 		NumWorkers: 3,
 		Components: []*nimbusv1.ComponentSpec{
-			{Id: "sentence", Parallelism: 4}, {Id: "split", Parallelism: 2}, {Id: "count", Parallelism: 1},
+			{Id: "sentence", Parallelism: 4, Kind: spout}, {Id: "split", Parallelism: 2, Kind: bolt}, {Id: "count", Parallelism: 1, Kind: bolt},
 		},
 		WorkerCommand: []string{"java", "-jar", "{code_dir}/app.jar", "--port", "{port}"},
 		Config: map[string]string{
@@ -85,13 +85,13 @@ func TestParseTopologyFileForms(t *testing.T) {
 		{
 			name: "minimal: no workers, command or config",
 			text: "name: w\nspouts:\n  - id: s\n",
-			want: &nimbusv1.TopologySpec{Name: "w", Components: []*nimbusv1.ComponentSpec{{Id: "s", Parallelism: 1}}},
+			want: &nimbusv1.TopologySpec{Name: "w", Components: []*nimbusv1.ComponentSpec{{Id: "s", Parallelism: 1, Kind: spout}}},
 		},
 		{
 			name: "the command as a list, the argv as is",
 			text: "name: w\nworkerCommand:\n  - '{code_dir}/run'\n  - --name\n  - word count\n  - 7\nbolts: [{id: b, parallelism: 2}]\n",
 			want: &nimbusv1.TopologySpec{
-				Name: "w", Components: []*nimbusv1.ComponentSpec{{Id: "b", Parallelism: 2}},
+				Name: "w", Components: []*nimbusv1.ComponentSpec{{Id: "b", Parallelism: 2, Kind: bolt}},
 				WorkerCommand: []string{"{code_dir}/run", "--name", "word count", "7"},
 			},
 		},
@@ -99,7 +99,7 @@ func TestParseTopologyFileForms(t *testing.T) {
 			name: "an absolute artifact, empty lists, null config, an alias",
 			text: "name: w\nartifact: /opt/w.bin\nconfig:\nbolts: []\nspouts:\n  - id: s\n    parallelism: &p 5\n  - id: t\n    parallelism: *p\n",
 			want: &nimbusv1.TopologySpec{
-				Name: "w", Components: []*nimbusv1.ComponentSpec{{Id: "s", Parallelism: 5}, {Id: "t", Parallelism: 5}},
+				Name: "w", Components: []*nimbusv1.ComponentSpec{{Id: "s", Parallelism: 5, Kind: spout}, {Id: "t", Parallelism: 5, Kind: spout}},
 			},
 			artifact: "/opt/w.bin",
 		},
@@ -107,7 +107,7 @@ func TestParseTopologyFileForms(t *testing.T) {
 			name: "numbers and booleans as written, quoted or not",
 			text: "name: 42\nconfig:\n  a: 0x10\n  b: yes\n  c: '007'\n  d: 1.50\nspouts: [{id: s}]\n",
 			want: &nimbusv1.TopologySpec{
-				Name: "42", Components: []*nimbusv1.ComponentSpec{{Id: "s", Parallelism: 1}},
+				Name: "42", Components: []*nimbusv1.ComponentSpec{{Id: "s", Parallelism: 1, Kind: spout}},
 				Config: map[string]string{"a": "0x10", "b": "yes", "c": "007", "d": "1.50"},
 			},
 		},

@@ -174,8 +174,11 @@ type StormBase struct {
 	ActionDeadlineUnixMs int64 `protobuf:"varint,10,opt,name=action_deadline_unix_ms,json=actionDeadlineUnixMs,proto3" json:"action_deadline_unix_ms,omitempty"`
 	// Set while status is REBALANCING.
 	PendingRebalance *RebalancePlan `protobuf:"bytes,11,opt,name=pending_rebalance,json=pendingRebalance,proto3" json:"pending_rebalance,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The components submitted as spouts (ComponentSpec.kind), sorted; the
+	// others are bolts.
+	SpoutIds      []string `protobuf:"bytes,12,rep,name=spout_ids,json=spoutIds,proto3" json:"spout_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StormBase) Reset() {
@@ -281,6 +284,13 @@ func (x *StormBase) GetActionDeadlineUnixMs() int64 {
 func (x *StormBase) GetPendingRebalance() *RebalancePlan {
 	if x != nil {
 		return x.PendingRebalance
+	}
+	return nil
+}
+
+func (x *StormBase) GetSpoutIds() []string {
+	if x != nil {
+		return x.SpoutIds
 	}
 	return nil
 }
@@ -1105,7 +1115,7 @@ const file_cluster_v1_cluster_proto_rawDesc = "" +
 	"\x04host\x18\x01 \x01(\tR\x04host\x12\x12\n" +
 	"\x04port\x18\x02 \x01(\x05R\x04port\x12+\n" +
 	"\x12start_time_unix_ms\x18\x03 \x01(\x03R\x0fstartTimeUnixMs\x12\x18\n" +
-	"\aversion\x18\x04 \x01(\tR\aversion\"\xe8\x04\n" +
+	"\aversion\x18\x04 \x01(\tR\aversion\"\x85\x05\n" +
 	"\tStormBase\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05owner\x18\x02 \x01(\tR\x05owner\x122\n" +
@@ -1119,7 +1129,8 @@ const file_cluster_v1_cluster_proto_rawDesc = "" +
 	"\x0fprevious_status\x18\t \x01(\x0e2\x1a.cluster.v1.TopologyStatusR\x0epreviousStatus\x125\n" +
 	"\x17action_deadline_unix_ms\x18\n" +
 	" \x01(\x03R\x14actionDeadlineUnixMs\x12F\n" +
-	"\x11pending_rebalance\x18\v \x01(\v2\x19.cluster.v1.RebalancePlanR\x10pendingRebalance\x1aE\n" +
+	"\x11pending_rebalance\x18\v \x01(\v2\x19.cluster.v1.RebalancePlanR\x10pendingRebalance\x12\x1b\n" +
+	"\tspout_ids\x18\f \x03(\tR\bspoutIds\x1aE\n" +
 	"\x17ComponentExecutorsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\xdb\x01\n" +

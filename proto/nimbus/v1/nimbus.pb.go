@@ -28,6 +28,56 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// ComponentKind is what a component is in Storm's terms.
+type ComponentKind int32
+
+const (
+	ComponentKind_COMPONENT_KIND_UNSPECIFIED ComponentKind = 0
+	ComponentKind_COMPONENT_KIND_SPOUT       ComponentKind = 1
+	ComponentKind_COMPONENT_KIND_BOLT        ComponentKind = 2
+)
+
+// Enum value maps for ComponentKind.
+var (
+	ComponentKind_name = map[int32]string{
+		0: "COMPONENT_KIND_UNSPECIFIED",
+		1: "COMPONENT_KIND_SPOUT",
+		2: "COMPONENT_KIND_BOLT",
+	}
+	ComponentKind_value = map[string]int32{
+		"COMPONENT_KIND_UNSPECIFIED": 0,
+		"COMPONENT_KIND_SPOUT":       1,
+		"COMPONENT_KIND_BOLT":        2,
+	}
+)
+
+func (x ComponentKind) Enum() *ComponentKind {
+	p := new(ComponentKind)
+	*p = x
+	return p
+}
+
+func (x ComponentKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ComponentKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_nimbus_v1_nimbus_proto_enumTypes[0].Descriptor()
+}
+
+func (ComponentKind) Type() protoreflect.EnumType {
+	return &file_nimbus_v1_nimbus_proto_enumTypes[0]
+}
+
+func (x ComponentKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ComponentKind.Descriptor instead.
+func (ComponentKind) EnumDescriptor() ([]byte, []int) {
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{0}
+}
+
 // InitialStatus is the status a submitted topology starts in.
 type InitialStatus int32
 
@@ -63,11 +113,11 @@ func (x InitialStatus) String() string {
 }
 
 func (InitialStatus) Descriptor() protoreflect.EnumDescriptor {
-	return file_nimbus_v1_nimbus_proto_enumTypes[0].Descriptor()
+	return file_nimbus_v1_nimbus_proto_enumTypes[1].Descriptor()
 }
 
 func (InitialStatus) Type() protoreflect.EnumType {
-	return &file_nimbus_v1_nimbus_proto_enumTypes[0]
+	return &file_nimbus_v1_nimbus_proto_enumTypes[1]
 }
 
 func (x InitialStatus) Number() protoreflect.EnumNumber {
@@ -76,14 +126,17 @@ func (x InitialStatus) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use InitialStatus.Descriptor instead.
 func (InitialStatus) EnumDescriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{0}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{1}
 }
 
 // ComponentSpec is one spout or bolt and its parallelism.
 type ComponentSpec struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Parallelism   int32                  `protobuf:"varint,2,opt,name=parallelism,proto3" json:"parallelism,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Id          string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Parallelism int32                  `protobuf:"varint,2,opt,name=parallelism,proto3" json:"parallelism,omitempty"`
+	// Whether it is a spout or a bolt, for the REST API's spouts and bolts
+	// (a topology file says; unspecified is shown as a bolt).
+	Kind          ComponentKind `protobuf:"varint,3,opt,name=kind,proto3,enum=nimbus.v1.ComponentKind" json:"kind,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -130,6 +183,13 @@ func (x *ComponentSpec) GetParallelism() int32 {
 		return x.Parallelism
 	}
 	return 0
+}
+
+func (x *ComponentSpec) GetKind() ComponentKind {
+	if x != nil {
+		return x.Kind
+	}
+	return ComponentKind_COMPONENT_KIND_UNSPECIFIED
 }
 
 // TopologySpec describes a topology to submit.
@@ -2298,10 +2358,11 @@ var File_nimbus_v1_nimbus_proto protoreflect.FileDescriptor
 
 const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\n" +
-	"\x16nimbus/v1/nimbus.proto\x12\tnimbus.v1\x1a\x18cluster/v1/cluster.proto\"A\n" +
+	"\x16nimbus/v1/nimbus.proto\x12\tnimbus.v1\x1a\x18cluster/v1/cluster.proto\"o\n" +
 	"\rComponentSpec\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12 \n" +
-	"\vparallelism\x18\x02 \x01(\x05R\vparallelism\"\x9a\x03\n" +
+	"\vparallelism\x18\x02 \x01(\x05R\vparallelism\x12,\n" +
+	"\x04kind\x18\x03 \x01(\x0e2\x18.nimbus.v1.ComponentKindR\x04kind\"\x9a\x03\n" +
 	"\fTopologySpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vnum_workers\x18\x02 \x01(\x05R\n" +
@@ -2474,7 +2535,11 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\vtopology_id\x18\x01 \x01(\tR\n" +
 	"topologyId\")\n" +
 	"\x13GetCodeMetaResponse\x12\x12\n" +
-	"\x04meta\x18\x01 \x01(\fR\x04meta*g\n" +
+	"\x04meta\x18\x01 \x01(\fR\x04meta*b\n" +
+	"\rComponentKind\x12\x1e\n" +
+	"\x1aCOMPONENT_KIND_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14COMPONENT_KIND_SPOUT\x10\x01\x12\x17\n" +
+	"\x13COMPONENT_KIND_BOLT\x10\x02*g\n" +
 	"\rInitialStatus\x12\x1e\n" +
 	"\x1aINITIAL_STATUS_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15INITIAL_STATUS_ACTIVE\x10\x01\x12\x1b\n" +
@@ -2506,104 +2571,106 @@ func file_nimbus_v1_nimbus_proto_rawDescGZIP() []byte {
 	return file_nimbus_v1_nimbus_proto_rawDescData
 }
 
-var file_nimbus_v1_nimbus_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_nimbus_v1_nimbus_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
 var file_nimbus_v1_nimbus_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_nimbus_v1_nimbus_proto_goTypes = []any{
-	(InitialStatus)(0),                 // 0: nimbus.v1.InitialStatus
-	(*ComponentSpec)(nil),              // 1: nimbus.v1.ComponentSpec
-	(*TopologySpec)(nil),               // 2: nimbus.v1.TopologySpec
-	(*ArtifactTrailer)(nil),            // 3: nimbus.v1.ArtifactTrailer
-	(*SubmitTopologyRequest)(nil),      // 4: nimbus.v1.SubmitTopologyRequest
-	(*SubmitTopologyResponse)(nil),     // 5: nimbus.v1.SubmitTopologyResponse
-	(*KillTopologyRequest)(nil),        // 6: nimbus.v1.KillTopologyRequest
-	(*KillTopologyResponse)(nil),       // 7: nimbus.v1.KillTopologyResponse
-	(*ActivateTopologyRequest)(nil),    // 8: nimbus.v1.ActivateTopologyRequest
-	(*ActivateTopologyResponse)(nil),   // 9: nimbus.v1.ActivateTopologyResponse
-	(*DeactivateTopologyRequest)(nil),  // 10: nimbus.v1.DeactivateTopologyRequest
-	(*DeactivateTopologyResponse)(nil), // 11: nimbus.v1.DeactivateTopologyResponse
-	(*RebalanceTopologyRequest)(nil),   // 12: nimbus.v1.RebalanceTopologyRequest
-	(*RebalanceTopologyResponse)(nil),  // 13: nimbus.v1.RebalanceTopologyResponse
-	(*GetClusterInfoRequest)(nil),      // 14: nimbus.v1.GetClusterInfoRequest
-	(*GetClusterInfoResponse)(nil),     // 15: nimbus.v1.GetClusterInfoResponse
-	(*GetLeaderRequest)(nil),           // 16: nimbus.v1.GetLeaderRequest
-	(*GetLeaderResponse)(nil),          // 17: nimbus.v1.GetLeaderResponse
-	(*GetTopologyInfoRequest)(nil),     // 18: nimbus.v1.GetTopologyInfoRequest
-	(*GetTopologyInfoResponse)(nil),    // 19: nimbus.v1.GetTopologyInfoResponse
-	(*GetTopologyConfRequest)(nil),     // 20: nimbus.v1.GetTopologyConfRequest
-	(*GetTopologyConfResponse)(nil),    // 21: nimbus.v1.GetTopologyConfResponse
-	(*GetNimbusConfigRequest)(nil),     // 22: nimbus.v1.GetNimbusConfigRequest
-	(*GetNimbusConfigResponse)(nil),    // 23: nimbus.v1.GetNimbusConfigResponse
-	(*ConfEntry)(nil),                  // 24: nimbus.v1.ConfEntry
-	(*NimbusSummary)(nil),              // 25: nimbus.v1.NimbusSummary
-	(*SupervisorSummary)(nil),          // 26: nimbus.v1.SupervisorSummary
-	(*TopologySummary)(nil),            // 27: nimbus.v1.TopologySummary
-	(*WorkerSummary)(nil),              // 28: nimbus.v1.WorkerSummary
-	(*ClusterSummary)(nil),             // 29: nimbus.v1.ClusterSummary
-	(*ExecutorSummary)(nil),            // 30: nimbus.v1.ExecutorSummary
-	(*ReplicaSummary)(nil),             // 31: nimbus.v1.ReplicaSummary
-	(*DownloadCodeRequest)(nil),        // 32: nimbus.v1.DownloadCodeRequest
-	(*DownloadCodeResponse)(nil),       // 33: nimbus.v1.DownloadCodeResponse
-	(*GetCodeMetaRequest)(nil),         // 34: nimbus.v1.GetCodeMetaRequest
-	(*GetCodeMetaResponse)(nil),        // 35: nimbus.v1.GetCodeMetaResponse
-	nil,                                // 36: nimbus.v1.TopologySpec.ConfigEntry
-	nil,                                // 37: nimbus.v1.RebalanceTopologyRequest.ComponentParallelismEntry
-	nil,                                // 38: nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
-	nil,                                // 39: nimbus.v1.GetTopologyInfoResponse.StorageEntry
-	(v1.TopologyStatus)(0),             // 40: cluster.v1.TopologyStatus
-	(*v1.Executor)(nil),                // 41: cluster.v1.Executor
+	(ComponentKind)(0),                 // 0: nimbus.v1.ComponentKind
+	(InitialStatus)(0),                 // 1: nimbus.v1.InitialStatus
+	(*ComponentSpec)(nil),              // 2: nimbus.v1.ComponentSpec
+	(*TopologySpec)(nil),               // 3: nimbus.v1.TopologySpec
+	(*ArtifactTrailer)(nil),            // 4: nimbus.v1.ArtifactTrailer
+	(*SubmitTopologyRequest)(nil),      // 5: nimbus.v1.SubmitTopologyRequest
+	(*SubmitTopologyResponse)(nil),     // 6: nimbus.v1.SubmitTopologyResponse
+	(*KillTopologyRequest)(nil),        // 7: nimbus.v1.KillTopologyRequest
+	(*KillTopologyResponse)(nil),       // 8: nimbus.v1.KillTopologyResponse
+	(*ActivateTopologyRequest)(nil),    // 9: nimbus.v1.ActivateTopologyRequest
+	(*ActivateTopologyResponse)(nil),   // 10: nimbus.v1.ActivateTopologyResponse
+	(*DeactivateTopologyRequest)(nil),  // 11: nimbus.v1.DeactivateTopologyRequest
+	(*DeactivateTopologyResponse)(nil), // 12: nimbus.v1.DeactivateTopologyResponse
+	(*RebalanceTopologyRequest)(nil),   // 13: nimbus.v1.RebalanceTopologyRequest
+	(*RebalanceTopologyResponse)(nil),  // 14: nimbus.v1.RebalanceTopologyResponse
+	(*GetClusterInfoRequest)(nil),      // 15: nimbus.v1.GetClusterInfoRequest
+	(*GetClusterInfoResponse)(nil),     // 16: nimbus.v1.GetClusterInfoResponse
+	(*GetLeaderRequest)(nil),           // 17: nimbus.v1.GetLeaderRequest
+	(*GetLeaderResponse)(nil),          // 18: nimbus.v1.GetLeaderResponse
+	(*GetTopologyInfoRequest)(nil),     // 19: nimbus.v1.GetTopologyInfoRequest
+	(*GetTopologyInfoResponse)(nil),    // 20: nimbus.v1.GetTopologyInfoResponse
+	(*GetTopologyConfRequest)(nil),     // 21: nimbus.v1.GetTopologyConfRequest
+	(*GetTopologyConfResponse)(nil),    // 22: nimbus.v1.GetTopologyConfResponse
+	(*GetNimbusConfigRequest)(nil),     // 23: nimbus.v1.GetNimbusConfigRequest
+	(*GetNimbusConfigResponse)(nil),    // 24: nimbus.v1.GetNimbusConfigResponse
+	(*ConfEntry)(nil),                  // 25: nimbus.v1.ConfEntry
+	(*NimbusSummary)(nil),              // 26: nimbus.v1.NimbusSummary
+	(*SupervisorSummary)(nil),          // 27: nimbus.v1.SupervisorSummary
+	(*TopologySummary)(nil),            // 28: nimbus.v1.TopologySummary
+	(*WorkerSummary)(nil),              // 29: nimbus.v1.WorkerSummary
+	(*ClusterSummary)(nil),             // 30: nimbus.v1.ClusterSummary
+	(*ExecutorSummary)(nil),            // 31: nimbus.v1.ExecutorSummary
+	(*ReplicaSummary)(nil),             // 32: nimbus.v1.ReplicaSummary
+	(*DownloadCodeRequest)(nil),        // 33: nimbus.v1.DownloadCodeRequest
+	(*DownloadCodeResponse)(nil),       // 34: nimbus.v1.DownloadCodeResponse
+	(*GetCodeMetaRequest)(nil),         // 35: nimbus.v1.GetCodeMetaRequest
+	(*GetCodeMetaResponse)(nil),        // 36: nimbus.v1.GetCodeMetaResponse
+	nil,                                // 37: nimbus.v1.TopologySpec.ConfigEntry
+	nil,                                // 38: nimbus.v1.RebalanceTopologyRequest.ComponentParallelismEntry
+	nil,                                // 39: nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
+	nil,                                // 40: nimbus.v1.GetTopologyInfoResponse.StorageEntry
+	(v1.TopologyStatus)(0),             // 41: cluster.v1.TopologyStatus
+	(*v1.Executor)(nil),                // 42: cluster.v1.Executor
 }
 var file_nimbus_v1_nimbus_proto_depIdxs = []int32{
-	1,  // 0: nimbus.v1.TopologySpec.components:type_name -> nimbus.v1.ComponentSpec
-	36, // 1: nimbus.v1.TopologySpec.config:type_name -> nimbus.v1.TopologySpec.ConfigEntry
-	0,  // 2: nimbus.v1.TopologySpec.initial_status:type_name -> nimbus.v1.InitialStatus
-	2,  // 3: nimbus.v1.SubmitTopologyRequest.spec:type_name -> nimbus.v1.TopologySpec
-	3,  // 4: nimbus.v1.SubmitTopologyRequest.trailer:type_name -> nimbus.v1.ArtifactTrailer
-	37, // 5: nimbus.v1.RebalanceTopologyRequest.component_parallelism:type_name -> nimbus.v1.RebalanceTopologyRequest.ComponentParallelismEntry
-	29, // 6: nimbus.v1.GetClusterInfoResponse.cluster:type_name -> nimbus.v1.ClusterSummary
-	25, // 7: nimbus.v1.GetLeaderResponse.leader:type_name -> nimbus.v1.NimbusSummary
-	27, // 8: nimbus.v1.GetTopologyInfoResponse.topology:type_name -> nimbus.v1.TopologySummary
-	30, // 9: nimbus.v1.GetTopologyInfoResponse.executors:type_name -> nimbus.v1.ExecutorSummary
-	31, // 10: nimbus.v1.GetTopologyInfoResponse.replicas:type_name -> nimbus.v1.ReplicaSummary
-	38, // 11: nimbus.v1.GetTopologyInfoResponse.component_parallelism:type_name -> nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
-	39, // 12: nimbus.v1.GetTopologyInfoResponse.storage:type_name -> nimbus.v1.GetTopologyInfoResponse.StorageEntry
-	28, // 13: nimbus.v1.GetTopologyInfoResponse.workers:type_name -> nimbus.v1.WorkerSummary
-	24, // 14: nimbus.v1.GetTopologyConfResponse.entries:type_name -> nimbus.v1.ConfEntry
-	24, // 15: nimbus.v1.GetNimbusConfigResponse.entries:type_name -> nimbus.v1.ConfEntry
-	28, // 16: nimbus.v1.SupervisorSummary.workers:type_name -> nimbus.v1.WorkerSummary
-	40, // 17: nimbus.v1.TopologySummary.status:type_name -> cluster.v1.TopologyStatus
-	26, // 18: nimbus.v1.ClusterSummary.supervisors:type_name -> nimbus.v1.SupervisorSummary
-	27, // 19: nimbus.v1.ClusterSummary.topologies:type_name -> nimbus.v1.TopologySummary
-	25, // 20: nimbus.v1.ClusterSummary.nimbuses:type_name -> nimbus.v1.NimbusSummary
-	41, // 21: nimbus.v1.ExecutorSummary.executor:type_name -> cluster.v1.Executor
-	4,  // 22: nimbus.v1.NimbusService.SubmitTopology:input_type -> nimbus.v1.SubmitTopologyRequest
-	6,  // 23: nimbus.v1.NimbusService.KillTopology:input_type -> nimbus.v1.KillTopologyRequest
-	8,  // 24: nimbus.v1.NimbusService.ActivateTopology:input_type -> nimbus.v1.ActivateTopologyRequest
-	10, // 25: nimbus.v1.NimbusService.DeactivateTopology:input_type -> nimbus.v1.DeactivateTopologyRequest
-	12, // 26: nimbus.v1.NimbusService.RebalanceTopology:input_type -> nimbus.v1.RebalanceTopologyRequest
-	14, // 27: nimbus.v1.NimbusService.GetClusterInfo:input_type -> nimbus.v1.GetClusterInfoRequest
-	16, // 28: nimbus.v1.NimbusService.GetLeader:input_type -> nimbus.v1.GetLeaderRequest
-	18, // 29: nimbus.v1.NimbusService.GetTopologyInfo:input_type -> nimbus.v1.GetTopologyInfoRequest
-	20, // 30: nimbus.v1.NimbusService.GetTopologyConf:input_type -> nimbus.v1.GetTopologyConfRequest
-	22, // 31: nimbus.v1.NimbusService.GetNimbusConfig:input_type -> nimbus.v1.GetNimbusConfigRequest
-	32, // 32: nimbus.v1.CodeService.DownloadCode:input_type -> nimbus.v1.DownloadCodeRequest
-	34, // 33: nimbus.v1.CodeService.GetCodeMeta:input_type -> nimbus.v1.GetCodeMetaRequest
-	5,  // 34: nimbus.v1.NimbusService.SubmitTopology:output_type -> nimbus.v1.SubmitTopologyResponse
-	7,  // 35: nimbus.v1.NimbusService.KillTopology:output_type -> nimbus.v1.KillTopologyResponse
-	9,  // 36: nimbus.v1.NimbusService.ActivateTopology:output_type -> nimbus.v1.ActivateTopologyResponse
-	11, // 37: nimbus.v1.NimbusService.DeactivateTopology:output_type -> nimbus.v1.DeactivateTopologyResponse
-	13, // 38: nimbus.v1.NimbusService.RebalanceTopology:output_type -> nimbus.v1.RebalanceTopologyResponse
-	15, // 39: nimbus.v1.NimbusService.GetClusterInfo:output_type -> nimbus.v1.GetClusterInfoResponse
-	17, // 40: nimbus.v1.NimbusService.GetLeader:output_type -> nimbus.v1.GetLeaderResponse
-	19, // 41: nimbus.v1.NimbusService.GetTopologyInfo:output_type -> nimbus.v1.GetTopologyInfoResponse
-	21, // 42: nimbus.v1.NimbusService.GetTopologyConf:output_type -> nimbus.v1.GetTopologyConfResponse
-	23, // 43: nimbus.v1.NimbusService.GetNimbusConfig:output_type -> nimbus.v1.GetNimbusConfigResponse
-	33, // 44: nimbus.v1.CodeService.DownloadCode:output_type -> nimbus.v1.DownloadCodeResponse
-	35, // 45: nimbus.v1.CodeService.GetCodeMeta:output_type -> nimbus.v1.GetCodeMetaResponse
-	34, // [34:46] is the sub-list for method output_type
-	22, // [22:34] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	0,  // 0: nimbus.v1.ComponentSpec.kind:type_name -> nimbus.v1.ComponentKind
+	2,  // 1: nimbus.v1.TopologySpec.components:type_name -> nimbus.v1.ComponentSpec
+	37, // 2: nimbus.v1.TopologySpec.config:type_name -> nimbus.v1.TopologySpec.ConfigEntry
+	1,  // 3: nimbus.v1.TopologySpec.initial_status:type_name -> nimbus.v1.InitialStatus
+	3,  // 4: nimbus.v1.SubmitTopologyRequest.spec:type_name -> nimbus.v1.TopologySpec
+	4,  // 5: nimbus.v1.SubmitTopologyRequest.trailer:type_name -> nimbus.v1.ArtifactTrailer
+	38, // 6: nimbus.v1.RebalanceTopologyRequest.component_parallelism:type_name -> nimbus.v1.RebalanceTopologyRequest.ComponentParallelismEntry
+	30, // 7: nimbus.v1.GetClusterInfoResponse.cluster:type_name -> nimbus.v1.ClusterSummary
+	26, // 8: nimbus.v1.GetLeaderResponse.leader:type_name -> nimbus.v1.NimbusSummary
+	28, // 9: nimbus.v1.GetTopologyInfoResponse.topology:type_name -> nimbus.v1.TopologySummary
+	31, // 10: nimbus.v1.GetTopologyInfoResponse.executors:type_name -> nimbus.v1.ExecutorSummary
+	32, // 11: nimbus.v1.GetTopologyInfoResponse.replicas:type_name -> nimbus.v1.ReplicaSummary
+	39, // 12: nimbus.v1.GetTopologyInfoResponse.component_parallelism:type_name -> nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
+	40, // 13: nimbus.v1.GetTopologyInfoResponse.storage:type_name -> nimbus.v1.GetTopologyInfoResponse.StorageEntry
+	29, // 14: nimbus.v1.GetTopologyInfoResponse.workers:type_name -> nimbus.v1.WorkerSummary
+	25, // 15: nimbus.v1.GetTopologyConfResponse.entries:type_name -> nimbus.v1.ConfEntry
+	25, // 16: nimbus.v1.GetNimbusConfigResponse.entries:type_name -> nimbus.v1.ConfEntry
+	29, // 17: nimbus.v1.SupervisorSummary.workers:type_name -> nimbus.v1.WorkerSummary
+	41, // 18: nimbus.v1.TopologySummary.status:type_name -> cluster.v1.TopologyStatus
+	27, // 19: nimbus.v1.ClusterSummary.supervisors:type_name -> nimbus.v1.SupervisorSummary
+	28, // 20: nimbus.v1.ClusterSummary.topologies:type_name -> nimbus.v1.TopologySummary
+	26, // 21: nimbus.v1.ClusterSummary.nimbuses:type_name -> nimbus.v1.NimbusSummary
+	42, // 22: nimbus.v1.ExecutorSummary.executor:type_name -> cluster.v1.Executor
+	5,  // 23: nimbus.v1.NimbusService.SubmitTopology:input_type -> nimbus.v1.SubmitTopologyRequest
+	7,  // 24: nimbus.v1.NimbusService.KillTopology:input_type -> nimbus.v1.KillTopologyRequest
+	9,  // 25: nimbus.v1.NimbusService.ActivateTopology:input_type -> nimbus.v1.ActivateTopologyRequest
+	11, // 26: nimbus.v1.NimbusService.DeactivateTopology:input_type -> nimbus.v1.DeactivateTopologyRequest
+	13, // 27: nimbus.v1.NimbusService.RebalanceTopology:input_type -> nimbus.v1.RebalanceTopologyRequest
+	15, // 28: nimbus.v1.NimbusService.GetClusterInfo:input_type -> nimbus.v1.GetClusterInfoRequest
+	17, // 29: nimbus.v1.NimbusService.GetLeader:input_type -> nimbus.v1.GetLeaderRequest
+	19, // 30: nimbus.v1.NimbusService.GetTopologyInfo:input_type -> nimbus.v1.GetTopologyInfoRequest
+	21, // 31: nimbus.v1.NimbusService.GetTopologyConf:input_type -> nimbus.v1.GetTopologyConfRequest
+	23, // 32: nimbus.v1.NimbusService.GetNimbusConfig:input_type -> nimbus.v1.GetNimbusConfigRequest
+	33, // 33: nimbus.v1.CodeService.DownloadCode:input_type -> nimbus.v1.DownloadCodeRequest
+	35, // 34: nimbus.v1.CodeService.GetCodeMeta:input_type -> nimbus.v1.GetCodeMetaRequest
+	6,  // 35: nimbus.v1.NimbusService.SubmitTopology:output_type -> nimbus.v1.SubmitTopologyResponse
+	8,  // 36: nimbus.v1.NimbusService.KillTopology:output_type -> nimbus.v1.KillTopologyResponse
+	10, // 37: nimbus.v1.NimbusService.ActivateTopology:output_type -> nimbus.v1.ActivateTopologyResponse
+	12, // 38: nimbus.v1.NimbusService.DeactivateTopology:output_type -> nimbus.v1.DeactivateTopologyResponse
+	14, // 39: nimbus.v1.NimbusService.RebalanceTopology:output_type -> nimbus.v1.RebalanceTopologyResponse
+	16, // 40: nimbus.v1.NimbusService.GetClusterInfo:output_type -> nimbus.v1.GetClusterInfoResponse
+	18, // 41: nimbus.v1.NimbusService.GetLeader:output_type -> nimbus.v1.GetLeaderResponse
+	20, // 42: nimbus.v1.NimbusService.GetTopologyInfo:output_type -> nimbus.v1.GetTopologyInfoResponse
+	22, // 43: nimbus.v1.NimbusService.GetTopologyConf:output_type -> nimbus.v1.GetTopologyConfResponse
+	24, // 44: nimbus.v1.NimbusService.GetNimbusConfig:output_type -> nimbus.v1.GetNimbusConfigResponse
+	34, // 45: nimbus.v1.CodeService.DownloadCode:output_type -> nimbus.v1.DownloadCodeResponse
+	36, // 46: nimbus.v1.CodeService.GetCodeMeta:output_type -> nimbus.v1.GetCodeMetaResponse
+	35, // [35:47] is the sub-list for method output_type
+	23, // [23:35] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_nimbus_v1_nimbus_proto_init() }
@@ -2624,7 +2691,7 @@ func file_nimbus_v1_nimbus_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nimbus_v1_nimbus_proto_rawDesc), len(file_nimbus_v1_nimbus_proto_rawDesc)),
-			NumEnums:      1,
+			NumEnums:      2,
 			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   2,
