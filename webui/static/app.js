@@ -1,0 +1,543 @@
+// Nimbus-HA web UI: one page, hash-routed, reading the REST API under
+// api/v1 of the same origin. Plain ES2020, no framework, no build step.
+//
+// Routes: #/ (cluster), #/topology/<id>, #/supervisor/<id>.
+//
+// Every value from the API reaches the DOM through textContent (el, text):
+// never parsed as HTML. The page's CSP forbids inline scripts and styles.
+//
+// Element ids and classes the browser test (integration/webui_browser_test.go)
+// relies on: #nimbuses (rows' status cell: td.status), a.topology-link,
+// #topology-status, #action-activate, #action-deactivate, #action-rebalance,
+// #action-kill, #confirm, #confirm-ok, #confirm-cancel, #action-result,
+// #freshness, #no-leader.
+'use strict';
+
+(() => {
+  const API = 'api/v1/';
+  const REFRESH_MS = 5000;
+  const DASH = '—';
+
+  // state is the page's only mutable state.
+  const state = {
+    route: null, // {page, id}
+    generation: 0, // bumped on every route change; late answers are dropped
+    seq: 0, // bumped on every refresh; only the latest is rendered
+    timer: 0,
+    lastOk: 0, // Date.now() of the last successful refresh
+    cacheAgeMs: null,
+    lastError: '',
+    pending: null, // the action the confirmation dialog is about
+  };
+
+  // ---- DOM helpers ----------------------------------------------------
+
+  const $ = (sel) => document.querySelector(sel);
+
+  // el builds an element. attrs: id, class, href, title, type, ...;
+  // children: nodes or values (made text; null/undefined/'' become a dash).
+  function el(tag, attrs, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === 'class') e.className = v;
+      else if (k === 'hidden') e.hidden = true;
+      else e.setAttribute(k, String(v));
+    }
+    for (const c of children) e.append(c instanceof Node ? c : text(c));
+    return e;
+  }
+
+  // text is the display string of a value from the API.
+  function text(v) {
+    if (v === undefined || v === null || v === '') return DASH;
+    if (typeof v === 'boolean') return v ? 'yes' : 'no';
+    if (Array.isArray(v)) return v.length ? v.map(text).join(', ') : DASH;
+    if (typeof v === 'object') return JSON.stringify(v);
+    return String(v);
+  }
+
+  // slug makes a value safe to use in a class name.
+  const slug = (v) => String(v ?? '').toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '');
+
+  const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+
+  function uptime(str, secs) {
+    if (typeof str === 'string' && str !== '') return str;
+    let s = num(secs);
+    if (s === null) return DASH;
+    const parts = [];
+    for (const [unit, n] of [['d', 86400], ['h', 3600], ['m', 60]]) {
+      if (s >= n || parts.length) {
+        parts.push(Math.floor(s / n) + unit);
+        s %= n;
+      }
+    }
+    parts.push(s + 's');
+    return parts.join(' ');
+  }
+
+  function unixTime(secs) {
+    const s = num(secs);
+    if (!s) return DASH;
+    return new Date(s * 1000).toISOString().replace('T', ' ').slice(0, 19) + ' UTC';
+  }
+
+  const hostPort = (host, port) => (host ? host + (port !== undefined && port !== null && port !== '' ? ':' + port : '') : DASH);
+
+  function topologyHref(encodedId, id) {
+    return '#/topology/' + (encodedId || encodeURIComponent(id ?? ''));
+  }
+  const supervisorHref = (id) => '#/supervisor/' + encodeURIComponent(id ?? '');
+
+  // table builds a table. columns: [{title, cell(row) → node or value, num?, cls?}].
+  function table(id, columns, rows, emptyText) {
+    const head = el('tr', null, ...columns.map((c) => el('th', { class: c.num ? 'num' : null, scope: 'col' }, c.title)));
+    const body = el('tbody');
+    const list = Array.isArray(rows) ? rows : [];
+    for (const row of list) {
+      body.append(el('tr', null, ...columns.map((c) => {
+        const v = c.cell(row);
+        const cls = [c.num ? 'num' : '', typeof c.cls === 'function' ? c.cls(row) : (c.cls || '')].join(' ').trim();
+        return el('td', { class: cls || null }, v);
+      })));
+    }
+    if (!list.length) {
+      body.append(el('tr', null, el('td', { class: 'empty', colspan: columns.length }, emptyText || 'none')));
+    }
+    return el('table', { id }, el('thead', null, head), body);
+  }
+
+  // kv builds a two-column table of label → value.
+  function kv(id, pairs) {
+    return el('table', { id, class: 'kv' }, el('tbody', null,
+      ...pairs.map(([k, v, attrs]) => el('tr', null, el('th', { scope: 'row' }, k), el('td', attrs || null, v)))));
+  }
+
+  const stat = (label, value) => el('div', { class: 'stat' }, el('span', { class: 'label' }, label), el('span', { class: 'value' }, value));
+
+  function link(href, label, cls) {
+    return el('a', { href, class: cls || null }, label);
+  }
+
+  // ---- the API --------------------------------------------------------
+
+  class ApiError extends Error {
+    constructor(status, body, fallback) {
+      const msg = (body && (body.errorMessage || body.error)) || fallback || 'HTTP ' + status;
+      super(msg);
+      this.status = status;
+    }
+  }
+
+  async function call(path, init) {
+    let resp;
+    try {
+      resp = await fetch(API + path, { credentials: 'same-origin', headers: { Accept: 'application/json' }, ...init });
+    } catch (err) {
+      throw new ApiError(0, null, 'cannot reach the nimbus: ' + err.message);
+    }
+    let body = null;
+    try {
+      body = await resp.json();
+    } catch (_) {
+      body = null;
+    }
+    if (!resp.ok) throw new ApiError(resp.status, body);
+    if (body === null || typeof body !== 'object') throw new ApiError(resp.status, null, 'not a JSON object');
+    return body;
+  }
+
+  const get = (path) => call(path);
+
+  function post(path) {
+    return call(path, {
+      method: 'POST',
+      credentials: 'same-origin',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
+      body: '{}',
+    });
+  }
+
+  // ---- routing --------------------------------------------------------
+
+  function parseRoute() {
+    const h = location.hash.replace(/^#\/?/, '');
+    const [page, ...rest] = h.split('/');
+    let id = rest.join('/');
+    try {
+      id = decodeURIComponent(id);
+    } catch (_) {
+      // keep it as written
+    }
+    if ((page === 'topology' || page === 'supervisor') && id) return { page, id };
+    return { page: 'cluster', id: '' };
+  }
+
+  function onRoute() {
+    state.route = parseRoute();
+    state.generation++;
+    state.pending = null;
+    const dialog = $('#confirm');
+    if (dialog.open) dialog.close();
+    renderCrumbs();
+    const app = $('#app');
+    app.replaceChildren(el('p', { class: 'empty' }, 'loading…'));
+    refresh();
+  }
+
+  function renderCrumbs() {
+    const r = state.route;
+    const crumbs = [link('#/', 'Cluster')];
+    if (r.page !== 'cluster') {
+      crumbs.push(el('span', { class: 'sep' }, '›'), el('span', null, (r.page === 'topology' ? 'Topology ' : 'Supervisor ') + r.id));
+    }
+    $('#crumbs').replaceChildren(...crumbs);
+    document.title = r.page === 'cluster' ? 'Nimbus-HA' : r.id + ' · Nimbus-HA';
+  }
+
+  // ---- refreshing -----------------------------------------------------
+
+  async function refresh() {
+    clearTimeout(state.timer);
+    const gen = state.generation;
+    const seq = ++state.seq;
+    const route = state.route;
+    try {
+      const data = await load(route);
+      if (gen !== state.generation || seq !== state.seq) return;
+      state.lastOk = Date.now();
+      state.lastError = '';
+      // The oldest cache any of the answers was read from.
+      const ages = Object.values(data).map((d) => num(d && d.cacheAgeMs)).filter((a) => a !== null);
+      state.cacheAgeMs = ages.length ? Math.max(...ages) : null;
+      renderBanner(data.cluster);
+      render(route, data);
+    } catch (err) {
+      if (gen !== state.generation || seq !== state.seq) return;
+      state.lastError = err.message;
+      if (err.status === 404 && route.page !== 'cluster') {
+        $('#app').replaceChildren(el('h1', null, (route.page === 'topology' ? 'Topology ' : 'Supervisor ') + route.id),
+          el('p', { class: 'empty' }, 'Not found: ' + err.message), el('p', null, link('#/', 'Back to the cluster')));
+      }
+    } finally {
+      if (gen === state.generation && seq === state.seq) {
+        renderFreshness();
+        state.timer = setTimeout(refresh, REFRESH_MS);
+      }
+    }
+  }
+
+  async function load(route) {
+    switch (route.page) {
+      case 'topology': {
+        const [cluster, topology] = await Promise.all([get('cluster/summary'), get('topology/' + encodeURIComponent(route.id))]);
+        return { cluster, topology };
+      }
+      case 'supervisor': {
+        const [cluster, supervisor] = await Promise.all([get('cluster/summary'), get('supervisor?id=' + encodeURIComponent(route.id))]);
+        const sups = Array.isArray(supervisor.supervisors) ? supervisor.supervisors : [];
+        if (!sups.length) throw new ApiError(404, null, 'no supervisor has the id ' + route.id);
+        return { cluster, supervisor };
+      }
+      default: {
+        const [cluster, nimbuses, supervisors, topologies] = await Promise.all([
+          get('cluster/summary'), get('nimbus/summary'), get('supervisor/summary'), get('topology/summary')]);
+        return { cluster, nimbuses, supervisors, topologies };
+      }
+    }
+  }
+
+  function renderFreshness() {
+    const f = $('#freshness');
+    const parts = [];
+    if (state.lastOk) {
+      parts.push('updated ' + Math.max(0, Math.round((Date.now() - state.lastOk) / 1000)) + ' s ago');
+      if (state.cacheAgeMs !== null) parts.push('server cache ' + state.cacheAgeMs + ' ms old');
+    } else {
+      parts.push('loading…');
+    }
+    f.textContent = parts.join(' · ');
+    f.classList.toggle('stale', !!state.lastError);
+    const banner = $('#load-error');
+    banner.hidden = !state.lastError;
+    banner.textContent = state.lastError ? 'Refresh failed: ' + state.lastError + (state.lastOk ? ' (showing older data)' : '') : '';
+  }
+
+  function renderBanner(cluster) {
+    const b = $('#no-leader');
+    const c = cluster || {};
+    const reasons = Array.isArray(c.leadershipBlockedBy) ? c.leadershipBlockedBy : [];
+    const secs = num(c.leaderlessSeconds) || 0;
+    const leaderless = secs > 0 || reasons.length > 0 || c.leader === '';
+    b.hidden = !leaderless;
+    if (!leaderless) {
+      b.replaceChildren();
+      return;
+    }
+    b.replaceChildren(el('div', null, 'No leader for ' + secs + ' s'),
+      el('ul', null, ...(reasons.length ? reasons : ['no reason reported']).map((r) => el('li', null, r))));
+  }
+
+  function render(route, data) {
+    const app = $('#app');
+    if (route.page === 'topology') renderTopology(app, data);
+    else if (route.page === 'supervisor') renderSupervisor(app, data);
+    else renderCluster(app, data);
+  }
+
+  // ---- the cluster page -----------------------------------------------
+
+  function renderCluster(app, { cluster, nimbuses, supervisors, topologies }) {
+    const c = cluster;
+    const nimbusCols = [
+      { title: 'Nimbus', cell: (n) => hostPort(n.host, n.port), cls: 'host' },
+      { title: 'Status', cell: (n) => n.status, cls: (n) => 'status status-' + slug(n.status) },
+      { title: 'Eligible', cell: (n) => n.eligible },
+      { title: 'Holds all code', cell: (n) => n.holdsAllCode },
+      { title: 'Missing topologies', cell: (n) => n.missingTopologies, cls: 'mono' },
+      { title: 'Epoch', cell: (n) => (n.status === 'Leader' ? n.epoch : null), num: true },
+      { title: 'Version', cell: (n) => n.version },
+      { title: 'Uptime', cell: (n) => uptime(n.nimbusUpTime, n.nimbusUpTimeSeconds) },
+    ];
+    const supervisorCols = [
+      { title: 'Id', cell: (s) => link(supervisorHref(s.id), text(s.id), 'supervisor-link'), cls: 'mono' },
+      { title: 'Host', cell: (s) => s.host },
+      { title: 'Slots', cell: (s) => s.slotsTotal, num: true },
+      { title: 'Used', cell: (s) => s.slotsUsed, num: true },
+      { title: 'Free', cell: (s) => s.slotsFree, num: true },
+      { title: 'Failing workers', cell: (s) => s.workersFailing, num: true, cls: (s) => (num(s.workersFailing) > 0 ? 'bad' : '') },
+      { title: 'Version', cell: (s) => s.version },
+      { title: 'Uptime', cell: (s) => uptime(s.uptime, s.uptimeSeconds) },
+    ];
+    const topologyCols = [
+      { title: 'Name', cell: (t) => link(topologyHref(t.encodedId, t.id), text(t.name || t.id), 'topology-link') },
+      { title: 'Id', cell: (t) => t.id, cls: 'mono' },
+      { title: 'Status', cell: (t) => t.status, cls: (t) => 'topology-status status-' + slug(t.status) },
+      { title: 'Uptime', cell: (t) => uptime(t.uptime, t.uptimeSeconds) },
+      { title: 'Workers', cell: (t) => t.workersTotal, num: true },
+      { title: 'Executors', cell: (t) => t.executorsTotal, num: true },
+      { title: 'Replication', cell: (t) => t.replicationCount, num: true },
+      { title: 'Failing workers', cell: (t) => t.workersFailing, num: true, cls: (t) => (num(t.workersFailing) > 0 ? 'bad' : '') },
+    ];
+    app.replaceChildren(
+      el('h1', null, 'Cluster'),
+      el('div', { class: 'stats', id: 'cluster-summary' },
+        stat('Leader', c.leader || DASH),
+        stat('Nimbus-HA', c.nimbusHaVersion),
+        stat('Storm API', c.stormVersion),
+        stat('Supervisors', c.supervisors),
+        stat('Topologies', c.topologies),
+        stat('Slots used / total', text(c.slotsUsed) + ' / ' + text(c.slotsTotal)),
+        stat('Free slots', c.slotsFree),
+        stat('Executors', c.executorsTotal),
+        stat('Tasks', c.tasksTotal),
+        stat('You', c.user)),
+      el('h2', null, 'Nimbuses'),
+      table('nimbuses', nimbusCols, nimbuses.nimbuses, 'no nimbus reports'),
+      el('h2', null, 'Supervisors'),
+      table('supervisors', supervisorCols, supervisors.supervisors, 'no supervisors'),
+      el('h2', null, 'Topologies'),
+      table('topologies', topologyCols, topologies.topologies, 'no topologies'));
+  }
+
+  // ---- the topology page ----------------------------------------------
+
+  const workerCols = [
+    { title: 'Host', cell: (w) => w.host },
+    { title: 'Port', cell: (w) => w.port, num: true },
+    { title: 'Supervisor', cell: (w) => (w.supervisorId ? link(supervisorHref(w.supervisorId), w.supervisorId, 'supervisor-link') : DASH), cls: 'mono' },
+    { title: 'State', cell: (w) => w.state, cls: (w) => 'state state-' + slug(w.state) },
+    { title: 'Restarts', cell: (w) => w.restarts, num: true },
+    { title: 'Last error', cell: (w) => w.lastError, cls: 'error-text' },
+    { title: 'Last error at', cell: (w) => unixTime(w.lastErrorTime) },
+  ];
+
+  function componentCols(idKey) {
+    return [
+      { title: 'Id', cell: (c) => c[idKey], cls: 'mono' },
+      { title: 'Executors', cell: (c) => c.executors, num: true },
+      { title: 'Tasks', cell: (c) => c.tasks, num: true },
+      { title: 'Last error', cell: (c) => c.lastError, cls: 'error-text' },
+      { title: 'Error host', cell: (c) => (c.errorHost ? hostPort(c.errorHost, c.errorPort) : DASH) },
+    ];
+  }
+
+  const executorCols = [
+    { title: 'Component', cell: (e) => e.component, cls: 'mono' },
+    { title: 'Tasks', cell: (e) => (num(e.taskStart) !== null ? (e.taskStart === e.taskEnd ? e.taskStart : e.taskStart + '–' + text(e.taskEnd)) : DASH) },
+    { title: 'Host', cell: (e) => e.host },
+    { title: 'Port', cell: (e) => e.port, num: true },
+    { title: 'Supervisor', cell: (e) => e.supervisorId, cls: 'mono' },
+    { title: 'Uptime', cell: (e) => uptime(e.uptime, e.uptimeSeconds) },
+  ];
+
+  // The actions: what each does, said in the confirmation dialog.
+  const ACTIONS = {
+    activate: { label: 'Activate', explain: (n) => `Activate topology ${n}: its spouts start emitting again.` },
+    deactivate: { label: 'Deactivate', explain: (n) => `Deactivate topology ${n}: its spouts stop emitting; bolts finish what is in flight. Its workers keep running.` },
+    rebalance: { label: 'Rebalance', wait: 'rebalance-wait', explain: (n, w) => `Rebalance topology ${n}: it is deactivated for ${w} s, then its workers are spread again over the free slots and it is activated.` },
+    kill: { label: 'Kill', wait: 'kill-wait', danger: true, explain: (n, w) => `Kill topology ${n}: it is deactivated now and its workers are stopped after ${w} s. Its code is deleted. This cannot be undone.` },
+  };
+
+  function actionBar() {
+    const groups = Object.entries(ACTIONS).map(([name, a]) => {
+      const button = el('button', { type: 'button', id: 'action-' + name, class: a.danger ? 'danger' : null }, a.label);
+      button.addEventListener('click', () => confirmAction(name));
+      if (!a.wait) return el('span', { class: 'action-group' }, button);
+      const input = el('input', { type: 'number', id: a.wait, min: 0, step: 1, value: 30, inputmode: 'numeric' });
+      return el('span', { class: 'action-group' }, button, el('label', { for: a.wait }, 'wait', input, 's'));
+    });
+    return el('div', { class: 'actions', id: 'actions' }, ...groups);
+  }
+
+  // renderTopology builds the page's frame once per visit and then only
+  // replaces the data in it, so that the action bar (and a wait being
+  // typed, with its focus) survives the refreshes.
+  function renderTopology(app, { cluster, topology: t }) {
+    const gen = String(state.generation);
+    if (app.dataset.generation !== gen || !$('#topology-data')) {
+      app.replaceChildren(
+        el('h1', { id: 'topology-title' }),
+        el('div', { id: 'topology-head' }),
+        actionBar(),
+        el('div', { id: 'action-result', role: 'status', 'aria-live': 'polite' }),
+        el('div', { id: 'topology-data' }));
+      app.dataset.generation = gen;
+    }
+    $('#actions').hidden = cluster.uiActionsEnabled === false;
+    state.topology = { id: t.id || state.route.id, name: t.name || t.id || state.route.id };
+
+    $('#topology-title').replaceChildren('Topology ', el('span', { class: 'mono' }, state.topology.name));
+    const replicas = (Array.isArray(t.replicas) ? t.replicas : []).map((r) => hostPort(r.host, r.port));
+    $('#topology-head').replaceChildren(kv('topology-summary', [
+      ['Name', t.name],
+      ['Id', t.id, { class: 'mono' }],
+      ['Owner', t.owner],
+      ['Status', t.status, { id: 'topology-status', class: 'status-' + slug(t.status) }],
+      ['Uptime', uptime(t.uptime, t.uptimeSeconds)],
+      ['Workers', t.workersTotal],
+      ['Executors', t.executorsTotal],
+      ['Tasks', t.tasksTotal],
+      ['Message timeout (s)', t.msgTimeout],
+      ['Replication count', t.replicationCount],
+      ['Replicas', replicas],
+    ]));
+
+    const conf = t.configuration && typeof t.configuration === 'object' ? t.configuration : {};
+    const confRows = Object.keys(conf).sort().map((k) => ({ key: k, value: conf[k] }));
+    $('#topology-data').replaceChildren(
+      el('h2', null, 'Workers'),
+      table('workers', workerCols, t.workers, 'no workers'),
+      el('h2', null, 'Spouts'),
+      table('spouts', componentCols('spoutId'), t.spouts, 'no spouts'),
+      el('h2', null, 'Bolts'),
+      table('bolts', componentCols('boltId'), t.bolts, 'no bolts'),
+      el('h2', null, 'Executors'),
+      table('executors', executorCols, t.executors, 'no executors'),
+      el('h2', null, 'Configuration'),
+      table('configuration', [
+        { title: 'Key', cell: (r) => r.key, cls: 'mono' },
+        { title: 'Value', cell: (r) => r.value, cls: 'mono' },
+      ], confRows, 'no configuration'));
+  }
+
+  // confirmAction opens the dialog for an action on the current topology.
+  function confirmAction(name) {
+    const a = ACTIONS[name];
+    const topo = state.topology;
+    if (!a || !topo) return;
+    let path = name;
+    let wait = null;
+    if (a.wait) {
+      const raw = $('#' + a.wait).value.trim();
+      if (!/^\d+$/.test(raw)) {
+        showResult(false, a.label + ': the wait must be a whole number of seconds, not "' + raw + '"');
+        return;
+      }
+      wait = Number(raw);
+      path += '/' + wait;
+    }
+    state.pending = { name, path, topologyId: topo.id, generation: state.generation };
+    $('#confirm-title').textContent = a.label + ' ' + topo.name + '?';
+    $('#confirm-text').textContent = a.explain(topo.name, wait);
+    $('#confirm-ok').textContent = a.label;
+    $('#confirm-ok').classList.toggle('danger', !!a.danger);
+    $('#confirm').showModal();
+  }
+
+  async function runPending() {
+    const p = state.pending;
+    state.pending = null;
+    $('#confirm').close();
+    if (!p || p.generation !== state.generation) return;
+    const label = ACTIONS[p.name].label;
+    showResult(null, label + ': sending…');
+    try {
+      const body = await post('topology/' + encodeURIComponent(p.topologyId) + '/' + p.path);
+      if (p.generation !== state.generation) return;
+      showResult(true, label + ': ' + text(body.status || 'done') + (body.topologyOperation ? ' (' + body.topologyOperation + ')' : ''));
+    } catch (err) {
+      if (p.generation !== state.generation) return;
+      showResult(false, label + ' failed: ' + err.message + (err.status ? ' (HTTP ' + err.status + ')' : ''));
+    }
+    refresh();
+  }
+
+  function showResult(ok, msg) {
+    const r = $('#action-result');
+    if (!r) return;
+    r.textContent = msg;
+    r.classList.toggle('ok', ok === true);
+    r.classList.toggle('failed', ok === false);
+  }
+
+  // ---- the supervisor page --------------------------------------------
+
+  function renderSupervisor(app, { supervisor }) {
+    const s = supervisor.supervisors[0] || {};
+    const cols = [
+      { title: 'Topology', cell: (w) => (w.topologyId ? link(topologyHref(null, w.topologyId), text(w.topologyName || w.topologyId), 'topology-link') : text(w.topologyName)) },
+      { title: 'Port', cell: (w) => w.port, num: true },
+      { title: 'State', cell: (w) => w.state, cls: (w) => 'state state-' + slug(w.state) },
+      { title: 'Restarts', cell: (w) => w.restarts, num: true },
+      { title: 'Executors', cell: (w) => w.executorsTotal, num: true },
+      { title: 'Uptime', cell: (w) => uptime(w.uptime, w.uptimeSeconds) },
+      { title: 'Last error', cell: (w) => w.lastError, cls: 'error-text' },
+      { title: 'Last error at', cell: (w) => unixTime(w.lastErrorTime) },
+    ];
+    app.replaceChildren(
+      el('h1', null, 'Supervisor ', el('span', { class: 'mono' }, s.id || state.route.id)),
+      kv('supervisor-summary', [
+        ['Id', s.id, { class: 'mono' }],
+        ['Host', s.host],
+        ['Uptime', uptime(s.uptime, s.uptimeSeconds)],
+        ['Slots', s.slotsTotal],
+        ['Used', s.slotsUsed],
+        ['Free', s.slotsFree],
+        ['Failing workers', s.workersFailing],
+        ['Version', s.version],
+      ]),
+      el('h2', null, 'Workers'),
+      table('supervisor-workers', cols, supervisor.workers, 'no workers'));
+  }
+
+  // ---- start ----------------------------------------------------------
+
+  function start() {
+    $('#confirm-ok').addEventListener('click', runPending);
+    $('#confirm-cancel').addEventListener('click', () => {
+      state.pending = null;
+      $('#confirm').close();
+    });
+    $('#confirm').addEventListener('cancel', () => {
+      state.pending = null;
+    });
+    window.addEventListener('hashchange', onRoute);
+    setInterval(renderFreshness, 1000);
+    onRoute();
+  }
+
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
+  else start();
+})();
