@@ -100,8 +100,8 @@ func TestNumeric(t *testing.T) {
 }
 
 // Every fixture of the REST API is one JSON object that passes its own
-// check, so a typo in one is found here rather than by the integration
-// tests.
+// check and, but for error.json, has no "error" key, so that a typo in one
+// is found here rather than by the integration tests.
 func TestStormFixtures(t *testing.T) {
 	files, err := filepath.Glob("../../stormapi/testdata/storm/*.json")
 	if err != nil {
@@ -118,7 +118,10 @@ func TestStormFixtures(t *testing.T) {
 		if got := Check(b, b); got != nil {
 			t.Errorf("%s against itself: %q", f, got)
 		}
-		if got := ForbidKeys(b); got != nil {
+		if filepath.Base(f) == "error.json" {
+			continue
+		}
+		if got := ForbidKeys(b, "error"); got != nil {
 			t.Errorf("%s: %q", f, got)
 		}
 	}
