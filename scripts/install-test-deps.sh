@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests run against: Debian's zookeeper package and a Java
-# runtime, and the Hadoop jars of the HDFS NameNode and DataNode. The tests
+# runtime, Chromium (the web UI's browser test drives it headless), and the
+# Hadoop jars of the HDFS NameNode and DataNode. The tests
 # start their own servers (internal/testcluster); the zookeeper package ships no
 # service (zookeeperd does), so no system server starts.
 #
@@ -13,7 +14,7 @@
 # it fetches the jars.
 #
 # With "quickstart" as its argument it installs only what `make quickstart`
-# runs: ZooKeeper and the Java runtime, no Maven and no Hadoop jars.
+# runs: ZooKeeper and the Java runtime, no Maven, no Chromium and no Hadoop jars.
 set -euo pipefail
 only_zookeeper=false
 [[ ${1:-} == quickstart ]] && only_zookeeper=true
@@ -32,6 +33,7 @@ pkgs=()
 [[ -f /usr/share/java/zookeeper.jar ]] || pkgs+=(zookeeper)
 java -version >/dev/null 2>&1 || pkgs+=(default-jre-headless)
 $only_zookeeper || [[ -f $hdfs_marker ]] || command -v mvn >/dev/null || pkgs+=(maven)
+$only_zookeeper || command -v chromium >/dev/null || pkgs+=(chromium)
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
