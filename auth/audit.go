@@ -37,6 +37,9 @@ func audit(ctx context.Context, log *slog.Logger, act Action, target, topologyID
 	if topologyID != "" {
 		attrs = append(attrs, slog.String("topology", topologyID))
 	}
+	if c := callOf(ctx); c != nil && c.via != "" {
+		attrs = append(attrs, slog.String("via", c.via))
+	}
 	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
 		attrs = append(attrs, slog.String("remote", p.Addr.String()))
 	}

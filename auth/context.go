@@ -11,6 +11,7 @@ type ctxKey struct{}
 // context for the handler.
 type call struct {
 	principal string
+	via       string // the daemon that forwarded the call for principal (auth.Forward), if any
 	// authorized: a topology-scoped check passed (Authorizer.Topology), or
 	// authorization is off; the interceptors hold back a topology-scoped
 	// answer until it is set.

@@ -80,6 +80,11 @@ func (a *Authorizer) admit(ctx context.Context, fullMethod string) (context.Cont
 		return ctx, c, m, apierr.ToStatus(err)
 	}
 	c.principal = principal
+	if c.principal, c.via, err = a.forwarder(ctx, principal); err != nil {
+		c.principal = principal
+		return ctx, c, m, apierr.ToStatus(err)
+	}
+	principal = c.principal
 	switch {
 	case !known:
 		return ctx, c, m, apierr.ToStatus(fmt.Errorf("%w: %s may not call %s: not a method nimbus authorizes",

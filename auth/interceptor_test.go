@@ -478,3 +478,34 @@ func wantAudit(t *testing.T, line, want map[string]any) {
 		t.Errorf("audit at level %v", line["level"])
 	}
 }
+
+// TestForward: a nimbus (nimbus.daemon.users) that forwards a request for
+// its HTTP caller (auth.Forward) gets it decided and audited as that
+// caller; anyone else who sends the metadata is refused, even an admin.
+func TestForward(t *testing.T) {
+	c := startCluster(t, secureConfig())
+	ctx := ctxT(t)
+	kill := func(via, forWhom string) error {
+		call := ctx
+		if forWhom != "" {
+			call = auth.Forward(auth.NewContext(ctx, forWhom))
+		}
+		_, err := nimbusv1.NewNimbusServiceClient(c.as(t, via)).KillTopology(call, &nimbusv1.KillTopologyRequest{Name: "bobjob"})
+		return err
+	}
+	wantCode(t, "the owner's kill forwarded by a nimbus", kill(daemon, owner), codes.OK)
+	wantCode(t, "a stranger's kill forwarded by a nimbus", kill(daemon, stranger), codes.PermissionDenied)
+	wantCode(t, "a nimbus's own kill", kill(daemon, ""), codes.PermissionDenied)
+	err := kill(admin, owner)
+	wantCode(t, "an admin claiming to forward", err, codes.PermissionDenied)
+	if msg := status.Convert(err).Message(); !strings.Contains(msg, "only nimbus.daemon.users forward requests") {
+		t.Errorf("refusal %q does not say who may forward", msg)
+	}
+	audits := c.log.lines(t, "audit")
+	if len(audits) != 4 {
+		t.Fatalf("%d audit lines for 4 kills: %s", len(audits), c.log)
+	}
+	wantAudit(t, audits[0], map[string]any{"principal": owner, "via": daemon, "outcome": "ok"})
+	wantAudit(t, audits[1], map[string]any{"principal": stranger, "via": daemon, "outcome": "PermissionDenied"})
+	wantAudit(t, audits[3], map[string]any{"principal": admin, "outcome": "PermissionDenied"})
+}
