@@ -217,6 +217,9 @@
       if (gen !== state.generation || seq !== state.seq) return;
       state.lastError = err.message;
       if (err.status === 404 && route.page !== 'cluster') {
+        // An answer, not a failure: the topology or supervisor is gone.
+        state.lastError = '';
+        state.lastOk = Date.now();
         $('#app').replaceChildren(el('h1', null, (route.page === 'topology' ? 'Topology ' : 'Supervisor ') + route.id),
           el('p', { class: 'empty' }, 'Not found: ' + err.message), el('p', null, link('#/', 'Back to the cluster')));
       }
