@@ -83,6 +83,12 @@
     return new Date(s * 1000).toISOString().replace('T', ' ').slice(0, 19) + ' UTC';
   }
 
+  // exitOf is a worker's last exit: its code, or the signal that ended it.
+  function exitOf(w) {
+    if (w.lastExitSignal) return 'signal ' + w.lastExitSignal;
+    return num(w.lastExitCode) !== null ? 'code ' + w.lastExitCode : DASH;
+  }
+
   const hostPort = (host, port) => (host ? host + (port !== undefined && port !== null && port !== '' ? ':' + port : '') : DASH);
 
   function topologyHref(encodedId, id) {
@@ -327,6 +333,7 @@
       el('h1', null, 'Cluster'),
       el('div', { class: 'stats', id: 'cluster-summary' },
         stat('Leader', c.leader || DASH),
+        stat('Eligible standbys', c.eligibleStandbys),
         stat('Nimbus-HA', c.nimbusHaVersion),
         stat('Storm API', c.stormVersion),
         stat('Supervisors', c.supervisors),
@@ -352,6 +359,7 @@
     { title: 'Supervisor', cell: (w) => (w.supervisorId ? link(supervisorHref(w.supervisorId), w.supervisorId, 'supervisor-link') : DASH), cls: 'mono' },
     { title: 'State', cell: (w) => w.state, cls: (w) => 'state state-' + slug(w.state) },
     { title: 'Restarts', cell: (w) => w.restarts, num: true },
+    { title: 'Last exit', cell: exitOf },
     { title: 'Last error', cell: (w) => w.lastError, cls: 'error-text' },
     { title: 'Last error at', cell: (w) => unixTime(w.lastErrorTime) },
   ];
@@ -506,6 +514,7 @@
       { title: 'Restarts', cell: (w) => w.restarts, num: true },
       { title: 'Executors', cell: (w) => w.executorsTotal, num: true },
       { title: 'Uptime', cell: (w) => uptime(w.uptime, w.uptimeSeconds) },
+      { title: 'Last exit', cell: exitOf },
       { title: 'Last error', cell: (w) => w.lastError, cls: 'error-text' },
       { title: 'Last error at', cell: (w) => unixTime(w.lastErrorTime) },
     ];
