@@ -137,9 +137,9 @@ func startBrowser(t *testing.T, path string) *browser {
 		wg.Wait()
 	})
 
-	start, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	if err := chromedp.Do(start); err != nil { // starts the browser, opens the tab
+	// The first action starts the browser and opens the tab, which then live
+	// as long as its context: so it runs on ctx itself, bounded by root.
+	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("starting %s: %v", path, err)
 	}
 	console := chromedp.Console(ctx)
