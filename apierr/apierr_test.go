@@ -3,6 +3,7 @@ package apierr
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"testing"
 	"unicode/utf8"
 
@@ -87,4 +88,25 @@ func FuzzToStatusValidationError(f *testing.F) {
 			t.Fatalf("ToStatus(%v) carries no BadRequest naming %q: %v", err, field, st.Details())
 		}
 	})
+}
+
+func TestHTTPStatus(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want int
+	}{
+		{fmt.Errorf("%w: %q", ErrNotFound, "x"), http.StatusNotFound},
+		{ErrWrongStatus, http.StatusConflict},
+		{ErrPermissionDenied, http.StatusForbidden},
+		{ErrUnauthenticated, http.StatusUnauthorized},
+		{fmt.Errorf("wrapped: %w", ErrNoLeader), http.StatusServiceUnavailable},
+		// No leader wins over the status of the last attempt it wraps.
+		{fmt.Errorf("%w: %w", ErrNoLeader, status.Error(codes.FailedPrecondition, "not leader")), http.StatusServiceUnavailable},
+		{status.Error(codes.InvalidArgument, "bad"), http.StatusBadRequest},
+		{errors.New("anything else"), http.StatusInternalServerError},
+	} {
+		if got := HTTPStatus(tc.err); got != tc.want {
+			t.Errorf("HTTPStatus(%v) = %d, want %d", tc.err, got, tc.want)
+		}
+	}
 }

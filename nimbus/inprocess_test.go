@@ -48,6 +48,7 @@ func startLogged(t *testing.T, zkAddr, localDir string, edit func(*configs.Confi
 	cfg.NimbusHost = "127.0.0.1"
 	cfg.NimbusGRPCPort = 0
 	cfg.NimbusMetricsPort = configs.MetricsDisabled
+	cfg.UIPort = configs.MetricsDisabled
 	cfg.LocalDir = localDir
 	cfg.NimbusDrainTimeout = time.Second
 	if edit != nil {

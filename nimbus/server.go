@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -47,6 +48,7 @@ type Server struct {
 	self      *clusterv1.NimbusInfo
 	listener  net.Listener
 	metricsLn net.Listener // nil when nimbus.metrics.port is -1
+	uiLn      net.Listener // nil when ui.port is -1
 	store     *codedistributor.Store
 	sess      *cluster.Session
 	metrics   *metrics
@@ -62,6 +64,8 @@ type Server struct {
 	storeHealth *storeHealth
 	tls         *certs.Reloader  // nil when nimbus.grpc.tls.enable is false
 	authz       *auth.Authorizer // allows everything without client authentication
+	ui          *http.Server     // the REST API and web UI (ui.go); nil without ui.port
+	sightings   *sightings       // since when no leader, no session (ui.go)
 
 	lc    daemon.Lifecycle // what Start started, and how Close stops it
 	ready chan struct{}
@@ -112,7 +116,8 @@ func (s *Server) Start(ctx context.Context) (err error) {
 	return nil
 }
 
-// listen opens the gRPC port and, unless disabled, the metrics port.
+// listen opens the gRPC port and, unless disabled, the metrics port and
+// the UI's.
 func (s *Server) listen() (err error) {
 	cfg := s.cfg
 	// An IP literal binds that interface only (tests stay on loopback);
@@ -131,14 +136,13 @@ func (s *Server) listen() (err error) {
 		StartTimeUnixMs: time.Now().UnixMilli(),
 		Version:         version.Version,
 	}
-	if cfg.NimbusMetricsPort == configs.MetricsDisabled {
-		return nil
+	if cfg.NimbusMetricsPort != configs.MetricsDisabled {
+		if s.metricsLn, err = net.Listen("tcp", net.JoinHostPort(bindHost, strconv.Itoa(cfg.NimbusMetricsPort))); err != nil {
+			return fmt.Errorf("nimbus: listen on nimbus.metrics.port %d: %w", cfg.NimbusMetricsPort, err)
+		}
+		s.lc.OnClose(func() { s.metricsLn.Close() })
 	}
-	if s.metricsLn, err = net.Listen("tcp", net.JoinHostPort(bindHost, strconv.Itoa(cfg.NimbusMetricsPort))); err != nil {
-		return fmt.Errorf("nimbus: listen on nimbus.metrics.port %d: %w", cfg.NimbusMetricsPort, err)
-	}
-	s.lc.OnClose(func() { s.metricsLn.Close() })
-	return nil
+	return s.listenUI(bindHost)
 }
 
 // secure loads the TLS material and the authorizer, and says loudly when
@@ -187,6 +191,7 @@ func (s *Server) connect(ctx context.Context) (err error) {
 func (s *Server) build() (err error) {
 	cfg := s.cfg
 	s.metrics = newMetrics(s.reg)
+	s.sightings = newSightings(s.reg, time.Now())
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	encodings := newSharedEncodings()
 	s.view = newView(s.sess, s.cfg.SupervisorHeartbeat, encodings.share, s.base)
@@ -237,7 +242,7 @@ func (s *Server) build() (err error) {
 	nimbusv1.RegisterCodeServiceServer(s.grpc, codeservice.New(s.store, s.metrics.codeSent, codeservice.WithAuthorizer(s.authz)))
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
-	return nil
+	return s.buildUI()
 }
 
 // Keepalive on the gRPC server: it pings a connection silent for
@@ -294,8 +299,10 @@ func (s *Server) run() {
 	s.lc.Go(func() { s.leadTerms(ctx) })
 	s.lc.Go(func() { s.watchStatus(ctx) })
 	s.lc.Go(func() { s.probeStore(ctx) })
+	s.lc.Go(func() { s.watchSightings(ctx) })
 	s.lc.Go(func() { s.announceReady(ctx, registered) })
 	s.serveMetrics()
+	s.serveUI()
 	s.serveGRPC()
 	s.joinElection(ctx)
 }
@@ -378,6 +385,9 @@ func (s *Server) announceReady(ctx context.Context, registered <-chan struct{}) 
 	attrs := []any{"addr", s.Addr(), "listen", s.listener.Addr().String(), "version", version.Version}
 	if s.metricsLn != nil {
 		attrs = append(attrs, "metrics", s.metricsLn.Addr().String())
+	}
+	if s.uiLn != nil {
+		attrs = append(attrs, "ui", s.uiLn.Addr().String())
 	}
 	s.log.Info("nimbus ready", attrs...)
 	close(s.ready)

@@ -352,6 +352,7 @@ func (v *view) topologyInfo(name string, tails bool) (*nimbusv1.GetTopologyInfoR
 		Topology:             v.topologySummary(id, base),
 		CodeMetaDigest:       base.GetCodeMetaDigest(),
 		ComponentParallelism: base.GetComponentExecutors(),
+		SpoutIds:             base.GetSpoutIds(),
 	}
 	for _, r := range v.replicaAddrs(id, base.GetCodeMetaDigest()) {
 		resp.Replicas = append(resp.Replicas, &nimbusv1.ReplicaSummary{Host: r.GetHost(), Port: r.GetPort()})

@@ -26,6 +26,7 @@ DIR=$PWD/.quickstart
 TLS=$DIR/tls
 ZK_PORT=${QUICKSTART_ZK_PORT:-2191}
 NIMBUS_PORTS=(6627 6637 6647)
+UI_PORTS=(8080 8081 8082) # the REST API and web UI of each nimbus
 SUPERVISOR_SLOTS=("6700,6701" "6710,6711")
 SUPERVISOR_METRICS_PORTS=(6629 6639)
 ADMIN="admin"       # in nimbus.admins: may do everything
@@ -199,9 +200,10 @@ CFG
   for port in "${NIMBUS_PORTS[@]}"; do
     i=$((i + 1))
     mkdir -p "$DIR/nimbus-$i"
-    echo "quickstart: starting nimbus-$i on 127.0.0.1:$port (metrics :$((port + 1)))"
+    echo "quickstart: starting nimbus-$i on 127.0.0.1:$port (metrics :$((port + 1)), UI :${UI_PORTS[$((i - 1))]})"
     STORM_ZOOKEEPER_AUTH_PAYLOAD=$zk_auth setsid bin/nimbus --config "$DIR/storm.yaml" \
       --nimbus.host 127.0.0.1 --nimbus.grpc.port "$port" --nimbus.metrics.port "$((port + 1))" \
+      --ui.port "${UI_PORTS[$((i - 1))]}" \
       --storm.local.dir "$DIR/nimbus-$i" \
       --nimbus.grpc.tls.cert.path "$TLS/nimbus-$i.pem" --nimbus.grpc.tls.key.path "$TLS/nimbus-$i-key.pem" \
       >"$DIR/nimbus-$i.log" 2>&1 </dev/null &
@@ -288,6 +290,11 @@ The same as environment variables, for every stormctl of a shell (here as $SECON
 
 Without TLS and a certificate the CA signed, nothing answers:
   bin/stormctl --seeds ${seeds[0]} leader      # no nimbus answered
+Storm's REST API and the web UI, on every nimbus (here nimbus-1), over TLS as $ADMIN:
+  curl --cacert $q/tls/ca.pem --cert $q/tls/$ADMIN.pem --key $q/tls/$ADMIN-key.pem \\
+      https://127.0.0.1:${UI_PORTS[0]}/api/v1/cluster/summary
+  In a browser, https://127.0.0.1:${UI_PORTS[0]}/ once you have imported a client certificate
+  and trusted $q/tls/ca.pem (README, "REST API and web UI").
 Metrics of $metrics_of, over TLS (no client certificate; pprof is off):
   curl --cacert $q/tls/ca.pem https://127.0.0.1:$metrics/metrics
 ZooKeeper: anyone may read under /storm, only the daemons may write (their

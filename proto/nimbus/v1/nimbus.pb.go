@@ -1113,7 +1113,9 @@ type GetTopologyInfoResponse struct {
 	Storage map[string]string `protobuf:"bytes,6,rep,name=storage,proto3" json:"storage,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// One per slot the assignment uses, by host and port, with what its
 	// supervisor reports about it.
-	Workers       []*WorkerSummary `protobuf:"bytes,7,rep,name=workers,proto3" json:"workers,omitempty"`
+	Workers []*WorkerSummary `protobuf:"bytes,7,rep,name=workers,proto3" json:"workers,omitempty"`
+	// The components submitted as spouts, sorted; the others are bolts.
+	SpoutIds      []string `protobuf:"bytes,8,rep,name=spout_ids,json=spoutIds,proto3" json:"spout_ids,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1193,6 +1195,13 @@ func (x *GetTopologyInfoResponse) GetStorage() map[string]string {
 func (x *GetTopologyInfoResponse) GetWorkers() []*WorkerSummary {
 	if x != nil {
 		return x.Workers
+	}
+	return nil
+}
+
+func (x *GetTopologyInfoResponse) GetSpoutIds() []string {
+	if x != nil {
+		return x.SpoutIds
 	}
 	return nil
 }
@@ -2423,7 +2432,7 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\x06leader\x18\x01 \x01(\v2\x18.nimbus.v1.NimbusSummaryR\x06leader\"V\n" +
 	"\x16GetTopologyInfoRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12(\n" +
-	"\x10include_log_tail\x18\x02 \x01(\bR\x0eincludeLogTail\"\xe3\x04\n" +
+	"\x10include_log_tail\x18\x02 \x01(\bR\x0eincludeLogTail\"\x80\x05\n" +
 	"\x17GetTopologyInfoResponse\x126\n" +
 	"\btopology\x18\x01 \x01(\v2\x1a.nimbus.v1.TopologySummaryR\btopology\x128\n" +
 	"\texecutors\x18\x02 \x03(\v2\x1a.nimbus.v1.ExecutorSummaryR\texecutors\x125\n" +
@@ -2431,7 +2440,8 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\x10code_meta_digest\x18\x04 \x01(\fR\x0ecodeMetaDigest\x12q\n" +
 	"\x15component_parallelism\x18\x05 \x03(\v2<.nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntryR\x14componentParallelism\x12I\n" +
 	"\astorage\x18\x06 \x03(\v2/.nimbus.v1.GetTopologyInfoResponse.StorageEntryR\astorage\x122\n" +
-	"\aworkers\x18\a \x03(\v2\x18.nimbus.v1.WorkerSummaryR\aworkers\x1aG\n" +
+	"\aworkers\x18\a \x03(\v2\x18.nimbus.v1.WorkerSummaryR\aworkers\x12\x1b\n" +
+	"\tspout_ids\x18\b \x03(\tR\bspoutIds\x1aG\n" +
 	"\x19ComponentParallelismEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\x1a:\n" +

@@ -1,0 +1,150 @@
+package stormapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/nimbusha/nimbus/apierr"
+	"github.com/nimbusha/nimbus/auth"
+	"github.com/nimbusha/nimbus/client"
+	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
+	"github.com/nimbusha/nimbus/validate"
+)
+
+// The POST actions. Each looks the topology up by id, as Storm does, and
+// asks the leader by name, as the caller: the leader authorizes and
+// audits it (auth.Forward).
+
+func (a *API) activate(r *request) ([]byte, error) {
+	return a.act(r, "activate", func(ctx context.Context, name string) error {
+		return a.cfg.Actions.ActivateTopology(ctx, name)
+	})
+}
+
+func (a *API) deactivate(r *request) ([]byte, error) {
+	return a.act(r, "deactivate", func(ctx context.Context, name string) error {
+		return a.cfg.Actions.DeactivateTopology(ctx, name)
+	})
+}
+
+func (a *API) kill(r *request) ([]byte, error) {
+	wait, err := parseWait(r.PathValue("wait"))
+	if err != nil {
+		return nil, err
+	}
+	return a.act(r, "kill", func(ctx context.Context, name string) error {
+		return a.cfg.Actions.KillTopology(ctx, &nimbusv1.KillTopologyRequest{Name: name, WaitSecs: &wait})
+	})
+}
+
+// rebalanceBody is a rebalance's optional body, as Storm 1.x took it:
+// numbers may be written as strings.
+type rebalanceBody struct {
+	RebalanceOptions *struct {
+		NumWorkers *json.Number           `json:"numWorkers"`
+		Executors  map[string]json.Number `json:"executors"`
+	} `json:"rebalanceOptions"`
+}
+
+func (a *API) rebalance(r *request) ([]byte, error) {
+	wait, err := parseWait(r.PathValue("wait"))
+	if err != nil {
+		return nil, err
+	}
+	req := &nimbusv1.RebalanceTopologyRequest{WaitSecs: &wait}
+	if err := readRebalance(r, req); err != nil {
+		return nil, err
+	}
+	return a.act(r, "rebalance", func(ctx context.Context, name string) error {
+		req.Name = name
+		return a.cfg.Actions.RebalanceTopology(ctx, req)
+	})
+}
+
+// readRebalance reads a rebalance's body, if any, into req.
+func readRebalance(r *request, req *nimbusv1.RebalanceTopologyRequest) error {
+	raw, err := io.ReadAll(r.Body)
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return validate.Invalid("body", "larger than %d bytes", maxBodyBytes)
+	case err != nil:
+		return validate.Invalid("body", "%v", err)
+	case len(raw) == 0:
+		return nil
+	}
+	var body rebalanceBody
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil {
+		return validate.Invalid("body", "want {\"rebalanceOptions\": {\"numWorkers\": N, \"executors\": {\"component\": N}}}: %v", err)
+	}
+	opts := body.RebalanceOptions
+	if opts == nil {
+		return nil
+	}
+	if opts.NumWorkers != nil {
+		n, err := positive("rebalanceOptions.numWorkers", *opts.NumWorkers)
+		if err != nil {
+			return err
+		}
+		req.NumWorkers = &n
+	}
+	for c, v := range opts.Executors {
+		n, err := positive("rebalanceOptions.executors."+c, v)
+		if err != nil {
+			return err
+		}
+		if req.ComponentParallelism == nil {
+			req.ComponentParallelism = map[string]int32{}
+		}
+		req.ComponentParallelism[c] = n
+	}
+	return nil
+}
+
+// positive reads a count, a number or a numeric string, at least 1.
+func positive(field string, v json.Number) (int32, error) {
+	n, err := strconv.ParseInt(v.String(), 10, 32)
+	if err != nil || n < 1 {
+		return 0, validate.Invalid(field, "want a whole number of at least 1, got %s", v.String())
+	}
+	return int32(n), nil
+}
+
+// act takes an action on the topology the path's id names, at the
+// leader, as the caller, and answers Storm's {topologyOperation,
+// topologyId, status}.
+func (a *API) act(r *request, op string, do func(ctx context.Context, name string) error) ([]byte, error) {
+	if !a.cfg.ActionsEnabled {
+		return nil, fmt.Errorf("%w: %s: ui.actions.enabled is false on this nimbus", apierr.ErrPermissionDenied, op)
+	}
+	s, err := a.snapshot(r)
+	if err != nil {
+		return nil, err
+	}
+	id := r.PathValue("id")
+	t, ok := s.byID[id]
+	if !ok || t.GetName() == "" {
+		return nil, fmt.Errorf("%w: no topology has id %s", apierr.ErrNotFound, quoted(id))
+	}
+	if r.state.Leader == "" {
+		return nil, fmt.Errorf("%w: cannot %s %s now; see leadershipBlockedBy", apierr.ErrNoLeader, op, t.GetName())
+	}
+	ctx, cancel := context.WithTimeout(auth.Forward(r.ctx), a.cfg.ActionTimeout)
+	defer cancel()
+	if err := do(ctx, t.GetName()); err != nil {
+		if errors.Is(err, client.ErrNoLeader) {
+			err = fmt.Errorf("%w: %w", apierr.ErrNoLeader, err)
+		}
+		return nil, err
+	}
+	return json.Marshal(map[string]string{"topologyOperation": op, "topologyId": id, "status": "success"})
+}

@@ -1,0 +1,215 @@
+package stormapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/nimbusha/nimbus/apierr"
+	"github.com/nimbusha/nimbus/auth"
+	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
+	"github.com/nimbusha/nimbus/validate"
+)
+
+// Reader answers the API's reads: the nimbus's own NimbusService
+// handlers, called in process.
+type Reader interface {
+	GetClusterInfo(context.Context, *nimbusv1.GetClusterInfoRequest) (*nimbusv1.GetClusterInfoResponse, error)
+	GetTopologyInfo(context.Context, *nimbusv1.GetTopologyInfoRequest) (*nimbusv1.GetTopologyInfoResponse, error)
+	GetTopologyConf(context.Context, *nimbusv1.GetTopologyConfRequest) (*nimbusv1.GetTopologyConfResponse, error)
+	GetNimbusConfig(context.Context, *nimbusv1.GetNimbusConfigRequest) (*nimbusv1.GetNimbusConfigResponse, error)
+}
+
+// Actor takes the API's actions at the leader: the Go SDK's
+// *client.Client, whose leader-only calls find and follow the leader.
+type Actor interface {
+	ActivateTopology(ctx context.Context, name string) error
+	DeactivateTopology(ctx context.Context, name string) error
+	KillTopology(ctx context.Context, req *nimbusv1.KillTopologyRequest) error
+	RebalanceTopology(ctx context.Context, req *nimbusv1.RebalanceTopologyRequest) error
+}
+
+// State is what the answering nimbus knows now of leadership and of how
+// fresh its caches are.
+type State struct {
+	Leader        string        // the leader's host:port; "" when there is none
+	LeaderlessFor time.Duration // how long this nimbus has seen no leader; 0 with one
+	// CacheAge is 0 while the nimbus's ZooKeeper session is up (its
+	// watches deliver every change), else how long since it was.
+	CacheAge time.Duration
+}
+
+// Config is what an API needs.
+type Config struct {
+	Reads   Reader
+	Actions Actor
+	State   func() State
+	Authz   *auth.Authorizer
+	// Seeds are nimbus.seeds as host:port: a seed that is not registered
+	// is listed as Offline, as Storm does.
+	Seeds          []string
+	ActionsEnabled bool          // ui.actions.enabled
+	ActionTimeout  time.Duration // bounds a forwarded action; 0: defaultActionTimeout
+	Version        string        // Nimbus-HA's, as nimbusHaVersion
+	Log            *slog.Logger
+	Now            func() time.Time // nil: time.Now
+}
+
+// defaultActionTimeout bounds a forwarded action, leader lookup included.
+const defaultActionTimeout = 15 * time.Second
+
+// maxBodyBytes bounds a request body (a rebalance's options).
+const maxBodyBytes = 64 << 10
+
+// API is the http.Handler of /api/v1.
+type API struct {
+	cfg  Config
+	mux  *http.ServeMux
+	snap atomic.Pointer[snapshot]
+}
+
+// New returns the API over cfg.
+func New(cfg Config) *API {
+	if cfg.ActionTimeout == 0 {
+		cfg.ActionTimeout = defaultActionTimeout
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	a := &API{cfg: cfg, mux: http.NewServeMux()}
+	a.routes()
+	return a
+}
+
+// handler answers one request with a JSON object, or an error.
+type handler func(*request) ([]byte, error)
+
+// request is one request, authenticated.
+type request struct {
+	*http.Request
+	ctx   context.Context // carries the principal (auth.NewContext)
+	user  string          // the principal; "" with authentication off
+	state State
+}
+
+// route is one endpoint: its method, the RPC whose authorization rule it
+// follows (auth.MethodAction), and its handler.
+type route struct {
+	method, rpc string
+	h           handler
+}
+
+func (a *API) routes() {
+	ns := "/" + nimbusv1.NimbusService_ServiceDesc.ServiceName + "/"
+	get := func(rpc string, h handler) route { return route{http.MethodGet, ns + rpc, h} }
+	post := func(rpc string, h handler) route { return route{http.MethodPost, ns + rpc, h} }
+	for pattern, r := range map[string]route{
+		"/api/v1/cluster/configuration":               get("GetNimbusConfig", a.clusterConfiguration),
+		"/api/v1/cluster/summary":                     get("GetClusterInfo", a.clusterSummary),
+		"/api/v1/nimbus/summary":                      get("GetClusterInfo", a.nimbusSummary),
+		"/api/v1/supervisor/summary":                  get("GetClusterInfo", a.supervisorSummary),
+		"/api/v1/supervisor":                          get("GetClusterInfo", a.supervisor),
+		"/api/v1/topology/summary":                    get("GetClusterInfo", a.topologySummary),
+		"/api/v1/topology/{id}":                       get("GetTopologyInfo", a.topology),
+		"/api/v1/topology-workers/{id}":               get("GetTopologyInfo", a.topologyWorkers),
+		"/api/v1/topology/{id}/component/{component}": get("GetTopologyInfo", a.component),
+		"/api/v1/topology/{id}/metrics":               get("GetTopologyInfo", a.metrics),
+		"/api/v1/topology/{id}/activate":              post("ActivateTopology", a.activate),
+		"/api/v1/topology/{id}/deactivate":            post("DeactivateTopology", a.deactivate),
+		"/api/v1/topology/{id}/rebalance/{wait}":      post("RebalanceTopology", a.rebalance),
+		"/api/v1/topology/{id}/kill/{wait}":           post("KillTopology", a.kill),
+	} {
+		a.mux.Handle(pattern, a.serve(r))
+	}
+	a.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		a.fail(w, r, a.cfg.State(), fmt.Errorf("%w: %s: no such endpoint (README: REST API)", apierr.ErrNoSuchPath, r.URL.Path))
+	})
+}
+
+// ServeHTTP serves /api/v1.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
+
+// serve is the common path of every endpoint, in named steps: check the
+// method, refuse JSONP, authenticate, authorize by the route's RPC, answer.
+func (a *API) serve(rt route) http.Handler {
+	act, topologyScoped, _ := auth.MethodAction(rt.rpc)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		st := a.cfg.State()
+		if r.Method != rt.method && !(rt.method == http.MethodGet && r.Method == http.MethodHead) {
+			w.Header().Set("Allow", rt.method)
+			a.fail(w, r, st, fmt.Errorf("%w: %s %s: use %s", apierr.ErrMethodNotAllowed, r.Method, r.URL.Path, rt.method))
+			return
+		}
+		if r.URL.Query().Has("callback") {
+			a.fail(w, r, st, validate.Invalid("callback", "JSONP is not served: it would let any web page read this API with its visitor's credentials"))
+			return
+		}
+		user, err := a.cfg.Authz.Authenticate(r.TLS)
+		if err != nil {
+			a.fail(w, r, st, err)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
+		req := &request{Request: r, ctx: auth.NewContext(r.Context(), user), user: user, state: st}
+		// Actions are decided by the leader, as the caller; reads here.
+		if rt.method == http.MethodGet && !topologyScoped {
+			if err := a.cfg.Authz.Check(req.ctx, act, auth.Target{}); err != nil {
+				a.fail(w, r, st, err)
+				return
+			}
+		}
+		body, err := rt.h(req)
+		if err != nil {
+			a.fail(w, r, st, err)
+			return
+		}
+		a.write(w, http.StatusOK, body, st)
+	})
+}
+
+// fail answers err as Storm does, {"error": "<code> <reason>",
+// "errorMessage": ...}, with the code apierr.HTTPStatus gives it.
+func (a *API) fail(w http.ResponseWriter, r *http.Request, st State, err error) {
+	code := apierr.HTTPStatus(err)
+	body, _ := json.Marshal(map[string]string{
+		"error":        strconv.Itoa(code) + " " + http.StatusText(code),
+		"errorMessage": err.Error(),
+	})
+	if code >= 500 || code == http.StatusForbidden || code == http.StatusUnauthorized {
+		a.cfg.Log.Info("http request refused", "method", r.Method, "path", r.URL.Path, "code", code, "error", err.Error())
+	}
+	a.write(w, code, body, st)
+}
+
+// write sends body, a JSON object, with the extras every answer carries
+// appended to it.
+func (a *API) write(w http.ResponseWriter, code int, body []byte, st State) {
+	extras, _ := json.Marshal(struct {
+		LeaderlessSeconds   int64    `json:"leaderlessSeconds"`
+		CacheAgeMs          int64    `json:"cacheAgeMs"`
+		LeadershipBlockedBy []string `json:"leadershipBlockedBy"`
+	}{int64(st.LeaderlessFor / time.Second), st.CacheAge.Milliseconds(), a.blockedBy(st)})
+	h := w.Header()
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_, _ = w.Write(join(body, extras))
+}
+
+// join merges the members of two JSON objects into one object.
+func join(a, b []byte) []byte {
+	a = bytes.TrimSpace(a)
+	out := make([]byte, 0, len(a)+len(b))
+	out = append(out, a[:len(a)-1]...)
+	if len(a) > 2 {
+		out = append(out, ',')
+	}
+	return append(out, b[1:]...)
+}

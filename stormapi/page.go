@@ -1,0 +1,389 @@
+package stormapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/nimbusha/nimbus/apierr"
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
+	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
+)
+
+// keyMessageTimeout is the conf key of msgTimeout.
+const keyMessageTimeout = "topology.message.timeout.secs"
+
+// windowStatsJSON is one window of a topology's or component's tuple
+// counts: Nimbus-HA does not collect them yet, so they are zeros with
+// Storm's types.
+type windowStatsJSON struct {
+	Window          string `json:"window"`
+	WindowPretty    string `json:"windowPretty"`
+	Emitted         int64  `json:"emitted"`
+	Transferred     int64  `json:"transferred"`
+	Acked           int64  `json:"acked"`
+	Failed          int64  `json:"failed"`
+	CompleteLatency string `json:"completeLatency"`
+}
+
+func zeroStats() []windowStatsJSON {
+	out := make([]windowStatsJSON, len(statsWindows))
+	for i, w := range statsWindows {
+		out[i] = windowStatsJSON{Window: w, WindowPretty: windowPretty(w), CompleteLatency: zeroLatency}
+	}
+	return out
+}
+
+// boltStatsJSON is one window of a bolt's counts: zeros, as
+// windowStatsJSON.
+type boltStatsJSON struct {
+	Window         string `json:"window"`
+	WindowPretty   string `json:"windowPretty"`
+	Emitted        int64  `json:"emitted"`
+	Transferred    int64  `json:"transferred"`
+	Executed       int64  `json:"executed"`
+	Acked          int64  `json:"acked"`
+	Failed         int64  `json:"failed"`
+	Capacity       string `json:"capacity"`
+	ExecuteLatency string `json:"executeLatency"`
+	ProcessLatency string `json:"processLatency"`
+}
+
+func zeroBoltStats() []boltStatsJSON {
+	out := make([]boltStatsJSON, len(statsWindows))
+	for i, w := range statsWindows {
+		out[i] = boltStatsJSON{Window: w, WindowPretty: windowPretty(w),
+			Capacity: zeroLatency, ExecuteLatency: zeroLatency, ProcessLatency: zeroLatency}
+	}
+	return out
+}
+
+// componentError is a component's last error: the latest one a worker
+// running it reported (the worker protocol's error file), null fields when
+// none did.
+type componentError struct {
+	LastError          string `json:"lastError"`
+	ErrorHost          string `json:"errorHost"`
+	ErrorPort          *int32 `json:"errorPort"`
+	ErrorTime          *int64 `json:"errorTime"` // Unix seconds
+	ErrorLapsedSecs    *int64 `json:"errorLapsedSecs"`
+	ErrorWorkerLogLink string `json:"errorWorkerLogLink"`
+}
+
+// componentStats are a component's counts: zeros (not collected yet).
+type componentStats struct {
+	Executors           int32   `json:"executors"`
+	Tasks               int32   `json:"tasks"`
+	Emitted             int64   `json:"emitted"`
+	Transferred         int64   `json:"transferred"`
+	Acked               int64   `json:"acked"`
+	Failed              int64   `json:"failed"`
+	RequestedMemOnHeap  float64 `json:"requestedMemOnHeap"`
+	RequestedMemOffHeap float64 `json:"requestedMemOffHeap"`
+	RequestedCPU        float64 `json:"requestedCpu"`
+}
+
+type spoutJSON struct {
+	SpoutID        string `json:"spoutId"`
+	EncodedSpoutID string `json:"encodedSpoutId"`
+	componentStats
+	CompleteLatency string `json:"completeLatency"`
+	componentError
+}
+
+type boltJSON struct {
+	BoltID        string `json:"boltId"`
+	EncodedBoltID string `json:"encodedBoltId"`
+	componentStats
+	Executed       int64  `json:"executed"`
+	Capacity       string `json:"capacity"`
+	ExecuteLatency string `json:"executeLatency"`
+	ProcessLatency string `json:"processLatency"`
+	componentError
+}
+
+// executorJSON is one executor (Nimbus-HA's extra on the topology page).
+type executorJSON struct {
+	ID            string `json:"id"` // "[start-end]", as Storm writes it
+	Component     string `json:"component"`
+	TaskStart     int32  `json:"taskStart"`
+	TaskEnd       int32  `json:"taskEnd"`
+	Host          string `json:"host"`
+	Port          int32  `json:"port"`
+	SupervisorID  string `json:"supervisorId"`
+	UptimeSeconds int64  `json:"uptimeSeconds"`
+}
+
+type hostPortJSON struct {
+	Host string `json:"host"`
+	Port int32  `json:"port"`
+}
+
+// topologyPageJSON is GET /topology/:id.
+type topologyPageJSON struct {
+	topologyJSON
+	User                     *string           `json:"user"`
+	MsgTimeout               int64             `json:"msgTimeout"`
+	Window                   string            `json:"window"`
+	WindowHint               string            `json:"windowHint"`
+	SchedulerDisplayResource bool              `json:"schedulerDisplayResource"`
+	Debug                    bool              `json:"debug"`
+	SamplingPct              float64           `json:"samplingPct"`
+	Configuration            map[string]any    `json:"configuration"`
+	TopologyStats            []windowStatsJSON `json:"topologyStats"`
+	Workers                  []workerJSON      `json:"workers"`
+	Spouts                   []spoutJSON       `json:"spouts"`
+	Bolts                    []boltJSON        `json:"bolts"`
+	VisualizationTable       []any             `json:"visualizationTable"`
+	// Nimbus-HA's: executors, the nimbuses holding its code, and why the
+	// configuration is empty when it is (the caller may not read it, or
+	// this nimbus does not hold the code yet).
+	Executors          []executorJSON `json:"executors"`
+	Replicas           []hostPortJSON `json:"replicas"`
+	ConfigurationError string         `json:"configurationError"`
+}
+
+func (a *API) topology(r *request) ([]byte, error) {
+	q := r.URL.Query()
+	window, hint, err := parseWindow(q)
+	if err != nil {
+		return nil, err
+	}
+	sys, err := parseSys(q)
+	if err != nil {
+		return nil, err
+	}
+	s, info, err := a.topologyInfo(r)
+	if err != nil {
+		return nil, err
+	}
+	t := info.GetTopology()
+	out := topologyPageJSON{
+		topologyJSON: topologyOf(t), User: userOf(r), Window: window, WindowHint: hint,
+		Configuration: map[string]any{}, TopologyStats: zeroStats(), Workers: []workerJSON{},
+		Spouts: []spoutJSON{}, Bolts: []boltJSON{}, VisualizationTable: []any{},
+		Executors: []executorJSON{}, Replicas: []hostPortJSON{},
+	}
+	at := executorsAt(info)
+	for _, w := range info.GetWorkers() {
+		out.Workers = append(out.Workers, workerOf(w, s.byID[t.GetId()], at[addrOf(w.GetHost(), w.GetPort())]))
+	}
+	now := a.cfg.Now()
+	for _, c := range components(info, sys) {
+		stats := componentStats{Executors: info.GetComponentParallelism()[c], Tasks: tasksOf(info, c)}
+		errs := lastErrorOf(c, info, at, now)
+		if isSpout(info, c) {
+			out.Spouts = append(out.Spouts, spoutJSON{SpoutID: c, EncodedSpoutID: url.PathEscape(c),
+				componentStats: stats, CompleteLatency: zeroLatency, componentError: errs})
+			continue
+		}
+		out.Bolts = append(out.Bolts, boltJSON{BoltID: c, EncodedBoltID: url.PathEscape(c), componentStats: stats,
+			Capacity: zeroLatency, ExecuteLatency: zeroLatency, ProcessLatency: zeroLatency, componentError: errs})
+	}
+	for _, e := range info.GetExecutors() {
+		x := e.GetExecutor()
+		out.Executors = append(out.Executors, executorJSON{
+			ID: executorID(x), Component: x.GetComponentId(), TaskStart: x.GetTaskStart(), TaskEnd: x.GetTaskEnd(),
+			Host: e.GetHost(), Port: e.GetPort(), SupervisorID: e.GetSupervisorId(), UptimeSeconds: e.GetUptimeSecs(),
+		})
+	}
+	for _, rep := range info.GetReplicas() {
+		out.Replicas = append(out.Replicas, hostPortJSON{rep.GetHost(), rep.GetPort()})
+	}
+	conf, err := a.cfg.Reads.GetTopologyConf(r.ctx, &nimbusv1.GetTopologyConfRequest{Name: t.GetName()})
+	if err != nil {
+		out.ConfigurationError = err.Error()
+	} else {
+		out.Configuration = confObject(conf.GetEntries())
+		if n, ok := out.Configuration[keyMessageTimeout].(int64); ok {
+			out.MsgTimeout = n
+		}
+	}
+	return json.Marshal(out)
+}
+
+// userOf is the caller as Storm's "user" field: null when anonymous.
+func userOf(r *request) *string {
+	if r.user == "" {
+		return nil
+	}
+	return &r.user
+}
+
+// executorID is how Storm names an executor: "[start-end]".
+func executorID(x *clusterv1.Executor) string {
+	return "[" + strconv.Itoa(int(x.GetTaskStart())) + "-" + strconv.Itoa(int(x.GetTaskEnd())) + "]"
+}
+
+// tasksOf counts component c's tasks over its assigned executors, or its
+// parallelism while it has none.
+func tasksOf(info *nimbusv1.GetTopologyInfoResponse, c string) int32 {
+	var n int32
+	for _, e := range info.GetExecutors() {
+		if x := e.GetExecutor(); x.GetComponentId() == c {
+			n += x.GetTaskEnd() - x.GetTaskStart() + 1
+		}
+	}
+	if n == 0 {
+		return info.GetComponentParallelism()[c]
+	}
+	return n
+}
+
+// lastErrorOf is the latest error reported by a worker that runs
+// component c.
+func lastErrorOf(c string, info *nimbusv1.GetTopologyInfoResponse, at map[string][]*nimbusv1.ExecutorSummary, now time.Time) componentError {
+	var latest *nimbusv1.WorkerSummary
+	for _, w := range info.GetWorkers() {
+		if w.GetLastError() == "" || (latest != nil && w.GetLastErrorUnixMs() <= latest.GetLastErrorUnixMs()) {
+			continue
+		}
+		for _, e := range at[addrOf(w.GetHost(), w.GetPort())] {
+			if e.GetExecutor().GetComponentId() == c {
+				latest = w
+				break
+			}
+		}
+	}
+	if latest == nil {
+		return componentError{}
+	}
+	port, when := latest.GetPort(), latest.GetLastErrorUnixMs()/1000
+	lapsed := max(now.Unix()-when, 0)
+	return componentError{LastError: latest.GetLastError(), ErrorHost: latest.GetHost(),
+		ErrorPort: &port, ErrorTime: &when, ErrorLapsedSecs: &lapsed}
+}
+
+// topologyWorkers is GET /topology-workers/:id: where its workers run.
+// Nimbus-HA has no logviewer: logviewerPort is 0.
+func (a *API) topologyWorkers(r *request) ([]byte, error) {
+	_, info, err := a.topologyInfo(r)
+	if err != nil {
+		return nil, err
+	}
+	out := struct {
+		HostPortList  []hostPortJSON `json:"hostPortList"`
+		LogviewerPort int            `json:"logviewerPort"`
+	}{HostPortList: []hostPortJSON{}}
+	for _, w := range info.GetWorkers() {
+		out.HostPortList = append(out.HostPortList, hostPortJSON{w.GetHost(), w.GetPort()})
+	}
+	return json.Marshal(out)
+}
+
+// componentErrorJSON is one error of a component page.
+type componentErrorJSON struct {
+	ErrorTime          int64  `json:"errorTime"` // Unix seconds, as on the topology page
+	ErrorHost          string `json:"errorHost"`
+	ErrorPort          int32  `json:"errorPort"`
+	Error              string `json:"error"`
+	ErrorLapsedSecs    int64  `json:"errorLapsedSecs"`
+	ErrorWorkerLogLink string `json:"errorWorkerLogLink"`
+}
+
+// executorStatsJSON is one executor of a component page: counts are
+// zeros (not collected yet).
+type executorStatsJSON struct {
+	ID              string `json:"id"`
+	EncodedID       string `json:"encodedId"`
+	Host            string `json:"host"`
+	Port            int32  `json:"port"`
+	Uptime          string `json:"uptime"`
+	UptimeSeconds   int64  `json:"uptimeSeconds"`
+	WorkerLogLink   string `json:"workerLogLink"`
+	Emitted         int64  `json:"emitted"`
+	Transferred     int64  `json:"transferred"`
+	Acked           int64  `json:"acked"`
+	Failed          int64  `json:"failed"`
+	Executed        int64  `json:"executed"`
+	CompleteLatency string `json:"completeLatency"`
+	Capacity        string `json:"capacity"`
+	ExecuteLatency  string `json:"executeLatency"`
+	ProcessLatency  string `json:"processLatency"`
+}
+
+// component is GET /topology/:id/component/:component.
+func (a *API) component(r *request) ([]byte, error) {
+	window, hint, err := parseWindow(r.URL.Query())
+	if err != nil {
+		return nil, err
+	}
+	_, info, err := a.topologyInfo(r)
+	if err != nil {
+		return nil, err
+	}
+	c := r.PathValue("component")
+	if _, ok := info.GetComponentParallelism()[c]; !ok {
+		return nil, fmt.Errorf("%w: topology %s has no component %s", apierr.ErrNotFound, info.GetTopology().GetName(), quoted(c))
+	}
+	t := info.GetTopology()
+	kind := "bolt"
+	if isSpout(info, c) {
+		kind = "spout"
+	}
+	out := map[string]any{
+		"user": userOf(r), "id": c, "encodedId": url.PathEscape(c), "name": t.GetName(),
+		"topologyId": t.GetId(), "encodedTopologyId": url.PathEscape(t.GetId()), "topologyStatus": statusName(t.GetStatus()),
+		"componentType": kind, "executors": info.GetComponentParallelism()[c], "tasks": tasksOf(info, c),
+		"window": window, "windowHint": hint,
+		"requestedMemOnHeap": 0.0, "requestedMemOffHeap": 0.0, "requestedCpu": 0.0, "requestedGenericResources": "",
+		"schedulerDisplayResource": false, "debug": false, "samplingPct": 0.0, "eventLogLink": "",
+		"profilingAndDebuggingCapable": false, "profileActionEnabled": false, "profilerActive": []any{},
+		"inputStats": []any{}, "outputStats": []any{},
+	}
+	if kind == "spout" {
+		out["spoutSummary"] = zeroStats()
+	} else {
+		out["boltStats"] = zeroBoltStats()
+	}
+	errs, execs := []componentErrorJSON{}, []executorStatsJSON{}
+	at, now := executorsAt(info), a.cfg.Now()
+	if e := lastErrorOf(c, info, at, now); e.ErrorTime != nil {
+		errs = append(errs, componentErrorJSON{ErrorTime: *e.ErrorTime, ErrorHost: e.ErrorHost, ErrorPort: *e.ErrorPort,
+			Error: e.LastError, ErrorLapsedSecs: *e.ErrorLapsedSecs})
+	}
+	for _, e := range info.GetExecutors() {
+		if e.GetExecutor().GetComponentId() != c {
+			continue
+		}
+		id := executorID(e.GetExecutor())
+		execs = append(execs, executorStatsJSON{ID: id, EncodedID: url.PathEscape(id), Host: e.GetHost(), Port: e.GetPort(),
+			Uptime: prettyUptime(e.GetUptimeSecs()), UptimeSeconds: e.GetUptimeSecs(),
+			CompleteLatency: zeroLatency, Capacity: zeroLatency, ExecuteLatency: zeroLatency, ProcessLatency: zeroLatency})
+	}
+	out["componentErrors"], out["executorStats"] = errs, execs
+	return json.Marshal(out)
+}
+
+// metrics is GET /topology/:id/metrics: per-stream tuple counts, which
+// Nimbus-HA does not collect yet: every component with empty streams.
+// (Datadog's check reads it from Storm 1.2.0 on.)
+func (a *API) metrics(r *request) ([]byte, error) {
+	q := r.URL.Query()
+	window, hint, err := parseWindow(q)
+	if err != nil {
+		return nil, err
+	}
+	sys, err := parseSys(q)
+	if err != nil {
+		return nil, err
+	}
+	_, info, err := a.topologyInfo(r)
+	if err != nil {
+		return nil, err
+	}
+	spouts, bolts := []map[string]any{}, []map[string]any{}
+	for _, c := range components(info, sys) {
+		m := map[string]any{"id": c, "emitted": []any{}, "transferred": []any{}, "acked": []any{}, "failed": []any{}}
+		if isSpout(info, c) {
+			m["complete_ms_avg"] = []any{}
+			spouts = append(spouts, m)
+			continue
+		}
+		m["executed"], m["executed_ms_avg"], m["process_ms_avg"] = []any{}, []any{}, []any{}
+		bolts = append(bolts, m)
+	}
+	return json.Marshal(map[string]any{"window": window, "windowHint": hint, "spouts": spouts, "bolts": bolts})
+}
