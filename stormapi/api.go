@@ -72,6 +72,10 @@ type API struct {
 	cfg  Config
 	mux  *http.ServeMux
 	snap atomic.Pointer[snapshot]
+	// csrf refuses a browser's cross-origin POST (by Sec-Fetch-Site or
+	// Origin): with client certificates, a browser would present its
+	// user's to any page's request. API clients send neither header.
+	csrf *http.CrossOriginProtection
 }
 
 // New returns the API over cfg.
@@ -82,7 +86,7 @@ func New(cfg Config) *API {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	a := &API{cfg: cfg, mux: http.NewServeMux()}
+	a := &API{cfg: cfg, mux: http.NewServeMux(), csrf: http.NewCrossOriginProtection()}
 	a.routes()
 	return a
 }
@@ -136,7 +140,8 @@ func (a *API) routes() {
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
 
 // serve is the common path of every endpoint, in named steps: check the
-// method, refuse JSONP, authenticate, authorize by the route's RPC, answer.
+// method, refuse cross-origin POSTs and JSONP, authenticate, authorize by
+// the route's RPC, answer.
 func (a *API) serve(rt route) http.Handler {
 	act, topologyScoped, _ := auth.MethodAction(rt.rpc)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -144,6 +149,10 @@ func (a *API) serve(rt route) http.Handler {
 		if r.Method != rt.method && !(rt.method == http.MethodGet && r.Method == http.MethodHead) {
 			w.Header().Set("Allow", rt.method)
 			a.fail(w, r, st, fmt.Errorf("%w: %s %s: use %s", apierr.ErrMethodNotAllowed, r.Method, r.URL.Path, rt.method))
+			return
+		}
+		if err := a.csrf.Check(r); err != nil {
+			a.fail(w, r, st, fmt.Errorf("%w: %v: a page of another site may not act here", apierr.ErrPermissionDenied, err))
 			return
 		}
 		if r.URL.Query().Has("callback") {
