@@ -197,19 +197,30 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, st State, err error) 
 }
 
 // write sends body, a JSON object, with the extras every answer carries
-// appended to it.
+// appended to it. The body may be a snapshot's shared bytes: it is
+// written as it is, never copied or changed.
 func (a *API) write(w http.ResponseWriter, code int, body []byte, st State) {
 	extras, _ := json.Marshal(struct {
 		LeaderlessSeconds   int64    `json:"leaderlessSeconds"`
 		CacheAgeMs          int64    `json:"cacheAgeMs"`
 		LeadershipBlockedBy []string `json:"leadershipBlockedBy"`
 	}{int64(st.LeaderlessFor / time.Second), st.CacheAge.Milliseconds(), a.blockedBy(st)})
+	head := bytes.TrimSpace(body)
+	head, sep := head[:len(head)-1], []byte(",") // without its "}"
+	if len(head) == 1 {                          // "{": no members
+		sep = nil
+	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(len(head)+len(sep)+len(extras)-1))
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
-	_, _ = w.Write(join(body, extras))
+	for _, part := range [][]byte{head, sep, extras[1:]} {
+		if _, err := w.Write(part); err != nil {
+			return // the client went away
+		}
+	}
 }
 
 // join merges the members of two JSON objects into one object.

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -163,4 +164,22 @@ func ptr[T any](v T) *T { return &v }
 func bodyRequest(body string) *request {
 	r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body))
 	return &request{Request: r, ctx: r.Context()}
+}
+
+// TestWrite: the extras join any object, however it ends, into valid
+// JSON of the length the header says.
+func TestWrite(t *testing.T) {
+	a := New(Config{})
+	for _, body := range []string{`{}`, `{"a":{"b":{}}}`, "{\"a\":[]}\n"} {
+		rec := httptest.NewRecorder()
+		a.write(rec, http.StatusOK, []byte(body), State{Leader: "n:1", CacheAge: 1500 * time.Millisecond})
+		got := rec.Body.Bytes()
+		var m map[string]any
+		if err := json.Unmarshal(got, &m); err != nil {
+			t.Fatalf("%s: %s: %v", body, got, err)
+		}
+		if m["cacheAgeMs"] != 1500.0 || m["leaderlessSeconds"] != 0.0 || rec.Header().Get("Content-Length") != strconv.Itoa(len(got)) {
+			t.Errorf("%s: %s (Content-Length %s)", body, got, rec.Header().Get("Content-Length"))
+		}
+	}
 }
