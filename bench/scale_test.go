@@ -8,6 +8,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"runtime"
 	"sort"
@@ -143,6 +145,17 @@ func BenchmarkScale(b *testing.B) {
 			}},
 		} {
 			if err := readLoad(rep, z.Addr(), conn, target.name, target.p, rpc.name, rpc.call); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	// The same summaries over Storm's REST API (issue 19).
+	for _, target := range []struct {
+		name string
+		p    *testcluster.Process
+	}{{"leader", leader}, {"follower", followers[0]}} {
+		for _, path := range []string{"/api/v1/cluster/summary", "/api/v1/topology/summary"} {
+			if err := httpLoad(rep, z.Addr(), conn, target.name, target.p, path); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -322,10 +335,6 @@ func per(n, d int64) float64 {
 // the ZooKeeper requests p sent meanwhile.
 func readLoad(rep *scaleReport, zkAddr string, conn *zk.Conn, role string, p *testcluster.Process, rpc string,
 	call func(context.Context, nimbusv1.NimbusServiceClient) error) error {
-	sid, err := sessionOf(conn, p)
-	if err != nil {
-		return err
-	}
 	var apis []nimbusv1.NimbusServiceClient
 	for range 4 {
 		cc, err := grpc.NewClient(p.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -335,24 +344,68 @@ func readLoad(rep *scaleReport, zkAddr string, conn *zk.Conn, role string, p *te
 		defer cc.Close()
 		apis = append(apis, nimbusv1.NewNimbusServiceClient(cc))
 	}
-	for _, api := range apis { // connected and warm before the clock starts
-		if err := call(context.Background(), api); err != nil {
-			return fmt.Errorf("%s on %s: %w", rpc, p.Name, err)
+	callers := make([]nimbusv1.NimbusServiceClient, *scaleClients)
+	for i := range callers {
+		callers[i] = apis[i%len(apis)]
+	}
+	return measure(rep, zkAddr, conn, role, p, rpc, callers, call)
+}
+
+// httpLoad is readLoad for a GET of path on p's REST API, from
+// -scale-clients goroutines sharing one HTTP client (keep-alive
+// connections, as many as callers).
+func httpLoad(rep *scaleReport, zkAddr string, conn *zk.Conn, role string, p *testcluster.Process, path string) error {
+	tr := &http.Transport{MaxIdleConnsPerHost: *scaleClients}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr}
+	callers := make([]*http.Client, *scaleClients)
+	for i := range callers {
+		callers[i] = hc
+	}
+	url := p.UIURL() + path
+	return measure(rep, zkAddr, conn, role, p, "GET "+path, callers, func(ctx context.Context, hc *http.Client) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			return err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s: %s", url, resp.Status)
+		}
+		return nil
+	})
+}
+
+// measure calls call back to back from each of callers for
+// -scale-read-secs, after one warm-up call each, and reports throughput,
+// latency and the ZooKeeper requests p sent meanwhile.
+func measure[C any](rep *scaleReport, zkAddr string, conn *zk.Conn, role string, p *testcluster.Process, what string,
+	callers []C, call func(context.Context, C) error) error {
+	sid, err := sessionOf(conn, p)
+	if err != nil {
+		return err
+	}
+	for _, c := range callers { // connected and warm before the clock starts
+		if err := call(context.Background(), c); err != nil {
+			return fmt.Errorf("%s on %s: %w", what, p.Name, err)
 		}
 	}
 	before, err := cons(zkAddr)
 	if err != nil {
 		return err
 	}
-	callers := make([]nimbusv1.NimbusServiceClient, *scaleClients)
-	for i := range callers {
-		callers[i] = apis[i%len(apis)]
-	}
 	start := time.Now()
 	lats, err := callBackToBack(callers, start.Add(time.Duration(*scaleReadSecs)*time.Second), call)
 	elapsed := time.Since(start)
 	if err != nil {
-		return fmt.Errorf("%s on %s: %w", rpc, p.Name, err)
+		return fmt.Errorf("%s on %s: %w", what, p.Name, err)
 	}
 	after, err := cons(zkAddr)
 	if err != nil {
@@ -361,7 +414,7 @@ func readLoad(rep *scaleReport, zkAddr string, conn *zk.Conn, role string, p *te
 	zkReqs, _ := requests(before, after, map[int64]bool{sid: true})
 	sort.Slice(lats, func(i, j int) bool { return lats[i] < lats[j] })
 	rep.reads = append(rep.reads, readRow{
-		rpc: rpc, role: role, n: len(lats), rate: float64(len(lats)) / elapsed.Seconds(),
+		rpc: what, role: role, n: len(lats), rate: float64(len(lats)) / elapsed.Seconds(),
 		p50: percentile(lats, 50), p99: percentile(lats, 99), zkReqs: zkReqs,
 	})
 	return nil
@@ -370,7 +423,7 @@ func readLoad(rep *scaleReport, zkAddr string, conn *zk.Conn, role string, p *te
 // callBackToBack calls call back to back from one goroutine per caller
 // until end, and returns the latencies of the calls; the callers' errors, if
 // any, joined (a caller stops at its first).
-func callBackToBack(callers []nimbusv1.NimbusServiceClient, end time.Time, call func(context.Context, nimbusv1.NimbusServiceClient) error) ([]time.Duration, error) {
+func callBackToBack[C any](callers []C, end time.Time, call func(context.Context, C) error) ([]time.Duration, error) {
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex

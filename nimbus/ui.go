@@ -60,8 +60,14 @@ func (s *Server) buildUI() error {
 		return fmt.Errorf("nimbus: the REST API's client: %w", err)
 	}
 	s.lc.OnClose(func() { leader.Close() })
+	// Seeds that do not report are Offline, as in Storm; not the default
+	// seed, which a nimbus that was given none would always list.
+	var seeds []string
+	if src, set := s.cfg.Sources[configs.KeyNimbusSeeds]; set && src.Kind != configs.FromDefault {
+		seeds = s.cfg.SeedAddrs()
+	}
 	api := stormapi.New(stormapi.Config{
-		Reads: s.svc, Actions: leader, State: s.uiState, Authz: s.authz, Seeds: s.cfg.SeedAddrs(),
+		Reads: s.svc, Actions: leader, State: s.uiState, Authz: s.authz, Seeds: seeds,
 		ActionsEnabled: s.cfg.UIActionsEnabled, Version: version.Version, Log: s.log,
 	})
 	mux := http.NewServeMux()
