@@ -37,7 +37,7 @@ func TestWebUIBrowser(t *testing.T) {
 	follower := testcluster.Without(ps, leader)[0]
 	base := follower.UIURL()
 	if strings.HasSuffix(base, "://") {
-		t.Skipf("%s serves no web UI (no ui address in its ready line)", follower.Name)
+		t.Fatalf("%s serves no web UI (no ui address in its ready line)", follower.Name)
 	}
 
 	const name = "webui"
