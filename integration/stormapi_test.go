@@ -441,14 +441,13 @@ type stormAPI struct {
 	base string // Process.UIURL
 }
 
-// newStormAPI is a client of p's REST API as c's admin. It skips the test
-// if p's ready line names no UI address (a nimbus built before the REST
-// API was wired).
+// newStormAPI is a client of p's REST API as c's admin. It fails the test
+// if p's ready line names no UI address.
 func newStormAPI(t *testing.T, c *testcluster.Cluster, p *testcluster.Process) stormAPI {
 	t.Helper()
 	u := p.UIURL()
 	if strings.HasSuffix(u, "://") {
-		t.Skipf("%s serves no REST API (no ui address in its ready line)", p.Name)
+		t.Fatalf("%s announced no ui address in its ready line", p.Name)
 	}
 	return stormAPI{hc: c.UIClient(t), base: u}
 }
