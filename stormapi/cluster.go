@@ -13,7 +13,14 @@ import (
 // are Storm's resource-aware scheduler's, which Nimbus-HA does not have:
 // zeros, with Storm's types.
 type clusterSummaryJSON struct {
-	StormVersion             string  `json:"stormVersion"`
+	StormVersion     string `json:"stormVersion"`
+	StormVersionInfo struct {
+		Version     string `json:"version"`
+		Revision    string `json:"revision"` // Nimbus-HA's version
+		Branch      string `json:"branch"`
+		Date        string `json:"date"`
+		SrcChecksum string `json:"srcChecksum"`
+	} `json:"stormVersionInfo"`
 	NimbusHAVersion          string  `json:"nimbusHaVersion"`
 	Supervisors              int     `json:"supervisors"`
 	Topologies               int     `json:"topologies"`
@@ -52,6 +59,7 @@ func (a *API) clusterSummary(r *request) ([]byte, error) {
 			MemAssignedPercentUtil: "0.0", CPUAssignedPercentUtil: "0.0",
 			Leader: r.state.Leader, EligibleStandbys: cs.GetEligibleStandbys(), UIActionsEnabled: a.cfg.ActionsEnabled,
 		}
+		out.StormVersionInfo.Version, out.StormVersionInfo.Revision = StormVersion, a.cfg.Version
 		for _, sup := range cs.GetSupervisors() {
 			out.SlotsTotal += sup.GetNumWorkers()
 			out.SlotsUsed += sup.GetNumUsedWorkers()

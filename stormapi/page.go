@@ -137,6 +137,15 @@ type topologyPageJSON struct {
 	Spouts                   []spoutJSON       `json:"spouts"`
 	Bolts                    []boltJSON        `json:"bolts"`
 	VisualizationTable       []any             `json:"visualizationTable"`
+	// Storm's resource-aware scheduler's split of memory: zeros.
+	RequestedRegularOnHeapMem  float64 `json:"requestedRegularOnHeapMem"`
+	RequestedSharedOnHeapMem   float64 `json:"requestedSharedOnHeapMem"`
+	RequestedRegularOffHeapMem float64 `json:"requestedRegularOffHeapMem"`
+	RequestedSharedOffHeapMem  float64 `json:"requestedSharedOffHeapMem"`
+	AssignedRegularOnHeapMem   float64 `json:"assignedRegularOnHeapMem"`
+	AssignedSharedOnHeapMem    float64 `json:"assignedSharedOnHeapMem"`
+	AssignedRegularOffHeapMem  float64 `json:"assignedRegularOffHeapMem"`
+	AssignedSharedOffHeapMem   float64 `json:"assignedSharedOffHeapMem"`
 	// Nimbus-HA's: executors, the nimbuses holding its code, and why the
 	// configuration is empty when it is (the caller may not read it, or
 	// this nimbus does not hold the code yet).
