@@ -75,6 +75,7 @@ func TestSecureCluster(t *testing.T) {
 	t.Run("ZooKeeper ACLs E3", s.zooKeeperACLs)
 	t.Run("metrics over TLS", s.metrics)
 	t.Run("certificate rotation", s.rotation)
+	t.Run("REST API over HTTPS", s.restAPI)
 	t.Run("submit, run, fail over, kill", s.lifecycle) // last: kills the leader
 }
 
