@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
@@ -80,6 +81,9 @@ func (s *Server) buildUI() error {
 		WriteTimeout:      time.Minute,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
+		// Failed handshakes and broken connections: scanners would fill
+		// the log at any higher level.
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	if s.tls != nil {
 		s.ui.TLSConfig = s.tls.ServerConfig(s.cfg.TLSClientAuthRequired)

@@ -86,6 +86,9 @@ func New(cfg Config) *API {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
 	a := &API{cfg: cfg, mux: http.NewServeMux(), csrf: http.NewCrossOriginProtection()}
 	a.routes()
 	return a
