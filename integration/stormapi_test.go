@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -336,22 +335,7 @@ func TestStormAPI(t *testing.T) {
 // topology blocks leadership, and an action answers 503 saying there is
 // no leader.
 func TestStormAPILeaderless(t *testing.T) {
-	z := testcluster.StartZooKeeper(t)
-	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(3*time.Second))
-	a := c.StartNimbuses(t, 1)[0]
-	c.WaitLeader(t, []*testcluster.Process{a}, 10*time.Second)
-	b := c.StartNimbuses(t, 1)[0]
-	c.WaitQueued(t, 2, 10*time.Second)
-	if err := b.Signal(syscall.SIGSTOP); err != nil { // b misses the submission
-		t.Fatal(err)
-	}
-	id := submit(t, newClient(t, c, a), "orphan", randomBytes(t, 1000)).GetTopologyId()
-	if err := a.Stop(syscall.SIGKILL, 5*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
+	c, _, b, id := orphanTopology(t, "orphan", randomBytes(t, 1000))
 	api := newStormAPI(t, c, b)
 
 	testcluster.WaitFor(t, 30*time.Second, "b's cluster/summary: leaderless for a while, blocked by the topology", func() error {

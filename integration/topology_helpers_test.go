@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -103,4 +104,30 @@ func zkChildren(t *testing.T, conn *zk.Conn, path string) []string {
 		return err
 	})
 	return children
+}
+
+// orphanTopology leaves a cluster where no nimbus may lead: nimbus a
+// leads, b is queued but stopped (SIGSTOP) while a accepts a submission of
+// name (data), then a is killed and b resumed. b lacks the topology's
+// code, which nobody else holds. It returns the cluster, a (stopped, for
+// its local dir), b and the topology's id.
+func orphanTopology(t *testing.T, name string, data []byte) (c *testcluster.Cluster, a, b *testcluster.Process, id string) {
+	t.Helper()
+	z := testcluster.StartZooKeeper(t)
+	c = testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(3*time.Second))
+	a = c.StartNimbuses(t, 1)[0]
+	c.WaitLeader(t, []*testcluster.Process{a}, 10*time.Second)
+	b = c.StartNimbuses(t, 1)[0]
+	c.WaitQueued(t, 2, 10*time.Second)
+	if err := b.Signal(syscall.SIGSTOP); err != nil { // b misses the submission
+		t.Fatal(err)
+	}
+	id = submit(t, newClient(t, c, a), name, data).GetTopologyId()
+	if err := a.Stop(syscall.SIGKILL, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	return c, a, b, id
 }

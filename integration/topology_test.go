@@ -596,23 +596,8 @@ func download(t *testing.T, c *testcluster.Cluster, p *testcluster.Process, id s
 // says which topology blocks it, and the cluster recovers when the holder
 // comes back with its disk.
 func TestLeadershipBlockedIsVisibleAndRecoverable(t *testing.T) {
-	z := testcluster.StartZooKeeper(t)
-	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(3*time.Second))
-	a := c.StartNimbuses(t, 1)[0]
-	c.WaitLeader(t, []*testcluster.Process{a}, 10*time.Second)
-	b := c.StartNimbuses(t, 1)[0]
-	c.WaitQueued(t, 2, 10*time.Second)
-	if err := b.Signal(syscall.SIGSTOP); err != nil { // b misses the submission
-		t.Fatal(err)
-	}
 	data := randomBytes(t, 64<<10)
-	id := submit(t, newClient(t, c, a), "precious", data).GetTopologyId()
-	if err := a.Stop(syscall.SIGKILL, 5*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
+	c, a, b, id := orphanTopology(t, "precious", data)
 
 	testcluster.WaitFor(t, 20*time.Second, "b reporting the block", func() error {
 		cs := clusterSummary(t, c, b)

@@ -155,12 +155,7 @@ type topologyPageJSON struct {
 }
 
 func (a *API) topology(r *request) ([]byte, error) {
-	q := r.URL.Query()
-	window, hint, err := parseWindow(q)
-	if err != nil {
-		return nil, err
-	}
-	sys, err := parseSys(q)
+	window, hint, sys, err := pageParams(r.URL.Query())
 	if err != nil {
 		return nil, err
 	}
@@ -211,6 +206,16 @@ func (a *API) topology(r *request) ([]byte, error) {
 		}
 	}
 	return json.Marshal(out)
+}
+
+// pageParams reads the window and sys query parameters of a topology's
+// pages.
+func pageParams(q url.Values) (window, hint string, sys bool, err error) {
+	if window, hint, err = parseWindow(q); err != nil {
+		return "", "", false, err
+	}
+	sys, err = parseSys(q)
+	return window, hint, sys, err
 }
 
 // userOf is the caller as Storm's "user" field: null when anonymous.
@@ -370,12 +375,7 @@ func (a *API) component(r *request) ([]byte, error) {
 // Nimbus-HA does not collect yet: every component with empty streams.
 // (Datadog's check reads it from Storm 1.2.0 on.)
 func (a *API) metrics(r *request) ([]byte, error) {
-	q := r.URL.Query()
-	window, hint, err := parseWindow(q)
-	if err != nil {
-		return nil, err
-	}
-	sys, err := parseSys(q)
+	window, hint, sys, err := pageParams(r.URL.Query())
 	if err != nil {
 		return nil, err
 	}
