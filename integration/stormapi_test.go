@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -378,6 +379,29 @@ func TestStormAPILeaderless(t *testing.T) {
 	if err := ans.json(&e); err != nil || !strings.Contains(strings.ToLower(e.ErrorMessage), "no leader") {
 		t.Errorf("POST deactivate without a leader: errorMessage %q (%v), want it to say there is no leader", e.ErrorMessage, err)
 	}
+	// The same figure for Prometheus, and the refusal counted.
+	page, err := b.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := metricValue(page, "nimbus_leaderless_seconds"); !ok || v <= 0 {
+		t.Errorf("nimbus_leaderless_seconds = %v (found %v), want > 0", v, ok)
+	}
+	if v, ok := metricValue(page, `nimbus_http_requests_total{code="503",route="/api/v1/topology/{id}/deactivate"}`); !ok || v != 1 {
+		t.Errorf("the 503 counted %v times (found %v), want 1", v, ok)
+	}
+}
+
+// metricValue finds the sample named series (with its labels, as the
+// exposition format writes them) in a metrics page.
+func metricValue(page, series string) (float64, bool) {
+	for line := range strings.Lines(page) {
+		if rest, ok := strings.CutPrefix(line, series+" "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			return v, err == nil
+		}
+	}
+	return 0, false
 }
 
 // submitKinds submits the example worker program as a topology of one

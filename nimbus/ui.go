@@ -69,7 +69,7 @@ func (s *Server) buildUI() error {
 	}
 	api := stormapi.New(stormapi.Config{
 		Reads: s.svc, Actions: leader, State: s.uiState, Authz: s.authz, Seeds: seeds,
-		ActionsEnabled: s.cfg.UIActionsEnabled, Version: version.Version, Log: s.log,
+		ActionsEnabled: s.cfg.UIActionsEnabled, Version: version.Version, Log: s.log, Metrics: s.reg,
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/api/", api)

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/nimbusha/nimbus/apierr"
 	"github.com/nimbusha/nimbus/auth"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
@@ -58,7 +60,8 @@ type Config struct {
 	ActionTimeout  time.Duration // bounds a forwarded action; 0: defaultActionTimeout
 	Version        string        // Nimbus-HA's, as nimbusHaVersion
 	Log            *slog.Logger
-	Now            func() time.Time // nil: time.Now
+	Metrics        prometheus.Registerer // nil: not registered
+	Now            func() time.Time      // nil: time.Now
 }
 
 // defaultActionTimeout bounds a forwarded action, leader lookup included.
@@ -75,7 +78,8 @@ type API struct {
 	// csrf refuses a browser's cross-origin POST (by Sec-Fetch-Site or
 	// Origin): with client certificates, a browser would present its
 	// user's to any page's request. API clients send neither header.
-	csrf *http.CrossOriginProtection
+	csrf    *http.CrossOriginProtection
+	counted *metrics // requests by route and code
 }
 
 // New returns the API over cfg.
@@ -89,7 +93,7 @@ func New(cfg Config) *API {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	a := &API{cfg: cfg, mux: http.NewServeMux(), csrf: http.NewCrossOriginProtection()}
+	a := &API{cfg: cfg, mux: http.NewServeMux(), csrf: http.NewCrossOriginProtection(), counted: newMetrics(cfg.Metrics)}
 	a.routes()
 	return a
 }
@@ -132,11 +136,11 @@ func (a *API) routes() {
 		"/api/v1/topology/{id}/rebalance/{wait}":      post("RebalanceTopology", a.rebalance),
 		"/api/v1/topology/{id}/kill/{wait}":           post("KillTopology", a.kill),
 	} {
-		a.mux.Handle(pattern, a.serve(r))
+		a.mux.Handle(pattern, a.counted.observe(pattern, a.serve(r)))
 	}
-	a.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+	a.mux.Handle("/api/", a.counted.observe("other", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, a.cfg.State(), fmt.Errorf("%w: %s: no such endpoint (README: REST API)", apierr.ErrNoSuchPath, r.URL.Path))
-	})
+	})))
 }
 
 // ServeHTTP serves /api/v1.
@@ -193,7 +197,12 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, st State, err error) 
 		"error":        strconv.Itoa(code) + " " + http.StatusText(code),
 		"errorMessage": err.Error(),
 	})
-	if code >= 500 || code == http.StatusForbidden || code == http.StatusUnauthorized {
+	// As for gRPC: refusals at info, callers without a certificate at
+	// debug (probes would fill the log).
+	switch {
+	case code == http.StatusUnauthorized:
+		a.cfg.Log.Debug("http request refused", "method", r.Method, "path", r.URL.Path, "code", code, "error", err.Error())
+	case code >= 500 || code == http.StatusForbidden:
 		a.cfg.Log.Info("http request refused", "method", r.Method, "path", r.URL.Path, "code", code, "error", err.Error())
 	}
 	a.write(w, code, body, st)
