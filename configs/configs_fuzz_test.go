@@ -82,7 +82,8 @@ func FuzzLoadFile(f *testing.F) {
 // with all else at its default, an error about key names key or one of
 // these.
 var partners = map[string][]string{
-	KeyNimbusGRPCPort:       {KeyNimbusMetricsPort, KeyNimbusSeeds},
+	KeyNimbusGRPCPort:       {KeyNimbusMetricsPort, KeyNimbusSeeds, KeyUIPort},
+	KeyNimbusMetricsPort:    {KeyUIPort},
 	KeySupervisorHeartbeat:  {KeySupervisorTimeout},
 	KeyCodeDistributorClass: {KeyHDFSNamenodeAddresses},
 	KeyTLSEnable:            {KeyTLSTruststore},
