@@ -53,8 +53,10 @@ func (c *Config) Validate() error {
 		add(invalid(KeyNimbusMetricsPort, "%d is also %s", c.NimbusMetricsPort, KeyNimbusGRPCPort))
 	}
 	add(inRange(KeyUIPort, c.UIPort, MetricsDisabled, 65535))
-	if c.UIPort > 0 && (c.UIPort == c.NimbusGRPCPort || c.UIPort == c.NimbusMetricsPort) {
-		add(invalid(KeyUIPort, "%d is also %s or %s", c.UIPort, KeyNimbusGRPCPort, KeyNimbusMetricsPort))
+	for key, port := range map[string]int{KeyNimbusGRPCPort: c.NimbusGRPCPort, KeyNimbusMetricsPort: c.NimbusMetricsPort} {
+		if c.UIPort > 0 && c.UIPort == port {
+			add(invalid(KeyUIPort, "%d is also %s", c.UIPort, key))
+		}
 	}
 	if c.UIHost != "" && net.ParseIP(c.UIHost) == nil {
 		add(invalid(KeyUIHost, "%q is not an IP address to bind", c.UIHost))
