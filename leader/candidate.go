@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -81,7 +82,7 @@ func (c *candidate) step(ctx context.Context) {
 	}
 	// 5. In the queue: hold a node.
 	if c.node == "" {
-		if err := c.join(); err != nil {
+		if err := c.join(sid); err != nil {
 			c.retry(w, "cannot join the leader queue; retrying", err)
 			return
 		}
@@ -166,8 +167,12 @@ func (c *candidate) leave(w wakeups) {
 	c.setNode("", 0)
 }
 
-// join creates our lock node.
-func (c *candidate) join() error {
+// join creates our lock node, on session sid, after removing any that
+// an earlier process of this nimbus left.
+func (c *candidate) join(sid int64) error {
+	if err := c.clearPast(sid); err != nil {
+		return err
+	}
 	c.guid = newGUID()
 	node, owner, err := createProtected(c.sess, c.dir, c.guid, c.e.cfg.Self)
 	if err != nil {
@@ -176,6 +181,42 @@ func (c *candidate) join() error {
 	c.guid = ""
 	c.setNode(node, owner)
 	c.e.log.Info("joined the leader queue", "node", node)
+	return nil
+}
+
+// clearPast deletes the lock nodes that name this nimbus's address but
+// belong to another session than sid: an earlier process of this nimbus
+// (killed, then restarted by its service manager) whose session has not
+// expired yet. That process is gone, since this one holds its port, and
+// its node would otherwise hold the queue, or lead it, until the expiry.
+func (c *candidate) clearPast(sid int64) error {
+	children, _, err := c.conn.Children(c.dir)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	self := cluster.HostPort(c.e.cfg.Self)
+	for _, name := range children {
+		path := c.dir + "/" + name
+		data, stat, err := c.conn.Get(path)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		info := new(clusterv1.NimbusInfo)
+		if cluster.Decode(path, data, info) != nil || cluster.HostPort(info) != self || stat.EphemeralOwner == sid {
+			continue
+		}
+		if err := c.conn.Delete(path, stat.Version); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+		c.e.log.Warn("removed the lock node an earlier process of this nimbus left", "node", path,
+			"session", fmt.Sprintf("0x%x", stat.EphemeralOwner))
+	}
 	return nil
 }
 

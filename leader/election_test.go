@@ -326,3 +326,41 @@ func TestIneligibleWinnerGivesTheLockBack(t *testing.T) {
 
 // The cutter fits zk.Dialer.
 var _ zk.Dialer = testcluster.NewCutter().Dial
+
+// TestRestartedNimbusClearsItsPast: a nimbus killed while it leads and
+// restarted at once (the same address, a new session) removes the lock
+// node its earlier process left, and leads, long before that process's
+// session would expire; a node of another address is left alone.
+func TestRestartedNimbusClearsItsPast(t *testing.T) {
+	z := testcluster.StartZooKeeper(t)
+	const longSession = time.Minute
+	old := startCandidateWithSession(t, z.Addr(), 1, nil, longSession)
+	waitOneLeader(t, []*candidate{old}, 10*time.Second)
+	other := startCandidateWithSession(t, z.Addr(), 2, nil, longSession)
+	oldNode := old.election.Current().Node()
+	old.net.Cut() // "killed": its session and lock node live on in ZooKeeper
+
+	restarted := startCandidateWithSession(t, z.Addr(), 1, nil, longSession)
+	// The old node goes at once, so other (queued second) leads; the
+	// restarted process queues behind it. Neither waits for the minute.
+	waitOneLeader(t, []*candidate{other, restarted}, 10*time.Second)
+	if !other.election.IsLeader() {
+		t.Errorf("the restarted nimbus leads ahead of the one queued before it")
+	}
+	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
+	if ok, _, err := conn.Exists(oldNode); err != nil || ok {
+		t.Errorf("the earlier process's lock node %s: exists %v (%v)", oldNode, ok, err)
+	}
+	if n := len(zkChildren(t, conn, "/storm/leader-lock")); n != 2 {
+		t.Errorf("%d lock nodes, want 2 (other's and the restarted one's)", n)
+	}
+}
+
+func zkChildren(t *testing.T, conn *zk.Conn, path string) []string {
+	t.Helper()
+	children, _, err := conn.Children(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return children
+}
