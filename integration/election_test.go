@@ -3,6 +3,7 @@ package integration
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -129,21 +130,73 @@ func TestSIGTERMLeaderHandsOverWithoutWaitingForTheSession(t *testing.T) {
 	}
 }
 
-func TestSIGKILLLeaderIsReplacedAfterSessionTimeout(t *testing.T) {
+// A SIGKILLed leader is deposed by a follower (its port refuses
+// connections) and replaced at once, not after its 20 s session.
+func TestSIGKILLedLeaderIsDeposed(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
-	const session = 2 * time.Second
+	const session = 20 * time.Second
 	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(session))
 	ps := c.StartNimbuses(t, 3)
 	epoch, leader := c.WaitLeader(t, ps, 10*time.Second)
+	rest := testcluster.Without(ps, leader)
+	c.WaitQueued(t, 3, 10*time.Second)
 
 	if err := leader.Stop(syscall.SIGKILL, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	rest := testcluster.Without(ps, leader)
-	newEpoch, _ := c.WaitLeader(t, rest, session+10*time.Second)
+	killed := time.Now()
+	newEpoch, _ := c.WaitLeader(t, rest, session/4)
 	if newEpoch <= epoch {
 		t.Fatalf("epoch %d after crash, want > %d", newEpoch, epoch)
 	}
+	t.Logf("a new leader %v after SIGKILL (session %v)", time.Since(killed).Round(time.Millisecond), session)
+	if n := depositions(t, rest...); n != 1 {
+		t.Errorf("%v depositions counted by the followers, want 1", n)
+	}
+}
+
+// A stopped leader (SIGSTOP: its port still accepts) is not provably
+// dead: nobody deposes it, and failover waits for its session, as it must.
+func TestSIGSTOPedLeaderIsNotDeposed(t *testing.T) {
+	z := testcluster.StartZooKeeper(t)
+	const session = 4 * time.Second
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(session))
+	ps := c.StartNimbuses(t, 3)
+	epoch, leader := c.WaitLeader(t, ps, 10*time.Second)
+	rest := testcluster.Without(ps, leader)
+	c.WaitQueued(t, 3, 10*time.Second)
+
+	if err := leader.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = leader.Signal(syscall.SIGCONT) })
+	stopped := time.Now()
+	newEpoch, _ := c.WaitLeader(t, rest, session+10*time.Second)
+	if waited := time.Since(stopped); waited < session/2 || newEpoch <= epoch {
+		t.Errorf("a new leader (epoch %d, was %d) %v after SIGSTOP, want one after the %v session", newEpoch, epoch, waited, session)
+	}
+	if n := depositions(t, rest...); n != 0 {
+		t.Errorf("%v depositions of a stopped leader, want 0", n)
+	}
+}
+
+// depositions sums nimbus_depositions_total over ps.
+func depositions(t *testing.T, ps ...*testcluster.Process) float64 {
+	t.Helper()
+	var sum float64
+	for _, p := range ps {
+		page, err := p.Metrics()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.Lines(page) {
+			if strings.HasPrefix(line, "nimbus_depositions_total{") {
+				v, _ := strconv.ParseFloat(strings.TrimSpace(line[strings.LastIndex(line, " "):]), 64)
+				sum += v
+			}
+		}
+	}
+	return sum
 }
 
 func TestRestartedNimbusRejoinsOnTheSameAddress(t *testing.T) {

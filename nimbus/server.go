@@ -29,6 +29,7 @@ import (
 	"github.com/nimbusha/nimbus/codeservice"
 	"github.com/nimbusha/nimbus/codesync"
 	"github.com/nimbusha/nimbus/configs"
+	"github.com/nimbusha/nimbus/depose"
 	"github.com/nimbusha/nimbus/internal/daemon"
 	"github.com/nimbusha/nimbus/internal/version"
 	"github.com/nimbusha/nimbus/leader"
@@ -66,6 +67,7 @@ type Server struct {
 	authz       *auth.Authorizer // allows everything without client authentication
 	ui          *http.Server     // the REST API and web UI (ui.go); nil without ui.port
 	sightings   *sightings       // since when no leader, no session (ui.go)
+	deposer     *depose.Deposer  // deposes a leader that is certainly dead
 
 	lc    daemon.Lifecycle // what Start started, and how Close stops it
 	ready chan struct{}
@@ -221,6 +223,9 @@ func (s *Server) build() (err error) {
 		Logger:      s.base,
 	})
 
+	s.deposer = depose.New(depose.Config{Session: s.sess, Locks: s.view.locks, Self: s.Addr(),
+		Creds: s.tls.ClientCredentials(), Metrics: s.reg, Logger: s.base})
+
 	s.actions = make(chan struct{}, 1)
 	s.storeHealth = new(storeHealth)
 	s.svc = &service{
@@ -300,6 +305,7 @@ func (s *Server) run() {
 	s.lc.Go(func() { s.watchStatus(ctx) })
 	s.lc.Go(func() { s.probeStore(ctx) })
 	s.lc.Go(func() { s.watchSightings(ctx) })
+	s.lc.Go(func() { s.deposer.Run(ctx) })
 	s.lc.Go(func() { s.announceReady(ctx, registered) })
 	s.serveMetrics()
 	s.serveUI()

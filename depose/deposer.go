@@ -1,0 +1,181 @@
+package depose
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+
+	"github.com/nimbusha/nimbus/cluster"
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
+	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
+)
+
+// Timing of the watch on the leader.
+const (
+	// probeTimeout bounds the probe of a leader whose stream broke: a
+	// refusal comes back in well under a millisecond; anything slower
+	// proves nothing.
+	probeTimeout = time.Second
+	// rewatchDelay paces new streams to a leader that proved alive (or
+	// unknown) after its stream broke.
+	rewatchDelay = 500 * time.Millisecond
+	// Keepalive on the stream's connection: a leader whose host vanished
+	// breaks the stream in about keepaliveTime+keepaliveTimeout; its
+	// probe then proves nothing, and the session decides.
+	keepaliveTime    = 10 * time.Second
+	keepaliveTimeout = 5 * time.Second
+)
+
+// Config is what a Deposer needs.
+type Config struct {
+	Session *cluster.Session
+	// Locks mirrors /leader-lock: its head is the leader watched.
+	Locks *cluster.DirCache[*clusterv1.NimbusInfo]
+	Self  string                           // this nimbus's host:port, never watched
+	Creds credentials.TransportCredentials // for the stream (TLS as this nimbus)
+	// Metrics registers nimbus_depositions_total; nil registers nothing.
+	Metrics prometheus.Registerer
+	Logger  *slog.Logger
+}
+
+// Deposer watches the leader from a follower and deposes it when it is
+// certainly dead. New builds it; Run runs it.
+type Deposer struct {
+	cfg         Config
+	log         *slog.Logger
+	depositions *prometheus.CounterVec
+}
+
+// New returns a Deposer for cfg; it starts nothing.
+func New(cfg Config) *Deposer {
+	d := &Deposer{
+		cfg: cfg,
+		log: cfg.Logger.With("component", "depose"),
+		depositions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "nimbus_depositions_total",
+			Help: "Dead leaders this nimbus deposed (deleted their lock node), by the evidence of death.",
+		}, []string{"reason"}),
+	}
+	if cfg.Metrics != nil {
+		cfg.Metrics.MustRegister(d.depositions)
+	}
+	return d
+}
+
+// Run watches each leader in turn until ctx ends: it waits for a leader
+// other than this nimbus, guards it until it changes, and starts again.
+func (d *Deposer) Run(ctx context.Context) {
+	for ctx.Err() == nil {
+		changed := d.cfg.Locks.Changed() // before reading: no change unseen
+		head, ok := d.leader()
+		if ok {
+			d.guard(ctx, head, changed)
+			continue
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// leader is the head of the lock queue, unless it is this nimbus or its
+// payload is unreadable.
+func (d *Deposer) leader() (cluster.LockEntry, bool) {
+	q := cluster.Queue(d.cfg.Locks.Snapshot())
+	if len(q) == 0 || q[0].Info == nil || cluster.HostPort(q[0].Info) == d.cfg.Self {
+		return cluster.LockEntry{}, false
+	}
+	return q[0], true
+}
+
+// guard keeps a stream open to head's nimbus until the queue changes (or
+// ctx ends). Each time the stream breaks it probes the address, and
+// deposes head on evidence of death.
+func (d *Deposer) guard(ctx context.Context, head cluster.LockEntry, changed <-chan struct{}) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	addr := cluster.HostPort(head.Info)
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(d.cfg.Creds),
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: keepaliveTime, Timeout: keepaliveTimeout, PermitWithoutStream: true}))
+	if err != nil { // a malformed address: nothing to watch
+		d.log.Warn("cannot watch the leader", "leader", addr, "err", err)
+		select {
+		case <-changed:
+		case <-ctx.Done():
+		}
+		return
+	}
+	defer cc.Close()
+	go func() { // owned by guard: ends with ctx, which guard cancels
+		select {
+		case <-changed:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	health := healthpb.NewHealthClient(cc)
+	for {
+		broke := watch(ctx, health)
+		if ctx.Err() != nil {
+			return
+		}
+		evidence := Probe(ctx, addr, probeTimeout)
+		if evidence == Dead {
+			d.depose(head, evidence, broke)
+			return
+		}
+		d.log.Debug("stream to the leader broke; it is not provably dead", "leader", addr, "probe", evidence.String(), "err", broke)
+		select {
+		case <-time.After(rewatchDelay):
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// watch holds a health Watch stream on the leader's service open until it
+// breaks or ctx ends, and returns why it ended.
+func watch(ctx context.Context, health healthpb.HealthClient) error {
+	stream, err := health.Watch(ctx, &healthpb.HealthCheckRequest{Service: nimbusv1.LeaderHealthService})
+	if err != nil {
+		return err
+	}
+	for {
+		if _, err := stream.Recv(); err != nil {
+			return err
+		}
+	}
+}
+
+// depose deletes head's lock node, by path and version, so the next
+// nimbus in the queue leads now.
+func (d *Deposer) depose(head cluster.LockEntry, evidence Evidence, broke error) {
+	conn := d.cfg.Session.Conn()
+	path := d.cfg.Session.Paths().LeaderLock() + "/" + head.Name
+	addr := cluster.HostPort(head.Info)
+	_, stat, err := conn.Get(path)
+	if err == nil {
+		err = conn.Delete(path, stat.Version)
+	}
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		d.log.Info("dead leader already gone from the queue", "leader", addr, "node", head.Name)
+		return
+	case err != nil:
+		d.log.Warn("cannot depose a dead leader; its session's expiry will", "leader", addr, "node", head.Name, "err", err)
+		return
+	}
+	d.depositions.WithLabelValues(evidence.String()).Inc()
+	d.log.Warn("deposed a dead leader", "leader", addr, "epoch", head.Epoch(), "node", head.Name,
+		"evidence", fmt.Sprintf("stream broke (%v), then %s", broke, evidence), "by", d.cfg.Self)
+}
