@@ -13,7 +13,9 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/internal/testcluster"
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
@@ -229,5 +231,82 @@ func TestRestartedNimbusRejoinsOnTheSameAddress(t *testing.T) {
 	}
 	if n := len(resp.GetCluster().GetNimbuses()); n != 3 {
 		t.Fatalf("restarted nimbus lists %d nimbuses, want 3", n)
+	}
+}
+
+// A lone leader SIGKILLed and restarted at once (its port, its local dir:
+// what systemd does) removes its earlier process's lock node and leads
+// again at once, not after the 20 s session; nothing acknowledged is lost.
+func TestRestartedLeaderLeadsAtOnce(t *testing.T) {
+	z := testcluster.StartZooKeeper(t)
+	const session = 20 * time.Second
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(session))
+	n := c.StartNimbuses(t, 1)[0]
+	epoch, _ := c.WaitLeader(t, []*testcluster.Process{n}, 10*time.Second)
+	id := submit(t, newClient(t, c, n), "kept", randomBytes(t, 1000)).GetTopologyId()
+	var port int
+	fmt.Sscan(n.Addr()[strings.LastIndex(n.Addr(), ":")+1:], &port)
+
+	if err := n.Stop(syscall.SIGKILL, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	restarted, err := c.StartNimbus(testcluster.WithPort(port), testcluster.WithLocalDir(n.LocalDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newEpoch, _ := c.WaitLeader(t, []*testcluster.Process{restarted}, session/4)
+	t.Logf("leading again %v after SIGKILL (session %v), the restart included", time.Since(killed).Round(time.Millisecond), session)
+	if newEpoch <= epoch {
+		t.Errorf("epoch %d after the restart, want > %d", newEpoch, epoch)
+	}
+	info, err := c.API(restarted).GetTopologyInfo(t.Context(), &nimbusv1.GetTopologyInfoRequest{Name: "kept"})
+	if err != nil || info.GetTopology().GetId() != id {
+		t.Errorf("the acknowledged topology after the restart: %v, %v", info.GetTopology(), err)
+	}
+}
+
+// A false deposition (the live leader's lock node deleted by hand): the
+// old leader stops leading within a notification and sends leader-only
+// requests elsewhere, a leader is elected, and nothing acknowledged is
+// lost.
+func TestFalseDepositionLosesNothing(t *testing.T) {
+	z := testcluster.StartZooKeeper(t)
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(20*time.Second))
+	ps := c.StartNimbuses(t, 2)
+	epoch, old := c.WaitLeader(t, ps, 10*time.Second)
+	c.WaitQueued(t, 2, 10*time.Second)
+	id := submit(t, newClient(t, c, ps...), "acked", randomBytes(t, 1000)).GetTopologyId()
+
+	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
+	order := cluster.LockOrder(zkChildren(t, conn, "/storm/leader-lock"))
+	head := "/storm/leader-lock/" + order[0].Name
+	_, stat, err := conn.Get(head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Delete(head, stat.Version); err != nil {
+		t.Fatal(err)
+	}
+	testcluster.WaitFor(t, 5*time.Second, "the deposed leader to stop acting as leader", func() error {
+		if st, err := c.Health(old, nimbusv1.LeaderHealthService); err != nil || st.String() == "SERVING" {
+			return fmt.Errorf("%v %v", st, err)
+		}
+		return nil
+	})
+	newEpoch, _ := c.WaitLeader(t, ps, 10*time.Second)
+	if newEpoch <= epoch {
+		t.Errorf("epoch %d after the deposition, want > %d", newEpoch, epoch)
+	}
+	for _, p := range ps {
+		info, err := c.API(p).GetTopologyInfo(t.Context(), &nimbusv1.GetTopologyInfoRequest{Name: "acked"})
+		if err != nil || info.GetTopology().GetId() != id || info.GetTopology().GetStatus() != clusterv1.TopologyStatus_TOPOLOGY_STATUS_ACTIVE {
+			t.Errorf("%s: the acknowledged topology after the deposition: %v, %v", p.Name, info.GetTopology(), err)
+		}
+	}
+	// The cluster still acts: a kill through the SDK reaches the new leader.
+	zero := int32(0)
+	if err := newClient(t, c, ps...).KillTopology(t.Context(), &nimbusv1.KillTopologyRequest{Name: "acked", WaitSecs: &zero}); err != nil {
+		t.Errorf("kill after the deposition: %v", err)
 	}
 }
