@@ -167,7 +167,10 @@ func (e *Election) holdTerm(ctx context.Context, t *Term, sid int64, ownWatch <-
 			return "a write was fenced", ownWatch
 		case ev := <-ownWatch:
 			if ev.Type == zk.EventNodeDeleted {
-				return "lock node deleted", nil
+				// Alive, yet deposed: a follower took this nimbus for
+				// dead (package depose), or an operator deleted the
+				// node. The fence refuses every write from here on.
+				return "deposed: lock node deleted while leading", nil
 			}
 			// Data changed or the watch was dropped: re-arm.
 			_, _, w, err := e.cfg.Session.Conn().GetW(t.node)
