@@ -446,3 +446,62 @@ func slotPorts(t *testing.T, conn *zk.Conn, id string) []int {
 	})
 	return ports
 }
+
+// A supervisor SIGKILLed and restarted at once (its local dir, its slots)
+// is itself again and runs its workers again within seconds, not after
+// its predecessor's 20 s session: it replaces the stale registration, and
+// the leader keeps its assignment.
+func TestRestartedSupervisorRunsItsWorkersAtOnce(t *testing.T) {
+	z := testcluster.StartZooKeeper(t)
+	const session = 20 * time.Second
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(session))
+	ps := c.StartNimbuses(t, 1, testcluster.WithArgs("--nimbus.monitor.freq.secs", "1"))
+	c.WaitLeader(t, ps, 10*time.Second)
+	slots := testcluster.FreePorts(t, 2)
+	sup, err := c.StartSupervisor(testcluster.WithSlots(slots...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
+	id := submitExample(t, newClient(t, c, ps...), "steady", 1)
+	var before map[int32]int32
+	testcluster.WaitFor(t, 20*time.Second, "its worker running", func() error {
+		var err error
+		if before, err = runningWorkers(t, conn, id, sup); err != nil || len(before) != 1 {
+			return fmt.Errorf("%v workers, %v", before, err)
+		}
+		return nil
+	})
+	_, stat, err := conn.Get("/storm/supervisors/" + sup.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldSession := stat.EphemeralOwner
+	if err := sup.Stop(syscall.SIGKILL, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	back, err := c.StartSupervisor(testcluster.WithLocalDir(sup.LocalDir), testcluster.WithSlots(slots...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.ID() != sup.ID() {
+		t.Fatalf("restarted supervisor is %s, was %s", back.ID(), sup.ID())
+	}
+	testcluster.WaitFor(t, session/2, "its worker running again, reported by the new process", func() error {
+		_, stat, err := conn.Get("/storm/supervisors/" + back.ID())
+		if err != nil {
+			return err
+		}
+		if stat.EphemeralOwner == oldSession {
+			return fmt.Errorf("still the killed process's registration (session 0x%x)", oldSession)
+		}
+		w, err := runningWorkers(t, conn, id, back)
+		if err != nil || len(w) != 1 {
+			return fmt.Errorf("%v workers, %v", w, err)
+		}
+		t.Logf("workers before %v, after %v", before, w)
+		return nil
+	})
+	t.Logf("its worker running again %v after SIGKILL (session %v), the restart included", time.Since(killed).Round(time.Millisecond), session)
+}
