@@ -1,0 +1,165 @@
+package depose_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/nimbusha/nimbus/cluster"
+	"github.com/nimbusha/nimbus/depose"
+	"github.com/nimbusha/nimbus/internal/testcluster"
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
+)
+
+func TestProbe(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := ln.Addr().String()
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := closed.Addr().String()
+	closed.Close()
+	defer ln.Close()
+	for addr, want := range map[string]depose.Evidence{
+		open:                     depose.Alive,
+		refused:                  depose.Dead,
+		"no-such-host.invalid:1": depose.Unknown,
+	} {
+		if got := depose.Probe(t.Context(), addr, time.Second); got != want {
+			t.Errorf("Probe(%s) = %v, want %v", addr, got, want)
+		}
+	}
+}
+
+// leaderStub is a "leader": a gRPC health server on loopback, and its lock
+// node in ZooKeeper, made on a session of its own, which outlives the
+// test's waits (a minute).
+type leaderStub struct {
+	srv  *grpc.Server
+	addr string
+	node string
+}
+
+func startLeaderStub(t *testing.T, conn *zk.Conn, advertise func(addr string) string) *leaderStub {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	healthpb.RegisterHealthServer(srv, health.NewServer())
+	go srv.Serve(ln) // ends at Stop
+	t.Cleanup(srv.Stop)
+	addr := advertise(ln.Addr().String())
+	host, port, _ := net.SplitHostPort(addr)
+	p, _ := strconv.Atoi(port)
+	if err := cluster.EnsurePath(conn, "/storm/leader-lock"); err != nil {
+		t.Fatal(err)
+	}
+	node, err := conn.Create("/storm/leader-lock/_c_stub-"+cluster.LockNodeSuffix,
+		cluster.Encode(&clusterv1.NimbusInfo{Host: host, Port: int32(p)}), zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &leaderStub{srv: srv, addr: addr, node: node}
+}
+
+// startDeposer runs a Deposer as a follower at 127.0.0.1:1 and returns
+// its registry.
+func startDeposer(t *testing.T, zkAddr string) *prometheus.Registry {
+	t.Helper()
+	log := slog.New(slog.DiscardHandler)
+	sess, err := cluster.Connect(t.Context(), cluster.SessionConfig{Servers: []string{zkAddr}, SessionTimeout: 10 * time.Second,
+		ConnectTimeout: 10 * time.Second, Root: "/storm", Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sess.Close)
+	locks := cluster.NewNimbusInfoCache(sess, sess.Paths().LeaderLock(), log)
+	reg := prometheus.NewRegistry()
+	d := depose.New(depose.Config{Session: sess, Locks: locks, Self: "127.0.0.1:1", Creds: insecure.NewCredentials(), Metrics: reg, Logger: log})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{}, 2)
+	go func() { _ = locks.Run(ctx); done <- struct{}{} }()
+	go func() { d.Run(ctx); done <- struct{}{} }()
+	t.Cleanup(func() { cancel(); <-done; <-done })
+	return reg
+}
+
+func deposed(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			sum += m.GetCounter().GetValue()
+		}
+	}
+	return sum
+}
+
+// A leader whose process is gone (its port refuses) is deposed: its lock
+// node is deleted, long before its session would expire.
+func TestDeadLeaderIsDeposed(t *testing.T) {
+	z := testcluster.StartZooKeeper(t)
+	conn := testcluster.ConnectZooKeeper(t, time.Minute, z.Addr())
+	stub := startLeaderStub(t, conn, func(addr string) string { return addr })
+	reg := startDeposer(t, z.Addr())
+
+	stub.srv.Stop() // the process dies: the stream breaks, the port refuses
+	testcluster.WaitFor(t, 10*time.Second, "the dead leader's lock node deleted", func() error {
+		if ok, _, err := conn.Exists(stub.node); err != nil || ok {
+			return fmt.Errorf("exists %v (%v)", ok, err)
+		}
+		return nil
+	})
+	if n := deposed(t, reg); n != 1 {
+		t.Errorf("nimbus_depositions_total = %v, want 1", n)
+	}
+}
+
+// A leader the follower cannot reach (a cut proxy between them: the
+// stream breaks, connections are accepted and dropped) is not provably
+// dead: it is not deposed.
+func TestUnreachableLeaderIsNotDeposed(t *testing.T) {
+	z := testcluster.StartZooKeeper(t)
+	conn := testcluster.ConnectZooKeeper(t, time.Minute, z.Addr())
+	var proxy *testcluster.Proxy
+	stub := startLeaderStub(t, conn, func(addr string) string {
+		proxy = testcluster.StartProxy(t, addr)
+		return proxy.Addr()
+	})
+	reg := startDeposer(t, z.Addr())
+
+	proxy.Cut()
+	// Several streams break and are retried meanwhile (every 500 ms): none
+	// may depose.
+	tick := time.NewTicker(testcluster.PollInterval)
+	defer tick.Stop()
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); <-tick.C {
+		if ok, _, err := conn.Exists(stub.node); err != nil || !ok {
+			t.Fatalf("the unreachable leader's lock node: exists %v (%v)", ok, err)
+		}
+		if n := deposed(t, reg); n != 0 {
+			t.Fatalf("nimbus_depositions_total = %v, want 0", n)
+		}
+	}
+}
