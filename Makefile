@@ -34,7 +34,7 @@ build:
 # (NIMBUS_TEST_SECURITY=on: mutual TLS, authorization, ZooKeeper ACLs): the
 # submit, replication, failover, kill and worker lifecycles. Tests that write
 # to ZooKeeper as an outsider, or need what security refuses, are not here.
-SECURE_TESTS := ^(TestSubmitReplicates|TestReplicationWaitTimesOut|TestJoiningNimbus|TestFailoverGoesOnly|TestWipedLeader|TestNimbusWithoutCode|TestBadSubmissions|TestAlteredReplica|TestActivateRightAfterKill|TestThreeNimbuses|TestSIGTERMLeader|TestRestartedNimbus|TestWorkersRunWithTheirEnvironment|TestSupervisorCrashMoves|TestCrashedWorkerIsRestarted|TestRebalanceTwoToFour|TestFailingWorkerCommand|TestStormAPI)
+SECURE_TESTS := ^(TestSubmitReplicates|TestReplicationWaitTimesOut|TestJoiningNimbus|TestFailoverGoesOnly|TestWipedLeader|TestNimbusWithoutCode|TestBadSubmissions|TestAlteredReplica|TestActivateRightAfterKill|TestThreeNimbuses|TestSIGTERMLeader|TestRestartedNimbus|TestWorkersRunWithTheirEnvironment|TestSupervisorCrashMoves|TestCrashedWorkerIsRestarted|TestRebalanceTwoToFour|TestFailingWorkerCommand|TestStormAPI|TestSIGKILLedLeaderIsDeposed|TestRestartedLeaderLeadsAtOnce)
 
 ## test: installs what the tests need (ZooKeeper, a JRE) and runs them all with -race (the chaos
 ## run for 60 s), the lifecycle integration tests again with security on, then every fuzz target briefly.
