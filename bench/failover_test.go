@@ -59,7 +59,7 @@ func BenchmarkFailover(b *testing.B) {
 			c := testcluster.New(b, z.Addr(), testcluster.WithRoot(root),
 				testcluster.WithSessionTimeout(crashSession), testcluster.WithLogf(discard))
 			c.StartNimbuses(b, 3)
-			granted := grantedSession(z.Addr())
+			granted := grantedSession(b, z.Addr())
 			var samples []time.Duration
 			var deposed float64
 			for range kind.trials {
