@@ -364,3 +364,54 @@ func zkChildren(t *testing.T, conn *zk.Conn, path string) []string {
 	}
 	return children
 }
+
+// TestDeposedLeaderIsFenced: a live leader whose lock node is deleted (a
+// deposition, false or not) ends its term within a notification, and
+// ZooKeeper refuses whatever it still writes, even through the fence
+// directly, as a leader that had not noticed would; the next candidate
+// leads and its writes stand.
+func TestDeposedLeaderIsFenced(t *testing.T) {
+	z := testcluster.StartZooKeeper(t)
+	cs := []*candidate{startCandidate(t, z.Addr(), 1, nil), startCandidate(t, z.Addr(), 2, nil)}
+	old := waitOneLeader(t, cs, 10*time.Second)
+	oldTerm := old.election.Current()
+	ops := old.sess.Ops()
+	const id = "deposed-1-1"
+	named := func(name string) *clusterv1.StormBase { return &clusterv1.StormBase{Name: name} }
+	if err := cluster.EnsurePath(old.sess.Conn(), old.sess.Paths().Storms()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.sess.Conn().Create(old.sess.Paths().Storm(id), cluster.Encode(named("v0")), 0, old.sess.ACL()); err != nil {
+		t.Fatal(err)
+	}
+
+	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
+	_, stat, err := conn.Get(oldTerm.Node())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Delete(oldTerm.Node(), stat.Version); err != nil {
+		t.Fatal(err)
+	}
+	testcluster.WaitFor(t, 2*time.Second, "the deposed leader's term to end", func() error {
+		select {
+		case <-oldTerm.Done():
+			return nil
+		default:
+			return errors.New("term still live")
+		}
+	})
+	if _, err := oldTerm.Multi(ops.SetStorm(id, named("stale"), cluster.AnyVersion)); !errors.Is(err, leader.ErrFenced) {
+		t.Errorf("write with the deposed term: err = %v, want ErrFenced", err)
+	}
+	if _, err := leader.FencedMulti(old.sess.Conn(), oldTerm.Node(), ops.SetStorm(id, named("stale"), cluster.AnyVersion)); !errors.Is(err, leader.ErrFenced) {
+		t.Errorf("write through the deleted lock node: err = %v, want ErrFenced", err)
+	}
+	next := waitOneLeader(t, cs, 5*time.Second)
+	if next.election.Current().Epoch() <= oldTerm.Epoch() {
+		t.Errorf("epoch %d after the deposition, want > %d", next.election.Current().Epoch(), oldTerm.Epoch())
+	}
+	if _, err := next.election.Current().Multi(next.sess.Ops().SetStorm(id, named("v1"), cluster.AnyVersion)); err != nil {
+		t.Errorf("the next leader's write: %v", err)
+	}
+}
