@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ import (
 var (
 	trials     = flag.Int("trials", 20, "failover trials per kind")
 	stopTrials = flag.Int("stop-trials", 3, "SIGSTOP failover trials (each waits out the leader's session)")
+	keepLogs   = flag.String("keep-logs", "", "keep the crash benchmarks' daemon logs and local dirs in this directory, one subdirectory per benchmark")
 )
 
 // crashSession is storm.zookeeper.session.timeout of the crash benchmarks:
@@ -37,36 +39,36 @@ const crashSession = 20 * time.Second
 //   - stop (SIGSTOP, -stop-trials): the port still accepts, nobody deposes
 //     the leader, and failover waits for its session to expire.
 //
-// Each trial starts with three nimbuses queued for leadership (the stopped
-// one is replaced by a new process). It also counts the depositions the
-// surviving nimbuses report (nimbus_depositions_total). ZooKeeper runs
-// with tickTime=500ms, which caps sessions at 10 s: the session ZooKeeper
-// granted is printed.
+// Each trial starts with the leader acting (leader health SERVING) and
+// three nimbuses queued for leadership (the stopped one is replaced by a
+// new process). It also counts the depositions the surviving nimbuses
+// report (nimbus_depositions_total). ZooKeeper runs with tickTime=500ms,
+// which caps sessions at 10 s: the session ZooKeeper granted is printed.
 func BenchmarkFailover(b *testing.B) {
 	z := testcluster.StartZooKeeper(b)
 	conn := testcluster.ConnectZooKeeper(b, 10*time.Second, z.Addr())
 	for _, kind := range []struct {
-		name   string
-		sig    syscall.Signal
-		trials int
+		name, sig string
+		signal    syscall.Signal
+		trials    int
 	}{
-		{"graceful", syscall.SIGTERM, *trials},
-		{"crash", syscall.SIGKILL, *trials},
-		{"stop", syscall.SIGSTOP, *stopTrials},
+		{"graceful", "SIGTERM", syscall.SIGTERM, *trials},
+		{"crash", "SIGKILL", syscall.SIGKILL, *trials},
+		{"stop", "SIGSTOP", syscall.SIGSTOP, *stopTrials},
 	} {
 		b.Run(kind.name, func(b *testing.B) {
-			root := "/bench-" + kind.name
-			c := testcluster.New(b, z.Addr(), testcluster.WithRoot(root),
-				testcluster.WithSessionTimeout(crashSession), testcluster.WithLogf(discard))
+			c := crashCluster(b, z.Addr(), kind.name)
 			c.StartNimbuses(b, 3)
 			granted := grantedSession(b, z.Addr())
 			var samples []time.Duration
+			var starts []time.Time
 			var deposed float64
 			for range kind.trials {
-				if err := waitQueued(conn, root, 3); err != nil {
+				if err := waitQueued(conn, c.Root, 3); err != nil {
 					b.Fatalf("%v\n%s", err, c.Logs(30))
 				}
-				d, n, err := failoverOnce(c, kind.sig)
+				starts = append(starts, time.Now())
+				d, n, err := failoverOnce(c, kind.signal)
 				if err != nil {
 					b.Fatalf("%v\n%s", err, c.Logs(30))
 				}
@@ -76,7 +78,7 @@ func BenchmarkFailover(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			report(b, fmt.Sprintf("%s (%v)", kind.name, kind.sig), samples, granted,
+			report(b, kind.name+" ("+kind.sig+")", samples, starts, granted,
 				fmt.Sprintf("%v depositions", deposed))
 		})
 	}
@@ -91,8 +93,11 @@ func failoverOnce(c *testcluster.Cluster, sig syscall.Signal) (time.Duration, fl
 	var old *testcluster.Process
 	if err := testcluster.Poll(30*time.Second, func() error {
 		_, p, err := c.AgreedLeader(live)
+		if err != nil {
+			return err
+		}
 		old = p
-		return err
+		return acting(c, p)
 	}); err != nil {
 		return 0, 0, err
 	}
@@ -187,9 +192,21 @@ func depositions(ps []*testcluster.Process) (float64, error) {
 	return sum, nil
 }
 
-// report reports p50 and p99 as metrics and prints a markdown row (kind,
-// trials, session, p50, p99, min, max, note) and the samples to stderr.
-func report(b *testing.B, kind string, samples []time.Duration, session, note string) {
+// crashCluster is a Cluster for benchmark name: root /bench-<name>, a
+// crashSession session, its logs in -keep-logs if set.
+func crashCluster(b *testing.B, zkAddr, name string) *testcluster.Cluster {
+	opts := []testcluster.ClusterOption{testcluster.WithRoot("/bench-" + name),
+		testcluster.WithSessionTimeout(crashSession), testcluster.WithLogf(discard)}
+	if *keepLogs != "" {
+		opts = append(opts, testcluster.WithDir(filepath.Join(*keepLogs, name)))
+	}
+	return testcluster.New(b, zkAddr, opts...)
+}
+
+// report reports p50 and p99 as metrics and prints to stderr a markdown
+// row (kind, trials, session, p50, p99, min, max, note), the samples and
+// when the slowest trial started (to find it in the daemons' logs).
+func report(b *testing.B, kind string, samples []time.Duration, starts []time.Time, session, note string) {
 	p50, p99 := percentile(samples, 50), percentile(samples, 99)
 	b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms")
@@ -200,7 +217,14 @@ func report(b *testing.B, kind string, samples []time.Duration, session, note st
 	for i, d := range samples {
 		ms[i] = strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64)
 	}
-	fmt.Fprintf(os.Stderr, "  %s samples (ms, in trial order): %s\n", kind, strings.Join(ms, " "))
+	slowest := 0
+	for i, d := range samples {
+		if d > samples[slowest] {
+			slowest = i
+		}
+	}
+	fmt.Fprintf(os.Stderr, "  %s samples (ms, in trial order): %s; the slowest, trial %d, started at %s\n",
+		kind, strings.Join(ms, " "), slowest+1, starts[slowest].UTC().Format("15:04:05.000"))
 }
 
 func percentile(ds []time.Duration, p int) time.Duration {
