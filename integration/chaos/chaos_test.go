@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,7 +28,10 @@ import (
 func TestMain(m *testing.M) { testcluster.Main(m) }
 
 const (
-	session     = 4 * time.Second
+	session = 4 * time.Second
+	// longSession is nimbus-1's: Storm's default, which only deposition
+	// (not the session's expiry) can beat when nimbus-1 leads and dies.
+	longSession = 20 * time.Second
 	minReplicas = 2
 	slotsEach   = 3
 	// healFor bounds how long the cluster may take, once the faults stop,
@@ -40,8 +44,9 @@ type daemon struct {
 	name    string
 	cluster *testcluster.Cluster
 	local   string
-	port    int   // a nimbus's gRPC port
-	slots   []int // a supervisor's worker ports
+	port    int           // a nimbus's gRPC port
+	session time.Duration // a nimbus's own session, if not the cluster's
+	slots   []int         // a supervisor's worker ports
 
 	mu       sync.Mutex
 	p        *testcluster.Process
@@ -66,6 +71,9 @@ func (d *daemon) start(nimbusArgs []string) error {
 	var p *testcluster.Process
 	var err error
 	if d.slots == nil {
+		if d.session != 0 { // the last flag wins over the cluster's
+			nimbusArgs = append(slices.Clone(nimbusArgs), "--storm.zookeeper.session.timeout", d.session.String())
+		}
 		p, err = d.cluster.StartNimbus(testcluster.WithName(name), testcluster.WithPort(d.port),
 			testcluster.WithLocalDir(d.local), testcluster.WithArgs(nimbusArgs...))
 	} else {
@@ -167,8 +175,8 @@ func TestChaos(t *testing.T) {
 	r.report(seed, duration)
 }
 
-// newRun starts the ensemble, the nimbuses (the third through proxies it
-// can cut) and the supervisors.
+// newRun starts the ensemble, the nimbuses (the first with a long
+// session, the third through proxies it can cut) and the supervisors.
 func newRun(t *testing.T, seed uint64) *run {
 	dir := t.TempDir()
 	if keep := os.Getenv("CHAOS_DIR"); keep != "" {
@@ -216,6 +224,9 @@ func newRun(t *testing.T, seed uint64) *run {
 		}
 		name := fmt.Sprintf("nimbus-%d", i+1)
 		d := &daemon{name: name, cluster: c, local: filepath.Join(dir, name), port: ports[i]}
+		if i == 0 {
+			d.session = longSession
+		}
 		r.nimbuses = append(r.nimbuses, d)
 		seeds = append(seeds, net.JoinHostPort("127.0.0.1", strconv.Itoa(d.port)))
 	}

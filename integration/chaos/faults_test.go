@@ -1,14 +1,12 @@
 package chaos_test
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -31,6 +29,9 @@ func (r *run) inject(ctx context.Context) {
 		do   func()
 	}{
 		{"kill-leader", r.killLeader},
+		{"kill-leader-long-session", r.killLongSessionLeader},
+		{"depose-leader", r.deposeLeader},
+		{"restart-leader-at-once", r.restartLeaderAtOnce},
 		{"pause-nimbus", r.pauseNimbus},
 		{"wipe-follower-code", r.wipeFollowerCode},
 		{"restart-zookeeper", r.restartZooKeeper},
@@ -50,7 +51,10 @@ func (r *run) inject(ctx context.Context) {
 	}
 }
 
+// killLeader SIGKILLs the leader and starts it again after a while: its
+// port refuses connections meanwhile, so a follower deposes it.
 func (r *run) killLeader() {
+	down := time.Duration(r.rng.IntN(3000)) * time.Millisecond // drawn first: the seed, not the cluster, decides
 	d, _, _ := r.leader()
 	if d == nil {
 		r.t.Logf("chaos: no leader to kill")
@@ -61,17 +65,130 @@ func (r *run) killLeader() {
 	_ = p.Signal(syscall.SIGKILL)
 	<-p.Exited()
 	recovered := r.probe(start)
+	r.hold(down) // down for a while
 	r.restart(d)
+	r.expectDeposition(d, <-recovered)
+}
+
+// killLongSessionLeader SIGKILLs the leader while it is nimbus-1, whose
+// session (longSession) outlasts any recovery the probe accepts: a
+// follower must depose it. It stays down until a leader accepts writes,
+// so that its restart (which clears its past) cannot be what recovered.
+// Another nimbus leading is deposed by hand until nimbus-1 leads.
+func (r *run) killLongSessionLeader() {
+	d := r.nimbuses[0]
+	if !r.makeLeader(d) {
+		r.t.Logf("chaos: %s could not be made the leader", d.name)
+		return
+	}
+	r.t.Logf("chaos: SIGKILL %s, leading with a %s session", d.name, d.session)
+	start := time.Now()
+	p := d.proc()
+	_ = p.Signal(syscall.SIGKILL)
+	<-p.Exited()
+	took := <-r.probe(start)
+	r.restart(d)
+	r.expectDeposition(d, took)
+}
+
+// restartLeaderAtOnce SIGKILLs the leader and starts it again at once on
+// the same port and local dir, as a service manager would: the lock node
+// its dead process left is removed (by a follower, or by the new process
+// clearing its past) without waiting for the session.
+func (r *run) restartLeaderAtOnce() {
+	d, _, _ := r.leader()
+	if d == nil {
+		r.t.Logf("chaos: no leader to restart")
+		return
+	}
+	start := time.Now()
+	p := d.proc()
+	_ = p.Signal(syscall.SIGKILL)
+	<-p.Exited()
+	recovered := r.probe(start)
+	r.restart(d)
+	r.expectDeposition(d, <-recovered)
+}
+
+// expectDeposition: a leader with the long session that died (its port
+// refusing connections) is replaced well within that session; took is
+// how long the probe waited, zero if it gave up (a violation already).
+func (r *run) expectDeposition(d *daemon, took time.Duration) {
+	if d.session == longSession && took > longSession/4 {
+		r.violation("%s, SIGKILLed while leading with a %s session, was replaced after %s: not deposed",
+			d.name, longSession, took.Round(time.Millisecond))
+	}
+}
+
+// deposeLeader deletes the live leader's lock node by hand, as a follower
+// wrongly sure of its death would (a false deposition). The leader must
+// stop leading, a leader must accept writes again, and the writes sent
+// straight to the deposed leader right away must all be rejected.
+func (r *run) deposeLeader() {
+	d, epoch, node := r.leader()
+	if d == nil {
+		r.t.Logf("chaos: no leader to depose")
+		return
+	}
+	r.connect(d) // so that the writes below reach it at once
+	start := time.Now()
+	if err := r.depose(node); err != nil {
+		r.t.Logf("chaos: depose %s: %v", node, err)
+		return
+	}
+	recovered := r.probe(start)
+	stale := r.staleWrites(d)
 	<-recovered
+	errs := <-stale
+	if now, newEpoch, _ := r.leader(); now == d && newEpoch > epoch && slices.Contains(errs, nil) {
+		// It was queued again and leads anew (nobody else was queued):
+		// what it accepted it accepted in its new term.
+		r.t.Logf("chaos: deposed %s leads again (epoch %d, was %d)", d.name, newEpoch, epoch)
+		return
+	}
+	r.checkStale(d, epoch, errs)
+}
+
+// depose deletes a lock node by its path and version, as deposition does.
+func (r *run) depose(node string) error {
+	_, st, err := r.conn.Get(node)
+	if err != nil {
+		return err
+	}
+	return r.conn.Delete(node, st.Version)
+}
+
+// makeLeader deposes whoever leads until d does: each deposition sends the
+// leader to the back of the queue, so with three nimbuses queued it takes
+// two at most. Those are depose-leader faults, checked and counted so.
+func (r *run) makeLeader(d *daemon) bool {
+	for range 3 {
+		leader, _, _ := r.leader()
+		if leader == d {
+			return true
+		}
+		if leader == nil {
+			return false
+		}
+		r.t.Logf("chaos: fault depose-leader (so that %s leads) at %s", d.name, time.Now().Format("15:04:05.000"))
+		r.count(r.faults, "depose-leader")
+		r.deposeLeader()
+	}
+	leader, _, _ := r.leader()
+	return leader == d
 }
 
 // pauseNimbus stops a nimbus (the leader, half the time) for longer than
 // its session. A paused leader is woken only once ZooKeeper has deposed
 // it, with writes already waiting for it: it must accept none.
+//
+// Only nimbuses with the cluster's short session are paused: pausing
+// nimbus-1 past its long session would take most of a 60 s run.
 func (r *run) pauseNimbus() {
-	pick, coin := r.nimbuses[r.rng.IntN(len(r.nimbuses))], r.rng.IntN(2)
+	short := slices.DeleteFunc(slices.Clone(r.nimbuses), func(d *daemon) bool { return d.session != 0 })
+	pick, coin := short[r.rng.IntN(len(short))], r.rng.IntN(2)
 	d, epoch, node := r.leader()
-	if d == nil || coin == 0 && pick != d {
+	if d == nil || coin == 0 && pick != d || d.session != 0 {
 		d, node = pick, ""
 	}
 	p := d.proc()
@@ -82,7 +199,7 @@ func (r *run) pauseNimbus() {
 	if err := p.Signal(syscall.SIGSTOP); err != nil {
 		return // it has just died
 	}
-	var recovered <-chan struct{}
+	var recovered <-chan time.Duration
 	var stale <-chan []error
 	if node != "" {
 		recovered = r.probe(start)
@@ -149,7 +266,7 @@ func (r *run) cutNimbus() {
 	for _, p := range r.proxies {
 		p.Cut()
 	}
-	var recovered <-chan struct{}
+	var recovered <-chan time.Duration
 	var stale <-chan []error
 	if d == leader {
 		recovered = r.probe(start)
@@ -171,25 +288,25 @@ func (r *run) cutNimbus() {
 func (r *run) leader() (d *daemon, epoch int64, node string) {
 	const lock = "/storm/leader-lock"
 	names, _, err := r.conn.Children(lock)
-	if err != nil || len(names) == 0 {
+	if err != nil {
 		return nil, 0, ""
 	}
-	seq := func(name string) int64 {
-		n, _ := strconv.ParseInt(name[strings.LastIndex(name, "-")+1:], 10, 64)
-		return n
+	order := cluster.LockOrder(names)
+	if len(order) == 0 {
+		return nil, 0, ""
 	}
-	first := slices.MinFunc(names, func(a, b string) int { return cmp.Compare(seq(a), seq(b)) })
-	data, _, err := r.conn.Get(lock + "/" + first)
+	head := order[0]
+	data, _, err := r.conn.Get(lock + "/" + head.Name)
 	if err != nil {
 		return nil, 0, ""
 	}
 	info := new(clusterv1.NimbusInfo)
-	if cluster.Decode(first, data, info) != nil {
+	if cluster.Decode(head.Name, data, info) != nil {
 		return nil, 0, ""
 	}
 	for _, d := range r.nimbuses {
 		if int32(d.port) == info.GetPort() {
-			return d, seq(first) + 1, lock + "/" + first
+			return d, head.Epoch(), lock + "/" + head.Name
 		}
 	}
 	return nil, 0, ""
@@ -211,9 +328,10 @@ func (r *run) waitDeposed(node string) {
 }
 
 // probe flips the canary until a leader accepts the write, and records
-// how long that took from start; the channel closes then.
-func (r *run) probe(start time.Time) <-chan struct{} {
-	done := make(chan struct{})
+// how long that took from start; the channel yields that (zero if no
+// leader accepted one) and closes then.
+func (r *run) probe(start time.Time) <-chan time.Duration {
+	done := make(chan time.Duration, 1)
 	go func() {
 		defer close(done)
 		for time.Since(start) < 60*time.Second {
@@ -223,6 +341,7 @@ func (r *run) probe(start time.Time) <-chan struct{} {
 				r.mu.Lock()
 				r.recoveries = append(r.recoveries, took)
 				r.mu.Unlock()
+				done <- took
 				return
 			}
 			select {
