@@ -5,9 +5,8 @@
 // client keeps submitting, killing and rebalancing topologies and a fault
 // injector, driven by a seeded random source, SIGKILLs the leader (and
 // starts it again after a while, or at once on its port and local dir),
-// SIGKILLs the leader while it is nimbus-1, whose session is long (20 s
-// asked; the test ensemble grants at most 10 s), so that only deposition
-// replaces it in time, deletes the live leader's lock node by hand (a
+// SIGKILLs the leader while it is nimbus-1, whose session is Storm's
+// default 20 s, so that only deposition replaces it in time, deletes the live leader's lock node by hand (a
 // false deposition), pauses a nimbus for longer than its session, wipes a
 // follower's code, restarts a ZooKeeper server, SIGKILLs a supervisor and
 // cuts a nimbus off from ZooKeeper. The other nimbuses and the supervisors
