@@ -163,10 +163,20 @@ func createOwned(conn *zk.Conn, n EphemeralNode, acl []zk.ACL, sid int64, log *s
 			}
 			return false, err
 		}
+		// One multi: a node deleted and created in two steps would be
+		// missing for a moment, and a leader scheduling then would take
+		// a restarted supervisor for gone and move its workers.
 		log.Info("replacing node left by an earlier session", "path", p, "owner", fmt.Sprintf("%#x", stat.EphemeralOwner))
-		if err := conn.Delete(p, stat.Version); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		_, err = conn.Multi(&zk.DeleteRequest{Path: p, Version: stat.Version},
+			&zk.CreateRequest{Path: p, Data: n.Data, Acl: acl, Flags: zk.FlagEphemeral})
+		switch {
+		case err == nil:
+			return true, nil
+		case !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion):
 			return false, err
 		}
+		// Changed or gone meanwhile (the old process's last heartbeat, its
+		// expiry): look again.
 	}
 	return false, fmt.Errorf("cluster: %s keeps changing under us", p)
 }

@@ -129,7 +129,7 @@ func (d *Deposer) guard(ctx context.Context, head cluster.LockEntry, changed <-c
 		if ctx.Err() != nil {
 			return
 		}
-		evidence := Probe(ctx, addr, probeTimeout)
+		evidence := probeDying(ctx, addr)
 		if evidence == Dead {
 			d.depose(head, evidence, broke)
 			return
@@ -141,6 +141,31 @@ func (d *Deposer) guard(ctx context.Context, head cluster.LockEntry, changed <-c
 			return
 		}
 	}
+}
+
+// reprobeDelays are the waits before each probe after the first. A dying
+// process closes its connections a moment before its listening socket, so
+// the probe right after the stream broke may still be accepted; a
+// refusal within the next 175 ms is the evidence.
+var reprobeDelays = []time.Duration{5 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond}
+
+// probeDying probes addr right after its stream broke, and again after
+// each of reprobeDelays until it is refused: Dead, or what the last probe
+// found.
+func probeDying(ctx context.Context, addr string) Evidence {
+	evidence := Probe(ctx, addr, probeTimeout)
+	for _, delay := range reprobeDelays {
+		if evidence == Dead {
+			break
+		}
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return evidence
+		}
+		evidence = Probe(ctx, addr, probeTimeout)
+	}
+	return evidence
 }
 
 // watch holds a health Watch stream on the leader's service open until it

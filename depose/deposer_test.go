@@ -125,15 +125,15 @@ func TestDeadLeaderIsDeposed(t *testing.T) {
 	reg := startDeposer(t, z.Addr())
 
 	stub.srv.Stop() // the process dies: the stream breaks, the port refuses
-	testcluster.WaitFor(t, 10*time.Second, "the dead leader's lock node deleted", func() error {
+	testcluster.WaitFor(t, 10*time.Second, "the dead leader's lock node deleted, and counted", func() error {
 		if ok, _, err := conn.Exists(stub.node); err != nil || ok {
 			return fmt.Errorf("exists %v (%v)", ok, err)
 		}
+		if n := deposed(t, reg); n != 1 {
+			return fmt.Errorf("nimbus_depositions_total = %v, want 1", n)
+		}
 		return nil
 	})
-	if n := deposed(t, reg); n != 1 {
-		t.Errorf("nimbus_depositions_total = %v, want 1", n)
-	}
 }
 
 // A leader the follower cannot reach (a cut proxy between them: the

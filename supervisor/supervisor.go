@@ -183,7 +183,7 @@ func (s *Supervisor) run() {
 	s.lc.Go(func() { _ = s.assignments.Run(ctx) })
 	s.lc.Go(func() { _ = s.storms.Run(ctx) })
 	registered := s.register(ctx)
-	s.lc.Go(func() { s.heartbeats(ctx) })
+	s.lc.Go(func() { s.heartbeats(ctx, registered) })
 	s.lc.Go(func() { s.announceReady(ctx, registered) })
 	s.serveMetrics()
 	s.reconcile(ctx)
@@ -292,7 +292,15 @@ func (s *Supervisor) info() *clusterv1.SupervisorInfo {
 // supervisor.heartbeat.frequency.secs and when a worker changes state: one
 // write per heartbeat, and no other request (nimbuses read supervisors'
 // nodes when they appear and the leader now and then, never per write).
-func (s *Supervisor) heartbeats(ctx context.Context) {
+// The first waits until this process has registered: until then the node
+// may still be an earlier process's, whose version a write would change
+// under the registration that replaces it.
+func (s *Supervisor) heartbeats(ctx context.Context, registered <-chan struct{}) {
+	select {
+	case <-registered:
+	case <-ctx.Done():
+		return
+	}
 	path := s.sess.Paths().Supervisor(s.id)
 	tick := time.NewTicker(s.cfg.SupervisorHeartbeat)
 	defer tick.Stop()

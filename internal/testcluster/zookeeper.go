@@ -85,7 +85,8 @@ func newZooKeeper(t testing.TB, name string, id, clientPort int, servers []strin
 		}
 	}
 	cfg := []string{
-		"tickTime=500", // sessions from 1 s to 10 s
+		"tickTime=500",            // sessions from 1 s ...
+		"maxSessionTimeout=60000", // ... to 60 s: Storm's default 20 s is granted as asked
 		"initLimit=10",
 		"syncLimit=5",
 		"dataDir=" + dataDir,
