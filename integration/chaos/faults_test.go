@@ -51,6 +51,16 @@ func (r *run) inject(ctx context.Context) {
 	}
 }
 
+// sigkill SIGKILLs d's process, waits for it to exit, and returns when it
+// was killed.
+func sigkill(d *daemon) time.Time {
+	start := time.Now()
+	p := d.proc()
+	_ = p.Signal(syscall.SIGKILL)
+	<-p.Exited()
+	return start
+}
+
 // killLeader SIGKILLs the leader and starts it again after a while: its
 // port refuses connections meanwhile, so a follower deposes it.
 func (r *run) killLeader() {
@@ -60,10 +70,7 @@ func (r *run) killLeader() {
 		r.t.Logf("chaos: no leader to kill")
 		return
 	}
-	start := time.Now()
-	p := d.proc()
-	_ = p.Signal(syscall.SIGKILL)
-	<-p.Exited()
+	start := sigkill(d)
 	recovered := r.probe(start)
 	r.hold(down) // down for a while
 	r.restart(d)
@@ -82,10 +89,7 @@ func (r *run) killLongSessionLeader() {
 		return
 	}
 	r.t.Logf("chaos: SIGKILL %s, leading with a %s session", d.name, d.session)
-	start := time.Now()
-	p := d.proc()
-	_ = p.Signal(syscall.SIGKILL)
-	<-p.Exited()
+	start := sigkill(d)
 	took := <-r.probe(start)
 	r.restart(d)
 	r.expectDeposition(d, took)
@@ -101,10 +105,7 @@ func (r *run) restartLeaderAtOnce() {
 		r.t.Logf("chaos: no leader to restart")
 		return
 	}
-	start := time.Now()
-	p := d.proc()
-	_ = p.Signal(syscall.SIGKILL)
-	<-p.Exited()
+	start := sigkill(d)
 	recovered := r.probe(start)
 	r.restart(d)
 	r.expectDeposition(d, <-recovered)
