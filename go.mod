@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/anacrolix/torrent v1.61.0
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/chromedp/chromedp v0.23.0
 	github.com/colinmarc/hdfs/v2 v2.4.0
 	github.com/go-zookeeper/zk v1.0.4

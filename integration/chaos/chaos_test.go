@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anishathalye/porcupine"
 	"github.com/go-zookeeper/zk"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
@@ -107,6 +108,7 @@ type run struct {
 	mu             sync.Mutex
 	acked          map[string]string // acknowledged, no kill asked: id -> name
 	killAsked      map[string]bool
+	names          map[string]bool // every name submitted, acknowledged or not
 	submitted      int
 	ops            map[string]int // client calls that succeeded, by kind
 	opErrors       map[string]int
@@ -120,6 +122,13 @@ type run struct {
 	reported       map[string]bool  // violations already reported, by key
 	goroutines     map[*testcluster.Process]*goroutineCount
 	violations     []string
+
+	hist           *history // every client operation, for Porcupine
+	checked        int      // operations checked, of which
+	checkedUnknown int      // of unknown outcome
+	checkResult    porcupine.CheckResult
+	strictResult   porcupine.CheckResult // with linearizable reads: information
+	checkTook      time.Duration
 }
 
 func (r *run) violation(format string, args ...any) {
@@ -166,12 +175,14 @@ func TestChaos(t *testing.T) {
 	defer stop()
 	var wg sync.WaitGroup
 	wg.Go(func() { r.workload(ctx, rand.New(rand.NewPCG(seed, 1))) })
+	wg.Go(func() { r.reader(ctx, rand.New(rand.NewPCG(seed, 2))) })
 	wg.Go(func() { r.checkEvery(ctx, time.Second) })
 	r.inject(ctx)
 	wg.Wait()
 
 	r.heal()
 	r.finalCheck()
+	r.checkHistory()
 	r.report(seed, duration)
 }
 
@@ -190,8 +201,8 @@ func newRun(t *testing.T, seed uint64) *run {
 		t.Logf("chaos: logs and local dirs kept in %s", dir)
 	}
 	r := &run{
-		t: t, rng: rand.New(rand.NewPCG(seed, 0)), dir: dir,
-		acked: map[string]string{}, killAsked: map[string]bool{},
+		t: t, rng: rand.New(rand.NewPCG(seed, 0)), dir: dir, hist: newHistory(),
+		acked: map[string]string{}, killAsked: map[string]bool{}, names: map[string]bool{},
 		ops: map[string]int{}, opErrors: map[string]int{}, faults: map[string]int{},
 		stamps: map[string]stamp{}, reported: map[string]bool{}, goroutines: map[*testcluster.Process]*goroutineCount{},
 		nimbusArgs: []string{

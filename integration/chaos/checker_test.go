@@ -336,7 +336,9 @@ func (r *run) report(seed uint64, duration time.Duration) {
 	r.t.Logf("chaos: seed %d, %s: %d faults (%s); %d submits, %d acknowledged; client ok %v, failed %v; "+
 		"recovery after losing the leader (%d): p50 %s, p99 %s, max %s; "+
 		"writes sent to deposed leaders: %d, rejected %d (%d fenced, the others refused before a write); "+
-		"most goroutines in a daemon: %d; violations: %d",
+		"most goroutines in a daemon: %d; history: %d operations checked (%d of unknown outcome), %s in %s, "+
+		"with linearizable reads %s; violations: %d",
 		seed, duration, total, strings.Join(kinds, ", "), r.submitted, r.ops["submit"], r.ops, r.opErrors,
-		len(rec), pct(0.5), pct(0.99), pct(1), r.staleSent, r.staleRejected, r.staleFenced, most, len(r.violations))
+		len(rec), pct(0.5), pct(0.99), pct(1), r.staleSent, r.staleRejected, r.staleFenced, most,
+		r.checked, r.checkedUnknown, r.checkResult, r.checkTook.Round(time.Millisecond), r.strictResult, len(r.violations))
 }

@@ -12,6 +12,10 @@ import (
 	"syscall"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/internal/testcluster"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
@@ -371,7 +375,7 @@ func (r *run) flipCanary() error {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(r.t.Context(), 500*time.Millisecond)
 			defer cancel()
-			errs[i] = setCanary(ctx, api, inactive)
+			errs[i] = r.setCanary(ctx, clientProbe+i, api, inactive)
 		})
 	}
 	wg.Wait()
@@ -386,12 +390,24 @@ func (r *run) flipCanary() error {
 	return errors.Join(errs...)
 }
 
-func setCanary(ctx context.Context, api nimbusv1.NimbusServiceClient, active bool) error {
+// setCanary activates or deactivates the canary at one nimbus, directly,
+// and records the write, unless it never reached the nimbus (no stream
+// was opened) or a follower refused it (NOT_LEADER): neither tells
+// anything of the canary.
+func (r *run) setCanary(ctx context.Context, client int, api nimbusv1.NimbusServiceClient, active bool) error {
+	var p peer.Peer
+	var err error
+	in := opInput{kind: opDeactivate, name: canaryName}
+	call := r.hist.now()
 	if active {
-		_, err := api.ActivateTopology(ctx, &nimbusv1.ActivateTopologyRequest{Name: canaryName})
-		return err
+		in.kind = opActivate
+		_, err = api.ActivateTopology(ctx, &nimbusv1.ActivateTopologyRequest{Name: canaryName}, grpc.Peer(&p))
+	} else {
+		_, err = api.DeactivateTopology(ctx, &nimbusv1.DeactivateTopologyRequest{Name: canaryName}, grpc.Peer(&p))
 	}
-	_, err := api.DeactivateTopology(ctx, &nimbusv1.DeactivateTopologyRequest{Name: canaryName})
+	if err == nil || p.Addr != nil && !notLeader(status.Convert(err)) {
+		r.hist.write(client, in, call, err, false)
+	}
 	return err
 }
 
@@ -410,7 +426,7 @@ func (r *run) staleWrites(d *daemon) <-chan []error {
 			wg.Go(func() {
 				ctx, cancel := context.WithTimeout(r.t.Context(), 30*time.Second)
 				defer cancel()
-				errs[i] = setCanary(ctx, api, active)
+				errs[i] = r.setCanary(ctx, clientStale+i, api, active)
 			})
 		}
 		wg.Wait()

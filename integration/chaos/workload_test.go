@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -26,9 +27,12 @@ func spec(name string, workers int32) *nimbusv1.TopologySpec {
 func (r *run) submit(ctx context.Context, name string, workers int32) error {
 	ctx, cancel := context.WithTimeout(ctx, 45*time.Second)
 	defer cancel()
+	call := r.hist.now()
 	resp, err := r.client.SubmitTopology(ctx, spec(name, workers), bytes.NewReader(r.artifact), int64(len(r.artifact)), nil)
+	r.hist.write(clientWorkload, opInput{kind: opSubmit, name: name}, call, err, true)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.names[name] = true
 	r.submitted++
 	if err != nil {
 		r.opErrors["submit"]++
@@ -46,8 +50,8 @@ func (r *run) canary() {
 	}
 }
 
-// workload keeps two to four topologies alive, submitting, killing and
-// rebalancing them at random, until ctx ends.
+// workload keeps two to four topologies alive, submitting, killing,
+// rebalancing, activating and deactivating them at random, until ctx ends.
 func (r *run) workload(ctx context.Context, rng *rand.Rand) {
 	seq := 0
 	for {
@@ -57,7 +61,7 @@ func (r *run) workload(ctx context.Context, rng *rand.Rand) {
 		case <-time.After(time.Duration(200+rng.IntN(600)) * time.Millisecond):
 		}
 		live := r.live()
-		op := []string{"submit", "kill", "rebalance"}[rng.IntN(3)]
+		op := []string{"submit", "kill", "rebalance", "activate", "deactivate"}[rng.IntN(5)]
 		switch {
 		case len(live) < 2:
 			op = "submit"
@@ -74,14 +78,25 @@ func (r *run) workload(ctx context.Context, rng *rand.Rand) {
 			r.mu.Lock()
 			r.killAsked[id] = true // whatever the answer: it may have happened
 			r.mu.Unlock()
-			err = r.call(ctx, "kill", func(ctx context.Context) error {
+			err = r.call(ctx, opInput{kind: opKill, name: name}, func(ctx context.Context) error {
 				return r.client.KillTopology(ctx, &nimbusv1.KillTopologyRequest{Name: name, WaitSecs: new(int32(0))})
 			})
 		case "rebalance":
 			_, name := pick(rng, live)
-			err = r.call(ctx, "rebalance", func(ctx context.Context) error {
+			workers := int32(1 + rng.IntN(2))
+			err = r.call(ctx, opInput{kind: opRebalance, name: name, workers: workers}, func(ctx context.Context) error {
 				return r.client.RebalanceTopology(ctx, &nimbusv1.RebalanceTopologyRequest{
-					Name: name, WaitSecs: new(int32(0)), NumWorkers: new(int32(1 + rng.IntN(2)))})
+					Name: name, WaitSecs: new(int32(0)), NumWorkers: new(workers)})
+			})
+		case "activate":
+			_, name := pick(rng, live)
+			err = r.call(ctx, opInput{kind: opActivate, name: name}, func(ctx context.Context) error {
+				return r.client.ActivateTopology(ctx, name)
+			})
+		case "deactivate":
+			_, name := pick(rng, live)
+			err = r.call(ctx, opInput{kind: opDeactivate, name: name}, func(ctx context.Context) error {
+				return r.client.DeactivateTopology(ctx, name)
 			})
 		}
 		if err != nil && ctx.Err() == nil {
@@ -90,16 +105,52 @@ func (r *run) workload(ctx context.Context, rng *rand.Rand) {
 	}
 }
 
-func (r *run) call(ctx context.Context, kind string, f func(context.Context) error) error {
+// call makes a leader write through the SDK and records it.
+func (r *run) call(ctx context.Context, in opInput, f func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	call := r.hist.now()
 	err := f(ctx)
+	r.hist.write(clientWorkload, in, call, err, true)
+	kind := in.kind.String()
 	if err != nil {
 		r.count(r.opErrors, kind)
 	} else {
 		r.count(r.ops, kind)
 	}
 	return err
+}
+
+// reader reads, every 100 to 400 ms until ctx ends, through the SDK as
+// users do: the topology list, or the status of one topology the workload
+// named (submitted, killed or the canary).
+func (r *run) reader(ctx context.Context, rng *rand.Rand) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Duration(100+rng.IntN(300)) * time.Millisecond):
+		}
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if names := r.named(); rng.IntN(2) == 0 && len(names) > 0 {
+			name := names[rng.IntN(len(names))]
+			call := r.hist.now()
+			resp, err := r.client.GetTopologyInfo(rctx, name)
+			r.hist.readStatus(name, call, resp, err)
+		} else {
+			call := r.hist.now()
+			resp, err := r.client.GetClusterInfo(rctx)
+			r.hist.readList(call, resp, err)
+		}
+		cancel()
+	}
+}
+
+// named returns every name the workload submitted (or tried to), sorted.
+func (r *run) named() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Sorted(maps.Keys(r.names))
 }
 
 // live returns the acknowledged topologies no kill was asked for, but
