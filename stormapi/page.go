@@ -163,49 +163,66 @@ func (a *API) topology(r *request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := info.GetTopology()
+	t, at := info.GetTopology(), executorsAt(info)
 	out := topologyPageJSON{
 		topologyJSON: topologyOf(t), User: userOf(r), Window: window, WindowHint: hint,
 		Configuration: map[string]any{}, TopologyStats: zeroStats(), Workers: []workerJSON{},
-		Spouts: []spoutJSON{}, Bolts: []boltJSON{}, VisualizationTable: []any{},
-		Executors: []executorJSON{}, Replicas: []hostPortJSON{},
+		VisualizationTable: []any{}, Executors: executorsOf(info), Replicas: []hostPortJSON{},
 	}
-	at := executorsAt(info)
 	for _, w := range info.GetWorkers() {
 		out.Workers = append(out.Workers, workerOf(w, s.byID[t.GetId()], at[addrOf(w.GetHost(), w.GetPort())]))
 	}
-	now := a.cfg.Now()
+	out.Spouts, out.Bolts = componentsOf(info, sys, at, a.cfg.Now())
+	for _, rep := range info.GetReplicas() {
+		out.Replicas = append(out.Replicas, hostPortJSON{rep.GetHost(), rep.GetPort()})
+	}
+	a.addConf(r, &out)
+	return json.Marshal(out)
+}
+
+// componentsOf lists a topology's spouts and bolts: their parallelism and
+// last error (their counts are zeros).
+func componentsOf(info *nimbusv1.GetTopologyInfoResponse, sys bool, at map[string][]*nimbusv1.ExecutorSummary, now time.Time) ([]spoutJSON, []boltJSON) {
+	spouts, bolts := []spoutJSON{}, []boltJSON{}
 	for _, c := range components(info, sys) {
 		stats := componentStats{Executors: info.GetComponentParallelism()[c], Tasks: tasksOf(info, c)}
 		errs := lastErrorOf(c, info, at, now)
 		if isSpout(info, c) {
-			out.Spouts = append(out.Spouts, spoutJSON{SpoutID: c, EncodedSpoutID: url.PathEscape(c),
+			spouts = append(spouts, spoutJSON{SpoutID: c, EncodedSpoutID: url.PathEscape(c),
 				componentStats: stats, CompleteLatency: zeroLatency, componentError: errs})
 			continue
 		}
-		out.Bolts = append(out.Bolts, boltJSON{BoltID: c, EncodedBoltID: url.PathEscape(c), componentStats: stats,
+		bolts = append(bolts, boltJSON{BoltID: c, EncodedBoltID: url.PathEscape(c), componentStats: stats,
 			Capacity: zeroLatency, ExecuteLatency: zeroLatency, ProcessLatency: zeroLatency, componentError: errs})
 	}
+	return spouts, bolts
+}
+
+// executorsOf lists a topology's assigned executors.
+func executorsOf(info *nimbusv1.GetTopologyInfoResponse) []executorJSON {
+	out := []executorJSON{}
 	for _, e := range info.GetExecutors() {
 		x := e.GetExecutor()
-		out.Executors = append(out.Executors, executorJSON{
+		out = append(out, executorJSON{
 			ID: executorID(x), Component: x.GetComponentId(), TaskStart: x.GetTaskStart(), TaskEnd: x.GetTaskEnd(),
 			Host: e.GetHost(), Port: e.GetPort(), SupervisorID: e.GetSupervisorId(), UptimeSeconds: e.GetUptimeSecs(),
 		})
 	}
-	for _, rep := range info.GetReplicas() {
-		out.Replicas = append(out.Replicas, hostPortJSON{rep.GetHost(), rep.GetPort()})
-	}
-	conf, err := a.cfg.Reads.GetTopologyConf(r.ctx, &nimbusv1.GetTopologyConfRequest{Name: t.GetName()})
+	return out
+}
+
+// addConf adds the topology's configuration to its page, and its
+// msgTimeout, if the caller may read it; else says why not.
+func (a *API) addConf(r *request, out *topologyPageJSON) {
+	conf, err := a.cfg.Reads.GetTopologyConf(r.ctx, &nimbusv1.GetTopologyConfRequest{Name: out.Name})
 	if err != nil {
 		out.ConfigurationError = err.Error()
-	} else {
-		out.Configuration = confObject(conf.GetEntries())
-		if n, ok := out.Configuration[keyMessageTimeout].(int64); ok {
-			out.MsgTimeout = n
-		}
+		return
 	}
-	return json.Marshal(out)
+	out.Configuration = confObject(conf.GetEntries())
+	if n, ok := out.Configuration[keyMessageTimeout].(int64); ok {
+		out.MsgTimeout = n
+	}
 }
 
 // pageParams reads the window and sys query parameters of a topology's
@@ -352,23 +369,35 @@ func (a *API) component(r *request) ([]byte, error) {
 	} else {
 		out["boltStats"] = zeroBoltStats()
 	}
-	errs, execs := []componentErrorJSON{}, []executorStatsJSON{}
-	at, now := executorsAt(info), a.cfg.Now()
-	if e := lastErrorOf(c, info, at, now); e.ErrorTime != nil {
-		errs = append(errs, componentErrorJSON{ErrorTime: *e.ErrorTime, ErrorHost: e.ErrorHost, ErrorPort: *e.ErrorPort,
-			Error: e.LastError, ErrorLapsedSecs: *e.ErrorLapsedSecs})
+	out["componentErrors"] = componentErrorsOf(c, info, a.cfg.Now())
+	out["executorStats"] = executorStatsOf(c, info)
+	return json.Marshal(out)
+}
+
+// componentErrorsOf is component c's last error, if a worker running it
+// reported one.
+func componentErrorsOf(c string, info *nimbusv1.GetTopologyInfoResponse, now time.Time) []componentErrorJSON {
+	e := lastErrorOf(c, info, executorsAt(info), now)
+	if e.ErrorTime == nil {
+		return []componentErrorJSON{}
 	}
+	return []componentErrorJSON{{ErrorTime: *e.ErrorTime, ErrorHost: e.ErrorHost, ErrorPort: *e.ErrorPort,
+		Error: e.LastError, ErrorLapsedSecs: *e.ErrorLapsedSecs}}
+}
+
+// executorStatsOf lists component c's executors (their counts are zeros).
+func executorStatsOf(c string, info *nimbusv1.GetTopologyInfoResponse) []executorStatsJSON {
+	out := []executorStatsJSON{}
 	for _, e := range info.GetExecutors() {
 		if e.GetExecutor().GetComponentId() != c {
 			continue
 		}
 		id := executorID(e.GetExecutor())
-		execs = append(execs, executorStatsJSON{ID: id, EncodedID: url.PathEscape(id), Host: e.GetHost(), Port: e.GetPort(),
+		out = append(out, executorStatsJSON{ID: id, EncodedID: url.PathEscape(id), Host: e.GetHost(), Port: e.GetPort(),
 			Uptime: prettyUptime(e.GetUptimeSecs()), UptimeSeconds: e.GetUptimeSecs(),
 			CompleteLatency: zeroLatency, Capacity: zeroLatency, ExecuteLatency: zeroLatency, ProcessLatency: zeroLatency})
 	}
-	out["componentErrors"], out["executorStats"] = errs, execs
-	return json.Marshal(out)
+	return out
 }
 
 // metrics is GET /topology/:id/metrics: per-stream tuple counts, which
