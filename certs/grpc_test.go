@@ -158,7 +158,7 @@ func TestGRPCRefusals(t *testing.T) {
 			if status.Code(err) != codes.Unavailable || !strings.Contains(status.Convert(err).Message(), tc.clientErr) {
 				t.Errorf("error %v, want Unavailable saying %q", err, tc.clientErr)
 			}
-			if tc.serverLog != "" && len(logs.lines(`msg="refused a TLS client"`, "remote=127.0.0.1:", tc.serverLog)) == 0 {
+			if tc.serverLog != "" && len(logs.waitLines(5*time.Second, `msg="refused a TLS client"`, "remote=127.0.0.1:", tc.serverLog)) == 0 {
 				t.Errorf("the server logged no refusal saying %q:\n%s", tc.serverLog, logs)
 			}
 		})

@@ -44,6 +44,18 @@ func (b *logBuffer) lines(parts ...string) []string {
 	return out
 }
 
+// waitLines is lines, polled until it finds some or timeout passes: a
+// server logs a refused handshake after its client has heard the refusal.
+func (b *logBuffer) waitLines(timeout time.Duration, parts ...string) []string {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(timeout); ; <-tick.C {
+		if l := b.lines(parts...); len(l) > 0 || !time.Now().Before(deadline) {
+			return l
+		}
+	}
+}
+
 func (b *logBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
