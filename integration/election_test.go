@@ -135,13 +135,8 @@ func TestSIGTERMLeaderHandsOverWithoutWaitingForTheSession(t *testing.T) {
 // A SIGKILLed leader is deposed by a follower (its port refuses
 // connections) and replaced at once, not after its 20 s session.
 func TestSIGKILLedLeaderIsDeposed(t *testing.T) {
-	z := testcluster.StartZooKeeper(t)
 	const session = 20 * time.Second
-	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(session))
-	ps := c.StartNimbuses(t, 3)
-	epoch, leader := c.WaitLeader(t, ps, 10*time.Second)
-	rest := testcluster.Without(ps, leader)
-	c.WaitQueued(t, 3, 10*time.Second)
+	c, epoch, leader, rest := threeQueued(t, session)
 
 	if err := leader.Stop(syscall.SIGKILL, 5*time.Second); err != nil {
 		t.Fatal(err)
@@ -164,13 +159,8 @@ func TestSIGKILLedLeaderIsDeposed(t *testing.T) {
 // A stopped leader (SIGSTOP: its port still accepts) is not provably
 // dead: nobody deposes it, and failover waits for its session, as it must.
 func TestSIGSTOPedLeaderIsNotDeposed(t *testing.T) {
-	z := testcluster.StartZooKeeper(t)
 	const session = 4 * time.Second
-	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(session))
-	ps := c.StartNimbuses(t, 3)
-	epoch, leader := c.WaitLeader(t, ps, 10*time.Second)
-	rest := testcluster.Without(ps, leader)
-	c.WaitQueued(t, 3, 10*time.Second)
+	c, epoch, leader, rest := threeQueued(t, session)
 
 	if err := leader.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -184,6 +174,19 @@ func TestSIGSTOPedLeaderIsNotDeposed(t *testing.T) {
 	if n := depositions(t, rest...); n != 0 {
 		t.Errorf("%v depositions of a stopped leader, want 0", n)
 	}
+}
+
+// threeQueued starts three nimbuses with session, and returns once one
+// leads and all three are queued: the cluster, the leader's epoch, the
+// leader and the others.
+func threeQueued(t *testing.T, session time.Duration) (*testcluster.Cluster, int64, *testcluster.Process, []*testcluster.Process) {
+	t.Helper()
+	z := testcluster.StartZooKeeper(t)
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(session))
+	ps := c.StartNimbuses(t, 3)
+	epoch, leader := c.WaitLeader(t, ps, 10*time.Second)
+	c.WaitQueued(t, 3, 10*time.Second)
+	return c, epoch, leader, testcluster.Without(ps, leader)
 }
 
 // depositions sums nimbus_depositions_total over ps.
