@@ -78,7 +78,7 @@ func (d *daemon) start(nimbusArgs []string) error {
 		p, err = d.cluster.StartNimbus(testcluster.WithName(name), testcluster.WithPort(d.port),
 			testcluster.WithLocalDir(d.local), testcluster.WithArgs(nimbusArgs...))
 	} else {
-		p, err = d.cluster.StartSupervisor(testcluster.WithSlots(d.slots...), testcluster.WithLocalDir(d.local))
+		p, err = d.cluster.StartSupervisor(testcluster.WithName(name), testcluster.WithSlots(d.slots...), testcluster.WithLocalDir(d.local))
 	}
 	if err != nil {
 		return fmt.Errorf("start %s: %w", d.name, err)
@@ -96,7 +96,9 @@ type run struct {
 	rng        *rand.Rand // the faults'; the seed makes them replayable
 	dir        string
 	ens        *testcluster.Ensemble
-	proxies    []*testcluster.Proxy // between nimbuses[2] and ZooKeeper
+	set        settings
+	proxies    []*testcluster.Proxy // between nimbuses[2] and ZooKeeper, one per server
+	supProxies []*testcluster.Proxy // between sups[2] and ZooKeeper, one per server
 	nimbuses   []*daemon
 	sups       []*daemon
 	nimbusArgs []string
@@ -113,10 +115,13 @@ type run struct {
 	ops            map[string]int // client calls that succeeded, by kind
 	opErrors       map[string]int
 	faults         map[string]int
-	recoveries     []time.Duration
-	staleSent      int // writes sent to deposed leaders
-	staleRejected  int // of those, rejected: all, or it is a violation
-	staleFenced    int // of those, rejected by fencing
+	recoveries     []time.Duration      // from losing the leader to a leader's write
+	healed         []time.Duration      // from a fault's end to a leader's write
+	started        time.Time            // the faults'
+	samples        [2]map[string]sample // the daemons, before the faults and after the heal
+	staleSent      int                  // writes sent to deposed leaders
+	staleRejected  int                  // of those, rejected: all, or it is a violation
+	staleFenced    int                  // of those, rejected by fencing
 	canaryInactive bool
 	stamps         map[string]stamp // epoch-stamped writes seen, by path@mzxid
 	reported       map[string]bool  // violations already reported, by key
@@ -146,49 +151,51 @@ func (r *run) count(m map[string]int, kind string) {
 }
 
 func TestChaos(t *testing.T) {
-	duration := 60 * time.Second
-	if s := os.Getenv("CHAOS_DURATION"); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			t.Fatalf("CHAOS_DURATION=%q: %v", s, err)
-		}
-		duration = d
+	set, err := readSettings()
+	if err != nil {
+		t.Fatal(err)
 	}
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("CHAOS_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("CHAOS_SEED=%q: %v", s, err)
-		}
-		seed = v
-	}
-	t.Logf("chaos: seed %d, %s of faults (replay: CHAOS_SEED=%d)", seed, duration, seed)
+	seed := set.seed
+	t.Logf("chaos: seed %d, %s (replay: CHAOS_SEED=%d)", seed, set, seed)
 	defer func() {
 		if t.Failed() {
-			t.Logf("chaos: FAILED with seed %d (replay: CHAOS_SEED=%d CHAOS_DURATION=%s)", seed, seed, duration)
+			t.Logf("chaos: FAILED with seed %d (replay: CHAOS_SEED=%d %s)", seed, seed, set.env())
 		}
 	}()
 
-	r := newRun(t, seed)
+	r := newRun(t, set)
+	faults, err := r.faultKinds()
+	if err != nil {
+		t.Fatal(err)
+	}
 	r.canary()
-	ctx, stop := context.WithTimeout(t.Context(), duration)
+	r.samples[0] = r.sample()
+	ctx, stop := context.WithCancel(t.Context())
+	if set.faults == 0 {
+		ctx, stop = context.WithTimeout(t.Context(), set.duration)
+	}
 	defer stop()
+	r.started = time.Now()
 	var wg sync.WaitGroup
 	wg.Go(func() { r.workload(ctx, rand.New(rand.NewPCG(seed, 1))) })
 	wg.Go(func() { r.reader(ctx, rand.New(rand.NewPCG(seed, 2))) })
 	wg.Go(func() { r.checkEvery(ctx, time.Second) })
-	r.inject(ctx)
+	r.inject(ctx, stop, faults)
 	wg.Wait()
+	took := time.Since(r.started)
 
 	r.heal()
 	r.finalCheck()
 	r.checkHistory()
-	r.report(seed, duration)
+	r.samples[1] = r.sample()
+	r.report(seed, took)
+	r.writeSummary(took)
 }
 
 // newRun starts the ensemble, the nimbuses (the first with a long
-// session, the third through proxies it can cut) and the supervisors.
-func newRun(t *testing.T, seed uint64) *run {
+// session, the third through proxies it can cut) and the supervisors (the
+// third through proxies of its own).
+func newRun(t *testing.T, set settings) *run {
 	dir := t.TempDir()
 	if keep := os.Getenv("CHAOS_DIR"); keep != "" {
 		var err error
@@ -201,7 +208,7 @@ func newRun(t *testing.T, seed uint64) *run {
 		t.Logf("chaos: logs and local dirs kept in %s", dir)
 	}
 	r := &run{
-		t: t, rng: rand.New(rand.NewPCG(seed, 0)), dir: dir, hist: newHistory(),
+		t: t, set: set, rng: rand.New(rand.NewPCG(set.seed, 0)), dir: dir, hist: newHistory(),
 		acked: map[string]string{}, killAsked: map[string]bool{}, names: map[string]bool{},
 		ops: map[string]int{}, opErrors: map[string]int{}, faults: map[string]int{},
 		stamps: map[string]stamp{}, reported: map[string]bool{}, goroutines: map[*testcluster.Process]*goroutineCount{},
@@ -215,17 +222,25 @@ func newRun(t *testing.T, seed uint64) *run {
 		},
 	}
 	r.ens = testcluster.StartEnsemble(t, 3)
-	var proxied []string
-	for _, addr := range r.ens.Addrs() {
-		p := testcluster.StartProxy(t, addr)
-		r.proxies = append(r.proxies, p)
-		proxied = append(proxied, p.Addr())
+	proxied := func() ([]*testcluster.Proxy, string) {
+		var ps []*testcluster.Proxy
+		var addrs []string
+		for _, addr := range r.ens.Addrs() {
+			p := testcluster.StartProxy(t, addr)
+			ps = append(ps, p)
+			addrs = append(addrs, p.Addr())
+		}
+		return ps, strings.Join(addrs, ",")
 	}
+	var nimbusZK, supZK string
+	r.proxies, nimbusZK = proxied()
+	r.supProxies, supZK = proxied()
 	cluster := func(sub, zkConnect string) *testcluster.Cluster {
 		return testcluster.New(t, zkConnect, testcluster.WithSessionTimeout(session), testcluster.WithDir(filepath.Join(dir, sub)))
 	}
 	direct := cluster("direct", r.ens.ConnectString())
-	cuttable := cluster("proxied", strings.Join(proxied, ","))
+	cuttable := cluster("proxied", nimbusZK)
+	cuttableSup := cluster("proxied-supervisor", supZK)
 	ports := testcluster.FreePorts(t, 3+3*slotsEach)
 	var seeds []string
 	for i := range 3 {
@@ -252,7 +267,11 @@ func newRun(t *testing.T, seed uint64) *run {
 	wg.Wait()
 	for i := range 3 {
 		name := fmt.Sprintf("supervisor-%d", i+1)
-		d := &daemon{name: name, cluster: direct, local: filepath.Join(dir, name), slots: ports[3+i*slotsEach : 3+(i+1)*slotsEach]}
+		c := direct
+		if i == 2 {
+			c = cuttableSup
+		}
+		d := &daemon{name: name, cluster: c, local: filepath.Join(dir, name), slots: ports[3+i*slotsEach : 3+(i+1)*slotsEach]}
 		if err := d.start(nil); err != nil {
 			t.Fatal(err)
 		}
@@ -297,9 +316,8 @@ func (r *run) restart(d *daemon) {
 // heal undoes whatever a fault left behind: every daemon runs, every
 // ZooKeeper server serves, the proxies let traffic through.
 func (r *run) heal() {
-	for _, p := range r.proxies {
-		p.Restore()
-	}
+	restoreProxies(r.proxies)
+	restoreProxies(r.supProxies)
 	r.ens.StartAll()
 	for _, d := range append(append([]*daemon{}, r.nimbuses...), r.sups...) {
 		p := d.proc()

@@ -321,24 +321,18 @@ func (r *run) report(seed uint64, duration time.Duration) {
 		total += n
 	}
 	slices.Sort(kinds)
-	rec := slices.Clone(r.recoveries)
-	slices.Sort(rec)
-	pct := func(p float64) string {
-		if len(rec) == 0 {
-			return "-"
-		}
-		return rec[min(len(rec)-1, int(p*float64(len(rec))))].Round(10 * time.Millisecond).String()
-	}
+	p50, p99, most99 := percentiles(r.recoveries)
+	h50, h99, hmax := percentiles(r.healed)
 	most := 0
 	for _, c := range r.goroutines {
 		most = max(most, c.most)
 	}
 	r.t.Logf("chaos: seed %d, %s: %d faults (%s); %d submits, %d acknowledged; client ok %v, failed %v; "+
-		"recovery after losing the leader (%d): p50 %s, p99 %s, max %s; "+
+		"recovery after losing the leader (%d): p50 %s, p99 %s, max %s; after a fault's end (%d): p50 %s, p99 %s, max %s; "+
 		"writes sent to deposed leaders: %d, rejected %d (%d fenced, the others refused before a write); "+
 		"most goroutines in a daemon: %d; history: %d operations checked (%d of unknown outcome), %s in %s, "+
 		"with linearizable reads %s; violations: %d",
 		seed, duration, total, strings.Join(kinds, ", "), r.submitted, r.ops["submit"], r.ops, r.opErrors,
-		len(rec), pct(0.5), pct(0.99), pct(1), r.staleSent, r.staleRejected, r.staleFenced, most,
+		len(r.recoveries), p50, p99, most99, len(r.healed), h50, h99, hmax, r.staleSent, r.staleRejected, r.staleFenced, most,
 		r.checked, r.checkedUnknown, r.checkResult, r.checkTook.Round(time.Millisecond), r.strictResult, len(r.violations))
 }

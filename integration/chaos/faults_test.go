@@ -26,12 +26,18 @@ import (
 // deposed while it cannot know.
 const pauseFor = session + 2*time.Second
 
-// inject runs one fault at a time, at random moments, until ctx ends.
-func (r *run) inject(ctx context.Context) {
-	faults := []struct {
-		name string
-		do   func()
-	}{
+// fault is one kind of fault: a name (counted, logged, and what
+// CHAOS_FAULT_KINDS selects by) and what injects it, which returns once
+// the fault has been undone.
+type fault struct {
+	name string
+	do   func()
+}
+
+// faults are the kinds a run draws from: every kind, less those
+// CHAOS_FAULT_KINDS leaves out; wipe-all-code only with CHAOS_WIPE_ALL=1.
+func (r *run) faultKinds() ([]fault, error) {
+	all := []fault{
 		{"kill-leader", r.killLeader},
 		{"kill-leader-long-session", r.killLongSessionLeader},
 		{"depose-leader", r.deposeLeader},
@@ -41,18 +47,87 @@ func (r *run) inject(ctx context.Context) {
 		{"restart-zookeeper", r.restartZooKeeper},
 		{"kill-supervisor", r.killSupervisor},
 		{"cut-nimbus-from-zookeeper", r.cutNimbus},
+		{"cut-nimbus-from-part-of-zookeeper", r.cutNimbusFromPart},
+		{"cut-nimbus-from-zookeeper-one-way", r.cutNimbusOneWay},
+		{"cut-supervisor-from-zookeeper", r.cutSupervisor},
 	}
+	if r.set.wipeAll {
+		all = append(all, fault{wipeAllName, r.wipeAllCode})
+	}
+	if len(r.set.kinds) == 0 {
+		return all, nil
+	}
+	for _, k := range r.set.kinds {
+		if !slices.ContainsFunc(all, func(f fault) bool { return f.name == k }) {
+			return nil, fmt.Errorf("CHAOS_FAULT_KINDS: no fault %q (with CHAOS_WIPE_ALL=1 for %s)", k, wipeAllName)
+		}
+	}
+	return slices.DeleteFunc(all, func(f fault) bool { return !slices.Contains(r.set.kinds, f.name) }), nil
+}
+
+// inject runs one fault at a time, at random moments, until ctx ends or,
+// with CHAOS_FAULTS, until that many faults were injected; then it calls
+// stop. After each fault it waits until a leader accepts a write again
+// and records how long that took from the fault's end (awaitHealthy).
+func (r *run) inject(ctx context.Context, stop func(), faults []fault) {
+	defer stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(time.Duration(1000+r.rng.IntN(3000)) * time.Millisecond):
+		case <-time.After(r.nextGap()):
 		}
 		f := faults[r.rng.IntN(len(faults))]
 		r.t.Logf("chaos: fault %s at %s", f.name, time.Now().Format("15:04:05.000"))
 		r.count(r.faults, f.name)
 		f.do()
+		r.awaitHealthy(f.name, time.Now())
+		if r.set.faults > 0 && r.injected() >= r.set.faults {
+			r.t.Logf("chaos: %d faults injected, as CHAOS_FAULTS asked", r.injected())
+			return
+		}
 	}
+}
+
+// nextGap draws the time until the next fault: 1 to 4 s by default, or
+// CHAOS_FAULT_EVERY (d) give or take half, from d/2 to 3d/2.
+func (r *run) nextGap() time.Duration {
+	if d := r.set.every; d > 0 {
+		return d/2 + time.Duration(r.rng.Int64N(int64(d)))
+	}
+	return time.Duration(1000+r.rng.IntN(3000)) * time.Millisecond
+}
+
+// injected is how many faults were injected so far.
+func (r *run) injected() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, c := range r.faults {
+		n += c
+	}
+	return n
+}
+
+// awaitHealthy flips the canary until a leader accepts the write, and
+// records how long that took from healed, the moment the fault was undone
+// (zero when it never stopped the cluster). No leader within 60 s is a
+// violation (probe's).
+func (r *run) awaitHealthy(kind string, healed time.Time) {
+	for time.Since(healed) < 60*time.Second {
+		if r.flipCanary() == nil {
+			r.mu.Lock()
+			r.healed = append(r.healed, time.Since(healed))
+			r.mu.Unlock()
+			return
+		}
+		select {
+		case <-r.t.Context().Done():
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	r.violation("no leader accepted a write within 60 s of the end of fault %s", kind)
 }
 
 // sigkill SIGKILLs d's process, waits for it to exit, and returns when it

@@ -12,6 +12,11 @@ import (
 // A daemon given proxies instead of the real addresses can be taken off
 // the network (a nimbus off ZooKeeper) while everything else stays
 // connected: Cutter does the same for connections made in-process.
+//
+// Cut closes the connections, as a crashed peer or a firewall's reset
+// would. Drop black-holes one direction, or both, as a partition does:
+// the connections stay open, bytes sent the dropped way are read and
+// thrown away, and neither side is told.
 type Proxy struct {
 	ln       net.Listener
 	upstream string
@@ -19,7 +24,27 @@ type Proxy struct {
 
 	mu    sync.Mutex
 	cut   bool
+	drop  [2]bool // by Direction: bytes that way are thrown away
 	conns map[net.Conn]struct{}
+}
+
+// Direction is one way through a Proxy.
+type Direction int
+
+const (
+	// ToUpstream is from the daemon that dialled the proxy to the upstream
+	// server (a client's requests).
+	ToUpstream Direction = iota
+	// FromUpstream is from the upstream server back to the daemon (the
+	// server's answers).
+	FromUpstream
+)
+
+func (d Direction) String() string {
+	if d == ToUpstream {
+		return "to upstream"
+	}
+	return "from upstream"
 }
 
 // StartProxy listens on a free loopback port and forwards to upstream; it
@@ -50,11 +75,35 @@ func (p *Proxy) Cut() {
 	}
 }
 
-// Restore lets connections through again.
+// Drop black-holes the given directions (both, when none is given) on
+// every connection, open or new, until Restore: bytes sent that way are
+// read and thrown away, and the connections stay open. Dropping one
+// direction makes an asymmetric partition: a server that still hears a
+// client's pings keeps its session alive while the client hears nothing.
+func (p *Proxy) Drop(dirs ...Direction) {
+	if len(dirs) == 0 {
+		dirs = []Direction{ToUpstream, FromUpstream}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, d := range dirs {
+		p.drop[d] = true
+	}
+}
+
+// Restore lets connections through again, both ways: new ones after a
+// Cut, every byte after a Drop.
 func (p *Proxy) Restore() {
 	p.mu.Lock()
 	p.cut = false
+	p.drop = [2]bool{}
 	p.mu.Unlock()
+}
+
+func (p *Proxy) dropping(d Direction) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.drop[d]
 }
 
 func (p *Proxy) close() {
@@ -86,12 +135,12 @@ func (p *Proxy) forward(down net.Conn) {
 		return
 	}
 	done := make(chan struct{}, 2)
-	pipe := func(dst, src net.Conn) {
-		_, _ = io.Copy(dst, src)
+	pipe := func(dst, src net.Conn, d Direction) {
+		_ = p.copy(dst, src, d)
 		done <- struct{}{}
 	}
-	go pipe(up, down)
-	go pipe(down, up)
+	go pipe(up, down, ToUpstream)
+	go pipe(down, up, FromUpstream)
 	<-done // one direction ended: end both
 	down.Close()
 	up.Close()
@@ -112,4 +161,24 @@ func (p *Proxy) track(conns ...net.Conn) bool {
 		p.conns[c] = struct{}{}
 	}
 	return true
+}
+
+// copy copies src to dst, throwing away what arrives while d is dropped,
+// until either side fails.
+func (p *Proxy) copy(dst, src net.Conn, d Direction) error {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && !p.dropping(d) {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return werr
+			}
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
 }

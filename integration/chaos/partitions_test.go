@@ -1,0 +1,205 @@
+package chaos_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nimbusha/nimbus/cluster"
+	"github.com/nimbusha/nimbus/internal/testcluster"
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
+)
+
+// wipeAllName is the fault CHAOS_WIPE_ALL=1 adds: recovering from it needs
+// the nimbuses to fetch code back from supervisors (issue 21, item 1).
+const wipeAllName = "wipe-all-nimbus-code"
+
+// cutProxies cuts ps: closes their connections (a reset) or, when silent,
+// black-holes both directions (a partition nobody is told of).
+func cutProxies(ps []*testcluster.Proxy, silent bool) {
+	for _, p := range ps {
+		if silent {
+			p.Drop()
+		} else {
+			p.Cut()
+		}
+	}
+}
+
+func restoreProxies(ps []*testcluster.Proxy) {
+	for _, p := range ps {
+		p.Restore()
+	}
+}
+
+func cutKind(silent bool) string {
+	if silent {
+		return "black-holed"
+	}
+	return "reset"
+}
+
+// cutNimbusFromPart cuts the proxied nimbus off one or two of the three
+// ZooKeeper servers, for 1 to 7 s; it still reaches the others, and may
+// move its session there.
+func (r *run) cutNimbusFromPart() {
+	n := 1 + r.rng.IntN(2)
+	which := r.rng.Perm(len(r.proxies))[:n]
+	silent := r.rng.IntN(2) == 0
+	hold := time.Duration(1000+r.rng.IntN(6000)) * time.Millisecond
+	var cut []*testcluster.Proxy
+	var names []string
+	for _, i := range which {
+		cut = append(cut, r.proxies[i])
+		names = append(names, r.ens.Servers[i].Addr())
+	}
+	r.t.Logf("chaos: %s cut (%s) from ZooKeeper %s for %s", r.nimbuses[2].name, cutKind(silent), strings.Join(names, ", "), hold)
+	cutProxies(cut, silent)
+	r.hold(hold)
+	restoreProxies(cut)
+}
+
+// cutNimbusOneWay black-holes one direction between the proxied nimbus and
+// every ZooKeeper server, for longer than the session. With its requests
+// dropped, the servers hear nothing and expire its session. With the
+// answers dropped, the servers keep hearing its pings, so its session (and
+// its lock node, if it led) lives on, while the nimbus hears nothing and
+// must stop acting as the leader.
+func (r *run) cutNimbusOneWay() {
+	dir := testcluster.Direction(r.rng.IntN(2))
+	r.t.Logf("chaos: %s's traffic %s ZooKeeper black-holed for %s", r.nimbuses[2].name, dir, pauseFor)
+	for _, p := range r.proxies {
+		p.Drop(dir)
+	}
+	r.hold(pauseFor)
+	restoreProxies(r.proxies)
+}
+
+// settled is how long an assignment must have stood unchanged before a
+// cut for the cut-off supervisor to be held to it: long enough for the
+// supervisor to have read it and acted on it.
+const settled = 3 * time.Second
+
+// cutSupervisor cuts the proxied supervisor off ZooKeeper for longer than
+// its session. Its workers must keep running meanwhile (invariant 7): a
+// worker it ran when cut off still runs, the same process, when the cut
+// ends, if its slot was given to its topology by an assignment that had
+// stood unchanged for a while (settled) and still did at the cut. (A
+// supervisor cut off acts on the last assignments it read; those it had
+// not read yet cannot be held against it.)
+func (r *run) cutSupervisor() {
+	d := r.sups[2]
+	silent := r.rng.IntN(2) == 0
+	id := d.proc().ID()
+	earlier := r.assignedSlots(id)
+	start := time.Now()
+	cutProxies(r.supProxies, silent)
+	before := r.workersOf(d)
+	at := r.assignedSlots(id)
+	r.t.Logf("chaos: %s cut (%s) from ZooKeeper for %s, running %d workers", d.name, cutKind(silent), pauseFor, len(before))
+	r.hold(pauseFor)
+	after := r.workersOf(d)
+	restoreProxies(r.supProxies)
+	for port, w := range before {
+		slot := fmt.Sprintf("%s:%d", w.topology, port)
+		a, ok := at[slot]
+		if !ok || earlier[slot] != a || start.Sub(a.mtime) < settled {
+			continue // its assignment had just changed, or the checker could not read it
+		}
+		if now, ok := after[port]; !ok || now.pid != w.pid {
+			r.violation("%s, cut off ZooKeeper, stopped its worker of %s on port %d (pid %d) during the cut; "+
+				"the assignment placing it there was written at %s", d.name, w.topology, port, w.pid, a.mtime.Format("15:04:05.000"))
+		}
+	}
+}
+
+// worker is one worker process, as /proc shows it.
+type worker struct {
+	pid      int
+	topology string
+}
+
+// workersOf returns the workers running on d's slots, by port.
+func (r *run) workersOf(d *daemon) map[int]worker {
+	out := map[int]worker{}
+	pids, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range pids {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
+		if len(args) < 3 || !strings.HasPrefix(args[0], d.local+string(filepath.Separator)) || filepath.Base(args[0]) != "artifact" {
+			continue
+		}
+		i := slices.Index(args, "--port")
+		if i < 0 || i+1 >= len(args) {
+			continue
+		}
+		port, err1 := strconv.Atoi(args[i+1])
+		pid, err2 := strconv.Atoi(filepath.Base(filepath.Dir(f)))
+		if err1 == nil && err2 == nil && slices.Contains(d.slots, port) {
+			out[port] = worker{pid: pid, topology: filepath.Base(filepath.Dir(args[0]))}
+		}
+	}
+	return out
+}
+
+// written identifies one write of an assignment node.
+type written struct {
+	mzxid int64
+	mtime time.Time
+}
+
+// assignedSlots returns, by "topology:port", every slot the assignments in
+// ZooKeeper give the supervisor id, with the write of its assignment; nil
+// if they cannot be read.
+func (r *run) assignedSlots(id string) map[string]written {
+	ids, _, err := r.conn.Children("/storm/assignments")
+	if err != nil {
+		return nil
+	}
+	out := map[string]written{}
+	for _, topo := range ids {
+		data, st, err := r.conn.Get("/storm/assignments/" + topo)
+		if err != nil {
+			continue
+		}
+		a := new(clusterv1.Assignment)
+		if cluster.Decode(topo, data, a) != nil {
+			continue
+		}
+		for _, e := range a.GetExecutors() {
+			if s := e.GetSlot(); s.GetSupervisorId() == id {
+				out[fmt.Sprintf("%s:%d", topo, s.GetPort())] = written{st.Mzxid, time.UnixMilli(st.Mtime)}
+			}
+		}
+	}
+	return out
+}
+
+// wipeAllCode deletes the stored code of every nimbus at the same moment,
+// leader included. Only the supervisors then hold the code: a leader must
+// come back by fetching it from them (issue 21, item 1). Off unless
+// CHAOS_WIPE_ALL=1.
+func (r *run) wipeAllCode() {
+	var dirs []string
+	for _, d := range r.nimbuses {
+		dir := filepath.Join(d.local, "nimbus", "code")
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			dirs = append(dirs, filepath.Join(dir, e.Name()))
+		}
+	}
+	var wg sync.WaitGroup
+	for _, dir := range dirs {
+		wg.Go(func() { os.RemoveAll(dir) })
+	}
+	wg.Wait()
+	r.t.Logf("chaos: wiped %d code dirs of %d nimbuses", len(dirs), len(r.nimbuses))
+}
