@@ -13,6 +13,27 @@
 // have a 4 s session. A checker looks at the cluster every second and
 // once more after the faults stop and the cluster has healed.
 //
+// Partitions (partitions_test.go) go through testcluster.Proxy: nimbus-3
+// and supervisor-3 reach each ZooKeeper server through a proxy of their
+// own. A cut either resets the connections or black-holes them (bytes read
+// and thrown away, nobody told), drawn from the seed. The faults: nimbus-3
+// cut from one or two of the three servers for 1 to 7 s (the others still
+// serve it); nimbus-3's traffic to, or from, every server black-holed for
+// longer than the session (with the answers dropped the servers keep its
+// session alive while it hears nothing); supervisor-3 cut off ZooKeeper for
+// longer than its session, during which every worker it ran under an
+// assignment that had stood for 3 s must keep running, the same process
+// (invariant 7). With CHAOS_WIPE_ALL=1, the code of every nimbus is also
+// wiped at the same moment (wipe-all-nimbus-code): off by default until
+// nimbuses fetch code back from supervisors (issue 21, item 1). A nimbus
+// cut from the other nimbuses is not injected: every nimbus advertises the
+// address it listens on, so no proxy can stand between nimbuses.
+//
+// After each fault the injector flips the canary until a leader accepts
+// the write: the time from the fault's end to then is the run's recovery
+// time (p50, p99), beside the time from losing a leader to a new one's
+// first write.
+//
 // Every client operation is recorded with its call and return times (one
 // monotonic clock): the workload's submits, kills, rebalances, activations
 // and deactivations through the SDK, a reader's GetClusterInfo and
@@ -38,5 +59,13 @@
 // `make test` runs 60 s; `make chaos` runs CHAOS_DURATION (5m by
 // default). A failing run prints its seed: CHAOS_SEED=<seed> replays the
 // same faults in the same order (their timing against the cluster's own
-// timing can differ).
+// timing can differ). CHAOS_FAULT_EVERY=2s draws the gap between faults
+// from 1 to 3 s (default 1 to 4 s); CHAOS_FAULTS=1000 runs until that
+// many faults were injected instead of for CHAOS_DURATION;
+// CHAOS_FAULT_KINDS=a,b injects only those kinds (the names the log
+// prints). Every run ends with a summary (logged, and written as
+// summary.md into the run's directory under CHAOS_DIR): the faults by
+// kind, the operations Porcupine checked, the recovery times, and each
+// daemon's RSS (/proc) and goroutines (go_goroutines) before the faults
+// and after the heal, ready for bench/RESULTS.md.
 package chaos
