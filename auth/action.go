@@ -31,12 +31,19 @@ const (
 	// (GetNimbusConfig): the cluster's layout and policy, secrets
 	// redacted. Admins only.
 	ActionReadNimbusConfig Action = "read-nimbus-config"
+	// ActionRecoverCode reads a topology's code from a supervisor's store:
+	// how a nimbus that lost every copy gets it back. Nimbuses and admins
+	// only; supervisors serve nobody else.
+	ActionRecoverCode Action = "recover-code"
+	// ActionForget removes a topology marked LOST, with or without a
+	// leader (ForgetTopology). Admins only.
+	ActionForget Action = "forget"
 )
 
 // Actions lists every action, in a fixed order (for tests and docs).
 func Actions() []Action {
 	return []Action{ActionSubmit, ActionKill, ActionActivate, ActionDeactivate, ActionRebalance,
-		ActionReadConf, ActionFetchCode, ActionReadCluster, ActionReadNimbusConfig}
+		ActionReadConf, ActionFetchCode, ActionReadCluster, ActionReadNimbusConfig, ActionRecoverCode, ActionForget}
 }
 
 // phrase is how a refusal says the action: "alice may not <phrase> <topology>".
@@ -46,6 +53,8 @@ func (a Action) phrase() string {
 		return "read the conf of"
 	case ActionFetchCode:
 		return "fetch the code of"
+	case ActionRecoverCode:
+		return "recover from a supervisor the code of"
 	case ActionReadCluster:
 		return "read the cluster"
 	case ActionReadNimbusConfig:

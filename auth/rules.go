@@ -61,6 +61,8 @@ var rules = map[Action]role{
 	ActionReadCluster: roleAdmin | roleAuthenticated,
 
 	ActionReadNimbusConfig: roleAdmin,
+	ActionRecoverCode:      roleAdmin | roleDaemon,
+	ActionForget:           roleAdmin,
 }
 
 // Decide answers "may principal take act on t?" under p: nil, or an error

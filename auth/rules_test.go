@@ -50,6 +50,8 @@ func TestDecideTable(t *testing.T) {
 			auth.ActionReadCluster: "YYYYYYY",
 
 			auth.ActionReadNimbusConfig: "Ynnnnnn",
+			auth.ActionRecoverCode:      "YnnnnYn",
+			auth.ActionForget:           "Ynnnnnn",
 		},
 		false: { // nimbus.users empty: any authenticated principal may submit
 			auth.ActionSubmit:      "YYYYYYY",
@@ -62,6 +64,8 @@ func TestDecideTable(t *testing.T) {
 			auth.ActionReadCluster: "YYYYYYY",
 
 			auth.ActionReadNimbusConfig: "Ynnnnnn",
+			auth.ActionRecoverCode:      "YnnnnYn",
+			auth.ActionForget:           "Ynnnnnn",
 		},
 	}
 	for _, usersSet := range []bool{true, false} {

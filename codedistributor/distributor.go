@@ -21,6 +21,11 @@ type Code struct {
 	TopologyID string
 	Meta       *clusterv1.CodeMeta
 	Digest     []byte // the meta's digest; set for downloads
+	// Sources, when not nil, are the CodeServices (host:port) a backend
+	// that downloads from nodes uses instead of the nimbus replicas: the
+	// supervisor a recovery found. Backends that store code elsewhere
+	// (hdfs) or find their peers themselves (bittorrent) ignore it.
+	Sources []string
 }
 
 // Distributor stores a bundle where other nodes can fetch it, and fetches

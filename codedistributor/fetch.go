@@ -2,9 +2,13 @@ package codedistributor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
@@ -12,7 +16,7 @@ import (
 // metaTimeout bounds one GetCodeMeta call; a meta is small.
 const metaTimeout = 10 * time.Second
 
-// Fetcher installs verified code into a Store: the meta from any replica,
+// Fetcher installs verified code into a Store: the meta from any source,
 // checked against its digest; the files through the Distributor, each
 // checked against the meta; then an atomic install.
 type Fetcher struct {
@@ -21,49 +25,121 @@ type Fetcher struct {
 	Store  *Store
 }
 
-// Fetch makes the store hold the code of topologyID whose meta has digest.
+// Fetch makes the store hold the code of topologyID whose meta has digest,
+// from the nimbus replicas that hold it.
 func (f *Fetcher) Fetch(ctx context.Context, topologyID string, digest []byte) error {
-	p := f.Params
-	sources, err := Sources(p.Session, topologyID, digest, p.Self)
+	sources, err := f.replicaSources(topologyID, digest)
 	if err != nil {
 		return err
 	}
 	if len(sources) == 0 {
 		return fmt.Errorf("%w: no other replica holds %s with meta %s", ErrNotHeld, topologyID, Hex(digest))
 	}
-	var meta *nimbusv1.GetCodeMetaResponse
-	var lastErr error
-	for _, addr := range sources {
-		if meta, lastErr = f.meta(ctx, addr, topologyID, digest); lastErr == nil {
-			break
-		}
-		p.Logger.Warn("cannot get code meta from replica; trying the next", "topology", topologyID, "replica", addr, "err", lastErr)
+	_, err = f.fetchFrom(ctx, topologyID, digest, sources)
+	return err
+}
+
+// Recover is Fetch for a topology the cluster has committed (it is in
+// /storms): when no nimbus replica holds digest, it asks the supervisors,
+// which keep a verified copy of what they run, and verifies what they send
+// against the same digest. It returns where the code came from; the error
+// wraps ErrHeldNowhere when no nimbus and no supervisor answered with it.
+// Only nimbuses recover: a supervisor never fetches from supervisors.
+func (f *Fetcher) Recover(ctx context.Context, topologyID string, digest []byte) (Source, error) {
+	sources, err := f.replicaSources(topologyID, digest)
+	if err != nil && !errors.Is(err, ErrNoDistribution) { // a ghost StormBase has none
+		return Source{}, err
 	}
-	if lastErr != nil {
-		return fmt.Errorf("codedistributor: meta of %s from %v: %w", topologyID, sources, lastErr)
+	if len(sources) > 0 {
+		return f.fetchFrom(ctx, topologyID, digest, sources)
+	}
+	if sources, err = SupervisorSources(f.Params.Session, topologyID, digest); err != nil {
+		return Source{}, err
+	}
+	src, err := f.fetchFrom(ctx, topologyID, digest, sources)
+	if errors.Is(err, ErrNotHeld) {
+		return Source{}, fmt.Errorf("%w: %s with meta %s (asked %d supervisors)", ErrHeldNowhere, topologyID, Hex(digest), len(sources))
+	}
+	if err == nil {
+		f.Params.Logger.Info("code recovered from a supervisor", "topology", topologyID, "from", src.String())
+	}
+	return src, err
+}
+
+// replicaSources are the nimbus replicas other than this node that hold
+// digest, in random order.
+func (f *Fetcher) replicaSources(topologyID string, digest []byte) ([]Source, error) {
+	addrs, err := Sources(f.Params.Session, topologyID, digest, f.Params.Self)
+	out := make([]Source, len(addrs))
+	for i, a := range addrs {
+		out[i] = Source{Addr: a}
+	}
+	return out, err
+}
+
+// fetchFrom gets the meta from the first of sources that has it, then the
+// files through the backend, and installs them. The error wraps
+// ErrNotHeld when no source had the meta.
+func (f *Fetcher) fetchFrom(ctx context.Context, topologyID string, digest []byte, sources []Source) (Source, error) {
+	src, meta, err := f.firstMeta(ctx, topologyID, digest, sources)
+	if err != nil {
+		return Source{}, err
 	}
 	code := Code{TopologyID: topologyID, Digest: digest}
 	if code.Meta, err = DecodeMeta(meta.GetMeta(), digest); err != nil {
-		return err
+		return Source{}, err
+	}
+	if src.Supervisor != "" {
+		code.Sources = []string{src.Addr} // not registered as a replica
 	}
 	tmp, err := f.Store.NewTemp()
 	if err != nil {
-		return err
+		return Source{}, err
 	}
 	defer os.RemoveAll(tmp) // a no-op once installed
 	start := time.Now()
 	if err := f.Dist.Download(ctx, tmp, code); err != nil {
-		return err
+		return Source{}, err
 	}
 	if _, err := f.Store.Install(tmp, topologyID, code.Meta); err != nil {
-		return err
+		return Source{}, err
 	}
 	var size int64
 	for _, file := range code.Meta.GetFiles() {
 		size += file.GetSize()
 	}
-	p.Logger.Info("code fetched", "component", "codedistributor", "topology", topologyID, "bytes", size, "elapsed", time.Since(start).Round(time.Millisecond))
-	return nil
+	f.Params.Logger.Info("code fetched", "component", "codedistributor", "topology", topologyID, "bytes", size,
+		"from", src.String(), "elapsed", time.Since(start).Round(time.Millisecond))
+	return src, nil
+}
+
+// firstMeta asks each source in turn for the meta, checked against digest.
+// A supervisor that does not hold the code is normal (it runs other
+// topologies) and logged at DEBUG.
+func (f *Fetcher) firstMeta(ctx context.Context, topologyID string, digest []byte, sources []Source) (Source, *nimbusv1.GetCodeMetaResponse, error) {
+	log := f.Params.Logger
+	lastErr := fmt.Errorf("%w: no source of %s with meta %s", ErrNotHeld, topologyID, Hex(digest))
+	notHeld := 0
+	for _, src := range sources {
+		meta, err := f.meta(ctx, src.Addr, topologyID, digest)
+		if err == nil {
+			return src, meta, nil
+		}
+		if ctx.Err() != nil {
+			return Source{}, nil, ctx.Err()
+		}
+		if src.Supervisor != "" && status.Code(err) == codes.NotFound {
+			notHeld++
+			log.Debug("supervisor does not hold the code", "topology", topologyID, "source", src.String())
+			continue
+		}
+		lastErr = err
+		log.Warn("cannot get code meta; trying the next source", "topology", topologyID, "source", src.String(), "err", err)
+	}
+	if notHeld == len(sources) {
+		return Source{}, nil, lastErr // wraps ErrNotHeld
+	}
+	return Source{}, nil, fmt.Errorf("codedistributor: meta of %s from %d sources: %w", topologyID, len(sources), lastErr)
 }
 
 func (f *Fetcher) meta(ctx context.Context, addr, topologyID string, digest []byte) (*nimbusv1.GetCodeMetaResponse, error) {

@@ -69,7 +69,7 @@ func install(t *testing.T) *codedistributor.Store {
 // serve runs a CodeService over store behind the interceptors of an
 // authorizer for cfg, on loopback with real TLS; withAuth says whether the
 // service itself has the authorizer.
-func serve(t *testing.T, cfg *configs.Config, store *codedistributor.Store, withAuth bool) (*authtest.CA, string) {
+func serve(t *testing.T, cfg *configs.Config, store *codedistributor.Store, withAuth bool, more ...codeservice.Option) (*authtest.CA, string) {
 	t.Helper()
 	a, err := auth.New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
@@ -79,6 +79,7 @@ func serve(t *testing.T, cfg *configs.Config, store *codedistributor.Store, with
 	if withAuth {
 		opts = append(opts, codeservice.WithAuthorizer(a))
 	}
+	opts = append(opts, more...)
 	ca := authtest.NewCA(t)
 	addr := authtest.Serve(t, ca.ServerConfig(t), func(s *grpc.Server) {
 		nimbusv1.RegisterCodeServiceServer(s, codeservice.New(store, nil, opts...))
@@ -252,5 +253,26 @@ func TestReadSpecNotHeld(t *testing.T) {
 	}
 	if _, err := codeservice.ReadSpec(store, topologyID); !errors.Is(err, codedistributor.ErrNotHeld) {
 		t.Fatalf("ReadSpec of code not held: %v", err)
+	}
+}
+
+// TestRecoverCode: a supervisor's store, served with ActionRecoverCode,
+// answers nimbuses and admins only; not the owner, its topology.users or
+// other supervisors (issue 21).
+func TestRecoverCode(t *testing.T) {
+	ca, addr := serve(t, secure(), install(t), true, codeservice.WithAction(auth.ActionRecoverCode))
+	for who, want := range map[string]codes.Code{
+		"nim": codes.OK, "ada": codes.OK,
+		"olive": codes.PermissionDenied, "tom": codes.PermissionDenied, "sup": codes.PermissionDenied,
+		"eve": codes.PermissionDenied, "": codes.Unauthenticated,
+	} {
+		c := client(t, ca, addr, who)
+		if err := getMeta(c); status.Code(err) != want {
+			t.Errorf("%q: GetCodeMeta: %v, want %v", who, err, want)
+		}
+		got, err := download(t, c, codedistributor.ArtifactFile)
+		if status.Code(err) != want || (want != codes.OK && len(got) != 0) {
+			t.Errorf("%q: DownloadCode: %d bytes, %v; want %v", who, len(got), err, want)
+		}
 	}
 }

@@ -23,14 +23,15 @@ const chunkSize = 1 << 20
 // server is the CodeService of one node's store.
 type server struct {
 	nimbusv1.UnimplementedCodeServiceServer
-	store *codedistributor.Store
-	sent  prometheus.Counter
-	auth  *auth.Authorizer // nil: no checks (WithAuthorizer)
+	store  *codedistributor.Store
+	sent   prometheus.Counter
+	auth   *auth.Authorizer // nil: no checks (WithAuthorizer)
+	action auth.Action      // what a caller asks to do (WithAction)
 }
 
 // New serves store's code; sent, if not nil, counts the bytes served.
 func New(store *codedistributor.Store, sent prometheus.Counter, opts ...Option) nimbusv1.CodeServiceServer {
-	s := &server{store: store, sent: sent}
+	s := &server{store: store, sent: sent, action: auth.ActionFetchCode}
 	for _, o := range opts {
 		o(s)
 	}
@@ -106,5 +107,5 @@ func (c *server) authorize(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	return c.auth.Topology(ctx, auth.ActionFetchCode, id, spec.GetOwner(), auth.TopologyUsers(spec.GetConfig()))
+	return c.auth.Topology(ctx, c.action, id, spec.GetOwner(), auth.TopologyUsers(spec.GetConfig()))
 }

@@ -15,3 +15,10 @@ type Option func(*server)
 func WithAuthorizer(a *auth.Authorizer) Option {
 	return func(s *server) { s.auth = a }
 }
+
+// WithAction has the authorizer check act instead of auth.ActionFetchCode:
+// a supervisor serves its store with auth.ActionRecoverCode, which only
+// nimbuses and admins may take.
+func WithAction(act auth.Action) Option {
+	return func(s *server) { s.action = act }
+}

@@ -34,8 +34,11 @@ type Config struct {
 	Gate
 	Fetcher  *codedistributor.Fetcher
 	Replicas *cluster.ReplicaCache
-	Self     *clusterv1.NimbusInfo
-	Election Election
+	// Supervisors is the cache of /supervisors: a supervisor that joins
+	// retries a recovery at once.
+	Supervisors *cluster.DirCache[*clusterv1.SupervisorInfo]
+	Self        *clusterv1.NimbusInfo
+	Election    Election
 	// SweepEvery is nimbus.code.sync.freq.secs: the safety sweep.
 	SweepEvery time.Duration
 	// CatchUpWait is how long a topology's code may be missing, and a
@@ -53,8 +56,16 @@ type Syncer struct {
 	self string
 	wake chan struct{}
 
-	mu     sync.Mutex
-	pinned map[string]int
+	mu        sync.Mutex
+	pinned    map[string]int
+	recovered map[string]recovery // code this process got back from a supervisor
+}
+
+// recovery is where, and when, this nimbus recovered a topology's code.
+type recovery struct {
+	from   codedistributor.Source
+	at     time.Time
+	digest []byte
 }
 
 // New returns a Syncer.
@@ -64,7 +75,7 @@ func New(cfg Config) *Syncer {
 		log:    cfg.Logger.With("component", "codesync"),
 		self:   cluster.HostPort(cfg.Self),
 		wake:   make(chan struct{}, 1),
-		pinned: map[string]int{},
+		pinned: map[string]int{}, recovered: map[string]recovery{},
 	}
 }
 
@@ -226,6 +237,10 @@ func (r *run) holdOrFetch(wanted map[string][]byte) {
 func (r *run) register(id string, digest []byte) *task {
 	ctx, cancel := context.WithCancel(r.ctx)
 	info := &clusterv1.ReplicaInfo{Host: r.cfg.Self.GetHost(), Port: r.cfg.Self.GetPort(), CodeMetaDigest: digest}
+	if rec, ok := r.recoveredFrom(id, digest); ok {
+		info.RecoveredFrom = rec.from.String() + ", by nimbus " + r.self
+		info.RecoveredUnixMs = rec.at.UnixMilli()
+	}
 	path := r.cfg.Session.Paths().Replica(id, r.self)
 	r.wg.Go(func() {
 		cluster.KeepEphemeral(ctx, r.cfg.Session, path, cluster.Encode(info), r.log, nil)
@@ -319,19 +334,22 @@ func (s *Syncer) removeUnwanted(wanted map[string][]byte) {
 			s.log.Warn("cannot remove code", "topology", id, "err", err)
 			continue
 		}
+		s.mu.Lock()
+		delete(s.recovered, id)
+		s.mu.Unlock()
 		s.log.Info("removed code of a topology the cluster no longer has", "topology", id)
 	}
 }
 
 // fetch retries until the code of id is installed or ctx ends: at once
-// when a replica list changes, otherwise with backoff.
+// when a replica list or the supervisors change, otherwise with backoff.
 func (s *Syncer) fetch(ctx context.Context, id string, digest []byte) error {
 	backoff := minBackoff
 	began := time.Now()
 	for {
 		// Taken first, so a replica registering during the attempt counts.
-		replicasChanged := s.cfg.Replicas.Changed()
-		err := s.cfg.Fetcher.Fetch(ctx, id, digest)
+		replicasChanged, supervisorsChanged := s.cfg.Replicas.Changed(), s.supervisorsChanged()
+		err := s.fetchOnce(ctx, id, digest)
 		if err == nil {
 			return nil
 		}
@@ -344,8 +362,44 @@ func (s *Syncer) fetch(ctx context.Context, id string, digest []byte) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-replicasChanged:
+		case <-supervisorsChanged:
 		case <-time.After(backoff):
 			backoff = min(2*backoff, maxBackoff)
 		}
 	}
+}
+
+// fetchOnce makes one attempt. The code of a committed topology (in
+// /storms) may be recovered from a supervisor when no nimbus holds it; a
+// submission in flight is fetched from nimbuses only, since no supervisor
+// can hold it yet.
+func (s *Syncer) fetchOnce(ctx context.Context, id string, digest []byte) error {
+	if s.cfg.Storms.Snapshot()[id] == nil {
+		return s.cfg.Fetcher.Fetch(ctx, id, digest)
+	}
+	src, err := s.cfg.Fetcher.Recover(ctx, id, digest)
+	if err == nil && src.Supervisor != "" {
+		s.mu.Lock()
+		s.recovered[id] = recovery{from: src, at: time.Now(), digest: digest}
+		s.mu.Unlock()
+	}
+	return err
+}
+
+// recoveredFrom says whether this process recovered id's code, digest,
+// from a supervisor, and where from.
+func (s *Syncer) recoveredFrom(id string, digest []byte) (recovery, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, ok := s.recovered[id]
+	return rec, ok && bytes.Equal(rec.digest, digest)
+}
+
+// supervisorsChanged is closed when the supervisors change (never without
+// a cache).
+func (s *Syncer) supervisorsChanged() <-chan struct{} {
+	if s.cfg.Supervisors == nil {
+		return nil
+	}
+	return s.cfg.Supervisors.Changed()
 }

@@ -37,6 +37,7 @@ const (
 	KeyLocalHostname          = "storm.local.hostname"
 	KeyWorkerShutdownSleep    = "supervisor.worker.shutdown.sleep.secs"
 	KeySupervisorMetricsPort  = "supervisor.metrics.port"
+	KeySupervisorGRPCPort     = "supervisor.grpc.port"
 	KeyHDFSStormDir           = "hdfs.storm.dir"
 	KeyHDFSNamenodeAddresses  = "hdfs.namenode.addresses"
 	KeyHDFSUser               = "hdfs.user"
@@ -111,6 +112,7 @@ const (
 	DefaultSupervisorHeartbeat    = 5 * time.Second
 	DefaultWorkerShutdownSleep    = 3 * time.Second
 	DefaultSupervisorMetricsPort  = 6629
+	DefaultSupervisorGRPCPort     = 6630
 	DefaultHDFSStormDir           = "/storm"
 	DefaultBittorrentPort         = 6881
 	DefaultBittorrentSeedPeers    = 2
@@ -209,6 +211,7 @@ type Config struct {
 	LocalHostname         string        // storm.local.hostname: what a supervisor advertises
 	WorkerShutdownSleep   time.Duration // supervisor.worker.shutdown.sleep.secs: SIGTERM to SIGKILL
 	SupervisorMetricsPort int           // supervisor.metrics.port: 0 picks a free port, -1 disables
+	SupervisorGRPCPort    int           // supervisor.grpc.port: its code, read-only to nimbuses; 0 picks a free port, -1 disables
 
 	HDFSStormDir          string   // hdfs.storm.dir
 	HDFSNamenodeAddresses []string // hdfs.namenode.addresses
@@ -287,6 +290,7 @@ func Default() *Config {
 		LocalHostname:           defaultNimbusHost(),
 		WorkerShutdownSleep:     DefaultWorkerShutdownSleep,
 		SupervisorMetricsPort:   DefaultSupervisorMetricsPort,
+		SupervisorGRPCPort:      DefaultSupervisorGRPCPort,
 		HDFSStormDir:            DefaultHDFSStormDir,
 		HDFSNamenodeAddresses:   []string{},
 		BittorrentPort:          DefaultBittorrentPort,
@@ -352,6 +356,7 @@ var fields = []field{
 	{KeyLocalHostname, 0, "host name a supervisor advertises", func(c *Config) any { return &c.LocalHostname }},
 	{KeyWorkerShutdownSleep, time.Second, "grace between SIGTERM and SIGKILL of a worker (secs or a duration)", func(c *Config) any { return &c.WorkerShutdownSleep }},
 	{KeySupervisorMetricsPort, 0, "supervisor metrics HTTP port (0 picks a free port, -1 disables)", func(c *Config) any { return &c.SupervisorMetricsPort }},
+	{KeySupervisorGRPCPort, 0, "port serving this supervisor's code to nimbuses that lost theirs (0 picks a free port, -1 disables)", func(c *Config) any { return &c.SupervisorGRPCPort }},
 	{KeyHDFSStormDir, 0, "HDFS directory for topology code", func(c *Config) any { return &c.HDFSStormDir }},
 	{KeyHDFSNamenodeAddresses, 0, "HDFS namenodes, host or host:port, comma-separated", func(c *Config) any { return &c.HDFSNamenodeAddresses }},
 	{KeyHDFSUser, 0, "HDFS user name", func(c *Config) any { return &c.HDFSUser }},
@@ -413,8 +418,10 @@ func SupervisorFlagKeys() []string {
 		KeyWorkerShutdownSleep, KeyCodeDistributorClass, KeyLogLevel, KeyLogFormat,
 		KeyBittorrentPort, KeyBittorrentTrackerURL,
 		KeyBittorrentMaxUpload, KeyBittorrentMaxDownload, KeyBittorrentSeedPeers,
-		KeySupervisorMetricsPort,
+		KeySupervisorMetricsPort, KeySupervisorGRPCPort,
 		KeyTLSEnable, KeyTLSCert, KeyTLSKey, KeyTLSTruststore, KeyMetricsPprof,
+		// Who may recover code from its code port: the nimbuses' rules.
+		KeyTLSClientAuthRequired, KeyTLSPrincipal, KeyNimbusAdmins, KeyNimbusDaemonUsers,
 		KeyZKAuthScheme, KeyZKSuperACL, KeyRunWorkerAsUser, KeyPrincipalToLocal, KeySupervisorWorkerEnv,
 	}
 }

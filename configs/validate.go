@@ -93,6 +93,8 @@ func (c *Config) Validate() error {
 	add(positive(KeySupervisorHeartbeat, c.SupervisorHeartbeat))
 	add(positive(KeyWorkerShutdownSleep, c.WorkerShutdownSleep))
 	add(inRange(KeySupervisorMetricsPort, c.SupervisorMetricsPort, MetricsDisabled, 65535))
+	add(inRange(KeySupervisorGRPCPort, c.SupervisorGRPCPort, MetricsDisabled, 65535))
+	add(checkSupervisorGRPCPort(c))
 	add(checkHostName(KeyLocalHostname, c.LocalHostname))
 	// Otherwise every supervisor would look dead between two heartbeats.
 	if c.SupervisorHeartbeat > 0 && c.SupervisorTimeout > 0 && c.SupervisorTimeout <= c.SupervisorHeartbeat {
@@ -342,6 +344,21 @@ func checkSlots(ports []int) error {
 			return invalid(KeySupervisorSlotsPorts, "%d is listed twice", p)
 		}
 		seen[p] = true
+	}
+	return nil
+}
+
+// checkSupervisorGRPCPort: a fixed code port must not be the metrics port
+// or a worker slot, or the supervisor (or the worker) cannot bind.
+func checkSupervisorGRPCPort(c *Config) error {
+	p := c.SupervisorGRPCPort
+	switch {
+	case p <= 0:
+		return nil
+	case p == c.SupervisorMetricsPort:
+		return invalid(KeySupervisorGRPCPort, "%d is also %s", p, KeySupervisorMetricsPort)
+	case slices.Contains(c.SupervisorSlotsPorts, p):
+		return invalid(KeySupervisorGRPCPort, "%d is also one of %s", p, KeySupervisorSlotsPorts)
 	}
 	return nil
 }

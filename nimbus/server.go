@@ -216,6 +216,7 @@ func (s *Server) build() (err error) {
 		Gate:        gate,
 		Fetcher:     &codedistributor.Fetcher{Params: params, Dist: s.dist, Store: s.store},
 		Replicas:    s.view.replicas,
+		Supervisors: s.view.supervisors,
 		Self:        s.self,
 		Election:    s.election,
 		SweepEvery:  cfg.CodeSyncFreq,

@@ -324,7 +324,14 @@ func (v *view) topologySummary(id string, base *clusterv1.StormBase) *nimbusv1.T
 	if launch := base.GetLaunchTimeUnixSecs(); launch > 0 {
 		t.UptimeSecs = int64(v.now().Sub(time.Unix(launch, 0)) / time.Second)
 	}
-	t.ReplicationCount = int32(len(v.replicaAddrs(id, base.GetCodeMetaDigest())))
+	replicas := v.replicaAddrs(id, base.GetCodeMetaDigest())
+	t.ReplicationCount = int32(len(replicas))
+	for _, r := range replicas {
+		if r.GetRecoveredFrom() != "" {
+			t.RecoveredFrom, t.RecoveredUnixMs = r.GetRecoveredFrom(), r.GetRecoveredUnixMs()
+			break
+		}
+	}
 	return t
 }
 

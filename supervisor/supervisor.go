@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"google.golang.org/grpc"
 
 	"github.com/nimbusha/nimbus/certs"
 	"github.com/nimbusha/nimbus/cluster"
@@ -47,6 +48,8 @@ type Supervisor struct {
 	storms      *cluster.DirCache[*clusterv1.StormBase] // the topologies' statuses, for the worker protocol
 	spawn       *spawner
 	metricsLn   net.Listener    // nil when supervisor.metrics.port is -1
+	codeLn      net.Listener    // nil when supervisor.grpc.port is -1
+	codeSrv     *grpc.Server    // serves the store on codeLn
 	tls         *certs.Reloader // nil when nimbus.grpc.tls.enable is false
 
 	wake  chan struct{}
@@ -85,7 +88,7 @@ func (s *Supervisor) Err() <-chan error { return s.lc.Err() }
 // as asked, claim its local directory (and the id kept there), load its TLS
 // material, listen on the metrics port, connect (the ZooKeeper session,
 // the code distributor, the assignments cache) and run (registration and
-// heartbeats, the reconcile loop, metrics).
+// heartbeats, the reconcile loop, metrics, the code port).
 //
 // ctx bounds connecting only. Once Start returns, the supervisor runs
 // until Close, under a context of its own; ReadyNotify says when it is
@@ -109,6 +112,9 @@ func (s *Supervisor) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("supervisor: %w", err)
 	}
 	if err := s.listenMetrics(); err != nil {
+		return err
+	}
+	if err := s.listenCode(); err != nil {
 		return err
 	}
 	if err := s.connect(ctx); err != nil {
@@ -186,6 +192,7 @@ func (s *Supervisor) run() {
 	s.lc.Go(func() { s.heartbeats(ctx, registered) })
 	s.lc.Go(func() { s.announceReady(ctx, registered) })
 	s.serveMetrics()
+	s.serveCode()
 	s.reconcile(ctx)
 }
 
@@ -237,7 +244,7 @@ func (s *Supervisor) announceReady(ctx context.Context, registered <-chan struct
 		metrics = s.metricsLn.Addr().String()
 	}
 	s.log.Info("supervisor ready", "id", s.id, "host", s.cfg.LocalHostname, "slots", s.cfg.SupervisorSlotsPorts,
-		"metrics", metrics, "version", version.Version)
+		"metrics", metrics, "code_port", s.codePort(), "version", version.Version)
 	close(s.ready)
 }
 
@@ -266,7 +273,7 @@ func (s *Supervisor) nudge() {
 func (s *Supervisor) info() *clusterv1.SupervisorInfo {
 	info := &clusterv1.SupervisorInfo{
 		SupervisorId: s.id, Host: s.cfg.LocalHostname, StartTimeUnixMs: s.started.UnixMilli(),
-		Version: version.Version, LastHeartbeatUnixMs: time.Now().UnixMilli(),
+		Version: version.Version, LastHeartbeatUnixMs: time.Now().UnixMilli(), CodePort: s.codePort(),
 	}
 	for _, p := range s.cfg.SupervisorSlotsPorts {
 		info.SlotPorts = append(info.SlotPorts, int32(p))

@@ -87,12 +87,32 @@ func writeNimbusesAndFailover(w io.Writer, s *nimbusv1.ClusterSummary) error {
 	if _, err := fmt.Fprintf(w, "eligible standbys: %d\n", s.GetEligibleStandbys()); err != nil {
 		return err
 	}
+	for _, t := range s.GetTopologies() {
+		if err := writeCodeFate(w, t); err != nil {
+			return err
+		}
+	}
 	if blocked := s.GetLeadershipBlockedBy(); len(blocked) > 0 {
 		_, err := fmt.Fprintf(w, "WARNING: no live nimbus holds: %s — no failover possible until one does (see README: \"Leadership blocked\")\n",
 			strings.Join(blocked, ", "))
 		return err
 	}
 	return nil
+}
+
+// writeCodeFate says where a topology's code was recovered from, or that
+// it is LOST and how to remove it.
+func writeCodeFate(w io.Writer, t *nimbusv1.TopologySummary) error {
+	var err error
+	switch {
+	case t.GetLostReason() != "":
+		_, err = fmt.Fprintf(w, "LOST: %s (%s) since %s: %s; it blocks no leadership and is not scheduled (remove it: stormctl admin forget %s)\n",
+			t.GetName(), t.GetId(), time.UnixMilli(t.GetLostSinceUnixMs()).Format(time.RFC3339), t.GetLostReason(), t.GetId())
+	case t.GetRecoveredFrom() != "":
+		_, err = fmt.Fprintf(w, "code of %s (%s) recovered from %s at %s\n",
+			t.GetName(), t.GetId(), t.GetRecoveredFrom(), time.UnixMilli(t.GetRecoveredUnixMs()).Format(time.RFC3339))
+	}
+	return err
 }
 
 func newTopologyCommand(g *globals) *cobra.Command {

@@ -109,6 +109,44 @@ func Run(t *testing.T, backend string, configure func(*configs.Config)) {
 		}
 		e.expectNothing(b, code)
 	})
+	t.Run("RecoveredFromASupervisor", func(t *testing.T) {
+		e := NewEnv(t, backend, configure)
+		a, sup, b := e.Node(), e.Node(), e.Node()
+		code, data := e.Publish(a, "recover-1-1", 300<<10)
+		e.Install(sup, code, data) // a supervisor runs it
+		e.RegisterSupervisor(sup, "sup-1")
+		// Every nimbus copy is gone.
+		e.Unregister(a, code)
+		if err := a.Store.Remove(code.TopologyID); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Fetcher.Fetch(t.Context(), code.TopologyID, code.Digest); !errors.Is(err, codedistributor.ErrNotHeld) {
+			t.Fatalf("fetch from nimbuses with none holding the code: %v, want ErrNotHeld", err)
+		}
+		src, err := b.Fetcher.Recover(t.Context(), code.TopologyID, code.Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if src.Supervisor != "sup-1" || src.Addr != sup.Addr {
+			t.Fatalf("recovered from %v, want supervisor sup-1 at %s", src, sup.Addr)
+		}
+		e.expectHolds(b, code, data)
+	})
+	t.Run("HeldNowhere", func(t *testing.T) {
+		e := NewEnv(t, backend, configure)
+		a, sup, b := e.Node(), e.Node(), e.Node()
+		code, _ := e.Publish(a, "nowhere-1-1", 1000)
+		e.RegisterSupervisor(sup, "sup-1") // runs other topologies
+		e.Unregister(a, code)
+		if err := a.Store.Remove(code.TopologyID); err != nil {
+			t.Fatal(err)
+		}
+		_, err := b.Fetcher.Recover(t.Context(), code.TopologyID, code.Digest)
+		if !errors.Is(err, codedistributor.ErrHeldNowhere) {
+			t.Fatalf("recovery with no copy anywhere: %v, want ErrHeldNowhere", err)
+		}
+		e.expectNothing(b, code)
+	})
 	t.Run("CleanupIsIdempotent", func(t *testing.T) {
 		e := NewEnv(t, backend, configure)
 		a := e.Node()
@@ -238,6 +276,20 @@ func (e *Env) Register(n *Node, code codedistributor.Code) {
 	p, _ := strconv.Atoi(port)
 	info := &clusterv1.ReplicaInfo{Host: host, Port: int32(p), CodeMetaDigest: code.Digest}
 	if _, err := e.Session.Conn().Create(e.Session.Paths().Replica(code.TopologyID, n.Addr), cluster.Encode(info), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// RegisterSupervisor registers n as supervisor id, serving its store on
+// its CodeService, as a supervisor with supervisor.grpc.port does.
+func (e *Env) RegisterSupervisor(n *Node, id string) {
+	host, port, _ := net.SplitHostPort(n.Addr)
+	p, _ := strconv.Atoi(port)
+	info := &clusterv1.SupervisorInfo{SupervisorId: id, Host: host, CodePort: int32(p)}
+	if err := e.Session.EnsurePath(e.Session.Paths().Supervisors()); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.Session.Conn().Create(e.Session.Paths().Supervisor(id), cluster.Encode(info), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		e.t.Fatal(err)
 	}
 }

@@ -47,11 +47,16 @@ func (d *distributor) Download(ctx context.Context, dir string, code codedistrib
 	return nil
 }
 
-// downloadFile tries every replica in turn until one sends f intact.
+// downloadFile tries every replica in turn until one sends f intact. The
+// replicas are read afresh for each file, so one that joined meanwhile is
+// used; a recovery's sources (code.Sources) are not replicas.
 func (d *distributor) downloadFile(ctx context.Context, dir string, code codedistributor.Code, f *clusterv1.CodeFile) error {
-	sources, err := codedistributor.Sources(d.p.Session, code.TopologyID, code.Digest, d.p.Self)
-	if err != nil {
-		return err
+	sources := code.Sources
+	if sources == nil {
+		var err error
+		if sources, err = codedistributor.Sources(d.p.Session, code.TopologyID, code.Digest, d.p.Self); err != nil {
+			return err
+		}
 	}
 	lastErr := fmt.Errorf("%w: no replica of %s to download %s from", codedistributor.ErrNotHeld, code.TopologyID, f.GetName())
 	for _, addr := range sources {

@@ -124,6 +124,7 @@ func (c *Cluster) StartSupervisor(opts ...DaemonOption) (*Process, error) {
 		"--supervisor.slots.ports", strings.Join(slots, ","),
 		"--supervisor.heartbeat.frequency.secs", "1",
 		"--supervisor.metrics.port", "0",
+		"--supervisor.grpc.port", "0",
 	)
 	return c.launch(cfg, "supervisor", args)
 }

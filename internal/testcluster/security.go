@@ -289,11 +289,12 @@ func (s *Security) secureArgs(kind string, id Identity) (args, env []string) {
 	flag(configs.KeyTLSKey, id.Key)
 	flag(configs.KeyTLSTruststore, id.Truststore)
 	flag(configs.KeyZKAuthScheme, configs.ZKAuthDigest)
+	// A supervisor serves its code to nimbuses by the same rules.
+	flag(configs.KeyTLSClientAuthRequired, "true")
+	flag(configs.KeyNimbusAdmins, AdminPrincipal)
+	flag(configs.KeyNimbusDaemonUsers, NimbusPrincipal)
 	if kind == "nimbus" {
-		flag(configs.KeyTLSClientAuthRequired, "true")
-		flag(configs.KeyNimbusAdmins, AdminPrincipal)
 		flag(configs.KeyNimbusSupervisorUsers, SupervisorPrincipal)
-		flag(configs.KeyNimbusDaemonUsers, NimbusPrincipal)
 	}
 	env = []string{configs.EnvName(configs.KeyZKAuthPayload) + "=" + s.ZooKeeperAuth}
 	return args, env

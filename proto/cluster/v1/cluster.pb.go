@@ -565,8 +565,13 @@ type ReplicaInfo struct {
 	Host           string                 `protobuf:"bytes,1,opt,name=host,proto3" json:"host,omitempty"`
 	Port           int32                  `protobuf:"varint,2,opt,name=port,proto3" json:"port,omitempty"`
 	CodeMetaDigest []byte                 `protobuf:"bytes,3,opt,name=code_meta_digest,json=codeMetaDigest,proto3" json:"code_meta_digest,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Set when this nimbus got the code back from a supervisor because no
+	// nimbus held it: "supervisor <id> at <host:port>". Only while the
+	// process that recovered it runs.
+	RecoveredFrom   string `protobuf:"bytes,4,opt,name=recovered_from,json=recoveredFrom,proto3" json:"recovered_from,omitempty"`
+	RecoveredUnixMs int64  `protobuf:"varint,5,opt,name=recovered_unix_ms,json=recoveredUnixMs,proto3" json:"recovered_unix_ms,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ReplicaInfo) Reset() {
@@ -618,6 +623,20 @@ func (x *ReplicaInfo) GetCodeMetaDigest() []byte {
 		return x.CodeMetaDigest
 	}
 	return nil
+}
+
+func (x *ReplicaInfo) GetRecoveredFrom() string {
+	if x != nil {
+		return x.RecoveredFrom
+	}
+	return ""
+}
+
+func (x *ReplicaInfo) GetRecoveredUnixMs() int64 {
+	if x != nil {
+		return x.RecoveredUnixMs
+	}
+	return 0
 }
 
 // Executor is a range of tasks of one component, as in Storm.
@@ -1006,7 +1025,11 @@ type SupervisorInfo struct {
 	Version             string                 `protobuf:"bytes,7,opt,name=version,proto3" json:"version,omitempty"`
 	LastHeartbeatUnixMs int64                  `protobuf:"varint,8,opt,name=last_heartbeat_unix_ms,json=lastHeartbeatUnixMs,proto3" json:"last_heartbeat_unix_ms,omitempty"`
 	// The BitTorrent port it seeds on, when the bittorrent distributor is used.
-	TorrentPort   int32 `protobuf:"varint,9,opt,name=torrent_port,json=torrentPort,proto3" json:"torrent_port,omitempty"`
+	TorrentPort int32 `protobuf:"varint,9,opt,name=torrent_port,json=torrentPort,proto3" json:"torrent_port,omitempty"`
+	// The port of its read-only CodeService (supervisor.grpc.port), from
+	// which a nimbus that lost every copy of a topology recovers its code;
+	// 0 when it serves none.
+	CodePort      int32 `protobuf:"varint,10,opt,name=code_port,json=codePort,proto3" json:"code_port,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1104,6 +1127,88 @@ func (x *SupervisorInfo) GetTorrentPort() int32 {
 	return 0
 }
 
+func (x *SupervisorInfo) GetCodePort() int32 {
+	if x != nil {
+		return x.CodePort
+	}
+	return 0
+}
+
+// LostMark is the payload of /lost/<topology-id>: no nimbus and no
+// supervisor held this code (digest) for nimbus.code.lost.grace.secs, so
+// the topology no longer blocks leadership. Any nimbus that holds the
+// code again deletes the mark; only ForgetTopology removes the topology.
+type LostMark struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The digest of the code that is lost; a mark whose digest is not the
+	// StormBase's is stale and ignored.
+	CodeMetaDigest []byte `protobuf:"bytes,1,opt,name=code_meta_digest,json=codeMetaDigest,proto3" json:"code_meta_digest,omitempty"`
+	Reason         string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	SinceUnixMs    int64  `protobuf:"varint,3,opt,name=since_unix_ms,json=sinceUnixMs,proto3" json:"since_unix_ms,omitempty"`
+	// The nimbus (host:port) that wrote the mark.
+	MarkedBy      string `protobuf:"bytes,4,opt,name=marked_by,json=markedBy,proto3" json:"marked_by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LostMark) Reset() {
+	*x = LostMark{}
+	mi := &file_cluster_v1_cluster_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LostMark) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LostMark) ProtoMessage() {}
+
+func (x *LostMark) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_v1_cluster_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LostMark.ProtoReflect.Descriptor instead.
+func (*LostMark) Descriptor() ([]byte, []int) {
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *LostMark) GetCodeMetaDigest() []byte {
+	if x != nil {
+		return x.CodeMetaDigest
+	}
+	return nil
+}
+
+func (x *LostMark) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *LostMark) GetSinceUnixMs() int64 {
+	if x != nil {
+		return x.SinceUnixMs
+	}
+	return 0
+}
+
+func (x *LostMark) GetMarkedBy() string {
+	if x != nil {
+		return x.MarkedBy
+	}
+	return ""
+}
+
 var File_cluster_v1_cluster_proto protoreflect.FileDescriptor
 
 const file_cluster_v1_cluster_proto_rawDesc = "" +
@@ -1155,11 +1260,13 @@ const file_cluster_v1_cluster_proto_rawDesc = "" +
 	"\x10CodeDistribution\x12(\n" +
 	"\x10code_meta_digest\x18\x01 \x01(\fR\x0ecodeMetaDigest\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\x12&\n" +
-	"\x0fcreated_unix_ms\x18\x03 \x01(\x03R\rcreatedUnixMs\"_\n" +
+	"\x0fcreated_unix_ms\x18\x03 \x01(\x03R\rcreatedUnixMs\"\xb2\x01\n" +
 	"\vReplicaInfo\x12\x12\n" +
 	"\x04host\x18\x01 \x01(\tR\x04host\x12\x12\n" +
 	"\x04port\x18\x02 \x01(\x05R\x04port\x12(\n" +
-	"\x10code_meta_digest\x18\x03 \x01(\fR\x0ecodeMetaDigest\"g\n" +
+	"\x10code_meta_digest\x18\x03 \x01(\fR\x0ecodeMetaDigest\x12%\n" +
+	"\x0erecovered_from\x18\x04 \x01(\tR\rrecoveredFrom\x12*\n" +
+	"\x11recovered_unix_ms\x18\x05 \x01(\x03R\x0frecoveredUnixMs\"g\n" +
 	"\bExecutor\x12!\n" +
 	"\fcomponent_id\x18\x01 \x01(\tR\vcomponentId\x12\x1d\n" +
 	"\n" +
@@ -1195,7 +1302,7 @@ const file_cluster_v1_cluster_proto_rawDesc = "" +
 	"\x12last_error_unix_ms\x18\t \x01(\x03R\x0flastErrorUnixMs\x12\x19\n" +
 	"\blog_tail\x18\n" +
 	" \x01(\tR\alogTailB\x11\n" +
-	"\x0f_last_exit_code\"\xd9\x02\n" +
+	"\x0f_last_exit_code\"\xf6\x02\n" +
 	"\x0eSupervisorInfo\x12#\n" +
 	"\rsupervisor_id\x18\x01 \x01(\tR\fsupervisorId\x12\x12\n" +
 	"\x04host\x18\x02 \x01(\tR\x04host\x12\x1d\n" +
@@ -1207,7 +1314,14 @@ const file_cluster_v1_cluster_proto_rawDesc = "" +
 	"\x12start_time_unix_ms\x18\x06 \x01(\x03R\x0fstartTimeUnixMs\x12\x18\n" +
 	"\aversion\x18\a \x01(\tR\aversion\x123\n" +
 	"\x16last_heartbeat_unix_ms\x18\b \x01(\x03R\x13lastHeartbeatUnixMs\x12!\n" +
-	"\ftorrent_port\x18\t \x01(\x05R\vtorrentPort*\xa8\x01\n" +
+	"\ftorrent_port\x18\t \x01(\x05R\vtorrentPort\x12\x1b\n" +
+	"\tcode_port\x18\n" +
+	" \x01(\x05R\bcodePort\"\x8d\x01\n" +
+	"\bLostMark\x12(\n" +
+	"\x10code_meta_digest\x18\x01 \x01(\fR\x0ecodeMetaDigest\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\"\n" +
+	"\rsince_unix_ms\x18\x03 \x01(\x03R\vsinceUnixMs\x12\x1b\n" +
+	"\tmarked_by\x18\x04 \x01(\tR\bmarkedBy*\xa8\x01\n" +
 	"\x0eTopologyStatus\x12\x1f\n" +
 	"\x1bTOPOLOGY_STATUS_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16TOPOLOGY_STATUS_ACTIVE\x10\x01\x12\x1c\n" +
@@ -1228,7 +1342,7 @@ func file_cluster_v1_cluster_proto_rawDescGZIP() []byte {
 }
 
 var file_cluster_v1_cluster_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_cluster_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_cluster_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_cluster_v1_cluster_proto_goTypes = []any{
 	(TopologyStatus)(0),        // 0: cluster.v1.TopologyStatus
 	(*NimbusInfo)(nil),         // 1: cluster.v1.NimbusInfo
@@ -1244,21 +1358,22 @@ var file_cluster_v1_cluster_proto_goTypes = []any{
 	(*Assignment)(nil),         // 11: cluster.v1.Assignment
 	(*WorkerState)(nil),        // 12: cluster.v1.WorkerState
 	(*SupervisorInfo)(nil),     // 13: cluster.v1.SupervisorInfo
-	nil,                        // 14: cluster.v1.StormBase.ComponentExecutorsEntry
-	nil,                        // 15: cluster.v1.RebalancePlan.ComponentExecutorsEntry
-	nil,                        // 16: cluster.v1.Assignment.SupervisorHostsEntry
+	(*LostMark)(nil),           // 14: cluster.v1.LostMark
+	nil,                        // 15: cluster.v1.StormBase.ComponentExecutorsEntry
+	nil,                        // 16: cluster.v1.RebalancePlan.ComponentExecutorsEntry
+	nil,                        // 17: cluster.v1.Assignment.SupervisorHostsEntry
 }
 var file_cluster_v1_cluster_proto_depIdxs = []int32{
 	0,  // 0: cluster.v1.StormBase.status:type_name -> cluster.v1.TopologyStatus
-	14, // 1: cluster.v1.StormBase.component_executors:type_name -> cluster.v1.StormBase.ComponentExecutorsEntry
+	15, // 1: cluster.v1.StormBase.component_executors:type_name -> cluster.v1.StormBase.ComponentExecutorsEntry
 	0,  // 2: cluster.v1.StormBase.previous_status:type_name -> cluster.v1.TopologyStatus
 	3,  // 3: cluster.v1.StormBase.pending_rebalance:type_name -> cluster.v1.RebalancePlan
-	15, // 4: cluster.v1.RebalancePlan.component_executors:type_name -> cluster.v1.RebalancePlan.ComponentExecutorsEntry
+	16, // 4: cluster.v1.RebalancePlan.component_executors:type_name -> cluster.v1.RebalancePlan.ComponentExecutorsEntry
 	4,  // 5: cluster.v1.CodeMeta.files:type_name -> cluster.v1.CodeFile
 	8,  // 6: cluster.v1.ExecutorAssignment.executor:type_name -> cluster.v1.Executor
 	9,  // 7: cluster.v1.ExecutorAssignment.slot:type_name -> cluster.v1.Slot
 	10, // 8: cluster.v1.Assignment.executors:type_name -> cluster.v1.ExecutorAssignment
-	16, // 9: cluster.v1.Assignment.supervisor_hosts:type_name -> cluster.v1.Assignment.SupervisorHostsEntry
+	17, // 9: cluster.v1.Assignment.supervisor_hosts:type_name -> cluster.v1.Assignment.SupervisorHostsEntry
 	12, // 10: cluster.v1.SupervisorInfo.workers:type_name -> cluster.v1.WorkerState
 	11, // [11:11] is the sub-list for method output_type
 	11, // [11:11] is the sub-list for method input_type
@@ -1279,7 +1394,7 @@ func file_cluster_v1_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_v1_cluster_proto_rawDesc), len(file_cluster_v1_cluster_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   16,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -566,6 +566,116 @@ func (x *KillTopologyRequest) GetWaitSecs() int32 {
 	return 0
 }
 
+// ForgetTopologyRequest names a LOST topology to remove.
+type ForgetTopologyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Its name or id.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Why, for the audit log.
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForgetTopologyRequest) Reset() {
+	*x = ForgetTopologyRequest{}
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForgetTopologyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForgetTopologyRequest) ProtoMessage() {}
+
+func (x *ForgetTopologyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForgetTopologyRequest.ProtoReflect.Descriptor instead.
+func (*ForgetTopologyRequest) Descriptor() ([]byte, []int) {
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ForgetTopologyRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ForgetTopologyRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// ForgetTopologyResponse says what was removed and how.
+type ForgetTopologyResponse struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	TopologyId string                 `protobuf:"bytes,1,opt,name=topology_id,json=topologyId,proto3" json:"topology_id,omitempty"`
+	// True when the answering nimbus led and the removal was fenced by its
+	// term; false on the fence-free admin path (no leader).
+	Fenced        bool `protobuf:"varint,2,opt,name=fenced,proto3" json:"fenced,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForgetTopologyResponse) Reset() {
+	*x = ForgetTopologyResponse{}
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForgetTopologyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForgetTopologyResponse) ProtoMessage() {}
+
+func (x *ForgetTopologyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForgetTopologyResponse.ProtoReflect.Descriptor instead.
+func (*ForgetTopologyResponse) Descriptor() ([]byte, []int) {
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ForgetTopologyResponse) GetTopologyId() string {
+	if x != nil {
+		return x.TopologyId
+	}
+	return ""
+}
+
+func (x *ForgetTopologyResponse) GetFenced() bool {
+	if x != nil {
+		return x.Fenced
+	}
+	return false
+}
+
 // KillTopologyResponse is empty.
 type KillTopologyResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -575,7 +685,7 @@ type KillTopologyResponse struct {
 
 func (x *KillTopologyResponse) Reset() {
 	*x = KillTopologyResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[6]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -587,7 +697,7 @@ func (x *KillTopologyResponse) String() string {
 func (*KillTopologyResponse) ProtoMessage() {}
 
 func (x *KillTopologyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[6]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -600,7 +710,7 @@ func (x *KillTopologyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillTopologyResponse.ProtoReflect.Descriptor instead.
 func (*KillTopologyResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{6}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{8}
 }
 
 // ActivateTopologyRequest activates a topology by name.
@@ -613,7 +723,7 @@ type ActivateTopologyRequest struct {
 
 func (x *ActivateTopologyRequest) Reset() {
 	*x = ActivateTopologyRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[7]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -625,7 +735,7 @@ func (x *ActivateTopologyRequest) String() string {
 func (*ActivateTopologyRequest) ProtoMessage() {}
 
 func (x *ActivateTopologyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[7]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -638,7 +748,7 @@ func (x *ActivateTopologyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateTopologyRequest.ProtoReflect.Descriptor instead.
 func (*ActivateTopologyRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{7}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ActivateTopologyRequest) GetName() string {
@@ -657,7 +767,7 @@ type ActivateTopologyResponse struct {
 
 func (x *ActivateTopologyResponse) Reset() {
 	*x = ActivateTopologyResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[8]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -669,7 +779,7 @@ func (x *ActivateTopologyResponse) String() string {
 func (*ActivateTopologyResponse) ProtoMessage() {}
 
 func (x *ActivateTopologyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[8]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -682,7 +792,7 @@ func (x *ActivateTopologyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateTopologyResponse.ProtoReflect.Descriptor instead.
 func (*ActivateTopologyResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{8}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{10}
 }
 
 // DeactivateTopologyRequest deactivates a topology by name.
@@ -695,7 +805,7 @@ type DeactivateTopologyRequest struct {
 
 func (x *DeactivateTopologyRequest) Reset() {
 	*x = DeactivateTopologyRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[9]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -707,7 +817,7 @@ func (x *DeactivateTopologyRequest) String() string {
 func (*DeactivateTopologyRequest) ProtoMessage() {}
 
 func (x *DeactivateTopologyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[9]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -720,7 +830,7 @@ func (x *DeactivateTopologyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeactivateTopologyRequest.ProtoReflect.Descriptor instead.
 func (*DeactivateTopologyRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{9}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DeactivateTopologyRequest) GetName() string {
@@ -739,7 +849,7 @@ type DeactivateTopologyResponse struct {
 
 func (x *DeactivateTopologyResponse) Reset() {
 	*x = DeactivateTopologyResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[10]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -751,7 +861,7 @@ func (x *DeactivateTopologyResponse) String() string {
 func (*DeactivateTopologyResponse) ProtoMessage() {}
 
 func (x *DeactivateTopologyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[10]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -764,7 +874,7 @@ func (x *DeactivateTopologyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeactivateTopologyResponse.ProtoReflect.Descriptor instead.
 func (*DeactivateTopologyResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{10}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{12}
 }
 
 // RebalanceTopologyRequest rebalances a topology by name.
@@ -784,7 +894,7 @@ type RebalanceTopologyRequest struct {
 
 func (x *RebalanceTopologyRequest) Reset() {
 	*x = RebalanceTopologyRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[11]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -796,7 +906,7 @@ func (x *RebalanceTopologyRequest) String() string {
 func (*RebalanceTopologyRequest) ProtoMessage() {}
 
 func (x *RebalanceTopologyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[11]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -809,7 +919,7 @@ func (x *RebalanceTopologyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceTopologyRequest.ProtoReflect.Descriptor instead.
 func (*RebalanceTopologyRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{11}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RebalanceTopologyRequest) GetName() string {
@@ -849,7 +959,7 @@ type RebalanceTopologyResponse struct {
 
 func (x *RebalanceTopologyResponse) Reset() {
 	*x = RebalanceTopologyResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[12]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -861,7 +971,7 @@ func (x *RebalanceTopologyResponse) String() string {
 func (*RebalanceTopologyResponse) ProtoMessage() {}
 
 func (x *RebalanceTopologyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[12]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -874,7 +984,7 @@ func (x *RebalanceTopologyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceTopologyResponse.ProtoReflect.Descriptor instead.
 func (*RebalanceTopologyResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{12}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{14}
 }
 
 // GetClusterInfoRequest is empty.
@@ -886,7 +996,7 @@ type GetClusterInfoRequest struct {
 
 func (x *GetClusterInfoRequest) Reset() {
 	*x = GetClusterInfoRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[13]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -898,7 +1008,7 @@ func (x *GetClusterInfoRequest) String() string {
 func (*GetClusterInfoRequest) ProtoMessage() {}
 
 func (x *GetClusterInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[13]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -911,7 +1021,7 @@ func (x *GetClusterInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterInfoRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{13}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{15}
 }
 
 // GetClusterInfoResponse carries the cluster summary.
@@ -924,7 +1034,7 @@ type GetClusterInfoResponse struct {
 
 func (x *GetClusterInfoResponse) Reset() {
 	*x = GetClusterInfoResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[14]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -936,7 +1046,7 @@ func (x *GetClusterInfoResponse) String() string {
 func (*GetClusterInfoResponse) ProtoMessage() {}
 
 func (x *GetClusterInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[14]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -949,7 +1059,7 @@ func (x *GetClusterInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetClusterInfoResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{14}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetClusterInfoResponse) GetCluster() *ClusterSummary {
@@ -968,7 +1078,7 @@ type GetLeaderRequest struct {
 
 func (x *GetLeaderRequest) Reset() {
 	*x = GetLeaderRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[15]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -980,7 +1090,7 @@ func (x *GetLeaderRequest) String() string {
 func (*GetLeaderRequest) ProtoMessage() {}
 
 func (x *GetLeaderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[15]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -993,7 +1103,7 @@ func (x *GetLeaderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLeaderRequest.ProtoReflect.Descriptor instead.
 func (*GetLeaderRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{15}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{17}
 }
 
 // GetLeaderResponse carries the leader's summary.
@@ -1006,7 +1116,7 @@ type GetLeaderResponse struct {
 
 func (x *GetLeaderResponse) Reset() {
 	*x = GetLeaderResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[16]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1018,7 +1128,7 @@ func (x *GetLeaderResponse) String() string {
 func (*GetLeaderResponse) ProtoMessage() {}
 
 func (x *GetLeaderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[16]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1031,7 +1141,7 @@ func (x *GetLeaderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLeaderResponse.ProtoReflect.Descriptor instead.
 func (*GetLeaderResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{16}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetLeaderResponse) GetLeader() *NimbusSummary {
@@ -1054,7 +1164,7 @@ type GetTopologyInfoRequest struct {
 
 func (x *GetTopologyInfoRequest) Reset() {
 	*x = GetTopologyInfoRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[17]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1066,7 +1176,7 @@ func (x *GetTopologyInfoRequest) String() string {
 func (*GetTopologyInfoRequest) ProtoMessage() {}
 
 func (x *GetTopologyInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[17]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1079,7 +1189,7 @@ func (x *GetTopologyInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTopologyInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetTopologyInfoRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{17}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetTopologyInfoRequest) GetName() string {
@@ -1122,7 +1232,7 @@ type GetTopologyInfoResponse struct {
 
 func (x *GetTopologyInfoResponse) Reset() {
 	*x = GetTopologyInfoResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[18]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1134,7 +1244,7 @@ func (x *GetTopologyInfoResponse) String() string {
 func (*GetTopologyInfoResponse) ProtoMessage() {}
 
 func (x *GetTopologyInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[18]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1147,7 +1257,7 @@ func (x *GetTopologyInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTopologyInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetTopologyInfoResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{18}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetTopologyInfoResponse) GetTopology() *TopologySummary {
@@ -1216,7 +1326,7 @@ type GetTopologyConfRequest struct {
 
 func (x *GetTopologyConfRequest) Reset() {
 	*x = GetTopologyConfRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[19]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1228,7 +1338,7 @@ func (x *GetTopologyConfRequest) String() string {
 func (*GetTopologyConfRequest) ProtoMessage() {}
 
 func (x *GetTopologyConfRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[19]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1241,7 +1351,7 @@ func (x *GetTopologyConfRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTopologyConfRequest.ProtoReflect.Descriptor instead.
 func (*GetTopologyConfRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{19}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetTopologyConfRequest) GetName() string {
@@ -1262,7 +1372,7 @@ type GetTopologyConfResponse struct {
 
 func (x *GetTopologyConfResponse) Reset() {
 	*x = GetTopologyConfResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[20]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1274,7 +1384,7 @@ func (x *GetTopologyConfResponse) String() string {
 func (*GetTopologyConfResponse) ProtoMessage() {}
 
 func (x *GetTopologyConfResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[20]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1287,7 +1397,7 @@ func (x *GetTopologyConfResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTopologyConfResponse.ProtoReflect.Descriptor instead.
 func (*GetTopologyConfResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{20}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetTopologyConfResponse) GetTopologyId() string {
@@ -1313,7 +1423,7 @@ type GetNimbusConfigRequest struct {
 
 func (x *GetNimbusConfigRequest) Reset() {
 	*x = GetNimbusConfigRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[21]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1325,7 +1435,7 @@ func (x *GetNimbusConfigRequest) String() string {
 func (*GetNimbusConfigRequest) ProtoMessage() {}
 
 func (x *GetNimbusConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[21]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1338,7 +1448,7 @@ func (x *GetNimbusConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNimbusConfigRequest.ProtoReflect.Descriptor instead.
 func (*GetNimbusConfigRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{21}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{23}
 }
 
 // GetNimbusConfigResponse is a nimbus's effective configuration, sorted
@@ -1354,7 +1464,7 @@ type GetNimbusConfigResponse struct {
 
 func (x *GetNimbusConfigResponse) Reset() {
 	*x = GetNimbusConfigResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[22]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1366,7 +1476,7 @@ func (x *GetNimbusConfigResponse) String() string {
 func (*GetNimbusConfigResponse) ProtoMessage() {}
 
 func (x *GetNimbusConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[22]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1379,7 +1489,7 @@ func (x *GetNimbusConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNimbusConfigResponse.ProtoReflect.Descriptor instead.
 func (*GetNimbusConfigResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{22}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetNimbusConfigResponse) GetNimbus() string {
@@ -1417,7 +1527,7 @@ type ConfEntry struct {
 
 func (x *ConfEntry) Reset() {
 	*x = ConfEntry{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[23]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1429,7 +1539,7 @@ func (x *ConfEntry) String() string {
 func (*ConfEntry) ProtoMessage() {}
 
 func (x *ConfEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[23]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1442,7 +1552,7 @@ func (x *ConfEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfEntry.ProtoReflect.Descriptor instead.
 func (*ConfEntry) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{23}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ConfEntry) GetKey() string {
@@ -1495,7 +1605,7 @@ type NimbusSummary struct {
 
 func (x *NimbusSummary) Reset() {
 	*x = NimbusSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[24]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1507,7 +1617,7 @@ func (x *NimbusSummary) String() string {
 func (*NimbusSummary) ProtoMessage() {}
 
 func (x *NimbusSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[24]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1520,7 +1630,7 @@ func (x *NimbusSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NimbusSummary.ProtoReflect.Descriptor instead.
 func (*NimbusSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{24}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *NimbusSummary) GetHost() string {
@@ -1597,7 +1707,7 @@ type SupervisorSummary struct {
 
 func (x *SupervisorSummary) Reset() {
 	*x = SupervisorSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[25]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1609,7 +1719,7 @@ func (x *SupervisorSummary) String() string {
 func (*SupervisorSummary) ProtoMessage() {}
 
 func (x *SupervisorSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[25]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1622,7 +1732,7 @@ func (x *SupervisorSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SupervisorSummary.ProtoReflect.Descriptor instead.
 func (*SupervisorSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{25}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SupervisorSummary) GetSupervisorId() string {
@@ -1694,14 +1804,22 @@ type TopologySummary struct {
 	// Workers the topology should have, min(num_workers, num_executors), for
 	// which the assignment has no slot: the scheduler found no free one.
 	// Zero while killed or rebalancing.
-	MissingSlots  int32 `protobuf:"varint,12,opt,name=missing_slots,json=missingSlots,proto3" json:"missing_slots,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	MissingSlots int32 `protobuf:"varint,12,opt,name=missing_slots,json=missingSlots,proto3" json:"missing_slots,omitempty"`
+	// Set when a nimbus got this topology's code back from a supervisor:
+	// "supervisor <id> at <host:port>, by nimbus <host:port>".
+	RecoveredFrom   string `protobuf:"bytes,13,opt,name=recovered_from,json=recoveredFrom,proto3" json:"recovered_from,omitempty"`
+	RecoveredUnixMs int64  `protobuf:"varint,14,opt,name=recovered_unix_ms,json=recoveredUnixMs,proto3" json:"recovered_unix_ms,omitempty"`
+	// Set while the topology is LOST: no nimbus and no supervisor holds its
+	// code; it blocks no leadership and is not scheduled.
+	LostReason      string `protobuf:"bytes,15,opt,name=lost_reason,json=lostReason,proto3" json:"lost_reason,omitempty"`
+	LostSinceUnixMs int64  `protobuf:"varint,16,opt,name=lost_since_unix_ms,json=lostSinceUnixMs,proto3" json:"lost_since_unix_ms,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *TopologySummary) Reset() {
 	*x = TopologySummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[26]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1713,7 +1831,7 @@ func (x *TopologySummary) String() string {
 func (*TopologySummary) ProtoMessage() {}
 
 func (x *TopologySummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[26]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1726,7 +1844,7 @@ func (x *TopologySummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopologySummary.ProtoReflect.Descriptor instead.
 func (*TopologySummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{26}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *TopologySummary) GetId() string {
@@ -1813,6 +1931,34 @@ func (x *TopologySummary) GetMissingSlots() int32 {
 	return 0
 }
 
+func (x *TopologySummary) GetRecoveredFrom() string {
+	if x != nil {
+		return x.RecoveredFrom
+	}
+	return ""
+}
+
+func (x *TopologySummary) GetRecoveredUnixMs() int64 {
+	if x != nil {
+		return x.RecoveredUnixMs
+	}
+	return 0
+}
+
+func (x *TopologySummary) GetLostReason() string {
+	if x != nil {
+		return x.LostReason
+	}
+	return ""
+}
+
+func (x *TopologySummary) GetLostSinceUnixMs() int64 {
+	if x != nil {
+		return x.LostSinceUnixMs
+	}
+	return 0
+}
+
 // WorkerSummary is one worker slot of a topology, as the assignment places
 // it and its supervisor's last heartbeat that the answering nimbus read
 // reports it.
@@ -1842,7 +1988,7 @@ type WorkerSummary struct {
 
 func (x *WorkerSummary) Reset() {
 	*x = WorkerSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[27]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1854,7 +2000,7 @@ func (x *WorkerSummary) String() string {
 func (*WorkerSummary) ProtoMessage() {}
 
 func (x *WorkerSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[27]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1867,7 +2013,7 @@ func (x *WorkerSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerSummary.ProtoReflect.Descriptor instead.
 func (*WorkerSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{27}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *WorkerSummary) GetTopologyId() string {
@@ -1973,13 +2119,15 @@ type ClusterSummary struct {
 	// Topologies that no live nimbus holds: until one does, no nimbus can
 	// take over leadership (see the README's operator guide).
 	LeadershipBlockedBy []string `protobuf:"bytes,5,rep,name=leadership_blocked_by,json=leadershipBlockedBy,proto3" json:"leadership_blocked_by,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// Topologies marked LOST (ids): they block no leadership.
+	LostTopologies []string `protobuf:"bytes,6,rep,name=lost_topologies,json=lostTopologies,proto3" json:"lost_topologies,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ClusterSummary) Reset() {
 	*x = ClusterSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[28]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1991,7 +2139,7 @@ func (x *ClusterSummary) String() string {
 func (*ClusterSummary) ProtoMessage() {}
 
 func (x *ClusterSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[28]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2004,7 +2152,7 @@ func (x *ClusterSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterSummary.ProtoReflect.Descriptor instead.
 func (*ClusterSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{28}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ClusterSummary) GetSupervisors() []*SupervisorSummary {
@@ -2042,6 +2190,13 @@ func (x *ClusterSummary) GetLeadershipBlockedBy() []string {
 	return nil
 }
 
+func (x *ClusterSummary) GetLostTopologies() []string {
+	if x != nil {
+		return x.LostTopologies
+	}
+	return nil
+}
+
 // ExecutorSummary places one executor.
 type ExecutorSummary struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2056,7 +2211,7 @@ type ExecutorSummary struct {
 
 func (x *ExecutorSummary) Reset() {
 	*x = ExecutorSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[29]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2068,7 +2223,7 @@ func (x *ExecutorSummary) String() string {
 func (*ExecutorSummary) ProtoMessage() {}
 
 func (x *ExecutorSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[29]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2081,7 +2236,7 @@ func (x *ExecutorSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutorSummary.ProtoReflect.Descriptor instead.
 func (*ExecutorSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{29}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ExecutorSummary) GetExecutor() *v1.Executor {
@@ -2130,7 +2285,7 @@ type ReplicaSummary struct {
 
 func (x *ReplicaSummary) Reset() {
 	*x = ReplicaSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[30]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2142,7 +2297,7 @@ func (x *ReplicaSummary) String() string {
 func (*ReplicaSummary) ProtoMessage() {}
 
 func (x *ReplicaSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[30]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2155,7 +2310,7 @@ func (x *ReplicaSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaSummary.ProtoReflect.Descriptor instead.
 func (*ReplicaSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{30}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ReplicaSummary) GetHost() string {
@@ -2183,7 +2338,7 @@ type DownloadCodeRequest struct {
 
 func (x *DownloadCodeRequest) Reset() {
 	*x = DownloadCodeRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[31]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2195,7 +2350,7 @@ func (x *DownloadCodeRequest) String() string {
 func (*DownloadCodeRequest) ProtoMessage() {}
 
 func (x *DownloadCodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[31]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2208,7 +2363,7 @@ func (x *DownloadCodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownloadCodeRequest.ProtoReflect.Descriptor instead.
 func (*DownloadCodeRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{31}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *DownloadCodeRequest) GetTopologyId() string {
@@ -2235,7 +2390,7 @@ type DownloadCodeResponse struct {
 
 func (x *DownloadCodeResponse) Reset() {
 	*x = DownloadCodeResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[32]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2247,7 +2402,7 @@ func (x *DownloadCodeResponse) String() string {
 func (*DownloadCodeResponse) ProtoMessage() {}
 
 func (x *DownloadCodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[32]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2260,7 +2415,7 @@ func (x *DownloadCodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownloadCodeResponse.ProtoReflect.Descriptor instead.
 func (*DownloadCodeResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{32}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *DownloadCodeResponse) GetChunk() []byte {
@@ -2280,7 +2435,7 @@ type GetCodeMetaRequest struct {
 
 func (x *GetCodeMetaRequest) Reset() {
 	*x = GetCodeMetaRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[33]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2292,7 +2447,7 @@ func (x *GetCodeMetaRequest) String() string {
 func (*GetCodeMetaRequest) ProtoMessage() {}
 
 func (x *GetCodeMetaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[33]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2305,7 +2460,7 @@ func (x *GetCodeMetaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCodeMetaRequest.ProtoReflect.Descriptor instead.
 func (*GetCodeMetaRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{33}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *GetCodeMetaRequest) GetTopologyId() string {
@@ -2328,7 +2483,7 @@ type GetCodeMetaResponse struct {
 
 func (x *GetCodeMetaResponse) Reset() {
 	*x = GetCodeMetaResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[34]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2340,7 +2495,7 @@ func (x *GetCodeMetaResponse) String() string {
 func (*GetCodeMetaResponse) ProtoMessage() {}
 
 func (x *GetCodeMetaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[34]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2353,7 +2508,7 @@ func (x *GetCodeMetaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCodeMetaResponse.ProtoReflect.Descriptor instead.
 func (*GetCodeMetaResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{34}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *GetCodeMetaResponse) GetMeta() []byte {
@@ -2403,7 +2558,14 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\twait_secs\x18\x02 \x01(\x05H\x00R\bwaitSecs\x88\x01\x01B\f\n" +
 	"\n" +
-	"_wait_secs\"\x16\n" +
+	"_wait_secs\"C\n" +
+	"\x15ForgetTopologyRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"Q\n" +
+	"\x16ForgetTopologyResponse\x12\x1f\n" +
+	"\vtopology_id\x18\x01 \x01(\tR\n" +
+	"topologyId\x12\x16\n" +
+	"\x06fenced\x18\x02 \x01(\bR\x06fenced\"\x16\n" +
 	"\x14KillTopologyResponse\"-\n" +
 	"\x17ActivateTopologyRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x1a\n" +
@@ -2482,7 +2644,7 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"numWorkers\x12(\n" +
 	"\x10num_used_workers\x18\x05 \x01(\x05R\x0enumUsedWorkers\x12\x18\n" +
 	"\aversion\x18\x06 \x01(\tR\aversion\x122\n" +
-	"\aworkers\x18\a \x03(\v2\x18.nimbus.v1.WorkerSummaryR\aworkers\"\xca\x03\n" +
+	"\aworkers\x18\a \x03(\v2\x18.nimbus.v1.WorkerSummaryR\aworkers\"\xeb\x04\n" +
 	"\x0fTopologySummary\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x122\n" +
@@ -2498,7 +2660,12 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\x13num_workers_running\x18\n" +
 	" \x01(\x05R\x11numWorkersRunning\x12.\n" +
 	"\x13num_workers_failing\x18\v \x01(\x05R\x11numWorkersFailing\x12#\n" +
-	"\rmissing_slots\x18\f \x01(\x05R\fmissingSlots\"\xb5\x03\n" +
+	"\rmissing_slots\x18\f \x01(\x05R\fmissingSlots\x12%\n" +
+	"\x0erecovered_from\x18\r \x01(\tR\rrecoveredFrom\x12*\n" +
+	"\x11recovered_unix_ms\x18\x0e \x01(\x03R\x0frecoveredUnixMs\x12\x1f\n" +
+	"\vlost_reason\x18\x0f \x01(\tR\n" +
+	"lostReason\x12+\n" +
+	"\x12lost_since_unix_ms\x18\x10 \x01(\x03R\x0flostSinceUnixMs\"\xb5\x03\n" +
 	"\rWorkerSummary\x12\x1f\n" +
 	"\vtopology_id\x18\x01 \x01(\tR\n" +
 	"topologyId\x12#\n" +
@@ -2516,7 +2683,7 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\blog_tail\x18\v \x01(\tR\alogTail\x12#\n" +
 	"\rnum_executors\x18\f \x01(\x05R\fnumExecutors\x12\x10\n" +
 	"\x03pid\x18\r \x01(\x05R\x03pidB\x11\n" +
-	"\x0f_last_exit_code\"\xa3\x02\n" +
+	"\x0f_last_exit_code\"\xcc\x02\n" +
 	"\x0eClusterSummary\x12>\n" +
 	"\vsupervisors\x18\x01 \x03(\v2\x1c.nimbus.v1.SupervisorSummaryR\vsupervisors\x12:\n" +
 	"\n" +
@@ -2524,7 +2691,8 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"topologies\x124\n" +
 	"\bnimbuses\x18\x03 \x03(\v2\x18.nimbus.v1.NimbusSummaryR\bnimbuses\x12+\n" +
 	"\x11eligible_standbys\x18\x04 \x01(\x05R\x10eligibleStandbys\x122\n" +
-	"\x15leadership_blocked_by\x18\x05 \x03(\tR\x13leadershipBlockedBy\"\xb1\x01\n" +
+	"\x15leadership_blocked_by\x18\x05 \x03(\tR\x13leadershipBlockedBy\x12'\n" +
+	"\x0flost_topologies\x18\x06 \x03(\tR\x0elostTopologies\"\xb1\x01\n" +
 	"\x0fExecutorSummary\x120\n" +
 	"\bexecutor\x18\x01 \x01(\v2\x14.cluster.v1.ExecutorR\bexecutor\x12#\n" +
 	"\rsupervisor_id\x18\x02 \x01(\tR\fsupervisorId\x12\x12\n" +
@@ -2553,7 +2721,7 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\rInitialStatus\x12\x1e\n" +
 	"\x1aINITIAL_STATUS_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15INITIAL_STATUS_ACTIVE\x10\x01\x12\x1b\n" +
-	"\x17INITIAL_STATUS_INACTIVE\x10\x022\x86\a\n" +
+	"\x17INITIAL_STATUS_INACTIVE\x10\x022\xdd\a\n" +
 	"\rNimbusService\x12W\n" +
 	"\x0eSubmitTopology\x12 .nimbus.v1.SubmitTopologyRequest\x1a!.nimbus.v1.SubmitTopologyResponse(\x01\x12O\n" +
 	"\fKillTopology\x12\x1e.nimbus.v1.KillTopologyRequest\x1a\x1f.nimbus.v1.KillTopologyResponse\x12[\n" +
@@ -2564,7 +2732,8 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\tGetLeader\x12\x1b.nimbus.v1.GetLeaderRequest\x1a\x1c.nimbus.v1.GetLeaderResponse\x12X\n" +
 	"\x0fGetTopologyInfo\x12!.nimbus.v1.GetTopologyInfoRequest\x1a\".nimbus.v1.GetTopologyInfoResponse\x12X\n" +
 	"\x0fGetTopologyConf\x12!.nimbus.v1.GetTopologyConfRequest\x1a\".nimbus.v1.GetTopologyConfResponse\x12X\n" +
-	"\x0fGetNimbusConfig\x12!.nimbus.v1.GetNimbusConfigRequest\x1a\".nimbus.v1.GetNimbusConfigResponse2\xae\x01\n" +
+	"\x0fGetNimbusConfig\x12!.nimbus.v1.GetNimbusConfigRequest\x1a\".nimbus.v1.GetNimbusConfigResponse\x12U\n" +
+	"\x0eForgetTopology\x12 .nimbus.v1.ForgetTopologyRequest\x1a!.nimbus.v1.ForgetTopologyResponse2\xae\x01\n" +
 	"\vCodeService\x12Q\n" +
 	"\fDownloadCode\x12\x1e.nimbus.v1.DownloadCodeRequest\x1a\x1f.nimbus.v1.DownloadCodeResponse0\x01\x12L\n" +
 	"\vGetCodeMeta\x12\x1d.nimbus.v1.GetCodeMetaRequest\x1a\x1e.nimbus.v1.GetCodeMetaResponseB5Z3github.com/nimbusha/nimbus/proto/nimbus/v1;nimbusv1b\x06proto3"
@@ -2582,7 +2751,7 @@ func file_nimbus_v1_nimbus_proto_rawDescGZIP() []byte {
 }
 
 var file_nimbus_v1_nimbus_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_nimbus_v1_nimbus_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_nimbus_v1_nimbus_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_nimbus_v1_nimbus_proto_goTypes = []any{
 	(ComponentKind)(0),                 // 0: nimbus.v1.ComponentKind
 	(InitialStatus)(0),                 // 1: nimbus.v1.InitialStatus
@@ -2592,92 +2761,96 @@ var file_nimbus_v1_nimbus_proto_goTypes = []any{
 	(*SubmitTopologyRequest)(nil),      // 5: nimbus.v1.SubmitTopologyRequest
 	(*SubmitTopologyResponse)(nil),     // 6: nimbus.v1.SubmitTopologyResponse
 	(*KillTopologyRequest)(nil),        // 7: nimbus.v1.KillTopologyRequest
-	(*KillTopologyResponse)(nil),       // 8: nimbus.v1.KillTopologyResponse
-	(*ActivateTopologyRequest)(nil),    // 9: nimbus.v1.ActivateTopologyRequest
-	(*ActivateTopologyResponse)(nil),   // 10: nimbus.v1.ActivateTopologyResponse
-	(*DeactivateTopologyRequest)(nil),  // 11: nimbus.v1.DeactivateTopologyRequest
-	(*DeactivateTopologyResponse)(nil), // 12: nimbus.v1.DeactivateTopologyResponse
-	(*RebalanceTopologyRequest)(nil),   // 13: nimbus.v1.RebalanceTopologyRequest
-	(*RebalanceTopologyResponse)(nil),  // 14: nimbus.v1.RebalanceTopologyResponse
-	(*GetClusterInfoRequest)(nil),      // 15: nimbus.v1.GetClusterInfoRequest
-	(*GetClusterInfoResponse)(nil),     // 16: nimbus.v1.GetClusterInfoResponse
-	(*GetLeaderRequest)(nil),           // 17: nimbus.v1.GetLeaderRequest
-	(*GetLeaderResponse)(nil),          // 18: nimbus.v1.GetLeaderResponse
-	(*GetTopologyInfoRequest)(nil),     // 19: nimbus.v1.GetTopologyInfoRequest
-	(*GetTopologyInfoResponse)(nil),    // 20: nimbus.v1.GetTopologyInfoResponse
-	(*GetTopologyConfRequest)(nil),     // 21: nimbus.v1.GetTopologyConfRequest
-	(*GetTopologyConfResponse)(nil),    // 22: nimbus.v1.GetTopologyConfResponse
-	(*GetNimbusConfigRequest)(nil),     // 23: nimbus.v1.GetNimbusConfigRequest
-	(*GetNimbusConfigResponse)(nil),    // 24: nimbus.v1.GetNimbusConfigResponse
-	(*ConfEntry)(nil),                  // 25: nimbus.v1.ConfEntry
-	(*NimbusSummary)(nil),              // 26: nimbus.v1.NimbusSummary
-	(*SupervisorSummary)(nil),          // 27: nimbus.v1.SupervisorSummary
-	(*TopologySummary)(nil),            // 28: nimbus.v1.TopologySummary
-	(*WorkerSummary)(nil),              // 29: nimbus.v1.WorkerSummary
-	(*ClusterSummary)(nil),             // 30: nimbus.v1.ClusterSummary
-	(*ExecutorSummary)(nil),            // 31: nimbus.v1.ExecutorSummary
-	(*ReplicaSummary)(nil),             // 32: nimbus.v1.ReplicaSummary
-	(*DownloadCodeRequest)(nil),        // 33: nimbus.v1.DownloadCodeRequest
-	(*DownloadCodeResponse)(nil),       // 34: nimbus.v1.DownloadCodeResponse
-	(*GetCodeMetaRequest)(nil),         // 35: nimbus.v1.GetCodeMetaRequest
-	(*GetCodeMetaResponse)(nil),        // 36: nimbus.v1.GetCodeMetaResponse
-	nil,                                // 37: nimbus.v1.TopologySpec.ConfigEntry
-	nil,                                // 38: nimbus.v1.RebalanceTopologyRequest.ComponentParallelismEntry
-	nil,                                // 39: nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
-	nil,                                // 40: nimbus.v1.GetTopologyInfoResponse.StorageEntry
-	(v1.TopologyStatus)(0),             // 41: cluster.v1.TopologyStatus
-	(*v1.Executor)(nil),                // 42: cluster.v1.Executor
+	(*ForgetTopologyRequest)(nil),      // 8: nimbus.v1.ForgetTopologyRequest
+	(*ForgetTopologyResponse)(nil),     // 9: nimbus.v1.ForgetTopologyResponse
+	(*KillTopologyResponse)(nil),       // 10: nimbus.v1.KillTopologyResponse
+	(*ActivateTopologyRequest)(nil),    // 11: nimbus.v1.ActivateTopologyRequest
+	(*ActivateTopologyResponse)(nil),   // 12: nimbus.v1.ActivateTopologyResponse
+	(*DeactivateTopologyRequest)(nil),  // 13: nimbus.v1.DeactivateTopologyRequest
+	(*DeactivateTopologyResponse)(nil), // 14: nimbus.v1.DeactivateTopologyResponse
+	(*RebalanceTopologyRequest)(nil),   // 15: nimbus.v1.RebalanceTopologyRequest
+	(*RebalanceTopologyResponse)(nil),  // 16: nimbus.v1.RebalanceTopologyResponse
+	(*GetClusterInfoRequest)(nil),      // 17: nimbus.v1.GetClusterInfoRequest
+	(*GetClusterInfoResponse)(nil),     // 18: nimbus.v1.GetClusterInfoResponse
+	(*GetLeaderRequest)(nil),           // 19: nimbus.v1.GetLeaderRequest
+	(*GetLeaderResponse)(nil),          // 20: nimbus.v1.GetLeaderResponse
+	(*GetTopologyInfoRequest)(nil),     // 21: nimbus.v1.GetTopologyInfoRequest
+	(*GetTopologyInfoResponse)(nil),    // 22: nimbus.v1.GetTopologyInfoResponse
+	(*GetTopologyConfRequest)(nil),     // 23: nimbus.v1.GetTopologyConfRequest
+	(*GetTopologyConfResponse)(nil),    // 24: nimbus.v1.GetTopologyConfResponse
+	(*GetNimbusConfigRequest)(nil),     // 25: nimbus.v1.GetNimbusConfigRequest
+	(*GetNimbusConfigResponse)(nil),    // 26: nimbus.v1.GetNimbusConfigResponse
+	(*ConfEntry)(nil),                  // 27: nimbus.v1.ConfEntry
+	(*NimbusSummary)(nil),              // 28: nimbus.v1.NimbusSummary
+	(*SupervisorSummary)(nil),          // 29: nimbus.v1.SupervisorSummary
+	(*TopologySummary)(nil),            // 30: nimbus.v1.TopologySummary
+	(*WorkerSummary)(nil),              // 31: nimbus.v1.WorkerSummary
+	(*ClusterSummary)(nil),             // 32: nimbus.v1.ClusterSummary
+	(*ExecutorSummary)(nil),            // 33: nimbus.v1.ExecutorSummary
+	(*ReplicaSummary)(nil),             // 34: nimbus.v1.ReplicaSummary
+	(*DownloadCodeRequest)(nil),        // 35: nimbus.v1.DownloadCodeRequest
+	(*DownloadCodeResponse)(nil),       // 36: nimbus.v1.DownloadCodeResponse
+	(*GetCodeMetaRequest)(nil),         // 37: nimbus.v1.GetCodeMetaRequest
+	(*GetCodeMetaResponse)(nil),        // 38: nimbus.v1.GetCodeMetaResponse
+	nil,                                // 39: nimbus.v1.TopologySpec.ConfigEntry
+	nil,                                // 40: nimbus.v1.RebalanceTopologyRequest.ComponentParallelismEntry
+	nil,                                // 41: nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
+	nil,                                // 42: nimbus.v1.GetTopologyInfoResponse.StorageEntry
+	(v1.TopologyStatus)(0),             // 43: cluster.v1.TopologyStatus
+	(*v1.Executor)(nil),                // 44: cluster.v1.Executor
 }
 var file_nimbus_v1_nimbus_proto_depIdxs = []int32{
 	0,  // 0: nimbus.v1.ComponentSpec.kind:type_name -> nimbus.v1.ComponentKind
 	2,  // 1: nimbus.v1.TopologySpec.components:type_name -> nimbus.v1.ComponentSpec
-	37, // 2: nimbus.v1.TopologySpec.config:type_name -> nimbus.v1.TopologySpec.ConfigEntry
+	39, // 2: nimbus.v1.TopologySpec.config:type_name -> nimbus.v1.TopologySpec.ConfigEntry
 	1,  // 3: nimbus.v1.TopologySpec.initial_status:type_name -> nimbus.v1.InitialStatus
 	3,  // 4: nimbus.v1.SubmitTopologyRequest.spec:type_name -> nimbus.v1.TopologySpec
 	4,  // 5: nimbus.v1.SubmitTopologyRequest.trailer:type_name -> nimbus.v1.ArtifactTrailer
-	38, // 6: nimbus.v1.RebalanceTopologyRequest.component_parallelism:type_name -> nimbus.v1.RebalanceTopologyRequest.ComponentParallelismEntry
-	30, // 7: nimbus.v1.GetClusterInfoResponse.cluster:type_name -> nimbus.v1.ClusterSummary
-	26, // 8: nimbus.v1.GetLeaderResponse.leader:type_name -> nimbus.v1.NimbusSummary
-	28, // 9: nimbus.v1.GetTopologyInfoResponse.topology:type_name -> nimbus.v1.TopologySummary
-	31, // 10: nimbus.v1.GetTopologyInfoResponse.executors:type_name -> nimbus.v1.ExecutorSummary
-	32, // 11: nimbus.v1.GetTopologyInfoResponse.replicas:type_name -> nimbus.v1.ReplicaSummary
-	39, // 12: nimbus.v1.GetTopologyInfoResponse.component_parallelism:type_name -> nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
-	40, // 13: nimbus.v1.GetTopologyInfoResponse.storage:type_name -> nimbus.v1.GetTopologyInfoResponse.StorageEntry
-	29, // 14: nimbus.v1.GetTopologyInfoResponse.workers:type_name -> nimbus.v1.WorkerSummary
-	25, // 15: nimbus.v1.GetTopologyConfResponse.entries:type_name -> nimbus.v1.ConfEntry
-	25, // 16: nimbus.v1.GetNimbusConfigResponse.entries:type_name -> nimbus.v1.ConfEntry
-	29, // 17: nimbus.v1.SupervisorSummary.workers:type_name -> nimbus.v1.WorkerSummary
-	41, // 18: nimbus.v1.TopologySummary.status:type_name -> cluster.v1.TopologyStatus
-	27, // 19: nimbus.v1.ClusterSummary.supervisors:type_name -> nimbus.v1.SupervisorSummary
-	28, // 20: nimbus.v1.ClusterSummary.topologies:type_name -> nimbus.v1.TopologySummary
-	26, // 21: nimbus.v1.ClusterSummary.nimbuses:type_name -> nimbus.v1.NimbusSummary
-	42, // 22: nimbus.v1.ExecutorSummary.executor:type_name -> cluster.v1.Executor
+	40, // 6: nimbus.v1.RebalanceTopologyRequest.component_parallelism:type_name -> nimbus.v1.RebalanceTopologyRequest.ComponentParallelismEntry
+	32, // 7: nimbus.v1.GetClusterInfoResponse.cluster:type_name -> nimbus.v1.ClusterSummary
+	28, // 8: nimbus.v1.GetLeaderResponse.leader:type_name -> nimbus.v1.NimbusSummary
+	30, // 9: nimbus.v1.GetTopologyInfoResponse.topology:type_name -> nimbus.v1.TopologySummary
+	33, // 10: nimbus.v1.GetTopologyInfoResponse.executors:type_name -> nimbus.v1.ExecutorSummary
+	34, // 11: nimbus.v1.GetTopologyInfoResponse.replicas:type_name -> nimbus.v1.ReplicaSummary
+	41, // 12: nimbus.v1.GetTopologyInfoResponse.component_parallelism:type_name -> nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
+	42, // 13: nimbus.v1.GetTopologyInfoResponse.storage:type_name -> nimbus.v1.GetTopologyInfoResponse.StorageEntry
+	31, // 14: nimbus.v1.GetTopologyInfoResponse.workers:type_name -> nimbus.v1.WorkerSummary
+	27, // 15: nimbus.v1.GetTopologyConfResponse.entries:type_name -> nimbus.v1.ConfEntry
+	27, // 16: nimbus.v1.GetNimbusConfigResponse.entries:type_name -> nimbus.v1.ConfEntry
+	31, // 17: nimbus.v1.SupervisorSummary.workers:type_name -> nimbus.v1.WorkerSummary
+	43, // 18: nimbus.v1.TopologySummary.status:type_name -> cluster.v1.TopologyStatus
+	29, // 19: nimbus.v1.ClusterSummary.supervisors:type_name -> nimbus.v1.SupervisorSummary
+	30, // 20: nimbus.v1.ClusterSummary.topologies:type_name -> nimbus.v1.TopologySummary
+	28, // 21: nimbus.v1.ClusterSummary.nimbuses:type_name -> nimbus.v1.NimbusSummary
+	44, // 22: nimbus.v1.ExecutorSummary.executor:type_name -> cluster.v1.Executor
 	5,  // 23: nimbus.v1.NimbusService.SubmitTopology:input_type -> nimbus.v1.SubmitTopologyRequest
 	7,  // 24: nimbus.v1.NimbusService.KillTopology:input_type -> nimbus.v1.KillTopologyRequest
-	9,  // 25: nimbus.v1.NimbusService.ActivateTopology:input_type -> nimbus.v1.ActivateTopologyRequest
-	11, // 26: nimbus.v1.NimbusService.DeactivateTopology:input_type -> nimbus.v1.DeactivateTopologyRequest
-	13, // 27: nimbus.v1.NimbusService.RebalanceTopology:input_type -> nimbus.v1.RebalanceTopologyRequest
-	15, // 28: nimbus.v1.NimbusService.GetClusterInfo:input_type -> nimbus.v1.GetClusterInfoRequest
-	17, // 29: nimbus.v1.NimbusService.GetLeader:input_type -> nimbus.v1.GetLeaderRequest
-	19, // 30: nimbus.v1.NimbusService.GetTopologyInfo:input_type -> nimbus.v1.GetTopologyInfoRequest
-	21, // 31: nimbus.v1.NimbusService.GetTopologyConf:input_type -> nimbus.v1.GetTopologyConfRequest
-	23, // 32: nimbus.v1.NimbusService.GetNimbusConfig:input_type -> nimbus.v1.GetNimbusConfigRequest
-	33, // 33: nimbus.v1.CodeService.DownloadCode:input_type -> nimbus.v1.DownloadCodeRequest
-	35, // 34: nimbus.v1.CodeService.GetCodeMeta:input_type -> nimbus.v1.GetCodeMetaRequest
-	6,  // 35: nimbus.v1.NimbusService.SubmitTopology:output_type -> nimbus.v1.SubmitTopologyResponse
-	8,  // 36: nimbus.v1.NimbusService.KillTopology:output_type -> nimbus.v1.KillTopologyResponse
-	10, // 37: nimbus.v1.NimbusService.ActivateTopology:output_type -> nimbus.v1.ActivateTopologyResponse
-	12, // 38: nimbus.v1.NimbusService.DeactivateTopology:output_type -> nimbus.v1.DeactivateTopologyResponse
-	14, // 39: nimbus.v1.NimbusService.RebalanceTopology:output_type -> nimbus.v1.RebalanceTopologyResponse
-	16, // 40: nimbus.v1.NimbusService.GetClusterInfo:output_type -> nimbus.v1.GetClusterInfoResponse
-	18, // 41: nimbus.v1.NimbusService.GetLeader:output_type -> nimbus.v1.GetLeaderResponse
-	20, // 42: nimbus.v1.NimbusService.GetTopologyInfo:output_type -> nimbus.v1.GetTopologyInfoResponse
-	22, // 43: nimbus.v1.NimbusService.GetTopologyConf:output_type -> nimbus.v1.GetTopologyConfResponse
-	24, // 44: nimbus.v1.NimbusService.GetNimbusConfig:output_type -> nimbus.v1.GetNimbusConfigResponse
-	34, // 45: nimbus.v1.CodeService.DownloadCode:output_type -> nimbus.v1.DownloadCodeResponse
-	36, // 46: nimbus.v1.CodeService.GetCodeMeta:output_type -> nimbus.v1.GetCodeMetaResponse
-	35, // [35:47] is the sub-list for method output_type
-	23, // [23:35] is the sub-list for method input_type
+	11, // 25: nimbus.v1.NimbusService.ActivateTopology:input_type -> nimbus.v1.ActivateTopologyRequest
+	13, // 26: nimbus.v1.NimbusService.DeactivateTopology:input_type -> nimbus.v1.DeactivateTopologyRequest
+	15, // 27: nimbus.v1.NimbusService.RebalanceTopology:input_type -> nimbus.v1.RebalanceTopologyRequest
+	17, // 28: nimbus.v1.NimbusService.GetClusterInfo:input_type -> nimbus.v1.GetClusterInfoRequest
+	19, // 29: nimbus.v1.NimbusService.GetLeader:input_type -> nimbus.v1.GetLeaderRequest
+	21, // 30: nimbus.v1.NimbusService.GetTopologyInfo:input_type -> nimbus.v1.GetTopologyInfoRequest
+	23, // 31: nimbus.v1.NimbusService.GetTopologyConf:input_type -> nimbus.v1.GetTopologyConfRequest
+	25, // 32: nimbus.v1.NimbusService.GetNimbusConfig:input_type -> nimbus.v1.GetNimbusConfigRequest
+	8,  // 33: nimbus.v1.NimbusService.ForgetTopology:input_type -> nimbus.v1.ForgetTopologyRequest
+	35, // 34: nimbus.v1.CodeService.DownloadCode:input_type -> nimbus.v1.DownloadCodeRequest
+	37, // 35: nimbus.v1.CodeService.GetCodeMeta:input_type -> nimbus.v1.GetCodeMetaRequest
+	6,  // 36: nimbus.v1.NimbusService.SubmitTopology:output_type -> nimbus.v1.SubmitTopologyResponse
+	10, // 37: nimbus.v1.NimbusService.KillTopology:output_type -> nimbus.v1.KillTopologyResponse
+	12, // 38: nimbus.v1.NimbusService.ActivateTopology:output_type -> nimbus.v1.ActivateTopologyResponse
+	14, // 39: nimbus.v1.NimbusService.DeactivateTopology:output_type -> nimbus.v1.DeactivateTopologyResponse
+	16, // 40: nimbus.v1.NimbusService.RebalanceTopology:output_type -> nimbus.v1.RebalanceTopologyResponse
+	18, // 41: nimbus.v1.NimbusService.GetClusterInfo:output_type -> nimbus.v1.GetClusterInfoResponse
+	20, // 42: nimbus.v1.NimbusService.GetLeader:output_type -> nimbus.v1.GetLeaderResponse
+	22, // 43: nimbus.v1.NimbusService.GetTopologyInfo:output_type -> nimbus.v1.GetTopologyInfoResponse
+	24, // 44: nimbus.v1.NimbusService.GetTopologyConf:output_type -> nimbus.v1.GetTopologyConfResponse
+	26, // 45: nimbus.v1.NimbusService.GetNimbusConfig:output_type -> nimbus.v1.GetNimbusConfigResponse
+	9,  // 46: nimbus.v1.NimbusService.ForgetTopology:output_type -> nimbus.v1.ForgetTopologyResponse
+	36, // 47: nimbus.v1.CodeService.DownloadCode:output_type -> nimbus.v1.DownloadCodeResponse
+	38, // 48: nimbus.v1.CodeService.GetCodeMeta:output_type -> nimbus.v1.GetCodeMetaResponse
+	36, // [36:49] is the sub-list for method output_type
+	23, // [23:36] is the sub-list for method input_type
 	23, // [23:23] is the sub-list for extension type_name
 	23, // [23:23] is the sub-list for extension extendee
 	0,  // [0:23] is the sub-list for field type_name
@@ -2694,15 +2867,15 @@ func file_nimbus_v1_nimbus_proto_init() {
 		(*SubmitTopologyRequest_Trailer)(nil),
 	}
 	file_nimbus_v1_nimbus_proto_msgTypes[5].OneofWrappers = []any{}
-	file_nimbus_v1_nimbus_proto_msgTypes[11].OneofWrappers = []any{}
-	file_nimbus_v1_nimbus_proto_msgTypes[27].OneofWrappers = []any{}
+	file_nimbus_v1_nimbus_proto_msgTypes[13].OneofWrappers = []any{}
+	file_nimbus_v1_nimbus_proto_msgTypes[29].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nimbus_v1_nimbus_proto_rawDesc), len(file_nimbus_v1_nimbus_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   39,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

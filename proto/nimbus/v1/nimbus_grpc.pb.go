@@ -35,6 +35,7 @@ const (
 	NimbusService_GetTopologyInfo_FullMethodName    = "/nimbus.v1.NimbusService/GetTopologyInfo"
 	NimbusService_GetTopologyConf_FullMethodName    = "/nimbus.v1.NimbusService/GetTopologyConf"
 	NimbusService_GetNimbusConfig_FullMethodName    = "/nimbus.v1.NimbusService/GetNimbusConfig"
+	NimbusService_ForgetTopology_FullMethodName     = "/nimbus.v1.NimbusService/ForgetTopology"
 )
 
 // NimbusServiceClient is the client API for NimbusService service.
@@ -75,6 +76,11 @@ type NimbusServiceClient interface {
 	// redacted. Any nimbus answers for itself. Needs read-nimbus-config
 	// (nimbus.admins).
 	GetNimbusConfig(ctx context.Context, in *GetNimbusConfigRequest, opts ...grpc.CallOption) (*GetNimbusConfigResponse, error)
+	// ForgetTopology removes a topology marked LOST: its StormBase, code
+	// distribution and assignment. Any nimbus answers, with or without a
+	// leader; refused (FAILED_PRECONDITION) unless the topology is LOST.
+	// Needs forget (nimbus.admins).
+	ForgetTopology(ctx context.Context, in *ForgetTopologyRequest, opts ...grpc.CallOption) (*ForgetTopologyResponse, error)
 }
 
 type nimbusServiceClient struct {
@@ -188,6 +194,16 @@ func (c *nimbusServiceClient) GetNimbusConfig(ctx context.Context, in *GetNimbus
 	return out, nil
 }
 
+func (c *nimbusServiceClient) ForgetTopology(ctx context.Context, in *ForgetTopologyRequest, opts ...grpc.CallOption) (*ForgetTopologyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ForgetTopologyResponse)
+	err := c.cc.Invoke(ctx, NimbusService_ForgetTopology_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // NimbusServiceServer is the server API for NimbusService service.
 // All implementations must embed UnimplementedNimbusServiceServer
 // for forward compatibility.
@@ -226,6 +242,11 @@ type NimbusServiceServer interface {
 	// redacted. Any nimbus answers for itself. Needs read-nimbus-config
 	// (nimbus.admins).
 	GetNimbusConfig(context.Context, *GetNimbusConfigRequest) (*GetNimbusConfigResponse, error)
+	// ForgetTopology removes a topology marked LOST: its StormBase, code
+	// distribution and assignment. Any nimbus answers, with or without a
+	// leader; refused (FAILED_PRECONDITION) unless the topology is LOST.
+	// Needs forget (nimbus.admins).
+	ForgetTopology(context.Context, *ForgetTopologyRequest) (*ForgetTopologyResponse, error)
 	mustEmbedUnimplementedNimbusServiceServer()
 }
 
@@ -265,6 +286,9 @@ func (UnimplementedNimbusServiceServer) GetTopologyConf(context.Context, *GetTop
 }
 func (UnimplementedNimbusServiceServer) GetNimbusConfig(context.Context, *GetNimbusConfigRequest) (*GetNimbusConfigResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetNimbusConfig not implemented")
+}
+func (UnimplementedNimbusServiceServer) ForgetTopology(context.Context, *ForgetTopologyRequest) (*ForgetTopologyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ForgetTopology not implemented")
 }
 func (UnimplementedNimbusServiceServer) mustEmbedUnimplementedNimbusServiceServer() {}
 func (UnimplementedNimbusServiceServer) testEmbeddedByValue()                       {}
@@ -456,6 +480,24 @@ func _NimbusService_GetNimbusConfig_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _NimbusService_ForgetTopology_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ForgetTopologyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NimbusServiceServer).ForgetTopology(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NimbusService_ForgetTopology_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NimbusServiceServer).ForgetTopology(ctx, req.(*ForgetTopologyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // NimbusService_ServiceDesc is the grpc.ServiceDesc for NimbusService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -498,6 +540,10 @@ var NimbusService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetNimbusConfig",
 			Handler:    _NimbusService_GetNimbusConfig_Handler,
+		},
+		{
+			MethodName: "ForgetTopology",
+			Handler:    _NimbusService_ForgetTopology_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

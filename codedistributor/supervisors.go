@@ -1,0 +1,123 @@
+package codedistributor
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"strconv"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/nimbusha/nimbus/cluster"
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
+)
+
+// maxSupervisorSources bounds how many supervisors one recovery asks: the
+// ones the assignment names come first and almost always hold the code.
+const maxSupervisorSources = 32
+
+// ErrHeldNowhere: no nimbus replica and no supervisor holds the code (it
+// wraps ErrNotHeld). After nimbus.code.lost.grace.secs of this, the
+// topology is marked LOST.
+var ErrHeldNowhere = fmt.Errorf("%w by any nimbus or supervisor", ErrNotHeld)
+
+// Source is where a fetch got its code.
+type Source struct {
+	Addr string // host:port of the CodeService
+	// Supervisor is the supervisor's id when the code was recovered from
+	// one; empty for a nimbus replica.
+	Supervisor string
+}
+
+// String says where from, for logs and the cluster summary.
+func (s Source) String() string {
+	if s.Supervisor != "" {
+		return "supervisor " + s.Supervisor + " at " + s.Addr
+	}
+	return "nimbus " + s.Addr
+}
+
+// SupervisorSources returns the code ports of supervisors that may hold
+// the code of topologyID with digest: those its assignment places workers
+// on first (when the assignment is for that digest), then any other, each
+// group shuffled, at most maxSupervisorSources in all. Which of them
+// really hold it, GetCodeMeta says.
+func SupervisorSources(sess *cluster.Session, topologyID string, digest []byte) ([]Source, error) {
+	conn := sess.Conn()
+	paths := sess.Paths()
+	assigned, err := assignedSupervisors(conn, paths.Assignment(topologyID), digest)
+	if err != nil {
+		return nil, err
+	}
+	all, _, err := conn.Children(paths.Supervisors())
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return nil, err
+	}
+	var others []string
+	for _, id := range all {
+		if !assigned[id] {
+			others = append(others, id)
+		}
+	}
+	var out []Source
+	for _, id := range append(shuffled(assigned), shuffledList(others)...) {
+		if len(out) == maxSupervisorSources {
+			break
+		}
+		if src, ok := supervisorSource(conn, paths.Supervisor(id)); ok {
+			out = append(out, src)
+		}
+	}
+	return out, nil
+}
+
+// assignedSupervisors are the supervisors the assignment of the topology
+// places executors on, if the assignment is for digest.
+func assignedSupervisors(conn *zk.Conn, path string, digest []byte) (map[string]bool, error) {
+	data, _, err := conn.Get(path)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	a := new(clusterv1.Assignment)
+	if cluster.Decode(path, data, a) != nil || !bytes.Equal(a.GetCodeMetaDigest(), digest) {
+		return nil, nil
+	}
+	ids := map[string]bool{}
+	for _, e := range a.GetExecutors() {
+		ids[e.GetSlot().GetSupervisorId()] = true
+	}
+	return ids, nil
+}
+
+// supervisorSource reads one supervisor's registration: its code port, if
+// it serves one.
+func supervisorSource(conn *zk.Conn, path string) (Source, bool) {
+	data, _, err := conn.Get(path)
+	if err != nil {
+		return Source{}, false // gone meanwhile
+	}
+	info := new(clusterv1.SupervisorInfo)
+	if cluster.Decode(path, data, info) != nil || info.GetCodePort() <= 0 || info.GetHost() == "" {
+		return Source{}, false
+	}
+	addr := net.JoinHostPort(info.GetHost(), strconv.Itoa(int(info.GetCodePort())))
+	return Source{Addr: addr, Supervisor: info.GetSupervisorId()}, true
+}
+
+func shuffled(set map[string]bool) []string {
+	list := make([]string, 0, len(set))
+	for id := range set {
+		list = append(list, id)
+	}
+	return shuffledList(list)
+}
+
+func shuffledList(list []string) []string {
+	rand.Shuffle(len(list), func(i, j int) { list[i], list[j] = list[j], list[i] })
+	return list
+}

@@ -1,0 +1,132 @@
+package integration
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nimbusha/nimbus/codedistributor"
+	"github.com/nimbusha/nimbus/internal/testcluster"
+)
+
+// Issue 21, item 1: every nimbus loses its disk while supervisors run a
+// topology. The nimbuses get the code back from the supervisors, verified
+// against the digest in ZooKeeper, and lead again; nobody touches
+// ZooKeeper, and no worker restarts.
+func TestCodeRecoveredFromSupervisors(t *testing.T) {
+	z := testcluster.StartZooKeeper(t)
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(3*time.Second))
+	args := testcluster.WithArgs("--nimbus.monitor.freq.secs", "1", "--topology.min.replication.count", "2")
+	ps := c.StartNimbuses(t, 2, args)
+	c.WaitLeader(t, ps, 10*time.Second)
+	sups := c.StartSupervisors(t, 2)
+	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
+	id := submitExample(t, newClient(t, c, ps...), "phoenix", 2)
+	before := waitWorkers(t, conn, id, 2, 30*time.Second, sups...)
+	base, _ := stormBase(t, conn, id)
+	_, stormBefore, err := conn.Get("/storm/storms/" + id)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Every nimbus dies and comes back on the same port with an empty disk.
+	var back []*testcluster.Process
+	for _, p := range ps {
+		if err := p.Stop(syscall.SIGKILL, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.RemoveAll(p.LocalDir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	for _, p := range ps {
+		q, err := c.StartNimbus(args, testcluster.WithLocalDir(p.LocalDir), testcluster.WithPort(portOf(t, p)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		back = append(back, q)
+	}
+	_, leader := c.WaitLeader(t, back, 30*time.Second)
+	t.Logf("a leader %v after the nimbuses restarted with empty disks", time.Since(start).Round(time.Millisecond))
+
+	// The recovered copy is the submitted code, verified by the store.
+	want, err := os.ReadFile(testcluster.Bin(t).Path("wordcount"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testcluster.WaitFor(t, 20*time.Second, "every nimbus holding the code", func() error {
+		for _, p := range back {
+			if err := holds(p, id, want); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	verifyStore(t, leader, id, base.GetCodeMetaDigest(), want)
+
+	// Where from, in the summary and in stormctl cluster.
+	supIDs := map[string]bool{sups[0].ID(): true, sups[1].ID(): true}
+	var from string
+	for _, tp := range clusterSummary(t, c, leader).GetTopologies() {
+		if tp.GetId() == id {
+			from = tp.GetRecoveredFrom()
+		}
+	}
+	if !strings.HasPrefix(from, "supervisor ") || !supIDs[strings.Fields(from)[1]] {
+		t.Fatalf("recovered_from = %q, want one of the supervisors", from)
+	}
+	out, _, code := stormctl(t, "--seeds", strings.Join(testcluster.Addrs(back...), ","), "cluster")
+	if code != 0 || !strings.Contains(out, "code of phoenix ("+id+") recovered from supervisor ") {
+		t.Fatalf("stormctl cluster (exit %d) does not say where the code came from:\n%s", code, out)
+	}
+
+	// Nobody wrote the StormBase; the workers never stopped.
+	_, stormAfter, err := conn.Get("/storm/storms/" + id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stormAfter.Mzxid != stormBefore.Mzxid {
+		t.Fatalf("the StormBase was rewritten during recovery (mzxid %d → %d)", stormBefore.Mzxid, stormAfter.Mzxid)
+	}
+	after, err := runningWorkers(t, conn, id, sups...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for port, pid := range before {
+		if after[port] != pid {
+			t.Fatalf("worker on %d was pid %d, now %d: restarted during recovery", port, pid, after[port])
+		}
+	}
+}
+
+// verifyStore checks p's copy of id as the nimbus does: every file against
+// the meta, the meta against digest, the one ZooKeeper records.
+func verifyStore(t *testing.T, p *testcluster.Process, id string, digest, artifact []byte) {
+	t.Helper()
+	store, err := codedistributor.OpenStore(filepath.Join(p.LocalDir, "nimbus"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Verify(id, digest); err != nil {
+		t.Fatalf("%s: the recovered copy does not verify: %v", p.Name, err)
+	}
+	got, err := os.ReadFile(filepath.Join(store.Dir(id), codedistributor.ArtifactFile))
+	if err != nil || sha256.Sum256(got) != sha256.Sum256(artifact) {
+		t.Fatalf("%s: the recovered artifact differs (%v)", p.Name, err)
+	}
+}
+
+func portOf(t *testing.T, p *testcluster.Process) int {
+	t.Helper()
+	var port int
+	if _, err := fmt.Sscanf(p.Addr()[strings.LastIndex(p.Addr(), ":")+1:], "%d", &port); err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
