@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
 	"github.com/nimbusha/nimbus/leader"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
@@ -112,10 +113,16 @@ func ToStatus(err error) error {
 		}
 		return st.Err()
 	case errors.Is(err, ErrNoLeader), errors.Is(err, ErrCodeStoreUnavailable),
-		errors.Is(err, leader.ErrFenced),
+		errors.Is(err, leader.ErrFenced), errors.Is(err, cluster.ErrUnavailable),
 		errors.Is(err, zk.ErrNoServer), errors.Is(err, zk.ErrSessionExpired), errors.Is(err, zk.ErrClosing):
-		// Nothing was written: safe to retry.
+		// Nothing was written: safe to retry. cluster.ErrUnavailable is
+		// also a read or a write never sent that ZooKeeper could not
+		// answer within the request's deadline.
 		return status.Error(codes.Unavailable, err.Error())
+	case errors.Is(err, cluster.ErrOutcomeUnknown):
+		// A write not answered within the request's deadline: it may
+		// still apply. The message says "outcome unknown" already.
+		return status.Error(codes.Unknown, err.Error())
 	case errors.Is(err, zk.ErrConnectionClosed):
 		// The request was sent and its answer lost: it may have been
 		// applied, so the client must not retry blindly.

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/leader"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 	"github.com/nimbusha/nimbus/validate"
@@ -28,6 +29,9 @@ func TestToStatus(t *testing.T) {
 		{zk.ErrNoServer, codes.Unavailable},
 		{zk.ErrSessionExpired, codes.Unavailable},
 		{zk.ErrConnectionClosed, codes.Unknown}, // may have been applied
+		{fmt.Errorf("kill: %w: read /storms/x", cluster.ErrUnavailable), codes.Unavailable},
+		{fmt.Errorf("kill: %w: fenced write", cluster.ErrOutcomeUnknown), codes.Unknown},
+		{NotCommitted(fmt.Errorf("%w: distribute", cluster.ErrOutcomeUnknown)), codes.Aborted},
 		{errors.New("boom"), codes.Internal},
 		{validate.Invalid("spec.name", "must not be empty"), codes.InvalidArgument},
 		{fmt.Errorf("kill: %w", ErrNotFound), codes.NotFound},
@@ -103,6 +107,9 @@ func TestHTTPStatus(t *testing.T) {
 		// No leader wins over the status of the last attempt it wraps.
 		{fmt.Errorf("%w: %w", ErrNoLeader, status.Error(codes.FailedPrecondition, "not leader")), http.StatusServiceUnavailable},
 		{status.Error(codes.InvalidArgument, "bad"), http.StatusBadRequest},
+		// ZooKeeper too slow for the request's deadline: retry later.
+		{fmt.Errorf("kill: %w: no answer", cluster.ErrUnavailable), http.StatusServiceUnavailable},
+		{status.Error(codes.Unavailable, "cluster: ZooKeeper unavailable"), http.StatusServiceUnavailable},
 		{errors.New("anything else"), http.StatusInternalServerError},
 	} {
 		if got := HTTPStatus(tc.err); got != tc.want {

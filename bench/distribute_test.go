@@ -355,7 +355,7 @@ func watchHolders(ctx context.Context, sess *cluster.Session, start time.Time, n
 			}
 		}
 		if id != "" {
-			if replicas, _, err := codedistributor.Replicas(sess, id, false); err == nil {
+			if replicas, _, err := codedistributor.Replicas(context.Background(), sess, id, false); err == nil {
 				now := time.Since(start)
 				for _, r := range replicas {
 					if p := byAddr[r.Addr]; p != nil {

@@ -65,6 +65,9 @@ type Session struct {
 	// rootCzxid is the creation zxid of the root as last seen (see
 	// NoticeRoot): 0 before the first look, rootMissing when it was gone.
 	rootCzxid atomic.Int64
+	// calls counts the calls Call abandoned that ZooKeeper has not
+	// answered yet (call.go).
+	calls calls
 
 	mu    sync.Mutex
 	state zk.State

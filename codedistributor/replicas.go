@@ -24,10 +24,26 @@ type Replica struct {
 var ErrNoDistribution = errors.New("codedistributor: no code distribution for topology")
 
 // Replicas reads the replicas of a topology from ZooKeeper and, if watch,
-// sets a watch on the list. Unreadable replica nodes are skipped.
-func Replicas(sess *cluster.Session, topologyID string, watch bool) ([]Replica, <-chan zk.Event, error) {
-	conn := sess.Conn()
-	dir := sess.Paths().Distribution(topologyID)
+// sets a watch on the list. Unreadable replica nodes are skipped. It is
+// made on behalf of a request, so it is bounded by ctx's deadline
+// (cluster.Call): a ZooKeeper that does not answer in time gives
+// cluster.ErrUnavailable.
+func Replicas(ctx context.Context, sess *cluster.Session, topologyID string, watch bool) ([]Replica, <-chan zk.Event, error) {
+	type listing struct {
+		replicas []Replica
+		watch    <-chan zk.Event
+	}
+	l, err := cluster.Call(ctx, sess, "list the replicas of "+topologyID, func(conn *zk.Conn) (listing, error) {
+		replicas, ch, err := readReplicas(conn, sess.Paths(), topologyID, watch)
+		return listing{replicas, ch}, err
+	})
+	return l.replicas, l.watch, err
+}
+
+// readReplicas is Replicas on conn, unbounded: one listing, then one Get
+// per replica, pipelined by go-zookeeper.
+func readReplicas(conn *zk.Conn, paths cluster.Paths, topologyID string, watch bool) ([]Replica, <-chan zk.Event, error) {
+	dir := paths.Distribution(topologyID)
 	var (
 		names []string
 		ch    <-chan zk.Event
@@ -60,9 +76,11 @@ func Replicas(sess *cluster.Session, topologyID string, watch bool) ([]Replica, 
 }
 
 // Sources returns, in random order so downloads spread over the replicas,
-// the replicas other than self that hold exactly digest.
+// the replicas other than self that hold exactly digest. Fetches call it,
+// on no request's behalf: it waits for ZooKeeper as long as go-zookeeper
+// does, as it always has.
 func Sources(sess *cluster.Session, topologyID string, digest []byte, self string) ([]string, error) {
-	replicas, _, err := Replicas(sess, topologyID, false)
+	replicas, _, err := readReplicas(sess.Conn(), sess.Paths(), topologyID, false)
 	if err != nil {
 		return nil, err
 	}
@@ -88,10 +106,13 @@ func countMatching(replicas []Replica, digest []byte) int {
 
 // WaitReplication blocks until at least min replicas hold digest, driven
 // by a watch on the replica list, or until ctx ends. It returns the count
-// reached either way; the error is ctx's when it ended first.
+// reached either way; the error is ctx's when it ended first. Each read is
+// bounded by ctx's deadline: when ZooKeeper does not answer in time (the
+// session still up) it returns cluster.ErrUnavailable at once, before the
+// deadline, rather than wait it out.
 func WaitReplication(ctx context.Context, sess *cluster.Session, topologyID string, digest []byte, min int) (int, error) {
 	for {
-		replicas, ch, err := Replicas(sess, topologyID, true)
+		replicas, ch, err := Replicas(ctx, sess, topologyID, true)
 		n := countMatching(replicas, digest)
 		if errors.Is(err, ErrNoDistribution) {
 			return n, err
@@ -99,9 +120,12 @@ func WaitReplication(ctx context.Context, sess *cluster.Session, topologyID stri
 		if err == nil && n >= min {
 			return n, nil
 		}
+		state, _, changed := sess.State()
+		if errors.Is(err, cluster.ErrUnavailable) && state == zk.StateHasSession && ctx.Err() == nil {
+			return n, err // slow, not disconnected: the budget is spent
+		}
 		// A failed read (disconnected) is retried on the next session
 		// change; a watch is armed otherwise.
-		_, _, changed := sess.State()
 		select {
 		case <-ctx.Done():
 			return n, ctx.Err()

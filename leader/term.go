@@ -61,6 +61,29 @@ func (t *Term) Multi(ops ...cluster.Op) ([]zk.MultiResponse, error) {
 	return res, err
 }
 
+// MultiCtx is Multi for a write made on behalf of a request: it is bounded
+// by ctx's deadline (cluster.CallWrite). It fails fast with
+// cluster.ErrUnavailable, nothing sent, without a session or while
+// ZooKeeper is slow; and with cluster.ErrOutcomeUnknown when ZooKeeper does
+// not answer in time, since the write may still apply. A fence found even
+// after the answer was abandoned still ends the term.
+func (t *Term) MultiCtx(ctx context.Context, ops ...cluster.Op) ([]zk.MultiResponse, error) {
+	if t.ctx.Err() != nil {
+		return nil, fmt.Errorf("%w (epoch %d ended)", ErrFenced, t.epoch)
+	}
+	res, err := cluster.CallWrite(ctx, t.sess, "fenced write", func(conn *zk.Conn) ([]zk.MultiResponse, error) {
+		res, err := fencedMulti(conn, t.node, ops...)
+		if errors.Is(err, ErrFenced) {
+			t.cancel()
+		}
+		return res, err
+	})
+	if errors.Is(err, ErrFenced) {
+		return nil, fmt.Errorf("%w (epoch %d)", err, t.epoch)
+	}
+	return res, err
+}
+
 // fencedMulti applies ops only if the lock node exists. Version -1 checks
 // existence only: the node's version is not ours to guard, and its
 // existence alone proves that the session that won the lock is alive and

@@ -3,6 +3,7 @@ package nimbus
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
 )
 
@@ -63,4 +64,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	reg.MustRegister(m.isLeader, m.leaderChanges, m.epoch, m.zkConnected, m.eligibleStandbys, m.codeSent, m.scheduleSeconds,
 		m.unplacedSlots, m.unplacedTopologies)
 	return m
+}
+
+// registerSessionMetrics registers the metrics read from the ZooKeeper
+// session at scrape time.
+func registerSessionMetrics(reg prometheus.Registerer, sess *cluster.Session) {
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "nimbus_zookeeper_abandoned_calls",
+		Help: "ZooKeeper calls made for requests that ZooKeeper did not answer within the request's deadline " +
+			"and that are still out; past cluster.MaxAbandoned (32) new calls fail fast. 0 while ZooKeeper keeps up.",
+	}, func() float64 { return float64(sess.Abandoned()) }))
 }

@@ -193,6 +193,7 @@ func (s *Server) connect(ctx context.Context) (err error) {
 func (s *Server) build() (err error) {
 	cfg := s.cfg
 	s.metrics = newMetrics(s.reg)
+	registerSessionMetrics(s.reg, s.sess)
 	s.sightings = newSightings(s.reg, time.Now())
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	encodings := newSharedEncodings()

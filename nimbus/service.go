@@ -272,7 +272,9 @@ func (s *service) transition(ctx context.Context, name string, act auth.Action, 
 
 // transitionOf is transition with an edit that depends on the topology's
 // id and stored spec (its conf's message timeout: actionWait), which it
-// shares with authorize.
+// shares with authorize. Its ZooKeeper calls are bounded by ctx's deadline:
+// a read ZooKeeper does not answer in time is UNAVAILABLE (nothing
+// written), a write UNKNOWN (it may still apply).
 func (s *service) transitionOf(ctx context.Context, name string, act auth.Action, editOf func(id string, spec storedSpec) change) error {
 	term, err := s.leaderTerm(ctx)
 	if err != nil {
@@ -289,7 +291,7 @@ func (s *service) transitionOf(ctx context.Context, name string, act auth.Action
 	edit := editOf(id, spec)
 	path := s.sess.Paths().Storm(id)
 	for range 3 {
-		data, stat, err := s.sess.Conn().Get(path)
+		data, stat, err := s.readStorm(ctx, path)
 		if errors.Is(err, zk.ErrNoNode) {
 			return fmt.Errorf("%w: %q", apierr.ErrNotFound, name) // removed meanwhile
 		}
@@ -311,7 +313,7 @@ func (s *service) transitionOf(ctx context.Context, name string, act auth.Action
 			base.Epoch = term.Epoch()
 			op = s.sess.Ops().SetStorm(id, base, stat.Version)
 		}
-		_, err = term.Multi(op)
+		_, err = term.MultiCtx(ctx, op)
 		if errors.Is(err, zk.ErrNoNode) {
 			return fmt.Errorf("%w: %q", apierr.ErrNotFound, name)
 		}
@@ -320,4 +322,17 @@ func (s *service) transitionOf(ctx context.Context, name string, act auth.Action
 		}
 	}
 	return fmt.Errorf("nimbus: %s changed three times during the update; try again", name)
+}
+
+// readStorm reads a StormBase node afresh, bounded by ctx's deadline.
+func (s *service) readStorm(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
+	type node struct {
+		data []byte
+		stat *zk.Stat
+	}
+	n, err := cluster.Call(ctx, s.sess, "read "+path, func(conn *zk.Conn) (node, error) {
+		data, stat, err := conn.Get(path)
+		return node{data, stat}, err
+	})
+	return n.data, n.stat, err
 }

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/nimbusha/nimbus/apierr"
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
@@ -92,7 +94,7 @@ func (s *service) submit(stream nimbusv1.NimbusService_SubmitTopologyServer) (*n
 	defer os.RemoveAll(tmp) // a no-op once installed
 	// 5. An id. The submission is pending from here until the commit: the
 	// leader loop removes the distribution of any submission that is not.
-	id, err := s.newTopologyID(spec.GetName())
+	id, err := s.newTopologyID(ctx, spec.GetName())
 	if err != nil {
 		return nil, apierr.NotCommitted(err)
 	}
@@ -117,7 +119,7 @@ func (s *service) submit(stream nimbusv1.NimbusService_SubmitTopologyServer) (*n
 		return nil, err
 	}
 	// 8. Committed: from here the topology exists.
-	if err := s.commit(term, spec, id, digest); err != nil {
+	if err := s.commit(ctx, term, spec, id, digest); err != nil {
 		return nil, err
 	}
 	s.awaitCached(ctx, id)
@@ -205,8 +207,11 @@ func (s *service) storeCode(ctx context.Context, id, tmp string, files []*cluste
 // one as a replica too), and waits for the replicas; see waitReplication.
 func (s *service) distribute(ctx context.Context, term *leader.Term, spec *nimbusv1.TopologySpec, id string, digest []byte, log *slog.Logger) (count int, timedOut bool, err error) {
 	dist := &clusterv1.CodeDistribution{CodeMetaDigest: digest, Epoch: term.Epoch(), CreatedUnixMs: time.Now().UnixMilli()}
-	if _, err := term.Multi(s.sess.Ops().CreateDistribution(id, dist)); err != nil {
-		// Nothing in ZooKeeper will lead anyone to the stored code.
+	if _, err := term.MultiCtx(ctx, s.sess.Ops().CreateDistribution(id, dist)); err != nil {
+		// Nothing in ZooKeeper will lead anyone to the stored code. A
+		// create ZooKeeper did not answer in time may still apply; the
+		// leader loop removes it once this submission is no longer
+		// pending, so ABORTED stays true.
 		s.cleanupBackend(id, log)
 		return 0, false, apierr.NotCommitted(err)
 	}
@@ -214,13 +219,16 @@ func (s *service) distribute(ctx context.Context, term *leader.Term, spec *nimbu
 }
 
 // commit writes the topology's StormBase, once no topology has its name.
-func (s *service) commit(term *leader.Term, spec *nimbusv1.TopologySpec, id string, digest []byte) error {
-	if err := s.checkNameFree(spec.GetName()); err != nil {
+// Both are bounded by ctx's deadline.
+func (s *service) commit(ctx context.Context, term *leader.Term, spec *nimbusv1.TopologySpec, id string, digest []byte) error {
+	if err := s.checkNameFree(ctx, spec.GetName()); err != nil {
 		return err
 	}
 	base := newStormBase(spec, digest, term.Epoch(), time.Now())
-	if _, err := term.Multi(s.sess.Ops().CreateStorm(id, base)); err != nil {
-		if errors.Is(err, leader.ErrFenced) {
+	if _, err := term.MultiCtx(ctx, s.sess.Ops().CreateStorm(id, base)); err != nil {
+		// Fenced, or never sent (no session, ZooKeeper slow): surely not
+		// committed.
+		if errors.Is(err, leader.ErrFenced) || errors.Is(err, cluster.ErrUnavailable) {
 			return apierr.NotCommitted(err)
 		}
 		// The commit may have been applied (a lost answer): say so, and
@@ -270,9 +278,14 @@ func (s *service) reserveName(name string) (release func(), err error) {
 
 // checkNameFree checks, against a fresh read of /storms, that no topology
 // has the name: a new leader's cache can lag the writes of the last one.
-// Topology ids begin with the name, so the listing suffices.
-func (s *service) checkNameFree(name string) error {
-	ids, _, err := s.sess.Conn().Children(s.sess.Paths().Storms())
+// Topology ids begin with the name, so the listing suffices. The read is
+// bounded by ctx's deadline.
+func (s *service) checkNameFree(ctx context.Context, name string) error {
+	dir := s.sess.Paths().Storms()
+	ids, err := cluster.Call(ctx, s.sess, "list "+dir, func(conn *zk.Conn) ([]string, error) {
+		ids, _, err := conn.Children(dir)
+		return ids, err
+	})
 	if err != nil {
 		return apierr.NotCommitted(err)
 	}
@@ -364,9 +377,13 @@ func (s *service) receiveArtifactOf(stream nimbusv1.NimbusService_SubmitTopology
 // newTopologyID builds <name>-<counter>-<launch-secs>. The counter is the
 // child version of /code-distributor, which every submission's distribution
 // bumps (committed or not) and only the leader changes: unique across
-// leaders without a counter node.
-func (s *service) newTopologyID(name string) (string, error) {
-	_, stat, err := s.sess.Conn().Exists(s.sess.Paths().CodeDistributor())
+// leaders without a counter node. The read is bounded by ctx's deadline.
+func (s *service) newTopologyID(ctx context.Context, name string) (string, error) {
+	dir := s.sess.Paths().CodeDistributor()
+	stat, err := cluster.Call(ctx, s.sess, "stat "+dir, func(conn *zk.Conn) (*zk.Stat, error) {
+		_, stat, err := conn.Exists(dir)
+		return stat, err
+	})
 	if err != nil {
 		return "", err
 	}

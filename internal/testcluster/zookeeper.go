@@ -52,8 +52,9 @@ type ZooKeeper struct {
 	dir  string // zoo.cfg, data/, zookeeper.log
 	addr string
 
-	mu      sync.Mutex // serialises Start and Stop
+	mu      sync.Mutex // serialises Start, Stop, Pause and Resume
 	cmd     *exec.Cmd  // nil when stopped
+	paused  bool       // SIGSTOPped by Pause
 	exited  chan struct{}
 	exitErr error // set before exited is closed
 }
@@ -134,6 +135,7 @@ func (z *ZooKeeper) Stop() {
 		return
 	}
 	pid := z.cmd.Process.Pid
+	z.resumeLocked() // a stopped JVM would not act on SIGTERM
 	select {
 	case <-z.exited: // already gone: its group may be too
 	default:
@@ -146,6 +148,40 @@ func (z *ZooKeeper) Stop() {
 		}
 	}
 	z.cmd, z.exited = nil, nil
+}
+
+// Pause stops the server's process group with SIGSTOP: its connections
+// stay open and accept bytes, but nothing answers, as with a server stuck
+// in a long GC pause or a frozen VM. Clients notice only when their
+// receive timeout (2/3 of the session timeout) passes. Resume undoes it;
+// Stop and the test's cleanup resume a paused server first. It fails the
+// test if the server is not running.
+func (z *ZooKeeper) Pause() {
+	z.t.Helper()
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.cmd == nil {
+		z.t.Fatalf("testcluster: pause %s: not running", z.name)
+	}
+	signalGroup(z.cmd.Process.Pid, syscall.SIGSTOP)
+	z.paused = true
+}
+
+// Resume continues a server Pause stopped (SIGCONT to its process group).
+// It returns at once; the server answers what queued meanwhile.
+func (z *ZooKeeper) Resume() {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	z.resumeLocked()
+}
+
+// resumeLocked sends SIGCONT if the server is paused; z.mu is held.
+func (z *ZooKeeper) resumeLocked() {
+	if z.cmd == nil || !z.paused {
+		return
+	}
+	signalGroup(z.cmd.Process.Pid, syscall.SIGCONT)
+	z.paused = false
 }
 
 // Mode asks the server with the four-letter word srvr and returns its mode:
