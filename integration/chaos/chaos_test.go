@@ -48,6 +48,7 @@ type daemon struct {
 	port    int           // a nimbus's gRPC port
 	session time.Duration // a nimbus's own session, if not the cluster's
 	slots   []int         // a supervisor's worker ports
+	opts    []testcluster.DaemonOption
 
 	mu       sync.Mutex
 	p        *testcluster.Process
@@ -75,10 +76,11 @@ func (d *daemon) start(nimbusArgs []string) error {
 		if d.session != 0 { // the last flag wins over the cluster's
 			nimbusArgs = append(slices.Clone(nimbusArgs), "--storm.zookeeper.session.timeout", d.session.String())
 		}
-		p, err = d.cluster.StartNimbus(testcluster.WithName(name), testcluster.WithPort(d.port),
-			testcluster.WithLocalDir(d.local), testcluster.WithArgs(nimbusArgs...))
+		p, err = d.cluster.StartNimbus(append([]testcluster.DaemonOption{testcluster.WithName(name), testcluster.WithPort(d.port),
+			testcluster.WithLocalDir(d.local), testcluster.WithArgs(nimbusArgs...)}, d.opts...)...)
 	} else {
-		p, err = d.cluster.StartSupervisor(testcluster.WithName(name), testcluster.WithSlots(d.slots...), testcluster.WithLocalDir(d.local))
+		p, err = d.cluster.StartSupervisor(append([]testcluster.DaemonOption{testcluster.WithName(name),
+			testcluster.WithSlots(d.slots...), testcluster.WithLocalDir(d.local)}, d.opts...)...)
 	}
 	if err != nil {
 		return fmt.Errorf("start %s: %w", d.name, err)
@@ -99,6 +101,7 @@ type run struct {
 	set        settings
 	proxies    []*testcluster.Proxy // between nimbuses[2] and ZooKeeper, one per server
 	supProxies []*testcluster.Proxy // between sups[2] and ZooKeeper, one per server
+	peers      *testcluster.PeerNet // between nimbuses; nil where it cannot run
 	nimbuses   []*daemon
 	sups       []*daemon
 	nimbusArgs []string
@@ -235,8 +238,17 @@ func newRun(t *testing.T, set settings) *run {
 	var nimbusZK, supZK string
 	r.proxies, nimbusZK = proxied()
 	r.supProxies, supZK = proxied()
+	if err := testcluster.PeerNetAvailable(); err != nil {
+		t.Logf("chaos: no %s faults: %v", cutPeersName, err)
+	} else {
+		r.peers = testcluster.NewPeerNet(t, 3)
+	}
 	cluster := func(sub, zkConnect string) *testcluster.Cluster {
-		return testcluster.New(t, zkConnect, testcluster.WithSessionTimeout(session), testcluster.WithDir(filepath.Join(dir, sub)))
+		opts := []testcluster.ClusterOption{testcluster.WithSessionTimeout(session), testcluster.WithDir(filepath.Join(dir, sub))}
+		if r.peers != nil {
+			opts = append(opts, testcluster.WithBinaries(r.peers.Binaries()))
+		}
+		return testcluster.New(t, zkConnect, opts...)
 	}
 	direct := cluster("direct", r.ens.ConnectString())
 	cuttable := cluster("proxied", nimbusZK)
@@ -252,6 +264,9 @@ func newRun(t *testing.T, set settings) *run {
 		d := &daemon{name: name, cluster: c, local: filepath.Join(dir, name), port: ports[i]}
 		if i == 0 {
 			d.session = longSession
+		}
+		if r.peers != nil {
+			d.opts = []testcluster.DaemonOption{testcluster.WithArgs("--nimbus.host", r.peers.Name(i)), testcluster.WithEnv(r.peers.Env(i))}
 		}
 		r.nimbuses = append(r.nimbuses, d)
 		seeds = append(seeds, net.JoinHostPort("127.0.0.1", strconv.Itoa(d.port)))
@@ -272,6 +287,9 @@ func newRun(t *testing.T, set settings) *run {
 			c = cuttableSup
 		}
 		d := &daemon{name: name, cluster: c, local: filepath.Join(dir, name), slots: ports[3+i*slotsEach : 3+(i+1)*slotsEach]}
+		if r.peers != nil {
+			d.opts = []testcluster.DaemonOption{testcluster.WithEnv(r.peers.Env(-1))}
+		}
 		if err := d.start(nil); err != nil {
 			t.Fatal(err)
 		}
@@ -282,7 +300,11 @@ func newRun(t *testing.T, set settings) *run {
 	}
 	r.conn = testcluster.ConnectZooKeeper(t, 10*time.Second, r.ens.Addrs()...)
 	var err error
-	if r.client, err = client.New(seeds); err != nil {
+	var sdk []client.Option
+	if r.peers != nil { // the leader's address it is sent to is a name only the daemons know
+		sdk = append(sdk, client.WithDialOptions(grpc.WithContextDialer(r.peers.Dial)))
+	}
+	if r.client, err = client.New(seeds, sdk...); err != nil {
 		t.Fatal(err)
 	}
 	for _, addr := range seeds {
@@ -318,6 +340,9 @@ func (r *run) restart(d *daemon) {
 func (r *run) heal() {
 	restoreProxies(r.proxies)
 	restoreProxies(r.supProxies)
+	if r.peers != nil {
+		r.peers.Restore()
+	}
 	r.ens.StartAll()
 	for _, d := range append(append([]*daemon{}, r.nimbuses...), r.sups...) {
 		p := d.proc()

@@ -25,9 +25,16 @@
 // assignment that had stood for 3 s must keep running, the same process
 // (invariant 7). With CHAOS_WIPE_ALL=1, the code of every nimbus is also
 // wiped at the same moment (wipe-all-nimbus-code): off by default until
-// nimbuses fetch code back from supervisors (issue 21, item 1). A nimbus
-// cut from the other nimbuses is not injected: every nimbus advertises the
-// address it listens on, so no proxy can stand between nimbuses.
+// nimbuses fetch code back from supervisors (issue 21, item 1).
+//
+// A nimbus is cut from the other two nimbuses for 2 to 8 s, both ways, or
+// only its calls to them, or only theirs to it, while it keeps ZooKeeper
+// and its clients (testcluster.PeerNet): each nimbus advertises a host name
+// and listens on every interface, and runs in a mount namespace of its own
+// whose /etc/hosts resolves each peer to a loopback address kept for the
+// pair (127.x.i.j); a cut is a blackhole route to that address. The fault
+// needs root, unshare and ip; without them the run says so and leaves it
+// out. The test's own clients resolve every nimbus to 127.0.0.1.
 //
 // After each fault the injector flips the canary until a leader accepts
 // the write: the time from the fault's end to then is the run's recovery

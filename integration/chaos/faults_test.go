@@ -51,6 +51,9 @@ func (r *run) faultKinds() ([]fault, error) {
 		{"cut-nimbus-from-zookeeper-one-way", r.cutNimbusOneWay},
 		{"cut-supervisor-from-zookeeper", r.cutSupervisor},
 	}
+	if r.peers != nil {
+		all = append(all, fault{cutPeersName, r.cutNimbusFromPeers})
+	}
 	if r.set.wipeAll {
 		all = append(all, fault{wipeAllName, r.wipeAllCode})
 	}
@@ -59,7 +62,8 @@ func (r *run) faultKinds() ([]fault, error) {
 	}
 	for _, k := range r.set.kinds {
 		if !slices.ContainsFunc(all, func(f fault) bool { return f.name == k }) {
-			return nil, fmt.Errorf("CHAOS_FAULT_KINDS: no fault %q (with CHAOS_WIPE_ALL=1 for %s)", k, wipeAllName)
+			return nil, fmt.Errorf("CHAOS_FAULT_KINDS: no fault %q here (%s needs CHAOS_WIPE_ALL=1; %s needs root, unshare and ip)",
+				k, wipeAllName, cutPeersName)
 		}
 	}
 	return slices.DeleteFunc(all, func(f fault) bool { return !slices.Contains(r.set.kinds, f.name) }), nil

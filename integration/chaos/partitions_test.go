@@ -19,6 +19,40 @@ import (
 // the nimbuses to fetch code back from supervisors (issue 21, item 1).
 const wipeAllName = "wipe-all-nimbus-code"
 
+// cutPeersName is the fault that cuts a nimbus from the other nimbuses
+// (testcluster.PeerNet), where the machine allows it.
+const cutPeersName = "cut-nimbus-from-nimbuses"
+
+// cutNimbusFromPeers cuts one nimbus from the other two for 2 to 8 s,
+// while it keeps ZooKeeper and its clients: both ways, or only its calls
+// to them, or only theirs to it (drawn from the seed). Cut from the
+// others, a leader can no longer be fetched from nor watched by their
+// health streams, and a follower can fetch from nobody.
+func (r *run) cutNimbusFromPeers() {
+	i := r.rng.IntN(len(r.nimbuses))
+	way := r.rng.IntN(3)
+	hold := time.Duration(2000+r.rng.IntN(6000)) * time.Millisecond
+	what := []string{"both ways", "its calls to them only", "their calls to it only"}[way]
+	r.t.Logf("chaos: %s cut from the other nimbuses (%s) for %s", r.nimbuses[i].name, what, hold)
+	for j := range r.nimbuses {
+		if j == i {
+			continue
+		}
+		var err error
+		if way != 2 {
+			err = r.peers.Cut(i, j)
+		}
+		if way != 1 && err == nil {
+			err = r.peers.Cut(j, i)
+		}
+		if err != nil {
+			r.t.Errorf("chaos: %v", err)
+		}
+	}
+	r.hold(hold)
+	r.peers.Restore()
+}
+
 // cutProxies cuts ps: closes their connections (a reset) or, when silent,
 // black-holes both directions (a partition nobody is told of).
 func cutProxies(ps []*testcluster.Proxy, silent bool) {
