@@ -44,8 +44,9 @@ type PeerNet struct {
 	cut map[string]bool // blackholed addresses
 }
 
-// PeerNetAvailable says why PeerNet cannot run here, or nil if it can: it needs
-// root, unshare and ip, and a mount namespace of its own must be possible.
+// PeerNetAvailable says why PeerNet cannot run here, or nil if it can: it
+// needs root, a mount namespace of its own (unshare) and a route of its own
+// (ip).
 func PeerNetAvailable() error {
 	if os.Geteuid() != 0 {
 		return errors.New("testcluster: PeerNet needs root (mount namespaces, routes)")
@@ -58,6 +59,11 @@ func PeerNetAvailable() error {
 	if out, err := exec.Command("unshare", "--mount", "--propagation", "private", "true").CombinedOutput(); err != nil {
 		return fmt.Errorf("testcluster: PeerNet: unshare --mount: %v: %s", err, out)
 	}
+	probe := fmt.Sprintf("127.%d.255.255/32", 100+os.Getpid()%100)
+	if out, err := exec.Command("ip", "route", "add", "blackhole", probe, "table", "local").CombinedOutput(); err != nil {
+		return fmt.Errorf("testcluster: PeerNet: ip route add blackhole: %v: %s", err, out)
+	}
+	_ = exec.Command("ip", "route", "del", "blackhole", probe, "table", "local").Run()
 	return nil
 }
 
