@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"sync/atomic"
@@ -68,7 +69,7 @@ func NewDirCache[M proto.Message](sess *Session, dir string, newMsg func() M, lo
 		loaded:  make(chan struct{}),
 		refresh: make(chan struct{}, 1),
 	}
-	c.snap.Store(&dirState[M]{children: map[string]M{}, unreadable: map[string]bool{}})
+	c.snap.Store(&dirState[M]{children: map[string]M{}, unreadable: map[string]bool{}, versions: map[string]int32{}})
 	return c
 }
 
@@ -76,6 +77,7 @@ func NewDirCache[M proto.Message](sess *Session, dir string, newMsg func() M, lo
 type dirState[M proto.Message] struct {
 	children   map[string]M
 	unreadable map[string]bool
+	versions   map[string]int32 // each child's data version as read
 	gen        uint64
 }
 
@@ -125,3 +127,60 @@ func (c *DirCache[M]) Loaded() <-chan struct{} { return c.loaded }
 
 // Changed returns a channel that is closed at the next change.
 func (c *DirCache[M]) Changed() <-chan struct{} { return c.changes.Changed() }
+
+// Version returns the data version of child name's node as the cache last
+// read it, as of the last Snapshot; false if the cache holds no read of it.
+func (c *DirCache[M]) Version(name string) (int32, bool) {
+	v, ok := c.snap.Load().versions[name]
+	return v, ok
+}
+
+// AwaitVersion blocks until the cache has read child name at version v or
+// later, or no longer lists it, and reports true; it reports false when
+// ctx's deadline, less the margin Call keeps, or stop comes first. It lets
+// a writer of a node the cache already held answer only once the cache
+// shows its write (read-your-writes): ZooKeeper orders a node's changes, so
+// a cache that lost the node saw it deleted after the write.
+func (c *DirCache[M]) AwaitVersion(ctx context.Context, stop <-chan struct{}, name string, v int32) bool {
+	return c.await(ctx, stop, func(st *dirState[M]) bool {
+		got, ok := st.versions[name]
+		_, listed := st.children[name]
+		return (ok && got >= v) || !listed
+	})
+}
+
+// AwaitChild blocks until the cache lists child name, and reports true; it
+// reports false when ctx's deadline, less the margin Call keeps, or stop
+// comes first. A creator waits with it until the cache shows its node.
+func (c *DirCache[M]) AwaitChild(ctx context.Context, stop <-chan struct{}, name string) bool {
+	return c.await(ctx, stop, func(st *dirState[M]) bool {
+		_, ok := st.children[name]
+		return ok
+	})
+}
+
+// await waits until done holds for a published state, within ctx's budget
+// (budgetOf) and until stop.
+func (c *DirCache[M]) await(ctx context.Context, stop <-chan struct{}, done func(*dirState[M]) bool) bool {
+	var expired <-chan time.Time
+	if budget, ok := budgetOf(ctx); ok {
+		timer := time.NewTimer(budget)
+		defer timer.Stop()
+		expired = timer.C
+	}
+	for {
+		changed := c.Changed() // before the state: no publish goes unseen
+		if done(c.snap.Load()) {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-expired:
+			return false
+		case <-ctx.Done():
+			return false
+		case <-stop:
+			return false
+		}
+	}
+}

@@ -27,6 +27,7 @@ func (c *DirCache[M]) Run(ctx context.Context) error {
 	w := &dirWatch[M]{
 		c: c, ctx: ctx, conn: c.sess.Conn(), fired: make(chan watchFired, 64),
 		childWatched: map[string]uint64{}, current: map[string]M{}, unreadable: map[string]bool{},
+		versions: map[string]int32{},
 	}
 	defer w.forwarders.Wait()
 	defer cancel()
@@ -34,7 +35,7 @@ func (c *DirCache[M]) Run(ctx context.Context) error {
 		dirty, err := w.refresh()
 		missing := errors.Is(err, errDirMissing)
 		if dirty && (err == nil || missing) {
-			c.publish(w.current, w.unreadable)
+			c.publish(w.current, w.unreadable, w.versions)
 		}
 		var retry <-chan time.Time
 		switch {
@@ -86,6 +87,7 @@ type dirWatch[M proto.Message] struct {
 	gen          uint64            // the last generation given
 	current      map[string]M      // payloads, as published
 	unreadable   map[string]bool   // children whose payload does not decode
+	versions     map[string]int32  // each child's data version as last read
 	bad          int               // unreadable children logged this pass
 }
 
@@ -126,6 +128,7 @@ func (w *dirWatch[M]) list() (dirty bool, err error) {
 		w.listed, w.dirCzxid = nil, 0
 		clear(w.current)
 		clear(w.unreadable)
+		clear(w.versions)
 		clear(w.childWatched)
 		return dirty, errDirMissing
 	}
@@ -154,6 +157,7 @@ func (w *dirWatch[M]) list() (dirty bool, err error) {
 		if !alive[name] {
 			delete(w.current, name)
 			delete(w.unreadable, name)
+			delete(w.versions, name)
 		}
 	}
 	return true, nil
@@ -178,6 +182,7 @@ func (w *dirWatch[M]) readChildren() (dirty bool, err error) {
 			// its relist reads the name again if it comes back.
 			delete(w.current, name)
 			delete(w.unreadable, name)
+			delete(w.versions, name)
 			if gone == nil {
 				gone = map[string]bool{}
 			}
@@ -205,6 +210,11 @@ func (w *dirWatch[M]) take(name string, r childRead) {
 	w.childWatched[name] = w.gen
 	if r.watch != nil {
 		w.forward(r.watch, watchFired{name, w.gen})
+	}
+	if r.err == nil {
+		// Even a payload that does not decode is this version, read:
+		// AwaitVersion waits for reads, not for good payloads.
+		w.versions[name] = r.version
 	}
 	p := c.dir + "/" + name
 	m := c.newMsg()
@@ -318,9 +328,10 @@ func replacedSince(last, now map[string]bool, czxid int64, cversion int32, stat 
 
 // childRead is the outcome of reading one child.
 type childRead struct {
-	data  []byte
-	watch <-chan zk.Event // nil for a MembersOnly cache
-	err   error
+	data    []byte
+	version int32           // the node's data version
+	watch   <-chan zk.Event // nil for a MembersOnly cache
+	err     error
 }
 
 // readChildren reads the named children, up to maxReadsInFlight at once,
@@ -332,10 +343,14 @@ func (c *DirCache[M]) readChildren(conn *zk.Conn, names []string) []childRead {
 	for i, name := range names {
 		g.Go(func() error {
 			r, p := &out[i], c.dir+"/"+name
+			var stat *zk.Stat
 			if c.members {
-				r.data, _, r.err = conn.Get(p)
+				r.data, stat, r.err = conn.Get(p)
 			} else {
-				r.data, _, r.watch, r.err = conn.GetW(p)
+				r.data, stat, r.watch, r.err = conn.GetW(p)
+			}
+			if r.err == nil {
+				r.version = stat.Version
 			}
 			return nil
 		})
@@ -345,8 +360,9 @@ func (c *DirCache[M]) readChildren(conn *zk.Conn, names []string) []childRead {
 }
 
 // publish makes the state the cache's snapshot and wakes its readers.
-func (c *DirCache[M]) publish(current map[string]M, unreadable map[string]bool) {
-	c.snap.Store(&dirState[M]{children: maps.Clone(current), unreadable: maps.Clone(unreadable), gen: c.snap.Load().gen + 1})
+func (c *DirCache[M]) publish(current map[string]M, unreadable map[string]bool, versions map[string]int32) {
+	c.snap.Store(&dirState[M]{children: maps.Clone(current), unreadable: maps.Clone(unreadable), versions: maps.Clone(versions),
+		gen: c.snap.Load().gen + 1})
 	c.changes.Notify()
 	if !notify.Closed(c.loaded) {
 		close(c.loaded)

@@ -274,7 +274,9 @@ func (s *service) transition(ctx context.Context, name string, act auth.Action, 
 // id and stored spec (its conf's message timeout: actionWait), which it
 // shares with authorize. Its ZooKeeper calls are bounded by ctx's deadline:
 // a read ZooKeeper does not answer in time is UNAVAILABLE (nothing
-// written), a write UNKNOWN (it may still apply).
+// written), a write UNKNOWN (it may still apply). Once the write is
+// acknowledged it answers only when this nimbus's cache shows it, so a read
+// here after the answer sees it (awaitStormVersion).
 func (s *service) transitionOf(ctx context.Context, name string, act auth.Action, editOf func(id string, spec storedSpec) change) error {
 	term, err := s.leaderTerm(ctx)
 	if err != nil {
@@ -313,9 +315,13 @@ func (s *service) transitionOf(ctx context.Context, name string, act auth.Action
 			base.Epoch = term.Epoch()
 			op = s.sess.Ops().SetStorm(id, base, stat.Version)
 		}
-		_, err = term.MultiCtx(ctx, op)
+		res, err := term.MultiCtx(ctx, op)
 		if errors.Is(err, zk.ErrNoNode) {
 			return fmt.Errorf("%w: %q", apierr.ErrNotFound, name)
+		}
+		if err == nil {
+			s.awaitStormVersion(ctx, term, id, writtenVersion(res, stat.Version, changed))
+			return nil
 		}
 		if !errors.Is(err, zk.ErrBadVersion) {
 			return err
@@ -335,4 +341,29 @@ func (s *service) readStorm(ctx context.Context, path string) ([]byte, *zk.Stat,
 		return node{data, stat}, err
 	})
 	return n.data, n.stat, err
+}
+
+// writtenVersion is the version of the StormBase a transition's fenced
+// write left: the version the set returned, or read+1 (the write checked
+// read); read itself when nothing changed.
+func writtenVersion(res []zk.MultiResponse, read int32, changed bool) int32 {
+	if !changed {
+		return read
+	}
+	if len(res) > 0 && res[0].Stat != nil && res[0].Stat.Version > read {
+		return res[0].Stat.Version
+	}
+	return read + 1
+}
+
+// awaitStormVersion waits until this nimbus's /storms cache has read
+// topology id at version v (or seen it deleted since), within the
+// request's deadline and while term lasts: read-your-writes at the leader.
+// The write is acknowledged either way; a cache still behind when the
+// deadline nears is logged, not failed.
+func (s *service) awaitStormVersion(ctx context.Context, term *leader.Term, id string, v int32) {
+	if !s.view.storms.AwaitVersion(ctx, term.Done(), id, v) {
+		got, _ := s.view.storms.Version(id)
+		s.log.Info("answering before the cache shows the write", "topology", id, "version", v, "cached_version", got)
+	}
 }

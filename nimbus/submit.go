@@ -122,7 +122,7 @@ func (s *service) submit(stream nimbusv1.NimbusService_SubmitTopologyServer) (*n
 	if err := s.commit(ctx, term, spec, id, digest); err != nil {
 		return nil, err
 	}
-	s.awaitCached(ctx, id)
+	s.awaitCached(ctx, term, id)
 	log.Info("topology submitted", "name", spec.GetName(), "bytes", files[0].GetSize(),
 		"replicas", count, "replication_wait_timed_out", timedOut)
 	return &nimbusv1.SubmitTopologyResponse{TopologyId: id, ReplicationCount: int32(count), ReplicationWaitTimedOut: timedOut}, nil
@@ -238,22 +238,13 @@ func (s *service) commit(ctx context.Context, term *leader.Term, spec *nimbusv1.
 	return nil
 }
 
-// awaitCached waits, briefly, until this nimbus's cache shows the new
-// topology, so a client reading from the leader right after the answer
-// sees what it submitted. Other nimbuses follow within a watch round trip.
-func (s *service) awaitCached(ctx context.Context, id string) {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	for {
-		changed := s.view.storms.Changed()
-		if _, ok := s.view.storms.Snapshot()[id]; ok {
-			return
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return
-		}
+// awaitCached waits until this nimbus's cache shows the new topology, so a
+// client reading from the leader right after the answer sees what it
+// submitted (read-your-writes), within the client's deadline and while
+// the term lasts. Other nimbuses follow within a watch round trip.
+func (s *service) awaitCached(ctx context.Context, term *leader.Term, id string) {
+	if !s.view.storms.AwaitChild(ctx, term.Done(), id) {
+		s.log.Info("answering before the cache shows the submission", "topology", id)
 	}
 }
 
