@@ -323,3 +323,13 @@ func (c *Client) GetNimbusConfig(ctx context.Context) (*nimbusv1.GetNimbusConfig
 		return api.GetNimbusConfig(ctx, &nimbusv1.GetNimbusConfigRequest{}, opts...)
 	})
 }
+
+// ForgetTopology removes a topology marked LOST (its code held by no
+// nimbus and no supervisor), by name or id, with reason for the audit log.
+// Any nimbus answers, with or without a leader: it is not sent to the
+// leader, and NOT_LEADER is never followed. Needs nimbus.admins.
+func (c *Client) ForgetTopology(ctx context.Context, name, reason string) (*nimbusv1.ForgetTopologyResponse, error) {
+	return readAny(ctx, c, "ForgetTopology", func(ctx context.Context, api nimbusv1.NimbusServiceClient, opts ...grpc.CallOption) (*nimbusv1.ForgetTopologyResponse, error) {
+		return api.ForgetTopology(ctx, &nimbusv1.ForgetTopologyRequest{Name: name, Reason: reason}, opts...)
+	})
+}

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"fmt"
+
 	"github.com/go-zookeeper/zk"
 	"google.golang.org/protobuf/proto"
 
@@ -57,6 +59,11 @@ func (o Ops) CheckStorm(id string, version int32) Op {
 // DeleteStorm removes a topology's StormBase.
 func (o Ops) DeleteStorm(id string) Op { return del(o.paths.Storm(id)) }
 
+// DeleteStormAt removes a topology's StormBase if it is still at version.
+func (o Ops) DeleteStormAt(id string, version int32) Op {
+	return Op{&zk.DeleteRequest{Path: o.paths.Storm(id), Version: version}}
+}
+
 // CreateAssignment writes a topology's first assignment.
 func (o Ops) CreateAssignment(id string, a *clusterv1.Assignment) Op {
 	return o.create(o.paths.Assignment(id), a)
@@ -69,6 +76,16 @@ func (o Ops) SetAssignment(id string, a *clusterv1.Assignment) Op {
 
 // DeleteAssignment removes a topology's assignment.
 func (o Ops) DeleteAssignment(id string) Op { return del(o.paths.Assignment(id)) }
+
+// CreateLost marks a topology LOST. Any nimbus may, unfenced: a mark only
+// lifts a block and is undone by whoever holds the code again.
+func (o Ops) CreateLost(id string, m *clusterv1.LostMark) Op { return o.create(o.paths.Lost(id), m) }
+
+// DeleteLost removes a topology's LOST mark if it is still at version
+// (AnyVersion: whatever it is).
+func (o Ops) DeleteLost(id string, version int32) Op {
+	return Op{&zk.DeleteRequest{Path: o.paths.Lost(id), Version: version}}
+}
 
 // CreateDistribution asks every nimbus to hold a topology's code.
 func (o Ops) CreateDistribution(id string, d *clusterv1.CodeDistribution) Op {
@@ -83,4 +100,23 @@ func (o Ops) DeleteDistribution(id string, replicas []string) []Op {
 		ops = append(ops, del(o.paths.Replica(id, r)))
 	}
 	return append(ops, del(o.paths.Distribution(id)))
+}
+
+// Multi applies ops atomically, unfenced: for the writes any nimbus may
+// make (ForgetTopology without a leader), guarded by the versions the ops
+// check. The error names the first operation that failed.
+func Multi(conn *zk.Conn, ops ...Op) ([]zk.MultiResponse, error) {
+	reqs := make([]any, len(ops))
+	for i, op := range ops {
+		reqs[i] = op.Request()
+	}
+	res, err := conn.Multi(reqs...)
+	if err != nil {
+		for i, r := range res {
+			if r.Error != nil {
+				return res, fmt.Errorf("cluster: multi op %d: %w", i, r.Error)
+			}
+		}
+	}
+	return res, err
 }

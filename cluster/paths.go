@@ -56,6 +56,13 @@ func (p Paths) Supervisors() string { return p.Root + "/supervisors" }
 // Supervisor is one supervisor's registration and heartbeat node.
 func (p Paths) Supervisor(id string) string { return p.Supervisors() + "/" + id }
 
+// LostDir is the directory of LOST marks, by topology: topologies whose
+// code no nimbus and no supervisor holds, which block no leadership.
+func (p Paths) LostDir() string { return p.Root + "/lost" }
+
+// Lost is one topology's LOST mark.
+func (p Paths) Lost(id string) string { return p.LostDir() + "/" + id }
+
 // LockNodeSuffix precedes the sequence number of a lock node:
 // <protected-prefix>-lock-<seq>.
 const LockNodeSuffix = "lock-"

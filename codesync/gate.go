@@ -21,6 +21,8 @@ type Gate struct {
 	Store   *codedistributor.Store
 	// Storms is the cache of /storms: what Eligible need not read again.
 	Storms *cluster.DirCache[*clusterv1.StormBase]
+	// Lost is the cache of /lost (lost.go); nil: no topology is LOST.
+	Lost *cluster.DirCache[*clusterv1.LostMark]
 }
 
 // Eligible checks, against a fresh read of /storms (a cache may lag the
@@ -56,23 +58,38 @@ func (g Gate) Eligible() error {
 		}
 		storms[id] = base
 	}
-	if missing := g.Missing(storms); len(missing) > 0 {
+	marks, err := g.readMarks()
+	if err != nil {
+		return err
+	}
+	if missing := g.missing(storms, marks); len(missing) > 0 {
 		return fmt.Errorf("codesync: no verified code for %d active topologies: %v", len(missing), missing)
 	}
 	return nil
 }
 
 // Missing lists the topologies of storms whose code this nimbus lacks,
+// sorted, by the cache of LOST marks.
+func (g Gate) Missing(storms map[string]*clusterv1.StormBase) []string {
+	var marks map[string]*clusterv1.LostMark
+	if g.Lost != nil {
+		marks = g.Lost.Snapshot()
+	}
+	return g.missing(storms, marks)
+}
+
+// missing lists the topologies of storms whose code this nimbus lacks,
 // sorted. A leader needs the code of every topology except those being
-// killed (it only removes them). A StormBase that never decoded (garbage
+// killed (it only removes them) and those marked LOST (lost.go). A StormBase that never decoded (garbage
 // or an empty node, logged by the cache) names no code to hold and nothing
 // a leader could schedule: it is skipped, or one junk node would take
 // every nimbus out of the leader queue. A copy found corrupt is left to
 // the Syncer, whose own check finds it so too, and fetches it again.
-func (g Gate) Missing(storms map[string]*clusterv1.StormBase) []string {
+func (g Gate) missing(storms map[string]*clusterv1.StormBase, marks map[string]*clusterv1.LostMark) []string {
+	lost := LostMarks(storms, marks)
 	var missing []string
 	for id, base := range storms {
-		if base == nil || base.GetStatus() == clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED {
+		if base == nil || base.GetStatus() == clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED || lost[id] != nil {
 			continue
 		}
 		if err := g.Store.Verify(id, base.GetCodeMetaDigest()); err != nil {

@@ -45,7 +45,10 @@ type Config struct {
 	// fetch find no replica, before it counts as stuck and is logged at
 	// WARN (catchup.go): topology.max.replication.wait.time.sec.
 	CatchUpWait time.Duration
-	Logger      *slog.Logger
+	// LostGrace is nimbus.code.lost.grace.secs: how long code may be held
+	// nowhere before it is marked LOST (lost.go); 0 never marks.
+	LostGrace time.Duration
+	Logger    *slog.Logger
 }
 
 // Syncer keeps the local store in step with the cluster. New starts
@@ -170,6 +173,10 @@ func (s *Syncer) Run(ctx context.Context) error {
 		// Taken before what they announce is read: no change goes unseen.
 		storms, replicas := s.cfg.Storms.Changed(), s.cfg.Replicas.Changed()
 		election, reported := s.cfg.Election.Changed(), s.cfg.Store.Reported()
+		var lost <-chan struct{} // a mark lifts or restores a block
+		if s.cfg.Lost != nil {
+			lost = s.cfg.Lost.Changed()
+		}
 
 		wanted := s.wanted()
 		r.holdOrFetch(wanted)
@@ -189,6 +196,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 		case <-replicas:
 		case <-election: // a failed Eligible withdrew it, say
 		case <-reported: // a copy found corrupt: verify it again
+		case <-lost:
 		case <-s.wake:
 		case <-sweep.C:
 		case <-stuck:
@@ -243,6 +251,7 @@ func (r *run) register(id string, digest []byte) *task {
 	}
 	path := r.cfg.Session.Paths().Replica(id, r.self)
 	r.wg.Go(func() {
+		r.unmarkLost(ctx, id)
 		cluster.KeepEphemeral(ctx, r.cfg.Session, path, cluster.Encode(info), r.log, nil)
 	})
 	r.log.Info("replica of topology", "topology", id, "digest", codedistributor.Hex(digest)[:16])
@@ -346,6 +355,7 @@ func (s *Syncer) removeUnwanted(wanted map[string][]byte) {
 func (s *Syncer) fetch(ctx context.Context, id string, digest []byte) error {
 	backoff := minBackoff
 	began := time.Now()
+	nowhere := s.newHeldNowhere()
 	for {
 		// Taken first, so a replica registering during the attempt counts.
 		replicasChanged, supervisorsChanged := s.cfg.Replicas.Changed(), s.supervisorsChanged()
@@ -356,14 +366,18 @@ func (s *Syncer) fetch(ctx context.Context, id string, digest []byte) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if nowhere.observe(err, time.Now()) {
+			s.markLost(id, digest, nowhere)
+		}
+		wait := nowhere.wait(backoff, time.Now())
 		s.log.Log(ctx, fetchFailureLevel(err, time.Since(began), s.cfg.CatchUpWait),
-			"cannot fetch code yet; retrying", "topology", id, "err", err, "retry_in", backoff)
+			"cannot fetch code yet; retrying", "topology", id, "err", err, "retry_in", wait)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-replicasChanged:
 		case <-supervisorsChanged:
-		case <-time.After(backoff):
+		case <-time.After(wait):
 			backoff = min(2*backoff, maxBackoff)
 		}
 	}

@@ -30,6 +30,7 @@ const (
 	KeyMaxReplicationWait     = "topology.max.replication.wait.time.sec"
 	KeyTopologyMessageTimeout = "topology.message.timeout.secs"
 	KeyCodeSyncFreq           = "nimbus.code.sync.freq.secs"
+	KeyCodeLostGrace          = "nimbus.code.lost.grace.secs"
 	KeyMonitorFreq            = "nimbus.monitor.freq.secs"
 	KeySupervisorTimeout      = "nimbus.supervisor.timeout.secs"
 	KeySupervisorSlotsPorts   = "supervisor.slots.ports"
@@ -107,6 +108,7 @@ const (
 	DefaultMaxReplicationWaitSecs = 60
 	DefaultTopologyMessageTimeout = 30 * time.Second
 	DefaultCodeSyncFreq           = 120 * time.Second
+	DefaultCodeLostGraceSecs      = 300
 	DefaultMonitorFreq            = 10 * time.Second
 	DefaultSupervisorTimeout      = 60 * time.Second
 	DefaultSupervisorHeartbeat    = 5 * time.Second
@@ -201,6 +203,7 @@ type Config struct {
 	CodeDistributorClass   string        // storm.codedistributor.class
 	MinReplicationCount    int           // topology.min.replication.count
 	MaxReplicationWaitSecs int           // topology.max.replication.wait.time.sec: -1 = forever; see MaxReplicationWait
+	CodeLostGraceSecs      int           // nimbus.code.lost.grace.secs: -1 = never mark LOST; see CodeLostGrace
 	TopologyMessageTimeout time.Duration // topology.message.timeout.secs
 	CodeSyncFreq           time.Duration // nimbus.code.sync.freq.secs
 	MonitorFreq            time.Duration // nimbus.monitor.freq.secs
@@ -281,6 +284,7 @@ func Default() *Config {
 		CodeDistributorClass:    DefaultCodeDistributorClass,
 		MinReplicationCount:     DefaultMinReplicationCount,
 		MaxReplicationWaitSecs:  DefaultMaxReplicationWaitSecs,
+		CodeLostGraceSecs:       DefaultCodeLostGraceSecs,
 		TopologyMessageTimeout:  DefaultTopologyMessageTimeout,
 		CodeSyncFreq:            DefaultCodeSyncFreq,
 		MonitorFreq:             DefaultMonitorFreq,
@@ -347,6 +351,7 @@ var fields = []field{
 	{KeyCodeDistributorClass, 0, "code distributor: localfs (the default), hdfs or bittorrent", func(c *Config) any { return &c.CodeDistributorClass }},
 	{KeyMinReplicationCount, 0, "nimbuses that must hold a topology's code before it is active", func(c *Config) any { return &c.MinReplicationCount }},
 	{KeyMaxReplicationWait, 0, "seconds to wait for min replication (-1 = forever)", func(c *Config) any { return &c.MaxReplicationWaitSecs }},
+	{KeyCodeLostGrace, 0, "seconds a topology's code may be held by no nimbus and no supervisor before it is marked LOST (-1 = never)", func(c *Config) any { return &c.CodeLostGraceSecs }},
 	{KeyTopologyMessageTimeout, time.Second, "default topology message timeout (secs or a duration)", func(c *Config) any { return &c.TopologyMessageTimeout }},
 	{KeyCodeSyncFreq, time.Second, "how often a non-leader syncs missing code (secs or a duration)", func(c *Config) any { return &c.CodeSyncFreq }},
 	{KeyMonitorFreq, time.Second, "how often the leader checks assignments (secs or a duration)", func(c *Config) any { return &c.MonitorFreq }},
@@ -400,7 +405,7 @@ func NimbusFlagKeys() []string {
 	return []string{
 		KeyZKServers, KeyZKPort, KeyZKRoot, KeyZKSessionTimeout, KeyZKConnectionTimeout, KeyLocalDir,
 		KeyNimbusHost, KeyNimbusGRPCPort, KeyNimbusMetricsPort, KeyUIPort, KeyUIHost, KeyUIActionsEnabled, KeyCodeDistributorClass, KeyLogLevel, KeyLogFormat,
-		KeyMinReplicationCount, KeyMaxReplicationWait, KeyCodeSyncFreq, KeyNimbusMaxArtifactBytes, KeyTopologyMessageTimeout,
+		KeyMinReplicationCount, KeyMaxReplicationWait, KeyCodeSyncFreq, KeyCodeLostGrace, KeyNimbusMaxArtifactBytes, KeyTopologyMessageTimeout,
 		KeyMonitorFreq, KeySupervisorTimeout, KeyBittorrentPort, KeyBittorrentTrackerURL,
 		KeyBittorrentMaxUpload, KeyBittorrentMaxDownload, KeyBittorrentSeedPeers,
 		KeyTLSEnable, KeyTLSCert, KeyTLSKey, KeyTLSTruststore, KeyTLSClientAuthRequired, KeyTLSPrincipal,
@@ -478,6 +483,15 @@ func (c *Config) MaxReplicationWait() (wait time.Duration, forever bool) {
 		return 0, true
 	}
 	return time.Duration(c.MaxReplicationWaitSecs) * time.Second, false
+}
+
+// CodeLostGrace returns nimbus.code.lost.grace.secs as a duration, or
+// never=true when it is -1.
+func (c *Config) CodeLostGrace() (grace time.Duration, never bool) {
+	if c.CodeLostGraceSecs == WaitForever {
+		return 0, true
+	}
+	return time.Duration(c.CodeLostGraceSecs) * time.Second, false
 }
 
 func withPorts(entries []string, defaultPort int) []string {

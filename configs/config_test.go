@@ -465,6 +465,8 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{KeyCodeDistributorClass, func(c *Config) { c.CodeDistributorClass = "local fs" }},
 		{KeyMinReplicationCount, func(c *Config) { c.MinReplicationCount = 0 }},
 		{KeyMaxReplicationWait, func(c *Config) { c.MaxReplicationWaitSecs = -2 }},
+		{KeyCodeLostGrace, func(c *Config) { c.CodeLostGraceSecs = 0 }},
+		{KeyCodeLostGrace, func(c *Config) { c.CodeLostGraceSecs = -2 }},
 		{KeyTopologyMessageTimeout, func(c *Config) { c.TopologyMessageTimeout = 0 }},
 		{KeyCodeSyncFreq, func(c *Config) { c.CodeSyncFreq = 0 }},
 		{KeyMonitorFreq, func(c *Config) { c.MonitorFreq = 0 }},

@@ -80,6 +80,9 @@ func (c *Config) Validate() error {
 	if c.MinReplicationCount < 1 {
 		add(invalid(KeyMinReplicationCount, "%d is less than 1", c.MinReplicationCount))
 	}
+	if c.CodeLostGraceSecs < WaitForever || c.CodeLostGraceSecs == 0 {
+		add(invalid(KeyCodeLostGrace, "%d is neither positive nor -1 (-1 never marks a topology LOST)", c.CodeLostGraceSecs))
+	}
 	if c.MaxReplicationWaitSecs < WaitForever {
 		add(invalid(KeyMaxReplicationWait, "%d is less than -1 (-1 waits forever)", c.MaxReplicationWaitSecs))
 	}

@@ -21,7 +21,9 @@ import (
 func TestCodeRecoveredFromSupervisors(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
 	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(3*time.Second))
-	args := testcluster.WithArgs("--nimbus.monitor.freq.secs", "1", "--topology.min.replication.count", "2")
+	// A grace of 1 s: code a supervisor holds must never be marked LOST.
+	args := testcluster.WithArgs("--nimbus.monitor.freq.secs", "1", "--topology.min.replication.count", "2",
+		"--nimbus.code.lost.grace.secs", "1")
 	ps := c.StartNimbuses(t, 2, args)
 	c.WaitLeader(t, ps, 10*time.Second)
 	sups := c.StartSupervisors(t, 2)
@@ -86,7 +88,13 @@ func TestCodeRecoveredFromSupervisors(t *testing.T) {
 		t.Fatalf("stormctl cluster (exit %d) does not say where the code came from:\n%s", code, out)
 	}
 
-	// Nobody wrote the StormBase; the workers never stopped.
+	// Nobody wrote the StormBase or marked it LOST; the workers never
+	// stopped.
+	for _, p := range back {
+		if strings.Contains(logText(t, p), "topology marked LOST") {
+			t.Fatalf("%s marked the topology LOST although supervisors hold its code", p.Name)
+		}
+	}
 	_, stormAfter, err := conn.Get("/storm/storms/" + id)
 	if err != nil {
 		t.Fatal(err)

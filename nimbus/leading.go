@@ -176,6 +176,11 @@ func (d *duties) removeTopology(id string) error {
 	} else if ok {
 		extra = append(extra, ops.DeleteAssignment(id))
 	}
+	if ok, _, err := conn.Exists(paths.Lost(id)); err != nil {
+		return err
+	} else if ok {
+		extra = append(extra, ops.DeleteLost(id, cluster.AnyVersion))
+	}
 	if err := d.deleteDistribution(id, extra...); err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nimbusha/nimbus/assign"
 	"github.com/nimbusha/nimbus/cluster"
+	"github.com/nimbusha/nimbus/codesync"
 	"github.com/nimbusha/nimbus/configs"
 	"github.com/nimbusha/nimbus/leader"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
@@ -59,11 +60,11 @@ func newScheduler() *scheduler {
 // slots (package assign decides) and writes, fenced, every assignment that
 // changed, and every one whose node holds garbage. Killed and rebalancing
 // topologies keep their assignment (and slots) until their wait ends; so
-// does a topology whose StormBase is unreadable. It returns how many
-// assignments it wrote.
+// does a topology whose StormBase is unreadable, or that is LOST. It
+// returns how many assignments it wrote.
 func (s *Server) schedule(term *leader.Term, sch *scheduler) (int, error) {
 	now := time.Now()
-	storms := s.view.storms.Snapshot()
+	storms := withoutLost(s.view.storms.Snapshot(), s.view.lost.Snapshot())
 	current := sch.current(storms, s.view.assignments.Snapshot())
 	unreadable := s.view.assignments.Unreadable()
 	sups, hosts := sch.liveSupervisors(s.view.supervisors.Snapshot(), now, s.cfg.SupervisorTimeout)
@@ -156,6 +157,22 @@ func (sch *scheduler) liveSupervisors(registered map[string]*clusterv1.Superviso
 		hosts[id] = info.GetHost()
 	}
 	return live, hosts
+}
+
+// withoutLost is storms with the LOST topologies' StormBases left out
+// (nil), as if unreadable: the leader has no code to schedule them with,
+// so they keep their assignment and slots as they are. The cache's map is
+// copied only if one is LOST.
+func withoutLost(storms map[string]*clusterv1.StormBase, marks map[string]*clusterv1.LostMark) map[string]*clusterv1.StormBase {
+	lost := codesync.LostMarks(storms, marks)
+	if len(lost) == 0 {
+		return storms
+	}
+	out := maps.Clone(storms)
+	for id := range lost {
+		out[id] = nil
+	}
+	return out
 }
 
 // topologies returns what the scheduler places, sorted by id, which of

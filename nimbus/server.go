@@ -183,7 +183,7 @@ func (s *Server) connect(ctx context.Context) (err error) {
 	}
 	s.lc.OnClose(s.sess.Close) // last: its ephemeral nodes go with it
 	paths := s.sess.Paths()
-	if err := s.sess.EnsureDirs(paths.LeaderLock(), paths.Nimbuses(), paths.Storms(), paths.CodeDistributor(), paths.Assignments(), paths.Supervisors()); err != nil {
+	if err := s.sess.EnsureDirs(paths.LeaderLock(), paths.Nimbuses(), paths.Storms(), paths.CodeDistributor(), paths.Assignments(), paths.Supervisors(), paths.LostDir()); err != nil {
 		return fmt.Errorf("nimbus: %w", err)
 	}
 	return nil
@@ -198,6 +198,7 @@ func (s *Server) build() (err error) {
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	encodings := newSharedEncodings()
 	s.view = newView(s.sess, s.cfg.SupervisorHeartbeat, encodings.share, s.base)
+	registerLostMetrics(s.reg, s.view)
 
 	peers := codedistributor.NewPeers(s.tls.ClientCredentials())
 	s.lc.OnClose(peers.Close)
@@ -211,7 +212,7 @@ func (s *Server) build() (err error) {
 	// The gate of invariant 6: a nimbus that wins the lock leads only if
 	// it holds every active topology's code, checked afresh; the syncer
 	// keeps it queued only while it holds them.
-	gate := codesync.Gate{Session: s.sess, Store: s.store, Storms: s.view.storms}
+	gate := codesync.Gate{Session: s.sess, Store: s.store, Storms: s.view.storms, Lost: s.view.lost}
 	s.election = leader.New(leader.Config{Session: s.sess, Self: s.self, Eligible: gate.Eligible, Logger: s.base})
 	s.syncer = codesync.New(codesync.Config{
 		Gate:        gate,
@@ -222,6 +223,7 @@ func (s *Server) build() (err error) {
 		Election:    s.election,
 		SweepEvery:  cfg.CodeSyncFreq,
 		CatchUpWait: replicationLogWait(cfg),
+		LostGrace:   lostGrace(cfg),
 		Logger:      s.base,
 	})
 

@@ -30,6 +30,7 @@ type view struct {
 	// /supervisors and /assignments, by supervisor and topology id.
 	supervisors *cluster.DirCache[*clusterv1.SupervisorInfo]
 	assignments *cluster.DirCache[*clusterv1.Assignment]
+	lost        *cluster.DirCache[*clusterv1.LostMark] // codesync/lost.go
 	now         func() time.Time
 	// beats has reads refresh the supervisors' payloads (workers.go).
 	beats *heartbeatReads
@@ -55,14 +56,14 @@ type built[M proto.Message] struct {
 // viewKey identifies the caches' state and the second a summary was built
 // in: equal keys give equal summaries.
 type viewKey struct {
-	nimbuses, locks, storms, replicas, supervisors, assignments uint64
-	second                                                      int64
+	nimbuses, locks, storms, replicas, supervisors, assignments, lost uint64
+	second                                                            int64
 }
 
 func (v *view) key() viewKey {
 	return viewKey{
 		nimbuses: v.nimbuses.Gen(), locks: v.locks.Gen(), storms: v.storms.Gen(), replicas: v.replicas.Gen(),
-		supervisors: v.supervisors.Gen(), assignments: v.assignments.Gen(), second: v.now().Unix(),
+		supervisors: v.supervisors.Gen(), assignments: v.assignments.Gen(), lost: v.lost.Gen(), second: v.now().Unix(),
 	}
 }
 
@@ -107,6 +108,8 @@ func newView(sess *cluster.Session, heartbeat time.Duration, share func(m, old p
 			func() *clusterv1.SupervisorInfo { return new(clusterv1.SupervisorInfo) }, log).Recreate().MembersOnly(),
 		assignments: cluster.NewDirCache(sess, paths.Assignments(),
 			func() *clusterv1.Assignment { return new(clusterv1.Assignment) }, log).Recreate(),
+		lost: cluster.NewDirCache(sess, paths.LostDir(),
+			func() *clusterv1.LostMark { return new(clusterv1.LostMark) }, log).Recreate(),
 		now:   time.Now,
 		beats: &heartbeatReads{every: heartbeat},
 		share: share,
@@ -117,7 +120,7 @@ func newView(sess *cluster.Session, heartbeat time.Duration, share func(m, old p
 
 // caches are the view's caches, to Run.
 func (v *view) caches() []interface{ Run(context.Context) error } {
-	return []interface{ Run(context.Context) error }{v.nimbuses, v.locks, v.storms, v.replicas, v.supervisors, v.assignments}
+	return []interface{ Run(context.Context) error }{v.nimbuses, v.locks, v.storms, v.replicas, v.supervisors, v.assignments, v.lost}
 }
 
 // leaderInfo is GetLeader's answer, shared: callers must not modify it.
@@ -194,12 +197,16 @@ func (v *view) clusterSummary() *nimbusv1.ClusterSummary {
 			countWorkers(t, base, assignedWorkers(id, assignments[id], sups, idx, false))
 		}
 		c.Topologies = append(c.Topologies, t)
-		if t.ReplicationCount == 0 && base != nil { // unreadable ones block nothing (codesync)
+		switch {
+		case t.LostReason != "": // blocks nothing (codesync)
+			c.LostTopologies = append(c.LostTopologies, id)
+		case t.ReplicationCount == 0 && base != nil: // unreadable ones block nothing (codesync)
 			c.LeadershipBlockedBy = append(c.LeadershipBlockedBy, id)
 		}
 	}
 	sort.Slice(c.Topologies, func(i, j int) bool { return c.Topologies[i].Name < c.Topologies[j].Name })
 	sort.Strings(c.LeadershipBlockedBy)
+	sort.Strings(c.LostTopologies)
 	used := usedSlots(assignments)
 	for id, info := range sups {
 		if info == nil {
@@ -312,6 +319,14 @@ func nimbusInfo(r *clusterv1.ReplicaInfo) *clusterv1.NimbusInfo {
 	return &clusterv1.NimbusInfo{Host: r.GetHost(), Port: r.GetPort()}
 }
 
+// lostMark is the LOST mark of topology id (base), if one applies.
+func (v *view) lostMark(id string, base *clusterv1.StormBase) *clusterv1.LostMark {
+	if m := v.lost.Snapshot()[id]; m != nil && bytes.Equal(m.GetCodeMetaDigest(), base.GetCodeMetaDigest()) {
+		return m
+	}
+	return nil
+}
+
 func (v *view) topologySummary(id string, base *clusterv1.StormBase) *nimbusv1.TopologySummary {
 	t := &nimbusv1.TopologySummary{Id: id}
 	if base == nil {
@@ -323,6 +338,9 @@ func (v *view) topologySummary(id string, base *clusterv1.StormBase) *nimbusv1.T
 	}
 	if launch := base.GetLaunchTimeUnixSecs(); launch > 0 {
 		t.UptimeSecs = int64(v.now().Sub(time.Unix(launch, 0)) / time.Second)
+	}
+	if mark := v.lostMark(id, base); mark != nil {
+		t.LostReason, t.LostSinceUnixMs = mark.GetReason(), mark.GetSinceUnixMs()
 	}
 	replicas := v.replicaAddrs(id, base.GetCodeMetaDigest())
 	t.ReplicationCount = int32(len(replicas))

@@ -232,6 +232,26 @@ func Kill(req *nimbusv1.KillTopologyRequest) error {
 	return checkWaitSecs(req.WaitSecs)
 }
 
+// maxForgetReason bounds ForgetTopology's reason: an audit line, not a
+// document.
+const maxForgetReason = 512
+
+// Forget checks a ForgetTopology request: a topology name or id (ids are
+// valid names), and a short printable reason.
+func Forget(req *nimbusv1.ForgetTopologyRequest) error {
+	if err := TopologyName("name", req.GetName()); err != nil && TopologyID("name", req.GetName()) != nil {
+		return err
+	}
+	r := req.GetReason()
+	if len(r) > maxForgetReason {
+		return Invalid("reason", "is %d bytes; at most %d", len(r), maxForgetReason)
+	}
+	if !utf8.ValidString(r) || strings.ContainsFunc(r, unicode.IsControl) {
+		return Invalid("reason", "must be printable UTF-8 on one line")
+	}
+	return nil
+}
+
 func Activate(req *nimbusv1.ActivateTopologyRequest) error {
 	return TopologyName("name", req.GetName())
 }

@@ -238,8 +238,12 @@ func writeTopologyList(w io.Writer, ts []*nimbusv1.TopologySummary) error {
 // "active, 1/2 workers failing" (in backoff: exited or refused, waiting to
 // restart), "active, 1/2 workers starting" (not running yet, and not
 // failing), "active, lacks 1 slot" (not enough free slots to place it in
-// full). A killed or rebalancing topology is just that.
+// full). A killed or rebalancing topology is just that; a LOST one says
+// so, with why.
 func topologyStatus(t *nimbusv1.TopologySummary) string {
+	if reason := t.GetLostReason(); reason != "" {
+		return "LOST (" + reason + ")"
+	}
 	status := statusName(t.GetStatus())
 	switch t.GetStatus() {
 	case clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED, clusterv1.TopologyStatus_TOPOLOGY_STATUS_REBALANCING:

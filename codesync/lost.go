@@ -1,0 +1,132 @@
+package codesync
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/nimbusha/nimbus/cluster"
+	"github.com/nimbusha/nimbus/codedistributor"
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
+)
+
+// A topology whose code no nimbus and no supervisor holds would keep every
+// nimbus out of the leader queue for good (invariant 6). After
+// nimbus.code.lost.grace.secs of finding it held nowhere, a nimbus marks it
+// LOST in /lost/<id>: the mark lifts the block, and the leader neither
+// schedules it nor forgets it. Any nimbus that holds the code again
+// deletes the mark; only ForgetTopology removes the topology. A mark is
+// bound to the code's digest, so a mark for other code is ignored.
+
+// LostMarks returns the marks of lost that apply to storms: the topology
+// is there, decodable, and the mark is for the code it names.
+func LostMarks(storms map[string]*clusterv1.StormBase, lost map[string]*clusterv1.LostMark) map[string]*clusterv1.LostMark {
+	out := map[string]*clusterv1.LostMark{}
+	for id, mark := range lost {
+		if base := storms[id]; base != nil && mark != nil && bytes.Equal(mark.GetCodeMetaDigest(), base.GetCodeMetaDigest()) {
+			out[id] = mark
+		}
+	}
+	return out
+}
+
+// readMarks reads /lost afresh: Eligible must not lead on a mark that a
+// nimbus holding the code has already deleted.
+func (g Gate) readMarks() (map[string]*clusterv1.LostMark, error) {
+	conn := g.Session.Conn()
+	dir := g.Session.Paths().LostDir()
+	ids, _, err := conn.Children(dir)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("codesync: cannot list %s: %w", dir, err)
+	}
+	marks := make(map[string]*clusterv1.LostMark, len(ids))
+	for _, id := range ids {
+		path := g.Session.Paths().Lost(id)
+		data, _, err := conn.Get(path)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("codesync: cannot read %s: %w", path, err)
+		}
+		mark := new(clusterv1.LostMark)
+		if cluster.Decode(path, data, mark) == nil {
+			marks[id] = mark
+		}
+	}
+	return marks, nil
+}
+
+// heldNowhere is one fetch loop's record of how long the code it fetches
+// has been held by no nimbus and no supervisor.
+type heldNowhere struct {
+	grace  time.Duration // 0: never mark
+	since  time.Time     // zero: not in a spell
+	marked bool
+}
+
+func (s *Syncer) newHeldNowhere() *heldNowhere { return &heldNowhere{grace: s.cfg.LostGrace} }
+
+// observe records a fetch attempt's outcome. Any other outcome than
+// ErrHeldNowhere ends the spell: a source that answered, a failure to read
+// ZooKeeper (an outage is no evidence), a source that failed. It says
+// whether the spell has lasted the grace, and the mark is due.
+func (h *heldNowhere) observe(err error, now time.Time) (due bool) {
+	if !errors.Is(err, codedistributor.ErrHeldNowhere) {
+		h.since, h.marked = time.Time{}, false
+		return false
+	}
+	if h.since.IsZero() {
+		h.since = now
+	}
+	return h.grace > 0 && !h.marked && now.Sub(h.since) >= h.grace
+}
+
+// wait caps a retry's backoff so the attempt that may mark comes on time.
+func (h *heldNowhere) wait(backoff time.Duration, now time.Time) time.Duration {
+	if h.grace == 0 || h.marked || h.since.IsZero() {
+		return backoff
+	}
+	return max(min(backoff, h.since.Add(h.grace).Sub(now)), 0)
+}
+
+// markLost writes the LOST mark of id; one there already is fine.
+func (s *Syncer) markLost(id string, digest []byte, h *heldNowhere) {
+	mark := &clusterv1.LostMark{
+		CodeMetaDigest: digest, SinceUnixMs: h.since.UnixMilli(), MarkedBy: s.self,
+		Reason: fmt.Sprintf("no nimbus and no supervisor has held its code (meta %s) for %v",
+			codedistributor.Hex(digest)[:16], h.grace),
+	}
+	_, err := s.cfg.Session.Conn().Create(s.cfg.Session.Paths().Lost(id), cluster.Encode(mark), 0, s.cfg.Session.ACL())
+	switch {
+	case err == nil:
+		s.log.Warn("topology marked LOST: it no longer blocks leadership and is not scheduled; a nimbus that gets its code back unmarks it, stormctl admin forget removes it",
+			"topology", id, "reason", mark.GetReason())
+	case errors.Is(err, zk.ErrNodeExists):
+	default:
+		s.log.Warn("cannot mark a topology LOST; will retry", "topology", id, "err", err)
+		return
+	}
+	h.marked = true
+}
+
+// unmarkLost deletes id's LOST mark, if the cache shows one: this nimbus
+// holds the code.
+func (s *Syncer) unmarkLost(ctx context.Context, id string) {
+	if s.cfg.Lost == nil || s.cfg.Lost.Snapshot()[id] == nil {
+		return
+	}
+	err := s.cfg.Session.Conn().Delete(s.cfg.Session.Paths().Lost(id), cluster.AnyVersion)
+	if err == nil {
+		s.log.Info("topology no longer LOST: this nimbus holds its code", "topology", id)
+	} else if !errors.Is(err, zk.ErrNoNode) && ctx.Err() == nil {
+		s.log.Warn("cannot remove a LOST mark", "topology", id, "err", err)
+	}
+}

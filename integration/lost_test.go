@@ -1,0 +1,115 @@
+package integration
+
+import (
+	"crypto/rand"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/nimbusha/nimbus/cluster"
+	"github.com/nimbusha/nimbus/internal/testcluster"
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
+)
+
+// Issue 21, item 2: a StormBase whose code exists nowhere (67 bytes
+// written by hand) would keep every nimbus out of the leader queue. After
+// nimbus.code.lost.grace.secs it is marked LOST: a leader returns, list,
+// cluster and the metrics say LOST, and admin forget removes it, also
+// when no nimbus leads.
+func TestGhostTopologyIsMarkedLostAndForgotten(t *testing.T) {
+	z := testcluster.StartZooKeeper(t)
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(3*time.Second))
+	p := c.StartNimbuses(t, 1, testcluster.WithArgs("--nimbus.code.lost.grace.secs", "2"))[0]
+	c.WaitLeader(t, []*testcluster.Process{p}, 10*time.Second)
+	keeper := submit(t, newClient(t, c, p), "keeper", randomBytes(t, 1000)).GetTopologyId()
+	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
+	seeds := []string{"--seeds", p.Addr()}
+
+	ghost := writeGhost(t, conn, "ghost")
+	testcluster.WaitFor(t, 30*time.Second, "the ghost marked LOST and a leader again", func() error {
+		cs := clusterSummary(t, c, p)
+		if !slices.Equal(cs.GetLostTopologies(), []string{ghost}) || len(cs.GetLeadershipBlockedBy()) > 0 {
+			return fmt.Errorf("lost %v, blocked by %v", cs.GetLostTopologies(), cs.GetLeadershipBlockedBy())
+		}
+		if n := cs.GetNimbuses(); len(n) != 1 || !n[0].GetIsLeader() {
+			return fmt.Errorf("no leader: %v", n)
+		}
+		return nil
+	})
+	if out, _, code := stormctl(t, append(seeds, "list")...); code != 0 || !strings.Contains(out, "LOST (no nimbus and no supervisor has held its code") {
+		t.Fatalf("stormctl list (exit %d) does not show the ghost LOST:\n%s", code, out)
+	}
+	if out, _, code := stormctl(t, append(seeds, "cluster")...); code != 0 || !strings.Contains(out, "LOST: ghost ("+ghost+")") {
+		t.Fatalf("stormctl cluster (exit %d) does not show the ghost LOST:\n%s", code, out)
+	}
+	if m, err := p.Metrics(); err != nil || !strings.Contains(m, "\nnimbus_topologies_lost 1\n") {
+		t.Fatalf("nimbus_topologies_lost is not 1 (%v)", err)
+	}
+	_, errOut, code := stormctl(t, append(seeds, "admin", "forget", "keeper")...)
+	if code == 0 || !strings.Contains(errOut, "is not LOST") {
+		t.Fatalf("admin forget of a topology that is not LOST: exit %d, %q", code, errOut)
+	}
+
+	// No leader: the nimbus comes back with marking off, and a second
+	// ghost that nobody marks keeps it out of the queue.
+	if err := p.Stop(syscall.SIGTERM, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.StartNimbus(testcluster.WithLocalDir(p.LocalDir), testcluster.WithPort(portOf(t, p)),
+		testcluster.WithArgs("--nimbus.code.lost.grace.secs", "-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocker := writeGhost(t, conn, "blocker")
+	testcluster.WaitFor(t, 20*time.Second, "no leader, blocked by the second ghost", func() error {
+		cs := clusterSummary(t, c, p)
+		if !slices.Equal(cs.GetLeadershipBlockedBy(), []string{blocker}) || cs.GetNimbuses()[0].GetIsLeader() {
+			return fmt.Errorf("blocked by %v, nimbuses %v", cs.GetLeadershipBlockedBy(), cs.GetNimbuses())
+		}
+		return nil
+	})
+	out, errOut, code := stormctl(t, append(seeds, "admin", "forget", "ghost", "--reason", "disk lost in the 2026 flood")...)
+	if code != 0 || !strings.Contains(out, "forgot ghost ("+ghost+"), without a leader's fence") {
+		t.Fatalf("admin forget without a leader: exit %d, %q %q", code, out, errOut)
+	}
+	for _, path := range []string{"/storm/storms/" + ghost, "/storm/lost/" + ghost} {
+		if ok, _, err := conn.Exists(path); err != nil || ok {
+			t.Fatalf("%s still exists after forget (%v)", path, err)
+		}
+	}
+	if _, _, code := stormctl(t, append(seeds, "admin", "forget", "blocker")...); code == 0 {
+		t.Fatal("admin forget of an unmarked ghost succeeded")
+	}
+	if ok, _, err := conn.Exists("/storm/storms/" + keeper); err != nil || !ok {
+		t.Fatalf("keeper is gone (%v)", err)
+	}
+	testcluster.WaitFor(t, 5*time.Second, "the forget audited", func() error {
+		if log := logText(t, p); !strings.Contains(log, `"action":"forget"`) || !strings.Contains(log, "disk lost in the 2026 flood") {
+			return fmt.Errorf("no audit line and reason for the forget")
+		}
+		return nil
+	})
+}
+
+// writeGhost writes, by hand, an ACTIVE StormBase for code that exists
+// nowhere, and returns its id.
+func writeGhost(t *testing.T, conn *zk.Conn, name string) string {
+	t.Helper()
+	digest := make([]byte, 32)
+	if _, err := rand.Read(digest); err != nil {
+		t.Fatal(err)
+	}
+	id := name + "-1-" + strconv.FormatInt(time.Now().Unix(), 10)
+	base := &clusterv1.StormBase{Name: name, Status: clusterv1.TopologyStatus_TOPOLOGY_STATUS_ACTIVE, NumWorkers: 1,
+		CodeMetaDigest: digest, LaunchTimeUnixSecs: time.Now().Unix(), Owner: "nobody"}
+	if _, err := conn.Create("/storm/storms/"+id, cluster.Encode(base), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
