@@ -173,8 +173,11 @@ func TestChaos(t *testing.T) {
 	}
 	r.canary()
 	r.samples[0] = r.sample()
-	ctx, stop := context.WithCancel(t.Context())
-	if set.faults == 0 {
+	var ctx context.Context
+	var stop context.CancelFunc
+	if set.faults > 0 { // until inject has injected that many
+		ctx, stop = context.WithCancel(t.Context())
+	} else {
 		ctx, stop = context.WithTimeout(t.Context(), set.duration)
 	}
 	defer stop()

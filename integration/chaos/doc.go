@@ -19,8 +19,8 @@
 // and thrown away, nobody told), drawn from the seed. The faults: nimbus-3
 // cut from one or two of the three servers for 1 to 7 s (the others still
 // serve it); nimbus-3's traffic to, or from, every server black-holed for
-// longer than the session (with the answers dropped the servers keep its
-// session alive while it hears nothing); supervisor-3 cut off ZooKeeper for
+// longer than the session (with the answers dropped the servers still
+// hear it while it hears nothing); supervisor-3 cut off ZooKeeper for
 // longer than its session, during which every worker it ran under an
 // assignment that had stood for 3 s must keep running, the same process
 // (invariant 7). With CHAOS_WIPE_ALL=1, the code of every nimbus is also

@@ -101,9 +101,9 @@ func (r *run) cutNimbusFromPart() {
 // cutNimbusOneWay black-holes one direction between the proxied nimbus and
 // every ZooKeeper server, for longer than the session. With its requests
 // dropped, the servers hear nothing and expire its session. With the
-// answers dropped, the servers keep hearing its pings, so its session (and
-// its lock node, if it led) lives on, while the nimbus hears nothing and
-// must stop acting as the leader.
+// answers dropped, the servers still hear it (its pings, its reconnection
+// attempts) while it hears nothing: it must stop acting as the leader
+// although ZooKeeper has not yet given its lock away.
 func (r *run) cutNimbusOneWay() {
 	dir := testcluster.Direction(r.rng.IntN(2))
 	r.t.Logf("chaos: %s's traffic %s ZooKeeper black-holed for %s", r.nimbuses[2].name, dir, pauseFor)

@@ -78,8 +78,8 @@ func (p *Proxy) Cut() {
 // Drop black-holes the given directions (both, when none is given) on
 // every connection, open or new, until Restore: bytes sent that way are
 // read and thrown away, and the connections stay open. Dropping one
-// direction makes an asymmetric partition: a server that still hears a
-// client's pings keeps its session alive while the client hears nothing.
+// direction makes an asymmetric partition: a server still hears a client
+// that hears nothing, or the other way round.
 func (p *Proxy) Drop(dirs ...Direction) {
 	if len(dirs) == 0 {
 		dirs = []Direction{ToUpstream, FromUpstream}
