@@ -51,6 +51,10 @@ func TestGhostTopologyIsMarkedLostAndForgotten(t *testing.T) {
 	if m, err := p.Metrics(); err != nil || !strings.Contains(m, "\nnimbus_topologies_lost 1\n") {
 		t.Fatalf("nimbus_topologies_lost is not 1 (%v)", err)
 	}
+	if code, body, err := httpGet(p.UIURL()+"/api/v1/topology/summary", nil); err != nil || code != 200 ||
+		!strings.Contains(body, `"lostReason":"no nimbus and no supervisor has held its code`) {
+		t.Fatalf("the REST API does not show the ghost LOST: %d %v\n%s", code, err, body)
+	}
 	_, errOut, code := stormctl(t, append(seeds, "admin", "forget", "keeper")...)
 	if code == 0 || !strings.Contains(errOut, "is not LOST") {
 		t.Fatalf("admin forget of a topology that is not LOST: exit %d, %q", code, errOut)

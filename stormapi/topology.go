@@ -44,6 +44,10 @@ type topologyJSON struct {
 	WorkersRunning  int32 `json:"workersRunning"`
 	WorkersFailing  int32 `json:"workersFailing"`
 	MissingSlots    int32 `json:"missingSlots"`
+	// Set when no nimbus and no supervisor holds its code (LOST), and
+	// where a nimbus recovered its code from; null otherwise.
+	LostReason    *string `json:"lostReason"`
+	RecoveredFrom *string `json:"recoveredFrom"`
 }
 
 func topologyOf(t *nimbusv1.TopologySummary) topologyJSON {
@@ -58,6 +62,13 @@ func topologyOf(t *nimbusv1.TopologySummary) topologyJSON {
 	if n := t.GetMissingSlots(); n > 0 {
 		info := fmt.Sprintf("%d of its workers have no slot: not enough free slots on live supervisors", n)
 		out.SchedulerInfo = &info
+	}
+	if r := t.GetLostReason(); r != "" {
+		info := "LOST, not scheduled: " + r
+		out.LostReason, out.SchedulerInfo = &r, &info
+	}
+	if r := t.GetRecoveredFrom(); r != "" {
+		out.RecoveredFrom = &r
 	}
 	return out
 }
