@@ -273,9 +273,13 @@ func (c *Client) GetLeader(ctx context.Context) (*nimbusv1.GetLeaderResponse, er
 }
 
 // GetClusterInfo returns the cluster summary from any nimbus.
-func (c *Client) GetClusterInfo(ctx context.Context) (*nimbusv1.GetClusterInfoResponse, error) {
+func (c *Client) GetClusterInfo(ctx context.Context, options ...ClusterInfoOption) (*nimbusv1.GetClusterInfoResponse, error) {
+	req := &nimbusv1.GetClusterInfoRequest{}
+	for _, o := range options {
+		o(req)
+	}
 	return readAny(ctx, c, "GetClusterInfo", func(ctx context.Context, api nimbusv1.NimbusServiceClient, opts ...grpc.CallOption) (*nimbusv1.GetClusterInfoResponse, error) {
-		return api.GetClusterInfo(ctx, &nimbusv1.GetClusterInfoRequest{}, opts...)
+		return api.GetClusterInfo(ctx, req, opts...)
 	})
 }
 
@@ -288,6 +292,23 @@ type TopologyInfoOption func(*nimbusv1.GetTopologyInfoRequest)
 // otherwise).
 func WithLogTail() TopologyInfoOption {
 	return func(r *nimbusv1.GetTopologyInfoRequest) { r.IncludeLogTail = true }
+}
+
+// LinearizableTopologyInfo asks for a status at least as new as every write
+// acknowledged before the request, at the cost of a ZooKeeper sync and a
+// read per topology on the answering nimbus.
+func LinearizableTopologyInfo() TopologyInfoOption {
+	return func(r *nimbusv1.GetTopologyInfoRequest) { r.Linearizable = true }
+}
+
+// ClusterInfoOption adds to a GetClusterInfo request.
+type ClusterInfoOption func(*nimbusv1.GetClusterInfoRequest)
+
+// LinearizableClusterInfo asks for a summary that shows every write
+// acknowledged before the request, at the cost of a ZooKeeper sync and a
+// read per topology on the answering nimbus.
+func LinearizableClusterInfo() ClusterInfoOption {
+	return func(r *nimbusv1.GetClusterInfoRequest) { r.Linearizable = true }
 }
 
 // GetTopologyInfo returns the named topology's status, assignments,

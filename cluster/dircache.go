@@ -149,6 +149,21 @@ func (c *DirCache[M]) AwaitVersion(ctx context.Context, stop <-chan struct{}, na
 	})
 }
 
+// AwaitVersions blocks until the cache lists every child of want at its
+// version there or later, and reports true; false when ctx's deadline,
+// less the margin Call keeps, or stop comes first. A reader that listed
+// the directory afresh waits with it until the cache is as new.
+func (c *DirCache[M]) AwaitVersions(ctx context.Context, stop <-chan struct{}, want map[string]int32) bool {
+	return c.await(ctx, stop, func(st *dirState[M]) bool {
+		for name, v := range want {
+			if got, ok := st.versions[name]; !ok || got < v {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // AwaitChild blocks until the cache lists child name, and reports true; it
 // reports false when ctx's deadline, less the margin Call keeps, or stop
 // comes first. A creator waits with it until the cache shows its node.

@@ -55,13 +55,23 @@ func (s *service) GetLeader(context.Context, *nimbusv1.GetLeaderRequest) (*nimbu
 	return resp, nil
 }
 
-func (s *service) GetClusterInfo(context.Context, *nimbusv1.GetClusterInfoRequest) (*nimbusv1.GetClusterInfoResponse, error) {
+func (s *service) GetClusterInfo(ctx context.Context, req *nimbusv1.GetClusterInfoRequest) (*nimbusv1.GetClusterInfoResponse, error) {
+	if req.GetLinearizable() {
+		if err := s.catchUp(ctx); err != nil {
+			return nil, apierr.ToStatus(err)
+		}
+	}
 	return s.view.clusterInfo(), nil
 }
 
 func (s *service) GetTopologyInfo(ctx context.Context, req *nimbusv1.GetTopologyInfoRequest) (*nimbusv1.GetTopologyInfoResponse, error) {
 	if err := validate.GetTopologyInfo(req); err != nil {
 		return nil, apierr.ToStatus(err)
+	}
+	if req.GetLinearizable() {
+		if err := s.catchUp(ctx); err != nil {
+			return nil, apierr.ToStatus(err)
+		}
 	}
 	resp, err := s.view.topologyInfo(req.GetName(), req.GetIncludeLogTail())
 	if err != nil {

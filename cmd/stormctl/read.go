@@ -24,10 +24,15 @@ func newLeaderCommand(g *globals) *cobra.Command {
 }
 
 func newClusterCommand(g *globals) *cobra.Command {
-	return readCommand(g, "cluster", "Show the nimbuses, supervisors and topologies", (*client.Client).GetClusterInfo,
+	return readCommand(g, "cluster", "Show the nimbuses, supervisors and topologies", clusterInfo,
 		func(w io.Writer, resp *nimbusv1.GetClusterInfoResponse) error {
 			return writeCluster(w, resp.GetCluster())
 		})
+}
+
+// clusterInfo is GetClusterInfo as readCommand calls it: no options.
+func clusterInfo(c *client.Client, ctx context.Context) (*nimbusv1.GetClusterInfoResponse, error) {
+	return c.GetClusterInfo(ctx)
 }
 
 // readCommand reads one answer and writes it: as JSON with -o json, as

@@ -989,7 +989,13 @@ func (*RebalanceTopologyResponse) Descriptor() ([]byte, []int) {
 
 // GetClusterInfoRequest is empty.
 type GetClusterInfoRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Answer only once the answering nimbus's view is at least as new as
+	// ZooKeeper was when the request arrived: every write acknowledged
+	// before it is shown. Costs a ZooKeeper sync, a listing of the
+	// topologies and a read per topology; without it the answer comes from
+	// the watch-fed caches and may lag a write acknowledged a moment ago.
+	Linearizable  bool `protobuf:"varint,1,opt,name=linearizable,proto3" json:"linearizable,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1022,6 +1028,13 @@ func (x *GetClusterInfoRequest) ProtoReflect() protoreflect.Message {
 // Deprecated: Use GetClusterInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterInfoRequest) Descriptor() ([]byte, []int) {
 	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *GetClusterInfoRequest) GetLinearizable() bool {
+	if x != nil {
+		return x.Linearizable
+	}
+	return false
 }
 
 // GetClusterInfoResponse carries the cluster summary.
@@ -1158,8 +1171,11 @@ type GetTopologyInfoRequest struct {
 	// Include each worker's log tail (WorkerSummary.log_tail): the last lines
 	// a worker that is not running printed, as its supervisor last reported.
 	IncludeLogTail bool `protobuf:"varint,2,opt,name=include_log_tail,json=includeLogTail,proto3" json:"include_log_tail,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// As GetClusterInfoRequest.linearizable: the topology's status is at
+	// least as new as any write acknowledged before the request.
+	Linearizable  bool `protobuf:"varint,3,opt,name=linearizable,proto3" json:"linearizable,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetTopologyInfoRequest) Reset() {
@@ -1202,6 +1218,13 @@ func (x *GetTopologyInfoRequest) GetName() string {
 func (x *GetTopologyInfoRequest) GetIncludeLogTail() bool {
 	if x != nil {
 		return x.IncludeLogTail
+	}
+	return false
+}
+
+func (x *GetTopologyInfoRequest) GetLinearizable() bool {
+	if x != nil {
+		return x.Linearizable
 	}
 	return false
 }
@@ -2585,16 +2608,18 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\n" +
 	"_wait_secsB\x0e\n" +
 	"\f_num_workers\"\x1b\n" +
-	"\x19RebalanceTopologyResponse\"\x17\n" +
-	"\x15GetClusterInfoRequest\"M\n" +
+	"\x19RebalanceTopologyResponse\";\n" +
+	"\x15GetClusterInfoRequest\x12\"\n" +
+	"\flinearizable\x18\x01 \x01(\bR\flinearizable\"M\n" +
 	"\x16GetClusterInfoResponse\x123\n" +
 	"\acluster\x18\x01 \x01(\v2\x19.nimbus.v1.ClusterSummaryR\acluster\"\x12\n" +
 	"\x10GetLeaderRequest\"E\n" +
 	"\x11GetLeaderResponse\x120\n" +
-	"\x06leader\x18\x01 \x01(\v2\x18.nimbus.v1.NimbusSummaryR\x06leader\"V\n" +
+	"\x06leader\x18\x01 \x01(\v2\x18.nimbus.v1.NimbusSummaryR\x06leader\"z\n" +
 	"\x16GetTopologyInfoRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12(\n" +
-	"\x10include_log_tail\x18\x02 \x01(\bR\x0eincludeLogTail\"\x80\x05\n" +
+	"\x10include_log_tail\x18\x02 \x01(\bR\x0eincludeLogTail\x12\"\n" +
+	"\flinearizable\x18\x03 \x01(\bR\flinearizable\"\x80\x05\n" +
 	"\x17GetTopologyInfoResponse\x126\n" +
 	"\btopology\x18\x01 \x01(\v2\x1a.nimbus.v1.TopologySummaryR\btopology\x128\n" +
 	"\texecutors\x18\x02 \x03(\v2\x1a.nimbus.v1.ExecutorSummaryR\texecutors\x125\n" +
