@@ -120,6 +120,7 @@ type run struct {
 	faults         map[string]int
 	recoveries     []time.Duration      // from losing the leader to a leader's write
 	healed         []time.Duration      // from a fault's end to a leader's write
+	codeRecoveries []time.Duration      // from wiping every nimbus's code to its return
 	started        time.Time            // the faults'
 	samples        [2]map[string]sample // the daemons, before the faults and after the heal
 	staleSent      int                  // writes sent to deposed leaders

@@ -88,6 +88,11 @@ func (r *run) writeSummary(took time.Duration) {
 		r.checked, r.checkedUnknown, r.checkResult, r.checkTook.Round(time.Millisecond), r.strictResult)
 	fmt.Fprintf(&b, "| recovery, from a fault's end to a leader's write (%d) | p50 %s, p99 %s, max %s |\n", len(r.healed), h50, h99, hmax)
 	fmt.Fprintf(&b, "| recovery, from losing the leader to a leader's write (%d) | p50 %s, p99 %s, max %s |\n", len(r.recoveries), l50, l99, lmax)
+	if len(r.codeRecoveries) > 0 {
+		c50, c99, cmax := percentiles(r.codeRecoveries)
+		fmt.Fprintf(&b, "| code back at %d nimbuses after every nimbus's was wiped (%d) | p50 %s, p99 %s, max %s |\n",
+			minReplicas, len(r.codeRecoveries), c50, c99, cmax)
+	}
 	fmt.Fprintf(&b, "| writes sent to deposed leaders | %d, rejected %d (%d fenced) |\n", r.staleSent, r.staleRejected, r.staleFenced)
 	fmt.Fprintf(&b, "| client calls | ok %v, failed %v |\n", r.ops, r.opErrors)
 	fmt.Fprintf(&b, "| violations | %d |\n\n", len(r.violations))
