@@ -28,7 +28,7 @@ const cutPeersName = "cut-nimbus-from-nimbuses"
 // while it keeps ZooKeeper and its clients: both ways, or only its calls
 // to them, or only theirs to it (drawn from the seed). Cut from the
 // others, a leader can no longer be fetched from nor watched by their
-// health streams, and a follower can fetch from nobody.
+// health streams, and a follower can fetch from no other nimbus.
 func (r *run) cutNimbusFromPeers() {
 	i := r.rng.IntN(len(r.nimbuses))
 	way := r.rng.IntN(3)
