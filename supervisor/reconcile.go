@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	"github.com/nimbusha/nimbus/workerproto"
 )
 
@@ -185,12 +186,22 @@ func (s *Supervisor) removeUnassignedCode(desired map[int32]desiredWorker) {
 		return
 	}
 	for _, id := range ids {
-		if !wanted(desired, id) {
+		if !wanted(desired, id) && !beingRescheduled(id, s.storms.Snapshot(), s.assignments.Snapshot()) {
 			if err := s.store.Remove(id); err == nil {
 				s.log.Info("removed code no longer assigned here", "topology", id)
 			}
 		}
 	}
+}
+
+// beingRescheduled says whether topology id lives but has no assignment: a
+// rebalance's end dropped it, and the next round writes it again, likely
+// placing it here once more. Its code is kept meanwhile: removing it would
+// leave the nimbuses' copies the only ones for that moment, and the
+// supervisors' copies are what nimbuses that lost theirs recover from.
+func beingRescheduled(id string, storms map[string]*clusterv1.StormBase, assignments map[string]*clusterv1.Assignment) bool {
+	base := storms[id]
+	return base != nil && base.GetStatus() != clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED && assignments[id] == nil
 }
 
 // fetch retries until the code is installed or ctx ends.

@@ -36,3 +36,15 @@ func TestFormatExecutors(t *testing.T) {
 		t.Fatalf("formatExecutors = %q, want %q", got, want)
 	}
 }
+
+func TestCodeOfATopologyBeingRescheduledIsKept(t *testing.T) {
+	active := &clusterv1.StormBase{Status: clusterv1.TopologyStatus_TOPOLOGY_STATUS_ACTIVE}
+	killed := &clusterv1.StormBase{Status: clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED}
+	storms := map[string]*clusterv1.StormBase{"moving": active, "placed": active, "dying": killed}
+	assignments := map[string]*clusterv1.Assignment{"placed": {}}
+	for id, want := range map[string]bool{"moving": true, "placed": false, "dying": false, "gone": false} {
+		if got := beingRescheduled(id, storms, assignments); got != want {
+			t.Errorf("beingRescheduled(%s) = %v, want %v", id, got, want)
+		}
+	}
+}
