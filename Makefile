@@ -22,7 +22,7 @@ TEST_TIMEOUT ?= 20m
 CHAOS_DURATION ?= 5m
 FUZZTIME ?= 1m
 
-.PHONY: all build test test-deps chaos fuzz verify proto lint-proto quickstart quickstart-down bench clean
+.PHONY: all build test test-deps chaos chaos-1000 fuzz verify proto lint-proto quickstart quickstart-down bench clean
 
 all: build
 
@@ -46,6 +46,10 @@ test: test-deps
 ## chaos: the chaos run for CHAOS_DURATION (5m); CHAOS_SEED=<seed> replays a run's faults.
 chaos: test-deps
 	CHAOS_DURATION=$(CHAOS_DURATION) $(GO) test -count=1 -run '^TestChaos$$' -v -timeout 0 ./integration/chaos
+
+## chaos-1000: the chaos run until 1,000 faults, one every 1 to 3 s (about 90 min); summary.md (faults by kind, operations checked, recovery p50/p99, RSS and goroutines) in CHAOS_DIR.
+chaos-1000: test-deps
+	CHAOS_FAULTS=1000 CHAOS_FAULT_EVERY=2s CHAOS_DIR=$(or $(CHAOS_DIR),/tmp/nimbus-chaos-1000) $(GO) test -count=1 -run '^TestChaos$$' -v -timeout 0 ./integration/chaos
 
 ## fuzz: every fuzz target for FUZZTIME (1m) each.
 fuzz:

@@ -44,10 +44,14 @@
 //
 // HDFS (hdfs.go): a real NameNode and DataNode from Hadoop's jars.
 //
-// Network (ports.go, cutter.go, proxy.go). FreePorts is the one place that
-// picks ports for servers started later: below the kernel's ephemeral
-// range, so that no outgoing connection takes them in between. Cutter is a
-// dialer and Proxy a TCP forwarder that cut a client off the network.
+// Network (ports.go, cutter.go, proxy.go, peernet.go). FreePorts is the one
+// place that picks ports for servers started later: below the kernel's
+// ephemeral range, so that no outgoing connection takes them in between.
+// Cutter is a dialer and Proxy a TCP forwarder that cut a client off the
+// network; Proxy.Drop black-holes one direction or both and leaves the
+// connections open. PeerNet cuts daemons off each other while each keeps
+// everything else: per-daemon /etc/hosts in a mount namespace, a loopback
+// address per pair, blackhole routes (root, unshare, ip; PeerNetAvailable).
 //
 // Waiting (wait.go). WaitFor polls a condition under a deadline and Poll
 // does the same without a test; tests use them instead of sleeps.
