@@ -55,11 +55,12 @@
 // unknown (Unavailable, DeadlineExceeded, "outcome unknown", the run's end)
 // may apply, or not, at any moment after its call; a definite refusal
 // (NotFound, AlreadyExists, FailedPrecondition, InvalidArgument, a
-// submit's Aborted) is an answer the model must explain. Reads are answered
-// from caches (docs/ARCHITECTURE.md section 11), so the check lets a read
-// return any status the topology has had up to then, never one it has not
-// had yet; a second check with linearizable reads only reports whether reads
-// lagged. A history Porcupine finds illegal is a violation; one it cannot
+// submit's Aborted) is an answer the model must explain. The reader asks
+// for linearizable reads (docs/ARCHITECTURE.md section 11), so a second
+// check has every read return the status of its moment: an acknowledged
+// submit visible to every later read. The first check lets a read return
+// any status the topology has had up to then, as plain reads from caches
+// may. A history Porcupine finds illegal in either is a violation; one it cannot
 // decide within 30 s fails the run too, because an unchecked history proves
 // nothing and a check that slow means the history outgrew the checker. The
 // visualization is saved as linearizability.html in the run's directory

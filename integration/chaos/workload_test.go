@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/nimbusha/nimbus/client"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
@@ -135,11 +136,11 @@ func (r *run) reader(ctx context.Context, rng *rand.Rand) {
 		if names := r.named(); rng.IntN(2) == 0 && len(names) > 0 {
 			name := names[rng.IntN(len(names))]
 			call := r.hist.now()
-			resp, err := r.client.GetTopologyInfo(rctx, name)
+			resp, err := r.client.GetTopologyInfo(rctx, name, client.LinearizableTopologyInfo())
 			r.hist.readStatus(name, call, resp, err)
 		} else {
 			call := r.hist.now()
-			resp, err := r.client.GetClusterInfo(rctx)
+			resp, err := r.client.GetClusterInfo(rctx, client.LinearizableClusterInfo())
 			r.hist.readList(call, resp, err)
 		}
 		cancel()
