@@ -56,12 +56,19 @@ func (s *service) GetLeader(context.Context, *nimbusv1.GetLeaderRequest) (*nimbu
 }
 
 func (s *service) GetClusterInfo(ctx context.Context, req *nimbusv1.GetClusterInfoRequest) (*nimbusv1.GetClusterInfoResponse, error) {
+	if err := validate.GetClusterInfo(req); err != nil {
+		return nil, apierr.ToStatus(err)
+	}
 	if req.GetLinearizable() {
 		if err := s.catchUp(ctx); err != nil {
 			return nil, apierr.ToStatus(err)
 		}
 	}
-	return s.view.clusterInfo(), nil
+	resp, err := s.view.clusterPart(req)
+	if err != nil {
+		return nil, apierr.ToStatus(err)
+	}
+	return resp, nil
 }
 
 func (s *service) GetTopologyInfo(ctx context.Context, req *nimbusv1.GetTopologyInfoRequest) (*nimbusv1.GetTopologyInfoResponse, error) {

@@ -5,8 +5,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -43,6 +45,9 @@ type view struct {
 	mu      sync.Mutex // serialises builds: one per key, however many ask
 	cluster built[*nimbusv1.GetClusterInfoResponse]
 	leading built[*nimbusv1.GetLeaderResponse]
+	// clusterIdx indexes the last summary a part was picked from
+	// (clusterpart.go).
+	clusterIdx atomic.Pointer[clusterIndex]
 }
 
 // built is an answer and the state it was built from.
@@ -204,7 +209,9 @@ func (v *view) clusterSummary() *nimbusv1.ClusterSummary {
 			c.LeadershipBlockedBy = append(c.LeadershipBlockedBy, id)
 		}
 	}
-	sort.Slice(c.Topologies, func(i, j int) bool { return c.Topologies[i].Name < c.Topologies[j].Name })
+	slices.SortFunc(c.Topologies, func(a, b *nimbusv1.TopologySummary) int {
+		return compareTopology(a, topologyKey{Name: b.GetName(), ID: b.GetId()})
+	})
 	sort.Strings(c.LeadershipBlockedBy)
 	sort.Strings(c.LostTopologies)
 	used := usedSlots(assignments)
@@ -221,8 +228,11 @@ func (v *view) clusterSummary() *nimbusv1.ClusterSummary {
 			sum.UptimeSecs = int64(v.now().Sub(time.UnixMilli(start)) / time.Second)
 		}
 		c.Supervisors = append(c.Supervisors, sum)
+		c.NumSlots += sum.NumWorkers
+		c.NumUsedSlots += sum.NumUsedWorkers
 	}
 	sort.Slice(c.Supervisors, func(i, j int) bool { return c.Supervisors[i].SupervisorId < c.Supervisors[j].SupervisorId })
+	c.NumTopologies, c.NumSupervisors = int32(len(c.Topologies)), int32(len(c.Supervisors))
 	return c
 }
 

@@ -252,6 +252,42 @@ func Forget(req *nimbusv1.ForgetTopologyRequest) error {
 	return nil
 }
 
+// Bounds of a GetClusterInfo request's filters: enough for any screen or
+// script, small enough that matching them costs nothing.
+const (
+	maxClusterFilters   = 1000
+	maxSupervisorFilter = 256
+)
+
+// GetClusterInfo checks a GetClusterInfo request's filters and page size.
+// The page token is the view's to parse (nimbus), and it names the field
+// when it does not.
+func GetClusterInfo(req *nimbusv1.GetClusterInfoRequest) error {
+	if n := req.GetPageSize(); n < 0 {
+		return Invalid("page_size", "must be 0 (no limit) or more, got %d", n)
+	}
+	if n := len(req.GetTopologies()); n > maxClusterFilters {
+		return Invalid("topologies", "must have at most %d entries, got %d", maxClusterFilters, n)
+	}
+	for i, t := range req.GetTopologies() {
+		field := fmt.Sprintf("topologies[%d]", i)
+		if err := TopologyName(field, t); err != nil && TopologyID(field, t) != nil {
+			return err
+		}
+	}
+	if n := len(req.GetSupervisors()); n > maxClusterFilters {
+		return Invalid("supervisors", "must have at most %d entries, got %d", maxClusterFilters, n)
+	}
+	for i, s := range req.GetSupervisors() {
+		if len(s) == 0 || len(s) > maxSupervisorFilter || !utf8.ValidString(s) || strings.ContainsFunc(s, unicode.IsSpace) ||
+			strings.ContainsFunc(s, unicode.IsControl) {
+			return Invalid(fmt.Sprintf("supervisors[%d]", i), "must be a supervisor id or host: 1 to %d printable bytes without spaces, got %s",
+				maxSupervisorFilter, showValue(s))
+		}
+	}
+	return nil
+}
+
 func Activate(req *nimbusv1.ActivateTopologyRequest) error {
 	return TopologyName("name", req.GetName())
 }

@@ -189,6 +189,26 @@ var requestKinds = []requestKind{
 			checkName(t, m.(*nimbusv1.SubmitTopologyRequest).GetSpec().GetName())
 		},
 	},
+	{
+		name:     "GetClusterInfo",
+		msg:      func() proto.Message { return new(nimbusv1.GetClusterInfoRequest) },
+		validate: func(m proto.Message) error { return GetClusterInfo(m.(*nimbusv1.GetClusterInfoRequest)) },
+		fields:   []string{"page_size", "topologies", "supervisors"},
+		accepted: func(t *testing.T, m proto.Message) {
+			req := m.(*nimbusv1.GetClusterInfoRequest)
+			if req.GetPageSize() < 0 || len(req.GetTopologies()) > maxClusterFilters || len(req.GetSupervisors()) > maxClusterFilters {
+				t.Fatalf("accepted page_size %d with %d topologies and %d supervisors", req.GetPageSize(), len(req.GetTopologies()), len(req.GetSupervisors()))
+			}
+			for _, name := range req.GetTopologies() {
+				checkSafeElement(t, "topology filter", name)
+			}
+			for _, s := range req.GetSupervisors() {
+				if s == "" || len(s) > maxSupervisorFilter || !utf8.ValidString(s) || strings.ContainsFunc(s, unicode.IsSpace) {
+					t.Fatalf("accepted supervisor filter %q", s)
+				}
+			}
+		},
+	},
 }
 
 // checkTopologyID checks an accepted topology id: one safe path element
@@ -262,6 +282,12 @@ func FuzzValidateRequest(f *testing.F) {
 			&nimbusv1.SubmitTopologyRequest{Part: &nimbusv1.SubmitTopologyRequest_Spec{Spec: validSpec()}},
 			&nimbusv1.SubmitTopologyRequest{Part: &nimbusv1.SubmitTopologyRequest_Chunk{Chunk: []byte("jar")}},
 			&nimbusv1.SubmitTopologyRequest{Part: &nimbusv1.SubmitTopologyRequest_Spec{Spec: &nimbusv1.TopologySpec{Name: "wc"}}},
+		},
+		{
+			&nimbusv1.GetClusterInfoRequest{},
+			&nimbusv1.GetClusterInfoRequest{Topologies: []string{"wc", "wc-1-1400000000"}, Supervisors: []string{"sup-1", "host.example"}, PageSize: 100},
+			&nimbusv1.GetClusterInfoRequest{PageSize: -1},
+			&nimbusv1.GetClusterInfoRequest{Topologies: []string{"../x"}, Supervisors: []string{"a b", ""}},
 		},
 	}
 	for kind, msgs := range seeds {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -275,6 +276,15 @@ func TestValidateRequests(t *testing.T) {
 		{"rebalance too many components", &nimbusv1.RebalanceTopologyRequest{
 			Name: "wc", ComponentParallelism: manyParallelism(10001),
 		}, "component_parallelism"},
+		{"cluster info, all of it", &nimbusv1.GetClusterInfoRequest{}, ""},
+		{"cluster info, filtered and paged", &nimbusv1.GetClusterInfoRequest{
+			Topologies: []string{"wc", "wc-1-1400000000"}, Supervisors: []string{"sup-1", "10.0.0.5"}, PageSize: 100,
+		}, ""},
+		{"cluster info, negative page size", &nimbusv1.GetClusterInfoRequest{PageSize: -1}, "page_size"},
+		{"cluster info, bad topology", &nimbusv1.GetClusterInfoRequest{Topologies: []string{"wc", "../x"}}, "topologies[1]"},
+		{"cluster info, empty supervisor", &nimbusv1.GetClusterInfoRequest{Supervisors: []string{""}}, "supervisors[0]"},
+		{"cluster info, supervisor with a space", &nimbusv1.GetClusterInfoRequest{Supervisors: []string{"a b"}}, "supervisors[0]"},
+		{"cluster info, too many topologies", &nimbusv1.GetClusterInfoRequest{Topologies: slices.Repeat([]string{"wc"}, 1001)}, "topologies"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var err error
@@ -283,6 +293,8 @@ func TestValidateRequests(t *testing.T) {
 				err = Kill(req)
 			case *nimbusv1.RebalanceTopologyRequest:
 				err = Rebalance(req)
+			case *nimbusv1.GetClusterInfoRequest:
+				err = GetClusterInfo(req)
 			default:
 				t.Fatalf("unexpected request %T", req)
 			}

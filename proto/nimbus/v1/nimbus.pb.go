@@ -987,7 +987,10 @@ func (*RebalanceTopologyResponse) Descriptor() ([]byte, []int) {
 	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{14}
 }
 
-// GetClusterInfoRequest is empty.
+// GetClusterInfoRequest asks for the cluster summary, or for part of it.
+// With no other field set the answer is the whole cluster. A caller who
+// wants one topology, some supervisors or only the counts asks for that,
+// and the answer costs what it holds, not what the cluster holds.
 type GetClusterInfoRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Answer only once the answering nimbus's view is at least as new as
@@ -995,7 +998,29 @@ type GetClusterInfoRequest struct {
 	// before it is shown. Costs a ZooKeeper sync, a listing of the
 	// topologies and a read per topology; without it the answer comes from
 	// the watch-fed caches and may lag a write acknowledged a moment ago.
-	Linearizable  bool `protobuf:"varint,1,opt,name=linearizable,proto3" json:"linearizable,omitempty"`
+	Linearizable bool `protobuf:"varint,1,opt,name=linearizable,proto3" json:"linearizable,omitempty"`
+	// Leave the nimbuses out of the answer.
+	OmitNimbuses bool `protobuf:"varint,2,opt,name=omit_nimbuses,json=omitNimbuses,proto3" json:"omit_nimbuses,omitempty"`
+	// Leave the supervisors out of the answer.
+	OmitSupervisors bool `protobuf:"varint,3,opt,name=omit_supervisors,json=omitSupervisors,proto3" json:"omit_supervisors,omitempty"`
+	// Leave the topologies out of the answer. With all three omitted the
+	// answer is the cluster's counts, its eligible standbys and the ids of
+	// the topologies that block leadership or are LOST.
+	OmitTopologies bool `protobuf:"varint,4,opt,name=omit_topologies,json=omitTopologies,proto3" json:"omit_topologies,omitempty"`
+	// Only the topologies with these names or ids (at most 1,000); empty:
+	// every one.
+	Topologies []string `protobuf:"bytes,5,rep,name=topologies,proto3" json:"topologies,omitempty"`
+	// Only the supervisors with these ids or hosts (at most 1,000); empty:
+	// every one.
+	Supervisors []string `protobuf:"bytes,6,rep,name=supervisors,proto3" json:"supervisors,omitempty"`
+	// At most this many topologies and this many supervisors in the answer
+	// (0: no limit); the answer's next_page_token asks for the rest.
+	PageSize int32 `protobuf:"varint,7,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// The next_page_token of the answer before, to continue after it, with
+	// the other fields as they were. Topologies come in name order and
+	// supervisors in id order; one created or removed between pages may be
+	// missed or shown, and no item is shown twice.
+	PageToken     string `protobuf:"bytes,8,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1037,10 +1062,63 @@ func (x *GetClusterInfoRequest) GetLinearizable() bool {
 	return false
 }
 
-// GetClusterInfoResponse carries the cluster summary.
+func (x *GetClusterInfoRequest) GetOmitNimbuses() bool {
+	if x != nil {
+		return x.OmitNimbuses
+	}
+	return false
+}
+
+func (x *GetClusterInfoRequest) GetOmitSupervisors() bool {
+	if x != nil {
+		return x.OmitSupervisors
+	}
+	return false
+}
+
+func (x *GetClusterInfoRequest) GetOmitTopologies() bool {
+	if x != nil {
+		return x.OmitTopologies
+	}
+	return false
+}
+
+func (x *GetClusterInfoRequest) GetTopologies() []string {
+	if x != nil {
+		return x.Topologies
+	}
+	return nil
+}
+
+func (x *GetClusterInfoRequest) GetSupervisors() []string {
+	if x != nil {
+		return x.Supervisors
+	}
+	return nil
+}
+
+func (x *GetClusterInfoRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *GetClusterInfoRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// GetClusterInfoResponse carries the cluster summary, or the part of it
+// asked for.
 type GetClusterInfoResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Cluster       *ClusterSummary        `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Cluster *ClusterSummary        `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	// Set when page_size left topologies or supervisors out: send it as
+	// page_token for the next page. Empty on the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1080,6 +1158,13 @@ func (x *GetClusterInfoResponse) GetCluster() *ClusterSummary {
 		return x.Cluster
 	}
 	return nil
+}
+
+func (x *GetClusterInfoResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 // GetLeaderRequest is empty.
@@ -2144,8 +2229,14 @@ type ClusterSummary struct {
 	LeadershipBlockedBy []string `protobuf:"bytes,5,rep,name=leadership_blocked_by,json=leadershipBlockedBy,proto3" json:"leadership_blocked_by,omitempty"`
 	// Topologies marked LOST (ids): they block no leadership.
 	LostTopologies []string `protobuf:"bytes,6,rep,name=lost_topologies,json=lostTopologies,proto3" json:"lost_topologies,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The whole cluster's counts, whichever part the request asked for.
+	NumTopologies  int32 `protobuf:"varint,7,opt,name=num_topologies,json=numTopologies,proto3" json:"num_topologies,omitempty"`
+	NumSupervisors int32 `protobuf:"varint,8,opt,name=num_supervisors,json=numSupervisors,proto3" json:"num_supervisors,omitempty"`
+	// Slots of the registered supervisors, and those the assignments use.
+	NumSlots      int32 `protobuf:"varint,9,opt,name=num_slots,json=numSlots,proto3" json:"num_slots,omitempty"`
+	NumUsedSlots  int32 `protobuf:"varint,10,opt,name=num_used_slots,json=numUsedSlots,proto3" json:"num_used_slots,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ClusterSummary) Reset() {
@@ -2218,6 +2309,34 @@ func (x *ClusterSummary) GetLostTopologies() []string {
 		return x.LostTopologies
 	}
 	return nil
+}
+
+func (x *ClusterSummary) GetNumTopologies() int32 {
+	if x != nil {
+		return x.NumTopologies
+	}
+	return 0
+}
+
+func (x *ClusterSummary) GetNumSupervisors() int32 {
+	if x != nil {
+		return x.NumSupervisors
+	}
+	return 0
+}
+
+func (x *ClusterSummary) GetNumSlots() int32 {
+	if x != nil {
+		return x.NumSlots
+	}
+	return 0
+}
+
+func (x *ClusterSummary) GetNumUsedSlots() int32 {
+	if x != nil {
+		return x.NumUsedSlots
+	}
+	return 0
 }
 
 // ExecutorSummary places one executor.
@@ -2608,11 +2727,22 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\n" +
 	"_wait_secsB\x0e\n" +
 	"\f_num_workers\"\x1b\n" +
-	"\x19RebalanceTopologyResponse\";\n" +
+	"\x19RebalanceTopologyResponse\"\xb2\x02\n" +
 	"\x15GetClusterInfoRequest\x12\"\n" +
-	"\flinearizable\x18\x01 \x01(\bR\flinearizable\"M\n" +
+	"\flinearizable\x18\x01 \x01(\bR\flinearizable\x12#\n" +
+	"\romit_nimbuses\x18\x02 \x01(\bR\fomitNimbuses\x12)\n" +
+	"\x10omit_supervisors\x18\x03 \x01(\bR\x0fomitSupervisors\x12'\n" +
+	"\x0fomit_topologies\x18\x04 \x01(\bR\x0eomitTopologies\x12\x1e\n" +
+	"\n" +
+	"topologies\x18\x05 \x03(\tR\n" +
+	"topologies\x12 \n" +
+	"\vsupervisors\x18\x06 \x03(\tR\vsupervisors\x12\x1b\n" +
+	"\tpage_size\x18\a \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\b \x01(\tR\tpageToken\"u\n" +
 	"\x16GetClusterInfoResponse\x123\n" +
-	"\acluster\x18\x01 \x01(\v2\x19.nimbus.v1.ClusterSummaryR\acluster\"\x12\n" +
+	"\acluster\x18\x01 \x01(\v2\x19.nimbus.v1.ClusterSummaryR\acluster\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x12\n" +
 	"\x10GetLeaderRequest\"E\n" +
 	"\x11GetLeaderResponse\x120\n" +
 	"\x06leader\x18\x01 \x01(\v2\x18.nimbus.v1.NimbusSummaryR\x06leader\"z\n" +
@@ -2708,7 +2838,7 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\blog_tail\x18\v \x01(\tR\alogTail\x12#\n" +
 	"\rnum_executors\x18\f \x01(\x05R\fnumExecutors\x12\x10\n" +
 	"\x03pid\x18\r \x01(\x05R\x03pidB\x11\n" +
-	"\x0f_last_exit_code\"\xcc\x02\n" +
+	"\x0f_last_exit_code\"\xdf\x03\n" +
 	"\x0eClusterSummary\x12>\n" +
 	"\vsupervisors\x18\x01 \x03(\v2\x1c.nimbus.v1.SupervisorSummaryR\vsupervisors\x12:\n" +
 	"\n" +
@@ -2717,7 +2847,12 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\bnimbuses\x18\x03 \x03(\v2\x18.nimbus.v1.NimbusSummaryR\bnimbuses\x12+\n" +
 	"\x11eligible_standbys\x18\x04 \x01(\x05R\x10eligibleStandbys\x122\n" +
 	"\x15leadership_blocked_by\x18\x05 \x03(\tR\x13leadershipBlockedBy\x12'\n" +
-	"\x0flost_topologies\x18\x06 \x03(\tR\x0elostTopologies\"\xb1\x01\n" +
+	"\x0flost_topologies\x18\x06 \x03(\tR\x0elostTopologies\x12%\n" +
+	"\x0enum_topologies\x18\a \x01(\x05R\rnumTopologies\x12'\n" +
+	"\x0fnum_supervisors\x18\b \x01(\x05R\x0enumSupervisors\x12\x1b\n" +
+	"\tnum_slots\x18\t \x01(\x05R\bnumSlots\x12$\n" +
+	"\x0enum_used_slots\x18\n" +
+	" \x01(\x05R\fnumUsedSlots\"\xb1\x01\n" +
 	"\x0fExecutorSummary\x120\n" +
 	"\bexecutor\x18\x01 \x01(\v2\x14.cluster.v1.ExecutorR\bexecutor\x12#\n" +
 	"\rsupervisor_id\x18\x02 \x01(\tR\fsupervisorId\x12\x12\n" +
