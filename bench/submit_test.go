@@ -85,7 +85,7 @@ func benchSubmit(b *testing.B, zkAddr, backend string, env []string, sizes []int
 							b.Fatal(err)
 						}
 						acked := time.Now()
-						if _, err := codedistributor.WaitReplication(context.Background(), sess, resp.GetTopologyId(), info.GetCodeMetaDigest(), 3); err != nil {
+						if _, _, err := codedistributor.WaitReplication(context.Background(), sess, resp.GetTopologyId(), info.GetCodeMetaDigest(), 3, time.Time{}); err != nil {
 							b.Fatal(err)
 						}
 						repl = append(repl, time.Since(acked))

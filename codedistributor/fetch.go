@@ -51,7 +51,13 @@ func (f *Fetcher) Recover(ctx context.Context, topologyID string, digest []byte)
 		return Source{}, err
 	}
 	if len(sources) > 0 {
-		return f.fetchFrom(ctx, topologyID, digest, sources)
+		src, err := f.fetchFrom(ctx, topologyID, digest, sources)
+		if !errors.Is(err, ErrNotHeld) {
+			return src, err
+		}
+		// Every registered replica answered that it holds nothing: their
+		// disks were wiped and they have not noticed yet. The supervisors
+		// may still hold it.
 	}
 	if sources, err = SupervisorSources(f.Params.Session, topologyID, digest); err != nil {
 		return Source{}, err
@@ -115,7 +121,9 @@ func (f *Fetcher) fetchFrom(ctx context.Context, topologyID string, digest []byt
 
 // firstMeta asks each source in turn for the meta, checked against digest.
 // A supervisor that does not hold the code is normal (it runs other
-// topologies) and logged at DEBUG.
+// topologies) and logged at DEBUG; a nimbus replica that does not is not,
+// and is logged at WARN. The error wraps ErrNotHeld when every source
+// answered that it holds nothing.
 func (f *Fetcher) firstMeta(ctx context.Context, topologyID string, digest []byte, sources []Source) (Source, *nimbusv1.GetCodeMetaResponse, error) {
 	log := f.Params.Logger
 	lastErr := fmt.Errorf("%w: no source of %s with meta %s", ErrNotHeld, topologyID, Hex(digest))
@@ -128,16 +136,20 @@ func (f *Fetcher) firstMeta(ctx context.Context, topologyID string, digest []byt
 		if ctx.Err() != nil {
 			return Source{}, nil, ctx.Err()
 		}
-		if src.Supervisor != "" && status.Code(err) == codes.NotFound {
+		if status.Code(err) == codes.NotFound {
 			notHeld++
-			log.Debug("supervisor does not hold the code", "topology", topologyID, "source", src.String())
+			if src.Supervisor != "" {
+				log.Debug("supervisor does not hold the code", "topology", topologyID, "source", src.String())
+			} else {
+				log.Warn("a registered replica does not hold the code; trying the next source", "topology", topologyID, "source", src.String())
+			}
 			continue
 		}
 		lastErr = err
 		log.Warn("cannot get code meta; trying the next source", "topology", topologyID, "source", src.String(), "err", err)
 	}
 	if notHeld == len(sources) {
-		return Source{}, nil, lastErr // wraps ErrNotHeld
+		return Source{}, nil, fmt.Errorf("%w: no source of %s with meta %s (%d asked)", ErrNotHeld, topologyID, Hex(digest), notHeld)
 	}
 	return Source{}, nil, fmt.Errorf("codedistributor: meta of %s from %d sources: %w", topologyID, len(sources), lastErr)
 }

@@ -1,6 +1,7 @@
 package codedistributor
 
 import (
+	"time"
 	"bytes"
 	"context"
 	"errors"
@@ -105,30 +106,40 @@ func countMatching(replicas []Replica, digest []byte) int {
 }
 
 // WaitReplication blocks until at least min replicas hold digest, driven
-// by a watch on the replica list, or until ctx ends. It returns the count
-// reached either way; the error is ctx's when it ended first. Each read is
-// bounded by ctx's deadline: when ZooKeeper does not answer in time (the
-// session still up) it returns cluster.ErrUnavailable at once, before the
-// deadline, rather than wait it out.
-func WaitReplication(ctx context.Context, sess *cluster.Session, topologyID string, digest []byte, min int) (int, error) {
+// by a watch on the replica list, until the wait ends at until (zero: no
+// end), or until ctx ends. It returns the count reached and whether the
+// wait ended first; the error is ctx's when it ended first. Each read is
+// bounded by ctx's deadline, the request's, not by until: a read late in
+// the wait gets the request's budget. When ZooKeeper does not answer in
+// time (the session still up) it returns cluster.ErrUnavailable at once,
+// before the deadline, rather than wait it out.
+func WaitReplication(ctx context.Context, sess *cluster.Session, topologyID string, digest []byte, min int, until time.Time) (int, bool, error) {
+	var waitEnded <-chan time.Time
+	if !until.IsZero() {
+		timer := time.NewTimer(time.Until(until))
+		defer timer.Stop()
+		waitEnded = timer.C
+	}
 	for {
 		replicas, ch, err := Replicas(ctx, sess, topologyID, true)
 		n := countMatching(replicas, digest)
 		if errors.Is(err, ErrNoDistribution) {
-			return n, err
+			return n, false, err
 		}
 		if err == nil && n >= min {
-			return n, nil
+			return n, false, nil
 		}
 		state, _, changed := sess.State()
 		if errors.Is(err, cluster.ErrUnavailable) && state == zk.StateHasSession && ctx.Err() == nil {
-			return n, err // slow, not disconnected: the budget is spent
+			return n, false, err // slow, not disconnected: the budget is spent
 		}
 		// A failed read (disconnected) is retried on the next session
 		// change; a watch is armed otherwise.
 		select {
 		case <-ctx.Done():
-			return n, ctx.Err()
+			return n, false, ctx.Err()
+		case <-waitEnded:
+			return n, true, nil
 		case <-ch:
 		case <-changed:
 		}

@@ -2,7 +2,6 @@ package codesync
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -89,12 +88,16 @@ func (h *heldNowhere) observe(err error, now time.Time) (due bool) {
 	return h.grace > 0 && !h.marked && now.Sub(h.since) >= h.grace
 }
 
-// wait caps a retry's backoff so the attempt that may mark comes on time.
+// wait caps a retry's backoff so the attempt that may mark comes on time;
+// once it is due, a mark that failed is retried after the backoff.
 func (h *heldNowhere) wait(backoff time.Duration, now time.Time) time.Duration {
 	if h.grace == 0 || h.marked || h.since.IsZero() {
 		return backoff
 	}
-	return max(min(backoff, h.since.Add(h.grace).Sub(now)), 0)
+	if due := h.since.Add(h.grace).Sub(now); due > 0 {
+		return min(backoff, due)
+	}
+	return backoff
 }
 
 // markLost writes the LOST mark of id; one there already is fine.
@@ -117,16 +120,27 @@ func (s *Syncer) markLost(id string, digest []byte, h *heldNowhere) {
 	h.marked = true
 }
 
-// unmarkLost deletes id's LOST mark, if the cache shows one: this nimbus
-// holds the code.
-func (s *Syncer) unmarkLost(ctx context.Context, id string) {
-	if s.cfg.Lost == nil || s.cfg.Lost.Snapshot()[id] == nil {
+// unmarkHeld deletes the LOST marks of the code this nimbus holds as a
+// replica: one it held when it registered, and one another nimbus made
+// after (its grace ran out as this one got the code back). A mark is
+// deleted only for the digest it names.
+func (r *run) unmarkHeld() {
+	if r.cfg.Lost == nil {
 		return
 	}
-	err := s.cfg.Session.Conn().Delete(s.cfg.Session.Paths().Lost(id), cluster.AnyVersion)
+	for id, mark := range r.cfg.Lost.Snapshot() {
+		if t, ok := r.registered[id]; ok && mark != nil && bytes.Equal(mark.GetCodeMetaDigest(), t.digest) {
+			r.unmarkLost(id)
+		}
+	}
+}
+
+// unmarkLost deletes id's LOST mark: this nimbus holds the code.
+func (r *run) unmarkLost(id string) {
+	err := r.cfg.Session.Conn().Delete(r.cfg.Session.Paths().Lost(id), cluster.AnyVersion)
 	if err == nil {
-		s.log.Info("topology no longer LOST: this nimbus holds its code", "topology", id)
-	} else if !errors.Is(err, zk.ErrNoNode) && ctx.Err() == nil {
-		s.log.Warn("cannot remove a LOST mark", "topology", id, "err", err)
+		r.log.Info("topology no longer LOST: this nimbus holds its code", "topology", id)
+	} else if !errors.Is(err, zk.ErrNoNode) && r.ctx.Err() == nil {
+		r.log.Warn("cannot remove a LOST mark", "topology", id, "err", err)
 	}
 }

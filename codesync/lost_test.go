@@ -67,7 +67,7 @@ func TestHeldNowhereWaitIsCappedByTheGrace(t *testing.T) {
 	if w := (&heldNowhere{}).wait(30*time.Second, t0); w != 30*time.Second {
 		t.Fatalf("never marking: wait = %v, want the backoff", w)
 	}
-	if w := h.wait(30*time.Second, t0.Add(time.Hour)); w != 0 {
-		t.Fatalf("past the grace: wait = %v, want 0", w)
+	if w := h.wait(30*time.Second, t0.Add(time.Hour)); w != 30*time.Second {
+		t.Fatalf("past the grace, the mark not made: wait = %v, want the backoff (a mark that failed must not be retried in a tight loop)", w)
 	}
 }

@@ -180,6 +180,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 
 		wanted := s.wanted()
 		r.holdOrFetch(wanted)
+		r.unmarkHeld()
 		r.fetching.stopUnless(wanted)
 		r.registered.stopUnless(wanted)
 		s.removeUnwanted(wanted)
@@ -250,10 +251,7 @@ func (r *run) register(id string, digest []byte) *task {
 		info.RecoveredUnixMs = rec.at.UnixMilli()
 	}
 	path := r.cfg.Session.Paths().Replica(id, r.self)
-	r.wg.Go(func() {
-		r.unmarkLost(ctx, id)
-		cluster.KeepEphemeral(ctx, r.cfg.Session, path, cluster.Encode(info), r.log, nil)
-	})
+	r.wg.Go(func() { cluster.KeepEphemeral(ctx, r.cfg.Session, path, cluster.Encode(info), r.log, nil) })
 	r.log.Info("replica of topology", "topology", id, "digest", codedistributor.Hex(digest)[:16])
 	return &task{cancel: cancel, digest: digest}
 }

@@ -390,22 +390,19 @@ func (s *service) waitReplication(clientCtx context.Context, term *leader.Term, 
 	defer cancel()
 	stop := context.AfterFunc(term.Context(), cancel)
 	defer stop()
+	var until time.Time // topology.max.replication.wait.time.sec
 	if !set.waitForever {
-		var cancelTimeout context.CancelFunc
-		ctx, cancelTimeout = context.WithTimeout(ctx, set.maxReplicationWait)
-		defer cancelTimeout()
+		until = time.Now().Add(set.maxReplicationWait)
 	}
-	count, err = codedistributor.WaitReplication(ctx, s.sess, id, digest, set.minReplication)
+	count, timedOut, err = codedistributor.WaitReplication(ctx, s.sess, id, digest, set.minReplication, until)
 	switch {
 	case err == nil:
-		return count, false, nil
+		return count, timedOut, nil
 	case term.Context().Err() != nil:
 		return count, false, fmt.Errorf("%w: leadership lost while waiting for replication (%d of %d)", apierr.ErrNotCommitted, count, set.minReplication)
 	case clientCtx.Err() != nil:
 		// The client left or its deadline passed: nobody to acknowledge.
 		return count, false, clientCtx.Err()
-	case errors.Is(err, context.DeadlineExceeded):
-		return count, true, nil // topology.max.replication.wait.time.sec
 	default:
 		return count, false, apierr.NotCommitted(err)
 	}

@@ -132,6 +132,27 @@ func Run(t *testing.T, backend string, configure func(*configs.Config)) {
 		}
 		e.expectHolds(b, code, data)
 	})
+	t.Run("RecoveredPastStaleReplicas", func(t *testing.T) {
+		// The only replica lost its copy (its disk was wiped) and has not
+		// noticed: it is still registered, and answers that it holds
+		// nothing. Recovery must not wait for it to notice.
+		e := NewEnv(t, backend, configure)
+		a, sup, b := e.Node(), e.Node(), e.Node()
+		code, data := e.Publish(a, "stale-1-1", 300<<10)
+		e.Install(sup, code, data)
+		e.RegisterSupervisor(sup, "sup-1")
+		if err := a.Store.Remove(code.TopologyID); err != nil {
+			t.Fatal(err)
+		}
+		src, err := b.Fetcher.Recover(t.Context(), code.TopologyID, code.Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if src.Supervisor != "sup-1" {
+			t.Fatalf("recovered from %v, want supervisor sup-1", src)
+		}
+		e.expectHolds(b, code, data)
+	})
 	t.Run("HeldNowhere", func(t *testing.T) {
 		e := NewEnv(t, backend, configure)
 		a, sup, b := e.Node(), e.Node(), e.Node()
