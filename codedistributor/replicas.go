@@ -1,12 +1,12 @@
 package codedistributor
 
 import (
-	"time"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
