@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"net"
 	"slices"
@@ -309,6 +310,65 @@ type ClusterInfoOption func(*nimbusv1.GetClusterInfoRequest)
 // read per topology on the answering nimbus.
 func LinearizableClusterInfo() ClusterInfoOption {
 	return func(r *nimbusv1.GetClusterInfoRequest) { r.Linearizable = true }
+}
+
+// WithoutNimbuses leaves the nimbuses out of the summary.
+func WithoutNimbuses() ClusterInfoOption {
+	return func(r *nimbusv1.GetClusterInfoRequest) { r.OmitNimbuses = true }
+}
+
+// WithoutSupervisors leaves the supervisors out of the summary.
+func WithoutSupervisors() ClusterInfoOption {
+	return func(r *nimbusv1.GetClusterInfoRequest) { r.OmitSupervisors = true }
+}
+
+// WithoutTopologies leaves the topologies out of the summary. With the
+// other two Without options the answer is the cluster's counts, its
+// eligible standbys and the topologies blocking leadership or LOST.
+func WithoutTopologies() ClusterInfoOption {
+	return func(r *nimbusv1.GetClusterInfoRequest) { r.OmitTopologies = true }
+}
+
+// OnlyTopologies keeps only the topologies with these names or ids.
+func OnlyTopologies(namesOrIDs ...string) ClusterInfoOption {
+	return func(r *nimbusv1.GetClusterInfoRequest) { r.Topologies = append(r.Topologies, namesOrIDs...) }
+}
+
+// OnlySupervisors keeps only the supervisors with these ids or hosts.
+func OnlySupervisors(idsOrHosts ...string) ClusterInfoOption {
+	return func(r *nimbusv1.GetClusterInfoRequest) { r.Supervisors = append(r.Supervisors, idsOrHosts...) }
+}
+
+// PageSize asks for at most n topologies and n supervisors; the answer's
+// next_page_token asks for the next page (see ClusterInfoPages).
+func PageSize(n int) ClusterInfoOption {
+	return func(r *nimbusv1.GetClusterInfoRequest) { r.PageSize = int32(n) }
+}
+
+// PageToken continues after the page whose next_page_token it is.
+func PageToken(token string) ClusterInfoOption {
+	return func(r *nimbusv1.GetClusterInfoRequest) { r.PageToken = token }
+}
+
+// ClusterInfoPages calls GetClusterInfo for one page after another, of at
+// most pageSize topologies and pageSize supervisors each, until the last:
+// a large cluster's summary without one multi-megabyte answer. Each page
+// may come from another nimbus; a topology or supervisor created or
+// removed meanwhile may be missed or shown, none twice. The sequence ends
+// after the first error.
+func (c *Client) ClusterInfoPages(ctx context.Context, pageSize int, options ...ClusterInfoOption) iter.Seq2[*nimbusv1.GetClusterInfoResponse, error] {
+	return func(yield func(*nimbusv1.GetClusterInfoResponse, error) bool) {
+		token := ""
+		for {
+			resp, err := c.GetClusterInfo(ctx, append(slices.Clip(options), PageSize(pageSize), PageToken(token))...)
+			if !yield(resp, err) || err != nil {
+				return
+			}
+			if token = resp.GetNextPageToken(); token == "" {
+				return
+			}
+		}
+	}
 }
 
 // GetTopologyInfo returns the named topology's status, assignments,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,15 +25,71 @@ func newLeaderCommand(g *globals) *cobra.Command {
 }
 
 func newClusterCommand(g *globals) *cobra.Command {
-	return readCommand(g, "cluster", "Show the nimbuses, supervisors and topologies", clusterInfo,
-		func(w io.Writer, resp *nimbusv1.GetClusterInfoResponse) error {
-			return writeCluster(w, resp.GetCluster())
-		})
+	var summary bool
+	pageSize := defaultPageSize
+	cmd := &cobra.Command{
+		Use:   "cluster",
+		Short: "Show the nimbuses, supervisors and topologies",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.withClient(cmd.Context(), func(ctx context.Context, c *client.Client) error {
+				var resp *nimbusv1.GetClusterInfoResponse
+				var err error
+				if summary {
+					resp, err = c.GetClusterInfo(ctx, client.WithoutSupervisors(), client.WithoutTopologies())
+				} else {
+					resp, err = clusterInPages(ctx, c, pageSize)
+				}
+				if err != nil {
+					return err
+				}
+				if g.output == "json" {
+					return writeJSON(g.stdout, resp)
+				}
+				if summary {
+					return writeClusterSummary(g.stdout, resp.GetCluster())
+				}
+				return writeCluster(g.stdout, resp.GetCluster())
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&summary, "summary", false, "show the nimbuses and the cluster's counts only, without a row per supervisor and topology")
+	pageSizeFlag(cmd, &pageSize)
+	return cmd
 }
 
-// clusterInfo is GetClusterInfo as readCommand calls it: no options.
-func clusterInfo(c *client.Client, ctx context.Context) (*nimbusv1.GetClusterInfoResponse, error) {
-	return c.GetClusterInfo(ctx)
+// defaultPageSize is how many topologies and supervisors one GetClusterInfo
+// call of stormctl asks for: a cluster of thousands comes in several small
+// answers rather than one of megabytes.
+const defaultPageSize = 500
+
+func pageSizeFlag(cmd *cobra.Command, n *int) {
+	cmd.Flags().IntVar(n, "page-size", *n, "topologies and supervisors per GetClusterInfo call (0: all in one answer)")
+}
+
+// clusterInPages is GetClusterInfo with options, read in pages of
+// pageSize and joined into one answer.
+func clusterInPages(ctx context.Context, c *client.Client, pageSize int, options ...client.ClusterInfoOption) (*nimbusv1.GetClusterInfoResponse, error) {
+	if pageSize < 0 {
+		return nil, &usageError{fmt.Errorf("--page-size must be 0 or more, got %d", pageSize)}
+	}
+	var all *nimbusv1.GetClusterInfoResponse
+	for page, err := range c.ClusterInfoPages(ctx, pageSize, options...) {
+		if err != nil {
+			return nil, err
+		}
+		if all == nil {
+			all = page
+			continue
+		}
+		// The nimbuses and counts of the last page are the newest.
+		part := page.GetCluster()
+		part.Topologies = append(all.GetCluster().GetTopologies(), part.GetTopologies()...)
+		part.Supervisors = append(all.GetCluster().GetSupervisors(), part.GetSupervisors()...)
+		all = page
+	}
+	all.NextPageToken = ""
+	return all, nil
 }
 
 // readCommand reads one answer and writes it: as JSON with -o json, as
@@ -81,6 +138,24 @@ func writeCluster(w io.Writer, s *nimbusv1.ClusterSummary) error {
 		}
 	}
 	return nil
+}
+
+// writeClusterSummary is cluster --summary: the nimbuses, standbys and
+// warnings, then the cluster's counts.
+func writeClusterSummary(w io.Writer, s *nimbusv1.ClusterSummary) error {
+	if err := writeNimbusesAndFailover(w, s); err != nil {
+		return err
+	}
+	if lost := s.GetLostTopologies(); len(lost) > 0 {
+		if _, err := fmt.Fprintf(w, "LOST: %s (stormctl list shows why; stormctl admin forget removes one)\n", strings.Join(lost, ", ")); err != nil {
+			return err
+		}
+	}
+	return fields(w, [][2]string{
+		{"topologies", strconv.Itoa(int(s.GetNumTopologies()))},
+		{"supervisors", strconv.Itoa(int(s.GetNumSupervisors()))},
+		{"slots used", fmt.Sprintf("%d/%d", s.GetNumUsedSlots(), s.GetNumSlots())},
+	})
 }
 
 // writeNimbusesAndFailover writes the nimbuses table, then how many
@@ -183,17 +258,23 @@ func writeConfTable(w io.Writer, entries []*nimbusv1.ConfEntry) error {
 	return table(w, []string{"KEY", "VALUE", "SOURCE"}, rows)
 }
 
-// clusterListCommand lists one part of GetClusterInfo: a table, or in JSON
-// an object with that part under key.
-func clusterListCommand[M proto.Message](g *globals, use, short, key string,
-	part func(*nimbusv1.ClusterSummary) []M, write func(io.Writer, []M) error) *cobra.Command {
-	return &cobra.Command{
+// clusterListCommand lists one part of GetClusterInfo, read in pages, with
+// the other parts left out (omit): a table, or in JSON an object with that
+// part under key. With only, arguments keep just the items they name.
+func clusterListCommand[M proto.Message](g *globals, use, short, key string, omit []client.ClusterInfoOption,
+	only func(...string) client.ClusterInfoOption, part func(*nimbusv1.ClusterSummary) []M, write func(io.Writer, []M) error) *cobra.Command {
+	pageSize := defaultPageSize
+	cmd := &cobra.Command{
 		Use:   use,
 		Short: short,
 		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withClient(cmd.Context(), func(ctx context.Context, c *client.Client) error {
-				resp, err := c.GetClusterInfo(ctx)
+				options := omit
+				if len(args) > 0 {
+					options = append(slices.Clip(options), only(args...))
+				}
+				resp, err := clusterInPages(ctx, c, pageSize, options...)
 				if err != nil {
 					return err
 				}
@@ -205,20 +286,28 @@ func clusterListCommand[M proto.Message](g *globals, use, short, key string,
 			})
 		},
 	}
+	if only != nil {
+		cmd.Args = cobra.ArbitraryArgs
+		pageSizeFlag(cmd, &pageSize)
+	}
+	return cmd
 }
 
 func newNimbusesCommand(g *globals) *cobra.Command {
 	return clusterListCommand(g, "nimbuses", "List the nimbuses and which one leads", "nimbuses",
+		[]client.ClusterInfoOption{client.WithoutSupervisors(), client.WithoutTopologies()}, nil,
 		(*nimbusv1.ClusterSummary).GetNimbuses, writeNimbuses)
 }
 
 func newSupervisorsCommand(g *globals) *cobra.Command {
-	return clusterListCommand(g, "supervisors", "List the supervisors, their slots and their workers in backoff", "supervisors",
+	return clusterListCommand(g, "supervisors [ID|HOST...]", "List the supervisors (all, or those named), their slots and their workers in backoff", "supervisors",
+		[]client.ClusterInfoOption{client.WithoutNimbuses(), client.WithoutTopologies()}, client.OnlySupervisors,
 		(*nimbusv1.ClusterSummary).GetSupervisors, writeSupervisorList)
 }
 
 func newListCommand(g *globals) *cobra.Command {
-	return clusterListCommand(g, "list", "List the topologies, their workers running and their status", "topologies",
+	return clusterListCommand(g, "list [NAME|ID...]", "List the topologies (all, or those named), their workers running and their status", "topologies",
+		[]client.ClusterInfoOption{client.WithoutNimbuses(), client.WithoutSupervisors()}, client.OnlyTopologies,
 		(*nimbusv1.ClusterSummary).GetTopologies, writeTopologyList)
 }
 

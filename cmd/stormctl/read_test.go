@@ -1,12 +1,14 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/nimbusha/nimbus/internal/fakenimbus"
 	"github.com/nimbusha/nimbus/internal/testcluster"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
@@ -155,7 +157,9 @@ func TestRunReadUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"topology"},
 		{"topology", "a", "b"},
-		{"list", "extra"},
+		{"nimbuses", "extra"},
+		{"cluster", "extra"},
+		{"list", "--page-size", "-1"},
 	} {
 		runFails(t, exitUsage, append([]string{"--seeds", addr}, args...)...)
 	}
@@ -275,5 +279,68 @@ func TestRunTopologyConf(t *testing.T) {
 	}
 	if code, _, _ := runArgs("--seeds", addr, "topology", "wordcount", "--conf", "--logs"); code == exitOK {
 		t.Error("--conf with --logs: exit 0")
+	}
+}
+
+// list and supervisors ask only for their part, with the names given, and
+// read every page: a cluster of thousands comes in small answers.
+func TestRunListReadsPages(t *testing.T) {
+	topologies := testTopologies().GetTopologies()
+	pages := []*nimbusv1.GetClusterInfoResponse{
+		{Cluster: &nimbusv1.ClusterSummary{Topologies: topologies[:1]}, NextPageToken: "page-2"},
+		{Cluster: &nimbusv1.ClusterSummary{Topologies: topologies[1:], NumTopologies: 2}},
+	}
+	calls := 0
+	f := &fakenimbus.Server{OnGetClusterInfo: func() (*nimbusv1.GetClusterInfoResponse, error) {
+		calls++
+		return pages[(calls-1)%len(pages)], nil
+	}}
+	addr := f.Start(t)
+	got := runOK(t, "--seeds", addr, "list", "--page-size", "1", "wordcount", "x")
+	want := "" +
+		"NAME       ID                      STATUS  WORKERS  EXECUTORS  REPLICAS  UPTIME  OWNER\n" +
+		"wordcount  wordcount-1-1700000000  active  2/2      3          2         45s     alice\n" +
+		"x          x-2-1700000001          killed  0/0      1          1         1h1m    bob\n"
+	if got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+	reqs := f.Requests("GetClusterInfo")
+	if len(reqs) != 2 {
+		t.Fatalf("%d GetClusterInfo calls, want 2 (one per page)", len(reqs))
+	}
+	for i, wantToken := range []string{"", "page-2"} {
+		req := reqs[i].(*nimbusv1.GetClusterInfoRequest)
+		if !req.GetOmitNimbuses() || !req.GetOmitSupervisors() || req.GetOmitTopologies() || req.GetPageSize() != 1 ||
+			req.GetPageToken() != wantToken || !slices.Equal(req.GetTopologies(), []string{"wordcount", "x"}) {
+			t.Errorf("request %d: %v", i, req)
+		}
+	}
+
+	runOK(t, "--seeds", addr, "supervisors", "worker-1")
+	req := f.Requests("GetClusterInfo")[2].(*nimbusv1.GetClusterInfoRequest)
+	if !req.GetOmitNimbuses() || !req.GetOmitTopologies() || req.GetOmitSupervisors() || req.GetPageSize() != defaultPageSize ||
+		!slices.Equal(req.GetSupervisors(), []string{"worker-1"}) {
+		t.Errorf("supervisors request: %v", req)
+	}
+}
+
+func TestRunClusterSummary(t *testing.T) {
+	c := testCluster()
+	c.NumTopologies, c.NumSupervisors, c.NumSlots, c.NumUsedSlots = 5000, 4000, 16000, 5000
+	c.LostTopologies = []string{"gone-1-1"}
+	f := reader(c, nil)
+	addr := f.Start(t)
+	got := runOK(t, "--seeds", addr, "cluster", "--summary")
+	for _, line := range []string{"LOST: gone-1-1", "topologies:   5000", "supervisors:  4000", "slots used:   5000/16000"} {
+		if !strings.Contains(got, line) {
+			t.Errorf("no %q in:\n%s", line, got)
+		}
+	}
+	if strings.Contains(got, "SUPERVISORS") || strings.Contains(got, "TOPOLOGIES") {
+		t.Errorf("--summary lists supervisors or topologies:\n%s", got)
+	}
+	req := f.Requests("GetClusterInfo")[0].(*nimbusv1.GetClusterInfoRequest)
+	if req.GetOmitNimbuses() || !req.GetOmitSupervisors() || !req.GetOmitTopologies() {
+		t.Errorf("cluster --summary asked for %v", req)
 	}
 }
