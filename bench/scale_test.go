@@ -59,10 +59,10 @@ func BenchmarkScale(b *testing.B) {
 	z := testcluster.StartZooKeeper(b)
 	c := testcluster.New(b, z.Addr(), testcluster.WithRoot(scaleRoot), testcluster.WithSessionTimeout(scaleSession),
 		testcluster.WithLogf(discard))
-	c.StartNimbuses(b, 3, testcluster.WithArgs("--topology.min.replication.count", "1"))
+	c.StartNimbuses(b, 3, testcluster.WithArgs(append([]string{"--topology.min.replication.count", "1"}, pprofArgs()...)...))
 	leader, followers := scaleLeader(b, c)
 	conn := testcluster.ConnectZooKeeper(b, 10*time.Second, z.Addr())
-	rep := &scaleReport{}
+	rep := &scaleReport{pids: scalePids(z, leader, followers)}
 
 	// Topologies first, with no supervisor: every assignment stays empty
 	// until the supervisors come, so placing them all is one full schedule.
@@ -72,10 +72,18 @@ func BenchmarkScale(b *testing.B) {
 	}
 	defer cl.Close()
 	began := time.Now()
-	if err := submitTiny(cl, *scaleTopologies); err != nil {
+	submitCPU := startCPUMeter(rep.pids)
+	profiled := func() {}
+	if err := submitTiny(cl, *scaleTopologies, func(done int) {
+		if done == *scaleTopologies/2 { // the second half, the larger cluster
+			profiled = profile(leader, 20*time.Second, "submit-leader")
+		}
+	}); err != nil {
 		b.Fatal(err)
 	}
 	rep.add("submit %d topologies (8 at a time, min replication 1)", time.Since(began).Round(time.Millisecond), *scaleTopologies)
+	rep.add("CPU while submitting, cores", submitCPU)
+	profiled()
 	if err := testcluster.Poll(5*time.Minute, func() error {
 		cs, err := c.API(leader).GetClusterInfo(context.Background(), &nimbusv1.GetClusterInfoRequest{})
 		if err != nil {
@@ -143,6 +151,19 @@ func BenchmarkScale(b *testing.B) {
 				_, err := api.GetClusterInfo(ctx, &nimbusv1.GetClusterInfoRequest{})
 				return err
 			}},
+			{"GetClusterInfo, one topology", func(ctx context.Context, api nimbusv1.NimbusServiceClient) error {
+				resp, err := api.GetClusterInfo(ctx, &nimbusv1.GetClusterInfoRequest{
+					Topologies: []string{tinyName(*scaleTopologies / 2)}, OmitNimbuses: true, OmitSupervisors: true,
+				})
+				if err == nil && len(resp.GetCluster().GetTopologies()) != 1 {
+					err = fmt.Errorf("%d topologies in the answer, want 1", len(resp.GetCluster().GetTopologies()))
+				}
+				return err
+			}},
+			{"GetTopologyInfo", func(ctx context.Context, api nimbusv1.NimbusServiceClient) error {
+				_, err := api.GetTopologyInfo(ctx, &nimbusv1.GetTopologyInfoRequest{Name: tinyName(*scaleTopologies / 2)})
+				return err
+			}},
 		} {
 			if err := readLoad(rep, z.Addr(), conn, target.name, target.p, rpc.name, rpc.call); err != nil {
 				b.Fatal(err)
@@ -191,9 +212,12 @@ func scaleLeader(b *testing.B, c *testcluster.Cluster) (*testcluster.Process, []
 	return leader, followers
 }
 
+// tinyName is the name of the i-th topology submitTiny submits.
+func tinyName(i int) string { return fmt.Sprintf("tiny-%05d", i) }
+
 // submitTiny submits n topologies of one worker and a 1 KiB artifact,
-// 8 at a time.
-func submitTiny(cl *client.Client, n int) error {
+// 8 at a time; progress, if not nil, hears each count submitted.
+func submitTiny(cl *client.Client, n int, progress func(done int)) error {
 	var (
 		next, done atomic.Int64
 		wg         sync.WaitGroup
@@ -205,7 +229,7 @@ func submitTiny(cl *client.Client, n int) error {
 		wg.Go(func() {
 			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
 				spec := &nimbusv1.TopologySpec{
-					Name: fmt.Sprintf("tiny-%05d", i), NumWorkers: 1,
+					Name: tinyName(i), NumWorkers: 1,
 					Components:    []*nimbusv1.ComponentSpec{{Id: "spout", Parallelism: 1}},
 					WorkerCommand: []string{"/bin/true"},
 				}
@@ -218,8 +242,12 @@ func submitTiny(cl *client.Client, n int) error {
 					mu.Unlock()
 					return
 				}
-				if d := done.Add(1); d%100 == 0 {
+				d := done.Add(1)
+				if d%100 == 0 {
 					fmt.Fprintf(os.Stderr, "scale: %d topologies submitted\n", d)
+				}
+				if progress != nil {
+					progress(int(d))
 				}
 			}
 		})
@@ -288,9 +316,13 @@ func steadyState(rep *scaleReport, zkAddr string, conn *zk.Conn, leader *testclu
 		return err
 	}
 	beats0, failed0 := sims.beats.Load(), sims.failed.Load()
+	cpu := startCPUMeter(rep.pids)
+	profiled := profile(leader, window/2, "steady-leader")
 	start := time.Now()
 	<-time.After(window) // the measurement window, not a wait for a condition
 	elapsed := time.Since(start)
+	profiled()
+	rep.add("CPU at steady state, cores", cpu)
 	after, err := cons(zkAddr)
 	if err != nil {
 		return err
@@ -401,9 +433,15 @@ func measure[C any](rep *scaleReport, zkAddr string, conn *zk.Conn, role string,
 	if err != nil {
 		return err
 	}
+	window := time.Duration(*scaleReadSecs) * time.Second
+	name := strings.NewReplacer(" ", "-", "/", "_").Replace(what) + "-" + role
+	profiled, stopSelf := profile(p, window, name), profileSelf(name+"-bench")
+	cpu := startCPUMeter(rep.pids)
 	start := time.Now()
-	lats, err := callBackToBack(callers, start.Add(time.Duration(*scaleReadSecs)*time.Second), call)
+	lats, err := callBackToBack(callers, start.Add(window), call)
 	elapsed := time.Since(start)
+	stopSelf()
+	profiled()
 	if err != nil {
 		return fmt.Errorf("%s on %s: %w", what, p.Name, err)
 	}
@@ -415,7 +453,7 @@ func measure[C any](rep *scaleReport, zkAddr string, conn *zk.Conn, role string,
 	sort.Slice(lats, func(i, j int) bool { return lats[i] < lats[j] })
 	rep.reads = append(rep.reads, readRow{
 		rpc: what, role: role, n: len(lats), rate: float64(len(lats)) / elapsed.Seconds(),
-		p50: percentile(lats, 50), p99: percentile(lats, 99), zkReqs: zkReqs,
+		p50: percentile(lats, 50), p99: percentile(lats, 99), zkReqs: zkReqs, cpu: cpu.String(),
 	})
 	return nil
 }
@@ -616,6 +654,7 @@ func rssMiB(pid int) (int, error) {
 type scaleReport struct {
 	rows  [][2]string
 	reads []readRow
+	pids  map[string]int // the processes whose CPU rows report
 }
 
 type readRow struct {
@@ -624,6 +663,7 @@ type readRow struct {
 	rate      float64
 	p50, p99  time.Duration
 	zkReqs    int64
+	cpu       string // each process's CPU over the row, in cores
 }
 
 func (r *scaleReport) add(what string, value any, args ...any) {
@@ -646,10 +686,10 @@ func (r *scaleReport) print(sups, topologies int) {
 	}
 	var out strings.Builder
 	fmt.Fprintf(&out, "\n%d supervisors, %d topologies; %d cores (%s), %s\n\n", sups, topologies, runtime.NumCPU(), model, runtime.Version())
-	fmt.Fprintf(&out, "| rpc | nimbus | calls | per second | p50 | p99 | ZooKeeper requests by that nimbus |\n|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&out, "| rpc | nimbus | calls | per second | p50 | p99 | ZooKeeper requests by that nimbus | CPU, cores |\n|---|---|---|---|---|---|---|---|\n")
 	for _, x := range r.reads {
-		fmt.Fprintf(&out, "| %s | %s | %d | %.0f | %v | %v | %d |\n", x.rpc, x.role, x.n, x.rate,
-			x.p50.Round(time.Microsecond), x.p99.Round(time.Microsecond), x.zkReqs)
+		fmt.Fprintf(&out, "| %s | %s | %d | %.0f | %v | %v | %d | %s |\n", x.rpc, x.role, x.n, x.rate,
+			x.p50.Round(time.Microsecond), x.p99.Round(time.Microsecond), x.zkReqs, x.cpu)
 	}
 	fmt.Fprintf(&out, "\n| what | value |\n|---|---|\n")
 	for _, row := range r.rows {

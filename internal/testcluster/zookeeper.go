@@ -111,6 +111,17 @@ func newZooKeeper(t testing.TB, name string, id, clientPort int, servers []strin
 // across Stop and Start.
 func (z *ZooKeeper) Addr() string { return z.addr }
 
+// Pid is the server's process id (its JVM), 0 while it is stopped: for a
+// benchmark that measures what ZooKeeper's own CPU costs.
+func (z *ZooKeeper) Pid() int {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.cmd == nil {
+		return 0
+	}
+	return z.cmd.Process.Pid
+}
+
 // Start starts the stopped server again with the same data directory and
 // port, and waits until it serves: for an ensemble member, until it has
 // joined a quorum (see Ensemble.StartAll). It fails the test if the server is

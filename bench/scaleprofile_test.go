@@ -1,0 +1,157 @@
+package bench
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nimbusha/nimbus/internal/testcluster"
+)
+
+// Where BenchmarkScale's time goes: with -scale-pprof DIR the nimbuses
+// serve pprof, and the benchmark saves CPU profiles of the nimbus under
+// load for each read-path row, of the leader while topologies are
+// submitted and at steady state, and of the benchmark's own process (the
+// load generator and the simulated supervisors) beside each row; every
+// row also reports the CPU each process spent, so that what the cluster
+// costs and what the load around it costs can be told apart.
+var scalePprof = flag.String("scale-pprof", "", "directory for CPU profiles of BenchmarkScale (empty: none)")
+
+// pprofArgs are the nimbuses' extra flags when profiling.
+func pprofArgs() []string {
+	if *scalePprof == "" {
+		return nil
+	}
+	return []string{"--storm.metrics.pprof.enable", "true"}
+}
+
+// profile fetches a CPU profile of p over d into the -scale-pprof
+// directory as name.pprof, in the background; the returned func waits for
+// it. Without -scale-pprof it does nothing.
+func profile(p *testcluster.Process, d time.Duration, name string) (wait func()) {
+	if *scalePprof == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := fetchProfile(p, d, filepath.Join(*scalePprof, name+".pprof")); err != nil {
+			fmt.Fprintf(os.Stderr, "scale: profile %s: %v\n", name, err)
+		}
+	}()
+	return func() { <-done }
+}
+
+func fetchProfile(p *testcluster.Process, d time.Duration, path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d+30*time.Second)
+	defer cancel()
+	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", p.MetricsAddr(), int(d.Seconds()))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// profileSelf profiles this process (load generator and simulated
+// supervisors) into name.pprof until the returned func is called. Without
+// -scale-pprof it does nothing.
+func profileSelf(name string) (stop func()) {
+	if *scalePprof == "" {
+		return func() {}
+	}
+	if err := os.MkdirAll(*scalePprof, 0o755); err != nil {
+		fmt.Fprintf(os.Stderr, "scale: %v\n", err)
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(*scalePprof, name+".pprof"))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "scale: %v\n", err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		fmt.Fprintf(os.Stderr, "scale: %v\n", err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
+}
+
+// cpuMeter measures the CPU each named process spends over a window.
+type cpuMeter struct {
+	pids  map[string]int
+	start map[string]time.Duration
+	began time.Time
+}
+
+func startCPUMeter(pids map[string]int) *cpuMeter {
+	m := &cpuMeter{pids: pids, start: map[string]time.Duration{}, began: time.Now()}
+	for name, pid := range pids {
+		m.start[name], _ = procCPU(pid)
+	}
+	return m
+}
+
+// String is each process's CPU over the window, in cores, busiest first.
+func (m *cpuMeter) String() string {
+	elapsed := time.Since(m.began)
+	type use struct {
+		name  string
+		cores float64
+	}
+	var uses []use
+	for name, pid := range m.pids {
+		end, err := procCPU(pid)
+		if err != nil {
+			continue
+		}
+		uses = append(uses, use{name, float64(end-m.start[name]) / float64(elapsed)})
+	}
+	sort.Slice(uses, func(i, j int) bool { return uses[i].cores > uses[j].cores })
+	var parts []string
+	for _, u := range uses {
+		parts = append(parts, fmt.Sprintf("%s %.2f", u.name, u.cores))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// scalePids names the processes of a scale run: the nimbuses,
+// ZooKeeper, and this one (the load generator and the simulated
+// supervisors).
+func scalePids(z *testcluster.ZooKeeper, leader *testcluster.Process, followers []*testcluster.Process) map[string]int {
+	pids := map[string]int{"leader": leader.Pid(), "zookeeper": z.Pid(), "bench": os.Getpid()}
+	for i, f := range followers {
+		pids[fmt.Sprintf("follower-%d", i+1)] = f.Pid()
+	}
+	return pids
+}
