@@ -16,6 +16,7 @@ import (
 	"github.com/nimbusha/nimbus/apierr"
 	"github.com/nimbusha/nimbus/assign"
 	"github.com/nimbusha/nimbus/cluster"
+	"github.com/nimbusha/nimbus/codesync"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
@@ -42,7 +43,6 @@ type view struct {
 	// every request).
 	share func(m, old proto.Message)
 
-	mu      sync.Mutex // serialises builds: one per key, however many ask
 	cluster built[*nimbusv1.GetClusterInfoResponse]
 	leading built[*nimbusv1.GetLeaderResponse]
 	// clusterIdx indexes the last summary a part was picked from
@@ -50,8 +50,11 @@ type view struct {
 	clusterIdx atomic.Pointer[clusterIndex]
 }
 
-// built is an answer and the state it was built from.
+// built is an answer and the state it was built from. Its lock serialises
+// its builds, one per key however many ask; answers have a lock each, so
+// a small one never waits behind a large one.
 type built[M proto.Message] struct {
+	mu   sync.Mutex
 	done bool
 	key  viewKey
 	msg  M
@@ -65,6 +68,14 @@ type viewKey struct {
 	second                                                            int64
 }
 
+// leaderKey is key without the caches the leader's summary does not read:
+// a heartbeat read or an assignment written does not rebuild it.
+func (v *view) leaderKey() viewKey {
+	k := v.key()
+	k.supervisors, k.assignments, k.lost = 0, 0, 0
+	return k
+}
+
 func (v *view) key() viewKey {
 	return viewKey{
 		nimbuses: v.nimbuses.Gen(), locks: v.locks.Gen(), storms: v.storms.Gen(), replicas: v.replicas.Gen(),
@@ -73,8 +84,10 @@ func (v *view) key() viewKey {
 }
 
 // cached returns b's answer if it was built from state k, else builds and
-// keeps it. Call with v.mu held.
+// keeps it.
 func cached[M proto.Message](v *view, b *built[M], k viewKey, build func() (M, error)) (M, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.done && b.key == k {
 		return b.msg, b.err
 	}
@@ -130,10 +143,7 @@ func (v *view) caches() []interface{ Run(context.Context) error } {
 
 // leaderInfo is GetLeader's answer, shared: callers must not modify it.
 func (v *view) leaderInfo() (*nimbusv1.GetLeaderResponse, error) {
-	k := v.key()
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return cached(v, &v.leading, k, func() (*nimbusv1.GetLeaderResponse, error) {
+	return cached(v, &v.leading, v.leaderKey(), func() (*nimbusv1.GetLeaderResponse, error) {
 		l, err := v.leaderSummary()
 		if err != nil {
 			return nil, err
@@ -146,10 +156,7 @@ func (v *view) leaderInfo() (*nimbusv1.GetLeaderResponse, error) {
 // it.
 func (v *view) clusterInfo() *nimbusv1.GetClusterInfoResponse {
 	v.freshenHeartbeats()
-	k := v.key()
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	c, _ := cached(v, &v.cluster, k, func() (*nimbusv1.GetClusterInfoResponse, error) {
+	c, _ := cached(v, &v.cluster, v.key(), func() (*nimbusv1.GetClusterInfoResponse, error) {
 		return &nimbusv1.GetClusterInfoResponse{Cluster: v.clusterSummary()}, nil
 	})
 	return c
@@ -196,8 +203,9 @@ func (v *view) clusterSummary() *nimbusv1.ClusterSummary {
 			c.EligibleStandbys++
 		}
 	}
+	lost := codesync.LostMarks(storms, v.lost.Snapshot())
 	for id, base := range storms {
-		t := v.topologySummary(id, base)
+		t := v.topologySummary(id, base, lost)
 		if base != nil {
 			countWorkers(t, base, assignedWorkers(id, assignments[id], sups, idx, false))
 		}
@@ -329,15 +337,9 @@ func nimbusInfo(r *clusterv1.ReplicaInfo) *clusterv1.NimbusInfo {
 	return &clusterv1.NimbusInfo{Host: r.GetHost(), Port: r.GetPort()}
 }
 
-// lostMark is the LOST mark of topology id (base), if one applies.
-func (v *view) lostMark(id string, base *clusterv1.StormBase) *clusterv1.LostMark {
-	if m := v.lost.Snapshot()[id]; m != nil && bytes.Equal(m.GetCodeMetaDigest(), base.GetCodeMetaDigest()) {
-		return m
-	}
-	return nil
-}
-
-func (v *view) topologySummary(id string, base *clusterv1.StormBase) *nimbusv1.TopologySummary {
+// topologySummary describes topology id; lost are the LOST marks that
+// apply (codesync.LostMarks).
+func (v *view) topologySummary(id string, base *clusterv1.StormBase, lost map[string]*clusterv1.LostMark) *nimbusv1.TopologySummary {
 	t := &nimbusv1.TopologySummary{Id: id}
 	if base == nil {
 		return t // undecodable: shown by id only
@@ -349,7 +351,7 @@ func (v *view) topologySummary(id string, base *clusterv1.StormBase) *nimbusv1.T
 	if launch := base.GetLaunchTimeUnixSecs(); launch > 0 {
 		t.UptimeSecs = int64(v.now().Sub(time.Unix(launch, 0)) / time.Second)
 	}
-	if mark := v.lostMark(id, base); mark != nil {
+	if mark := lost[id]; mark != nil {
 		t.LostReason, t.LostSinceUnixMs = mark.GetReason(), mark.GetSinceUnixMs()
 	}
 	replicas := v.replicaAddrs(id, base.GetCodeMetaDigest())
@@ -384,7 +386,7 @@ func (v *view) topologyInfo(name string, tails bool) (*nimbusv1.GetTopologyInfoR
 	sups := v.supervisors.Snapshot()
 	a := v.assignments.Snapshot()[id]
 	resp := &nimbusv1.GetTopologyInfoResponse{
-		Topology:             v.topologySummary(id, base),
+		Topology:             v.topologySummary(id, base, codesync.LostMarks(map[string]*clusterv1.StormBase{id: base}, v.lost.Snapshot())),
 		CodeMetaDigest:       base.GetCodeMetaDigest(),
 		ComponentParallelism: base.GetComponentExecutors(),
 		SpoutIds:             base.GetSpoutIds(),
