@@ -302,7 +302,7 @@ func (d *duties) scheduleRound() {
 // code while they fetch it, which is no news. It returns when to look
 // again for the warning to be on time (zero if nothing is due).
 func (d *duties) warnIfNoStandby(now time.Time) time.Time {
-	summary := d.view.clusterInfo().GetCluster()
+	summary := d.view.failover()
 	d.metrics.eligibleStandbys.Set(float64(summary.GetEligibleStandbys()))
 	if summary.GetEligibleStandbys() > 0 || len(summary.GetNimbuses()) == 0 {
 		d.noStandbySince, d.noStandbyWarned = time.Time{}, false

@@ -45,6 +45,7 @@ type view struct {
 
 	cluster built[*nimbusv1.GetClusterInfoResponse]
 	leading built[*nimbusv1.GetLeaderResponse]
+	standby built[*nimbusv1.ClusterSummary] // failover's, not sent as is
 	// clusterIdx indexes the last summary a part was picked from
 	// (clusterpart.go).
 	clusterIdx atomic.Pointer[clusterIndex]
@@ -54,8 +55,9 @@ type view struct {
 // its builds, one per key however many ask; answers have a lock each, so
 // a small one never waits behind a large one.
 type built[M proto.Message] struct {
-	mu   sync.Mutex
-	done bool
+	mu     sync.Mutex
+	unsent bool // not an answer: share need not encode it
+	done   bool
 	key  viewKey
 	msg  M
 	err  error
@@ -68,11 +70,12 @@ type viewKey struct {
 	second                                                            int64
 }
 
-// leaderKey is key without the caches the leader's summary does not read:
-// a heartbeat read or an assignment written does not rebuild it.
+// leaderKey is key without the caches that the leader's summary and
+// failover do not read: a heartbeat read or an assignment written does not
+// rebuild them.
 func (v *view) leaderKey() viewKey {
 	k := v.key()
-	k.supervisors, k.assignments, k.lost = 0, 0, 0
+	k.supervisors, k.assignments = 0, 0
 	return k
 }
 
@@ -102,7 +105,7 @@ func cached[M proto.Message](v *view, b *built[M], k viewKey, build func() (M, e
 	if b.err == nil {
 		next = b.msg
 	}
-	if v.share != nil {
+	if v.share != nil && !b.unsent {
 		v.share(next, old)
 	}
 	return b.msg, b.err
@@ -133,6 +136,7 @@ func newView(sess *cluster.Session, heartbeat time.Duration, share func(m, old p
 		share: share,
 	}
 	v.replicas.Distributions.Recreate()
+	v.standby.unsent = true
 	return v
 }
 
@@ -192,16 +196,46 @@ func (v *view) leaderSummary() (*nimbusv1.NimbusSummary, error) {
 	return s, nil
 }
 
+// failover is the part of the cluster summary that says who can lead:
+// the nimbuses, the eligible standbys, and the topologies that block
+// leadership or are LOST. The leader reads it every round
+// (warnIfNoStandby), so it reads no supervisor or assignment and is built
+// again only when what it reads changes (and once a second, for uptimes).
+// Shared: callers must not modify it.
+func (v *view) failover() *nimbusv1.ClusterSummary {
+	c, _ := cached(v, &v.standby, v.leaderKey(), func() (*nimbusv1.ClusterSummary, error) {
+		storms := v.storms.Snapshot()
+		c := &nimbusv1.ClusterSummary{Nimbuses: v.nimbusSummaries(storms)}
+		for _, n := range c.Nimbuses {
+			if n.HoldsAllCode && !n.IsLeader {
+				c.EligibleStandbys++
+			}
+		}
+		lost := codesync.LostMarks(storms, v.lost.Snapshot())
+		for id, base := range storms {
+			switch {
+			case lost[id] != nil: // blocks nothing (codesync)
+				c.LostTopologies = append(c.LostTopologies, id)
+			case base != nil && len(v.replicaAddrs(id, base.GetCodeMetaDigest())) == 0: // unreadable ones block nothing (codesync)
+				c.LeadershipBlockedBy = append(c.LeadershipBlockedBy, id)
+			}
+		}
+		sort.Strings(c.LeadershipBlockedBy)
+		sort.Strings(c.LostTopologies)
+		return c, nil
+	})
+	return c
+}
+
 // clusterSummary describes the cluster.
 func (v *view) clusterSummary() *nimbusv1.ClusterSummary {
+	f := v.failover()
 	storms := v.storms.Snapshot()
 	sups, assignments := v.supervisors.Snapshot(), v.assignments.Snapshot()
 	idx := indexWorkers(sups)
-	c := &nimbusv1.ClusterSummary{Nimbuses: v.nimbusSummaries(storms)}
-	for _, n := range c.Nimbuses {
-		if n.HoldsAllCode && !n.IsLeader {
-			c.EligibleStandbys++
-		}
+	c := &nimbusv1.ClusterSummary{
+		Nimbuses: f.GetNimbuses(), EligibleStandbys: f.GetEligibleStandbys(),
+		LeadershipBlockedBy: f.GetLeadershipBlockedBy(), LostTopologies: f.GetLostTopologies(),
 	}
 	lost := codesync.LostMarks(storms, v.lost.Snapshot())
 	for id, base := range storms {
@@ -210,18 +244,10 @@ func (v *view) clusterSummary() *nimbusv1.ClusterSummary {
 			countWorkers(t, base, assignedWorkers(id, assignments[id], sups, idx, false))
 		}
 		c.Topologies = append(c.Topologies, t)
-		switch {
-		case t.LostReason != "": // blocks nothing (codesync)
-			c.LostTopologies = append(c.LostTopologies, id)
-		case t.ReplicationCount == 0 && base != nil: // unreadable ones block nothing (codesync)
-			c.LeadershipBlockedBy = append(c.LeadershipBlockedBy, id)
-		}
 	}
 	slices.SortFunc(c.Topologies, func(a, b *nimbusv1.TopologySummary) int {
 		return compareTopology(a, topologyKey{Name: b.GetName(), ID: b.GetId()})
 	})
-	sort.Strings(c.LeadershipBlockedBy)
-	sort.Strings(c.LostTopologies)
 	used := usedSlots(assignments)
 	for id, info := range sups {
 		if info == nil {
