@@ -58,9 +58,9 @@ type built[M proto.Message] struct {
 	mu     sync.Mutex
 	unsent bool // not an answer: share need not encode it
 	done   bool
-	key  viewKey
-	msg  M
-	err  error
+	key    viewKey
+	msg    M
+	err    error
 }
 
 // viewKey identifies the caches' state and the second a summary was built
