@@ -73,3 +73,64 @@ func TestReportedCorruptionIsVerifiedAgain(t *testing.T) {
 		t.Fatalf("removing a bundle: err %v, change announced %v", err, notify.Closed(changed))
 	}
 }
+
+// Verify's fast path (no read when nothing changed) still notices a file
+// or a meta removed, a file rewritten, and a digest that differs.
+func TestVerifyNoticesChangesWithoutReading(t *testing.T) {
+	s, err := OpenStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	install := func(id string, content []byte) []byte {
+		t.Helper()
+		sum := sha256.Sum256(content)
+		tmp, err := s.NewTemp()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(tmp, ArtifactFile), content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		digest, err := s.Install(tmp, id, &clusterv1.CodeMeta{TopologyId: id,
+			Files: []*clusterv1.CodeFile{{Name: ArtifactFile, Size: int64(len(content)), Sha256: sum[:]}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 { // the second takes the fast path
+			if err := s.Verify(id, digest); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return digest
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(dir string) error
+		want   error
+	}{
+		{"artifact removed", func(dir string) error { return os.Remove(filepath.Join(dir, ArtifactFile)) }, ErrCorrupt},
+		{"artifact rewritten", func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, ArtifactFile), []byte("longer, other bytes"), 0o644)
+		}, ErrCorrupt},
+		{"meta removed", func(dir string) error { return os.Remove(filepath.Join(dir, metaFile)) }, ErrNotHeld},
+		{"bundle removed", os.RemoveAll, ErrNotHeld},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := "wc-1-1400000000"
+			digest := install(id, []byte("the artifact's bytes"))
+			if err := tc.change(s.Dir(id)); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Verify(id, digest); !errors.Is(err, tc.want) {
+				t.Fatalf("Verify: %v, want %v", err, tc.want)
+			}
+		})
+	}
+	t.Run("other digest", func(t *testing.T) {
+		id := "wc-2-1400000000"
+		install(id, []byte("code"))
+		if err := s.Verify(id, []byte("another digest")); !errors.Is(err, ErrNotHeld) {
+			t.Fatalf("Verify with another digest: %v, want ErrNotHeld", err)
+		}
+	})
+}

@@ -68,30 +68,38 @@ func (g Gate) Eligible() error {
 	return nil
 }
 
-// Missing lists the topologies of storms whose code this nimbus lacks,
-// sorted, by the cache of LOST marks.
-func (g Gate) Missing(storms map[string]*clusterv1.StormBase) []string {
+// needs returns the topologies of storms whose code a leader must hold,
+// by the cache of LOST marks: all but those being killed (it only removes
+// them), those marked LOST (lost.go), and StormBases that never decoded
+// (garbage or an empty node, logged by the cache), which name no code to
+// hold and nothing a leader could schedule, or one junk node would take
+// every nimbus out of the leader queue.
+func (g Gate) needs(storms map[string]*clusterv1.StormBase) map[string]*clusterv1.StormBase {
 	var marks map[string]*clusterv1.LostMark
 	if g.Lost != nil {
 		marks = g.Lost.Snapshot()
 	}
-	return g.missing(storms, marks)
+	return needing(storms, marks)
 }
 
-// missing lists the topologies of storms whose code this nimbus lacks,
-// sorted. A leader needs the code of every topology except those being
-// killed (it only removes them) and those marked LOST (lost.go). A StormBase that never decoded (garbage
-// or an empty node, logged by the cache) names no code to hold and nothing
-// a leader could schedule: it is skipped, or one junk node would take
-// every nimbus out of the leader queue. A copy found corrupt is left to
-// the Syncer, whose own check finds it so too, and fetches it again.
-func (g Gate) missing(storms map[string]*clusterv1.StormBase, marks map[string]*clusterv1.LostMark) []string {
+func needing(storms map[string]*clusterv1.StormBase, marks map[string]*clusterv1.LostMark) map[string]*clusterv1.StormBase {
 	lost := LostMarks(storms, marks)
-	var missing []string
+	out := make(map[string]*clusterv1.StormBase, len(storms))
 	for id, base := range storms {
 		if base == nil || base.GetStatus() == clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED || lost[id] != nil {
 			continue
 		}
+		out[id] = base
+	}
+	return out
+}
+
+// missing lists the topologies of storms whose code this nimbus lacks,
+// verified, sorted (see needing). A copy found corrupt is left to the
+// Syncer, whose own check finds it so too, and fetches it again.
+func (g Gate) missing(storms map[string]*clusterv1.StormBase, marks map[string]*clusterv1.LostMark) []string {
+	var missing []string
+	for id, base := range needing(storms, marks) {
 		if err := g.Store.Verify(id, base.GetCodeMetaDigest()); err != nil {
 			missing = append(missing, id)
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sort"
 	"sync"
 	"time"
 
@@ -153,6 +154,12 @@ type run struct {
 // cluster wants and acts on it; a change of /storms, /code-distributor or
 // the election, a copy reported corrupt, a fetch done, or the sweep starts
 // the next.
+//
+// A pass costs what changed, not what the store holds: code this nimbus
+// registered as a replica is trusted while its directory is there, and
+// verified again, all of it, only on a full pass: the first, the sweep's,
+// after a copy was reported corrupt, and after the election changed (a
+// failed Eligible, which verifies everything, withdrew the nimbus).
 func (s *Syncer) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -169,7 +176,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 	defer sweep.Stop()
 	r := &run{Syncer: s, ctx: ctx, wg: &wg, fetching: tasks{}, registered: tasks{}, fetched: make(chan *task, 16),
 		catchUp: newCatchUp(s.cfg.CatchUpWait)}
-	for {
+	for full := true; ; {
 		// Taken before what they announce is read: no change goes unseen.
 		storms, replicas := s.cfg.Storms.Changed(), s.cfg.Replicas.Changed()
 		election, reported := s.cfg.Election.Changed(), s.cfg.Store.Reported()
@@ -179,12 +186,17 @@ func (s *Syncer) Run(ctx context.Context) error {
 		}
 
 		wanted := s.wanted()
-		r.holdOrFetch(wanted)
+		present, err := s.present()
+		if err != nil {
+			s.log.Warn("cannot list local code", "err", err)
+		}
+		r.holdOrFetch(wanted, present, full)
 		r.unmarkHeld()
 		r.fetching.stopUnless(wanted)
 		r.registered.stopUnless(wanted)
-		s.removeUnwanted(wanted)
-		stuckAt := r.gate(s.cfg.Missing(s.cfg.Storms.Snapshot()))
+		s.removeUnwanted(wanted, present)
+		stuckAt := r.gate(r.missing(s.cfg.Storms.Snapshot()))
+		full = false
 
 		var stuck <-chan time.Time // code missing until then is stuck: say so
 		if !stuckAt.IsZero() {
@@ -196,10 +208,13 @@ func (s *Syncer) Run(ctx context.Context) error {
 		case <-storms:
 		case <-replicas:
 		case <-election: // a failed Eligible withdrew it, say
+			full = true
 		case <-reported: // a copy found corrupt: verify it again
+			full = true
 		case <-lost:
 		case <-s.wake:
 		case <-sweep.C:
+			full = true
 		case <-stuck:
 		case t := <-r.fetched:
 			for id, cur := range r.fetching {
@@ -212,14 +227,19 @@ func (s *Syncer) Run(ctx context.Context) error {
 }
 
 // holdOrFetch registers this nimbus as a replica of every wanted topology
-// whose code it holds, verified, and fetches the code of the others.
-func (r *run) holdOrFetch(wanted map[string][]byte) {
+// whose code it holds, verified, and fetches the code of the others. Code
+// it is a replica of is verified again only when full, or when its
+// directory (present) is gone.
+func (r *run) holdOrFetch(wanted map[string][]byte, present map[string]bool, full bool) {
 	for id, digest := range wanted {
 		if t, ok := r.registered[id]; ok && !bytes.Equal(t.digest, digest) {
 			r.registered.stop(id) // same id, other code: start over
 		}
 		if t, ok := r.fetching[id]; ok && !bytes.Equal(t.digest, digest) {
 			r.fetching.stop(id)
+		}
+		if _, held := r.registered[id]; held && present[id] && !full {
+			continue
 		}
 		err := r.cfg.Store.Verify(id, digest)
 		if err == nil {
@@ -313,18 +333,37 @@ func (r *run) gate(missing []string) (stuckAt time.Time) {
 	return stuckAt
 }
 
-// removeUnwanted deletes local code the cluster no longer wants. The
-// caches can lag a submission (its distribution created a moment ago), so
-// each deletion is checked against pins and a fresh read of ZooKeeper.
-func (s *Syncer) removeUnwanted(wanted map[string][]byte) {
+// present is the set of topologies the local store has a directory for.
+func (s *Syncer) present() (map[string]bool, error) {
 	ids, err := s.cfg.Store.IDs()
-	if err != nil {
-		s.log.Warn("cannot list local code", "err", err)
-		return
+	out := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		out[id] = true
 	}
+	return out, err
+}
+
+// missing lists the topologies of storms that need this nimbus's code
+// (Gate.needs) and that it is not a replica of, sorted: what holdOrFetch
+// has not verified.
+func (r *run) missing(storms map[string]*clusterv1.StormBase) []string {
+	var out []string
+	for id := range r.cfg.needs(storms) {
+		if t, ok := r.registered[id]; !ok || !bytes.Equal(t.digest, storms[id].GetCodeMetaDigest()) {
+			out = append(out, id)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// removeUnwanted deletes local code (present) the cluster no longer wants.
+// The caches can lag a submission (its distribution created a moment ago),
+// so each deletion is checked against pins and a fresh read of ZooKeeper.
+func (s *Syncer) removeUnwanted(wanted map[string][]byte, present map[string]bool) {
 	paths := s.cfg.Session.Paths()
 	conn := s.cfg.Session.Conn()
-	for _, id := range ids {
+	for id := range present {
 		if _, ok := wanted[id]; ok || s.isPinned(id) {
 			continue
 		}
