@@ -30,7 +30,7 @@ func pprofArgs() []string {
 	if *scalePprof == "" {
 		return nil
 	}
-	return []string{"--storm.metrics.pprof.enable", "true"}
+	return []string{"--storm.metrics.pprof.enable=true"}
 }
 
 // profile fetches a CPU profile of p over d into the -scale-pprof
