@@ -15,12 +15,13 @@
 //
 // Partitions (partitions_test.go) go through testcluster.Proxy: nimbus-3
 // and supervisor-3 reach each ZooKeeper server through a proxy of their
-// own. A cut either resets the connections or black-holes them (bytes read
-// and thrown away, nobody told), drawn from the seed. The faults: nimbus-3
+// own. A cut either resets the connections or black-holes them (they stay
+// open and nobody is told; the bytes are held back, not lost, and arrive
+// in order when the cut ends), drawn from the seed. The faults: nimbus-3
 // cut from one or two of the three servers for 1 to 7 s (the others still
 // serve it); nimbus-3's traffic to, or from, every server black-holed for
-// longer than the session (with the answers dropped the servers still
-// hear it while it hears nothing); supervisor-3 cut off ZooKeeper for
+// longer than the session (with the answers held the servers still hear
+// it while it hears nothing); supervisor-3 cut off ZooKeeper for
 // longer than its session, during which every worker it ran under an
 // assignment that had stood for 3 s must keep running, the same process
 // (invariant 7). With CHAOS_WIPE_ALL=1, the code of every nimbus is also

@@ -55,7 +55,8 @@ func (r *run) cutNimbusFromPeers() {
 }
 
 // cutProxies cuts ps: closes their connections (a reset) or, when silent,
-// black-holes both directions (a partition nobody is told of).
+// black-holes both directions (a partition nobody is told of: the bytes
+// are held back until restoreProxies, then arrive in order).
 func cutProxies(ps []*testcluster.Proxy, silent bool) {
 	for _, p := range ps {
 		if silent {
@@ -101,8 +102,8 @@ func (r *run) cutNimbusFromPart() {
 
 // cutNimbusOneWay black-holes one direction between the proxied nimbus and
 // every ZooKeeper server, for longer than the session. With its requests
-// dropped, the servers hear nothing and expire its session. With the
-// answers dropped, the servers still hear it (its pings, its reconnection
+// held, the servers hear nothing and expire its session. With the
+// answers held, the servers still hear it (its pings, its reconnection
 // attempts) while it hears nothing: it must stop acting as the leader
 // although ZooKeeper has not yet given its lock away.
 func (r *run) cutNimbusOneWay() {
