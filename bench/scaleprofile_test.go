@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -9,9 +10,13 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/nimbusha/nimbus/internal/testcluster"
 )
@@ -154,4 +159,41 @@ func scalePids(z *testcluster.ZooKeeper, leader *testcluster.Process, followers 
 		pids[fmt.Sprintf("follower-%d", i+1)] = f.Pid()
 	}
 	return pids
+}
+
+// undecoded is a client codec that sends requests as protobuf and counts
+// an answer's bytes without decoding them: a load generator's own decoding
+// would take the cores the nimbus under test needs.
+type undecoded struct{}
+
+func (undecoded) Marshal(v any) (mem.BufferSlice, error) {
+	data, err := proto.Marshal(v.(proto.Message))
+	return mem.BufferSlice{mem.SliceBuffer(data)}, err
+}
+
+func (undecoded) Unmarshal(data mem.BufferSlice, _ any) error {
+	if data.Len() == 0 {
+		return errors.New("empty answer")
+	}
+	return nil
+}
+
+func (undecoded) Name() string { return "proto" }
+
+// decodeCost is the median time a Go client takes to decode m's encoding.
+func decodeCost(m proto.Message) time.Duration {
+	data, err := proto.Marshal(m)
+	if err != nil {
+		return 0
+	}
+	var took []time.Duration
+	for range 20 {
+		start := time.Now()
+		if err := proto.Unmarshal(data, m.ProtoReflect().New().Interface()); err != nil {
+			return 0
+		}
+		took = append(took, time.Since(start))
+	}
+	slices.Sort(took)
+	return took[len(took)/2].Round(10 * time.Microsecond)
 }
