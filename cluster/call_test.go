@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,17 +40,24 @@ func TestCallGivesUpAtTheBudgetAndCapsAbandonedCalls(t *testing.T) {
 		t.Fatalf("Call(exists /) = %v, %v; want true", ok, err)
 	}
 
-	// A read not answered: ErrUnavailable at 500 ms less its 50 ms margin.
+	// A read not answered: ErrUnavailable on the call's own budget, the
+	// deadline less its margin of min(100 ms, 10 %): 900 ms of a second.
+	// The context is never done, so nothing else can end the call (were
+	// the budget lost, a watchdog would release fn after 10 s and the call
+	// would succeed); the error names the budget, and a timer never fires
+	// early, so no wall-clock upper bound is needed.
 	start := time.Now()
-	ctx, cancel = context.WithTimeout(t.Context(), 500*time.Millisecond)
-	defer cancel()
-	_, err = cluster.Call(ctx, s, "blocked read", blocked)
+	watchdog := time.AfterFunc(10*time.Second, func() { releaseOnce.Do(func() { close(release) }) })
+	_, err = cluster.Call(deadlineOnly(start.Add(time.Second)), s, "blocked read", blocked)
 	took := time.Since(start)
+	if !watchdog.Stop() {
+		t.Fatalf("blocked read: %v after %v, on the watchdog; want ErrUnavailable on its budget", err, took)
+	}
 	if !errors.Is(err, cluster.ErrUnavailable) || !strings.Contains(err.Error(), "blocked read") {
 		t.Fatalf("blocked read: %v; want ErrUnavailable naming the call", err)
 	}
-	if took < 400*time.Millisecond || took >= 500*time.Millisecond {
-		t.Fatalf("blocked read returned after %v; want 450 ms, before the deadline", took)
+	if budget := budgetIn(t, err); budget > 900*time.Millisecond || took < 900*time.Millisecond {
+		t.Fatalf("blocked read gave up on a budget of %v after %v; want the deadline less 100 ms, 900 ms", budget, took)
 	}
 	if n := s.Abandoned(); n != 1 {
 		t.Fatalf("Abandoned() = %d after one abandoned call, want 1", n)
@@ -94,7 +102,9 @@ func TestCallGivesUpAtTheBudgetAndCapsAbandonedCalls(t *testing.T) {
 	if !errors.Is(err, cluster.ErrUnavailable) || !strings.Contains(err.Error(), "outstanding") {
 		t.Fatalf("a call over the cap: %v; want ErrUnavailable saying calls are outstanding", err)
 	}
-	if took := time.Since(start); took > 100*time.Millisecond || ran.Load() {
+	// fn not run is the proof; the bound, far under the 4.9 s budget, only
+	// rules out a refusal that waited first.
+	if took := time.Since(start); took > 2*time.Second || ran.Load() {
 		t.Fatalf("a call over the cap took %v (ran: %v); want a refusal at once", took, ran.Load())
 	}
 
@@ -151,21 +161,22 @@ func TestCallFailsFastWithoutSession(t *testing.T) {
 	if !errors.Is(err, cluster.ErrUnavailable) || !strings.Contains(err.Error(), "no ZooKeeper session") {
 		t.Fatalf("Call without a session: %v; want ErrUnavailable, no ZooKeeper session", err)
 	}
-	if took := time.Since(start); took > 100*time.Millisecond || ran.Load() {
+	if took := time.Since(start); took > 2*time.Second || ran.Load() { // as over the cap
 		t.Fatalf("Call without a session took %v (ran: %v); want a refusal at once", took, ran.Load())
 	}
 }
 
-// With a real server paused (SIGSTOP), a read returns at its budget, and
+// With a real server paused (SIGSTOP), a read returns on its budget, and
 // the abandoned goroutine ends once the server is resumed and answers.
+// The context is never done, so the call ends on its budget (900 ms of a
+// second, named in the error) or when go-zookeeper gives up (2.7 s, an
+// error naming no budget); a timer never fires early.
 func TestCallBoundsAReadOfAPausedServer(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
 	s := connect(t, z.Addr()) // a 4 s session: go-zookeeper gives up after 2.7 s
 	z.Pause()
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
-	defer cancel()
-	_, err := cluster.Call(ctx, s, "read /", func(conn *zk.Conn) ([]byte, error) {
+	_, err := cluster.Call(deadlineOnly(start.Add(time.Second)), s, "read /", func(conn *zk.Conn) ([]byte, error) {
 		data, _, err := conn.Get("/")
 		return data, err
 	})
@@ -173,8 +184,8 @@ func TestCallBoundsAReadOfAPausedServer(t *testing.T) {
 	if !errors.Is(err, cluster.ErrUnavailable) {
 		t.Fatalf("a read of a paused server: %v; want ErrUnavailable", err)
 	}
-	if took < 850*time.Millisecond || took >= time.Second {
-		t.Fatalf("a read of a paused server returned after %v; want 900 ms", took)
+	if budget := budgetIn(t, err); budget > 900*time.Millisecond || took < 900*time.Millisecond {
+		t.Fatalf("a read of a paused server gave up on a budget of %v after %v; want the deadline less 100 ms, 900 ms", budget, took)
 	}
 	if n := s.Abandoned(); n != 1 {
 		t.Fatalf("Abandoned() = %d, want 1", n)
@@ -186,4 +197,20 @@ func TestCallBoundsAReadOfAPausedServer(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// budgetIn is the budget a call that gave up on it names in its error
+// ("..., after 900ms)"); it fails the test if the error names none: the
+// call ended some other way.
+func budgetIn(t *testing.T, err error) time.Duration {
+	t.Helper()
+	m := regexp.MustCompile(`, after ([0-9.]+[a-zµ]+)\)$`).FindStringSubmatch(err.Error())
+	if m == nil {
+		t.Fatalf("%v: want a call that gave up on its budget, naming it", err)
+	}
+	d, perr := time.ParseDuration(m[1])
+	if perr != nil {
+		t.Fatalf("%v: %v", err, perr)
+	}
+	return d
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nimbusha/nimbus/internal/notify"
@@ -79,6 +80,10 @@ type dirState[M proto.Message] struct {
 	unreadable map[string]bool
 	versions   map[string]int32 // each child's data version as read
 	gen        uint64
+	// The directory's Czxid and Cversion at the listing this state comes
+	// from; 0 and 0 while the directory is missing or not yet listed.
+	czxid    int64
+	cversion int32
 }
 
 // Recreate makes the cache re-create its directory whenever it finds it
@@ -149,13 +154,31 @@ func (c *DirCache[M]) AwaitVersion(ctx context.Context, stop <-chan struct{}, na
 	})
 }
 
-// AwaitVersions blocks until the cache lists every child of want at its
-// version there or later, and reports true; false when ctx's deadline,
-// less the margin Call keeps, or stop comes first. A reader that listed
-// the directory afresh waits with it until the cache is as new.
-func (c *DirCache[M]) AwaitVersions(ctx context.Context, stop <-chan struct{}, want map[string]int32) bool {
+// AwaitVersions blocks until the cache is at least as new as a listing of
+// its directory the caller made itself, and reports true; it reports false
+// when ctx's deadline, less the margin Call keeps, or stop comes first.
+// dir is that listing's Stat and want the data version of each child it
+// listed, read after it (a child gone by then is left out).
+//
+// The cache is as new once its own last listing is: of the same directory
+// (dir.Czxid) with at least dir.Cversion, which counts every child created
+// or deleted, or of a directory created since. Each child of want that the
+// cache still lists must then be read at its version there or later; one
+// it no longer lists was deleted after the caller's listing, and is not
+// waited for. A reader that synced and listed afresh waits with it to
+// answer linearizably.
+func (c *DirCache[M]) AwaitVersions(ctx context.Context, stop <-chan struct{}, dir *zk.Stat, want map[string]int32) bool {
 	return c.await(ctx, stop, func(st *dirState[M]) bool {
+		switch {
+		case st.czxid > dir.Czxid:
+			return true // re-created since: every child of want went with it
+		case st.czxid < dir.Czxid || st.cversion < dir.Cversion:
+			return false // the cache's listing is older
+		}
 		for name, v := range want {
+			if _, listed := st.children[name]; !listed {
+				continue // deleted since the caller's listing
+			}
 			if got, ok := st.versions[name]; !ok || got < v {
 				return false
 			}

@@ -35,7 +35,7 @@ func (c *DirCache[M]) Run(ctx context.Context) error {
 		dirty, err := w.refresh()
 		missing := errors.Is(err, errDirMissing)
 		if dirty && (err == nil || missing) {
-			c.publish(w.current, w.unreadable, w.versions)
+			w.publish()
 		}
 		var retry <-chan time.Time
 		switch {
@@ -125,7 +125,7 @@ func (w *dirWatch[M]) list() (dirty bool, err error) {
 			c.sess.NoticeRoot(c.log) // it was there: deleted
 		}
 		dirty = len(w.current) > 0 || !notify.Closed(c.loaded)
-		w.listed, w.dirCzxid = nil, 0
+		w.listed, w.dirCzxid, w.dirCversion = nil, 0, 0
 		clear(w.current)
 		clear(w.unreadable)
 		clear(w.versions)
@@ -359,10 +359,14 @@ func (c *DirCache[M]) readChildren(conn *zk.Conn, names []string) []childRead {
 	return out
 }
 
-// publish makes the state the cache's snapshot and wakes its readers.
-func (c *DirCache[M]) publish(current map[string]M, unreadable map[string]bool, versions map[string]int32) {
-	c.snap.Store(&dirState[M]{children: maps.Clone(current), unreadable: maps.Clone(unreadable), versions: maps.Clone(versions),
-		gen: c.snap.Load().gen + 1})
+// publish makes the state, with the listing it comes from, the cache's
+// snapshot and wakes its readers.
+func (w *dirWatch[M]) publish() {
+	c := w.c
+	c.snap.Store(&dirState[M]{
+		children: maps.Clone(w.current), unreadable: maps.Clone(w.unreadable), versions: maps.Clone(w.versions),
+		gen: c.snap.Load().gen + 1, czxid: w.dirCzxid, cversion: w.dirCversion,
+	})
 	c.changes.Notify()
 	if !notify.Closed(c.loaded) {
 		close(c.loaded)

@@ -17,29 +17,39 @@ const readConcurrency = 16
 // catchUp makes a linearizable read's view at least as new as ZooKeeper
 // was when the request arrived (docs/ARCHITECTURE.md section 11): a sync,
 // so this nimbus's ZooKeeper server has every write committed before it;
-// a fresh listing of /storms with each topology's version; then a wait,
-// within the request's deadline, until the /storms cache holds those
-// versions. A topology deleted meanwhile is not waited for: only the
-// leader removes topologies, after a kill a read may show as KILLED.
+// a fresh listing of /storms, kept with its Stat, and each topology's
+// version; then a wait, within the request's deadline, until the /storms
+// cache has listed the directory at least as new and holds those versions.
+// A topology deleted meanwhile is not waited for: the cache's newer
+// listing shows it gone (only the leader removes topologies, after a kill,
+// so a read may show one as KILLED).
 func (s *service) catchUp(ctx context.Context) error {
 	dir := s.sess.Paths().Storms()
-	want, err := cluster.Call(ctx, s.sess, "sync and list "+dir, func(conn *zk.Conn) (map[string]int32, error) {
+	listed, err := cluster.Call(ctx, s.sess, "sync and list "+dir, func(conn *zk.Conn) (listing, error) {
 		if _, err := conn.Sync(dir); err != nil {
-			return nil, err
+			return listing{}, err
 		}
-		ids, _, err := conn.Children(dir)
+		ids, stat, err := conn.Children(dir)
 		if err != nil {
-			return nil, err
+			return listing{}, err
 		}
-		return versionsOf(conn, dir, ids)
+		versions, err := versionsOf(conn, dir, ids)
+		return listing{stat, versions}, err
 	})
 	if err != nil {
 		return err
 	}
-	if !s.view.storms.AwaitVersions(ctx, nil, want) {
+	if !s.view.storms.AwaitVersions(ctx, nil, listed.stat, listed.versions) {
 		return fmt.Errorf("%w: this nimbus's view of the topologies did not catch up with ZooKeeper within the request's deadline", cluster.ErrUnavailable)
 	}
 	return nil
+}
+
+// listing is what catchUp read of /storms: the directory's Stat as listed,
+// and the version of each child still there after it.
+type listing struct {
+	stat     *zk.Stat
+	versions map[string]int32
 }
 
 // versionsOf reads the data version of each child of dir, readConcurrency
