@@ -5,17 +5,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nimbusha/nimbus/apierr"
 	"github.com/nimbusha/nimbus/auth"
+	"github.com/nimbusha/nimbus/certs"
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
-	"github.com/nimbusha/nimbus/codesync"
 	"github.com/nimbusha/nimbus/configs"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
@@ -23,81 +25,256 @@ import (
 )
 
 // ForgetTopology removes a topology marked LOST (codesync/lost.go) in these
-// steps: find it, check afresh that it is LOST and that no nimbus holds its
-// code, then delete its StormBase, distribution, assignment and mark in
-// one write, guarded by the versions read. Any nimbus answers: the wedge
-// it undoes is the one without a leader. A leader's write is fenced by its
-// term as well; without one it is the fence-free admin path
-// (docs/ARCHITECTURE.md invariant 3): a concurrent leader's change to the
-// StormBase changes its version and fails the write.
+// steps: find it, check afresh that it is LOST, that no nimbus registers a
+// replica of its code and that no supervisor serves it (the mark may be
+// stale: made while the supervisors were cut off, since healed), then
+// delete its StormBase, distribution, assignment and mark in one write,
+// guarded by the versions read. Any nimbus answers: the wedge it undoes is
+// the one without a leader. A leader's write is fenced by its term as
+// well; without one it is the fence-free admin path (docs/ARCHITECTURE.md
+// invariant 3): a concurrent leader's change to the StormBase changes its
+// version and fails the write, and the client is told the topology changed
+// meanwhile (changedMeanwhile).
 func (s *service) ForgetTopology(ctx context.Context, req *nimbusv1.ForgetTopologyRequest) (*nimbusv1.ForgetTopologyResponse, error) {
 	if err := validate.Forget(req); err != nil {
 		return nil, apierr.ToStatus(err)
 	}
-	id, ops, err := s.forgetOps(ctx, req.GetName())
+	f, err := s.forgetOps(ctx, req.GetName())
 	if err != nil {
 		return nil, apierr.ToStatus(err)
 	}
-	fenced, err := s.forgetWrite(ctx, ops)
+	if err := s.askSupervisors(ctx, f); err != nil {
+		return nil, apierr.ToStatus(err)
+	}
+	fenced, res, err := s.forgetWrite(ctx, f.ops)
 	if err != nil {
-		return nil, apierr.ToStatus(fmt.Errorf("nimbus: forget %s: %w", id, err))
+		return nil, apierr.ToStatus(fmt.Errorf("nimbus: forget %s: %w", f.id, changedMeanwhile(f, res, err)))
 	}
-	if err := s.dist.Cleanup(ctx, id); err != nil {
-		s.log.Warn("code cleanup after forget failed", "topology", id, "err", err)
+	if err := s.dist.Cleanup(ctx, f.id); err != nil {
+		s.log.Warn("code cleanup after forget failed", "topology", f.id, "err", err)
 	}
-	s.log.Warn("topology forgotten", "topology", id, "principal", principal(ctx), "reason", req.GetReason(), "fenced", fenced)
-	return &nimbusv1.ForgetTopologyResponse{TopologyId: id, Fenced: fenced}, nil
+	s.log.Warn("topology forgotten", "topology", f.id, "principal", principal(ctx), "reason", req.GetReason(), "fenced", fenced)
+	return &nimbusv1.ForgetTopologyResponse{TopologyId: f.id, Fenced: fenced}, nil
+}
+
+// forgetting is what a forget read: the topology, the code it names, the
+// write that removes it and the supervisors that may hold that code.
+type forgetting struct {
+	id     string
+	digest []byte
+	ops    []cluster.Op
+	// what names what ops[i] removes, for the error when a concurrent
+	// change fails the write.
+	what        []string
+	supervisors []codedistributor.Source
+}
+
+func (f *forgetting) add(what string, op cluster.Op) {
+	f.ops = append(f.ops, op)
+	f.what = append(f.what, what)
 }
 
 // forgetOps reads what forgetting name removes, each read bounded by ctx,
 // and refuses unless it is LOST: the mark is there, for the code the
 // StormBase names, and no nimbus registers a replica of that code.
-func (s *service) forgetOps(ctx context.Context, name string) (string, []cluster.Op, error) {
+func (s *service) forgetOps(ctx context.Context, name string) (*forgetting, error) {
 	paths, ops := s.sess.Paths(), s.sess.Ops()
 	id, base, baseVersion, err := s.findStorm(ctx, name)
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	mark := new(clusterv1.LostMark)
 	markVersion, err := readNode(ctx, s.sess, paths.Lost(id), mark)
 	if errors.Is(err, zk.ErrNoNode) || (err == nil && !bytes.Equal(mark.GetCodeMetaDigest(), base.GetCodeMetaDigest())) {
-		return "", nil, fmt.Errorf("%w: %s is not LOST: only a topology whose code no nimbus and no supervisor holds may be forgotten (kill it instead)",
+		return nil, fmt.Errorf("%w: %s is not LOST: only a topology whose code no nimbus and no supervisor holds may be forgotten (kill it instead)",
 			apierr.ErrWrongStatus, id)
 	}
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	replicas, err := cluster.Call(ctx, s.sess, "list replicas of "+id, func(conn *zk.Conn) ([]string, error) {
+	h, err := s.readHolders(ctx, id, base.GetCodeMetaDigest())
+	if err != nil {
+		return nil, err
+	}
+	if len(h.holders) > 0 {
+		return nil, fmt.Errorf("%w: nimbus %s holds the code of %s again; it is no longer LOST", apierr.ErrWrongStatus, h.holders[0], id)
+	}
+	f := &forgetting{id: id, digest: base.GetCodeMetaDigest(), supervisors: h.supervisors}
+	f.add("its LOST mark", ops.DeleteLost(id, markVersion))
+	f.add("its StormBase", ops.DeleteStormAt(id, baseVersion))
+	if h.distributed {
+		for i, op := range ops.DeleteDistribution(id, h.replicas) { // the replicas first, in order
+			what := "its code distribution"
+			if i < len(h.replicas) {
+				what = "its replica " + h.replicas[i]
+			}
+			f.add(what, op)
+		}
+	}
+	if h.assigned {
+		f.add("its assignment", ops.DeleteAssignment(id))
+	}
+	return f, nil
+}
+
+// holders is what ZooKeeper says about who holds a topology's code.
+type holders struct {
+	distributed bool     // /code-distributor/<id> exists
+	replicas    []string // the replica nodes under it
+	holders     []string // those of them that register the digest
+	assigned    bool     // /assignments/<id> exists
+	supervisors []codedistributor.Source
+}
+
+// readHolders reads, in one call bounded by ctx, the replicas of id (and
+// which hold digest), whether it has an assignment, and the supervisors
+// that may hold its code.
+func (s *service) readHolders(ctx context.Context, id string, digest []byte) (holders, error) {
+	paths := s.sess.Paths()
+	return cluster.Call(ctx, s.sess, "read the holders of "+id, func(conn *zk.Conn) (holders, error) {
+		var h holders
 		names, _, err := conn.Children(paths.Distribution(id))
-		if errors.Is(err, zk.ErrNoNode) {
-			return nil, nil
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return h, err
 		}
-		return names, err
-	})
-	if err != nil {
-		return "", nil, err
-	}
-	holders, err := cluster.Call(ctx, s.sess, "read replicas of "+id, func(*zk.Conn) ([]string, error) {
-		addrs, err := codedistributor.Sources(s.sess, id, base.GetCodeMetaDigest(), "")
-		if errors.Is(err, codedistributor.ErrNoDistribution) {
-			return nil, nil
+		h.distributed = err == nil
+		for _, name := range names {
+			path := paths.Replica(id, name)
+			data, _, err := conn.Get(path)
+			if errors.Is(err, zk.ErrNoNode) {
+				continue // gone meanwhile
+			}
+			if err != nil {
+				return h, err
+			}
+			h.replicas = append(h.replicas, name)
+			info := new(clusterv1.ReplicaInfo)
+			if cluster.Decode(path, data, info) == nil && bytes.Equal(info.GetCodeMetaDigest(), digest) {
+				h.holders = append(h.holders, name)
+			}
 		}
-		return addrs, err
+		if h.assigned, _, err = conn.Exists(paths.Assignment(id)); err != nil {
+			return h, err
+		}
+		h.supervisors, err = codedistributor.SupervisorSources(s.sess, id, digest)
+		return h, err
 	})
+}
+
+// askSupervisors refuses to forget code a supervisor serves again. It asks
+// each supervisor that may hold it for its meta through a connection pool
+// of its own, made with this nimbus's TLS material (the service has none
+// to share), and closed when the answers are in.
+func (s *service) askSupervisors(ctx context.Context, f *forgetting) error {
+	if len(f.supervisors) == 0 {
+		return nil
+	}
+	material, err := certs.FromConfig(s.cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
-		return "", nil, err
+		return fmt.Errorf("nimbus: forget %s: cannot ask the supervisors: %w", f.id, err)
 	}
-	if len(holders) > 0 {
-		return "", nil, fmt.Errorf("%w: nimbus %s holds the code of %s again; it is no longer LOST", apierr.ErrWrongStatus, holders[0], id)
+	peers := codedistributor.NewPeers(material.ClientCredentials())
+	defer peers.Close()
+	return supervisorsHolding(ctx, peers.Code, f.id, f.digest, f.supervisors)
+}
+
+// supervisorAskTimeout bounds the questions to the supervisors when the
+// request's deadline leaves more: a meta is small.
+const supervisorAskTimeout = 10 * time.Second
+
+// supervisorsHolding asks sources at once, through code, whether they
+// serve id's code with digest, within half of what ctx's deadline leaves
+// (the write comes after) and at most supervisorAskTimeout. It refuses
+// (ErrWrongStatus) when one does, naming it: the mark is stale and lifts
+// by itself once a nimbus recovers the code. It refuses as well when one
+// did not answer: it may hold the code. NOT_FOUND, or a meta of other
+// code, is an answer that it does not.
+func supervisorsHolding(ctx context.Context, code func(addr string) (nimbusv1.CodeServiceClient, error),
+	id string, digest []byte, sources []codedistributor.Source) error {
+	budget := supervisorAskTimeout
+	if deadline, ok := ctx.Deadline(); ok {
+		budget = min(budget, time.Until(deadline)/2)
 	}
-	out := []cluster.Op{ops.DeleteLost(id, markVersion), ops.DeleteStormAt(id, baseVersion)}
-	if replicas != nil {
-		out = append(out, ops.DeleteDistribution(id, replicas)...)
+	ctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel() // the questions still out end with it
+	type answer struct {
+		src  codedistributor.Source
+		held bool
+		err  error
 	}
-	if _, ok := s.view.assignments.Snapshot()[id]; ok {
-		out = append(out, ops.DeleteAssignment(id))
+	answers := make(chan answer, len(sources))
+	for _, src := range sources {
+		go func() {
+			held, err := serves(ctx, code, src.Addr, id, digest)
+			answers <- answer{src, held, err}
+		}()
 	}
-	return id, out, nil
+	var silent *answer
+	for range sources {
+		a := <-answers
+		switch {
+		case a.held:
+			return fmt.Errorf("%w: %s holds the code of %s again (meta %s): it is no longer LOST, and the mark lifts by itself once a nimbus recovers the code from it",
+				apierr.ErrWrongStatus, a.src, id, codedistributor.Hex(digest))
+		case a.err != nil && silent == nil:
+			silent = &a
+		}
+	}
+	if silent != nil {
+		return fmt.Errorf("%w: %s did not say whether it holds the code of %s (%v): forget refuses while it may; try again once it answers or is stopped",
+			apierr.ErrWrongStatus, silent.src, id, silent.err)
+	}
+	return nil
+}
+
+// serves asks the CodeService at addr whether it serves id's code with
+// digest.
+func serves(ctx context.Context, code func(addr string) (nimbusv1.CodeServiceClient, error), addr, id string, digest []byte) (bool, error) {
+	api, err := code(addr)
+	if err != nil {
+		return false, err
+	}
+	resp, err := api.GetCodeMeta(ctx, &nimbusv1.GetCodeMetaRequest{TopologyId: id})
+	if status.Code(err) == codes.NotFound {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	_, err = codedistributor.DecodeMeta(resp.GetMeta(), digest)
+	return err == nil, nil // another meta: it holds other code
+}
+
+// changedMeanwhile says what a forget's failed write means. ZooKeeper's
+// NoNode, NotEmpty or BadVersion on one of its ops means that something
+// changed between the reads and the write: a nimbus got the code back
+// (deleted the mark, registered a replica), a leader killed or rewrote
+// the topology. Nothing was removed; that is ErrWrongStatus, naming what
+// changed. res is the multi's answer, one per op of f. Other errors are
+// returned as they are.
+func changedMeanwhile(f *forgetting, res []zk.MultiResponse, err error) error {
+	var how string
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		how = "was removed"
+	case errors.Is(err, zk.ErrNotEmpty):
+		how = "gained a replica"
+	case errors.Is(err, zk.ErrBadVersion):
+		how = "was rewritten"
+	default:
+		return err
+	}
+	what := "a node it removes"
+	for i, r := range res {
+		if r.Error != nil {
+			if i < len(f.what) {
+				what = f.what[i]
+			}
+			break
+		}
+	}
+	return fmt.Errorf("%w: %s changed while it was being forgotten: %s %s (%v); nothing was removed: check that it is still LOST and try again",
+		apierr.ErrWrongStatus, f.id, what, how, err)
 }
 
 // findStorm finds name, an id or a name, and reads its StormBase afresh.
@@ -118,16 +295,20 @@ func (s *service) findStorm(ctx context.Context, name string) (string, *clusterv
 }
 
 // forgetWrite applies ops: fenced by this nimbus's term if it leads, else
-// guarded only by the versions the ops check. It says which.
-func (s *service) forgetWrite(ctx context.Context, ops []cluster.Op) (fenced bool, err error) {
+// guarded only by the versions the ops check. It says which, and returns
+// the multi's answer, one per op (the fence's own is dropped).
+func (s *service) forgetWrite(ctx context.Context, ops []cluster.Op) (fenced bool, res []zk.MultiResponse, err error) {
 	if term := s.election.Current(); term != nil {
-		_, err := term.MultiCtx(ctx, ops...)
-		return true, err
+		res, err := term.MultiCtx(ctx, ops...)
+		if len(res) == len(ops)+1 {
+			res = res[1:]
+		}
+		return true, res, err
 	}
-	_, err = cluster.CallWrite(ctx, s.sess, "forget", func(conn *zk.Conn) ([]zk.MultiResponse, error) {
+	res, err = cluster.CallWrite(ctx, s.sess, "forget", func(conn *zk.Conn) ([]zk.MultiResponse, error) {
 		return cluster.Multi(conn, ops...)
 	})
-	return false, err
+	return false, res, err
 }
 
 // readNode reads one node into m, bounded by ctx, and returns its version.
@@ -151,14 +332,6 @@ func principal(ctx context.Context) string {
 		return p
 	}
 	return auth.Anonymous
-}
-
-// registerLostMetrics exports how many topologies are LOST.
-func registerLostMetrics(reg prometheus.Registerer, v *view) {
-	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "nimbus_topologies_lost",
-		Help: "Topologies marked LOST: no nimbus and no supervisor holds their code (stormctl admin forget removes them).",
-	}, func() float64 { return float64(len(codesync.LostMarks(v.storms.Snapshot(), v.lost.Snapshot()))) }))
 }
 
 // lostGrace is nimbus.code.lost.grace.secs for codesync: 0 never marks.

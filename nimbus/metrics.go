@@ -5,6 +5,7 @@ import (
 
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
+	"github.com/nimbusha/nimbus/codesync"
 )
 
 // metrics are what an operator watches on a nimbus.
@@ -74,4 +75,12 @@ func registerSessionMetrics(reg prometheus.Registerer, sess *cluster.Session) {
 		Help: "ZooKeeper calls made for requests that ZooKeeper did not answer within the request's deadline " +
 			"and that are still out; past cluster.MaxAbandoned (32) new calls fail fast. 0 while ZooKeeper keeps up.",
 	}, func() float64 { return float64(sess.Abandoned()) }))
+}
+
+// registerLostMetrics exports how many topologies are LOST (forget.go).
+func registerLostMetrics(reg prometheus.Registerer, v *view) {
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "nimbus_topologies_lost",
+		Help: "Topologies marked LOST: no nimbus and no supervisor holds their code (stormctl admin forget removes them).",
+	}, func() float64 { return float64(len(codesync.LostMarks(v.storms.Snapshot(), v.lost.Snapshot()))) }))
 }
