@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/nimbusha/nimbus/apierr"
 	"github.com/nimbusha/nimbus/auth"
-	"github.com/nimbusha/nimbus/certs"
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
 	"github.com/nimbusha/nimbus/configs"
@@ -162,20 +160,13 @@ func (s *service) readHolders(ctx context.Context, id string, digest []byte) (ho
 }
 
 // askSupervisors refuses to forget code a supervisor serves again. It asks
-// each supervisor that may hold it for its meta through a connection pool
-// of its own, made with this nimbus's TLS material (the service has none
-// to share), and closed when the answers are in.
+// each supervisor that may hold it for its meta, through the nimbus's
+// connections to code ports.
 func (s *service) askSupervisors(ctx context.Context, f *forgetting) error {
 	if len(f.supervisors) == 0 {
 		return nil
 	}
-	material, err := certs.FromConfig(s.cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		return fmt.Errorf("nimbus: forget %s: cannot ask the supervisors: %w", f.id, err)
-	}
-	peers := codedistributor.NewPeers(material.ClientCredentials())
-	defer peers.Close()
-	return supervisorsHolding(ctx, peers.Code, f.id, f.digest, f.supervisors)
+	return supervisorsHolding(ctx, s.peers.Code, f.id, f.digest, f.supervisors)
 }
 
 // supervisorAskTimeout bounds the questions to the supervisors when the

@@ -38,6 +38,7 @@ type service struct {
 	store    *codedistributor.Store
 	dist     codedistributor.Distributor
 	syncer   *codesync.Syncer
+	peers    *codedistributor.Peers // connections to other nodes' code ports, with this nimbus's TLS identity
 	// actionsChanged wakes the leader loop after a kill.
 	actionsChanged func()
 	uploads        *uploadGate // admits submissions' uploads (submit.go)
