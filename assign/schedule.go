@@ -1,7 +1,6 @@
 package assign
 
 import (
-	"cmp"
 	"maps"
 	"slices"
 )
@@ -54,62 +53,31 @@ import (
 // current. It does not block; its cost grows as n log n in the number of
 // topologies, slots and executors.
 func Schedule(topologies []Topology, supervisors []Supervisor, current map[string]Assignment) map[string]Assignment {
-	order := make([]int, len(topologies))
-	for i := range order {
-		order[i] = i
+	p := NewPlacer()
+	ports := map[string][]int32{}
+	for _, s := range supervisors {
+		ports[s.ID] = append(ports[s.ID], s.Ports...)
 	}
-	slices.SortStableFunc(order, func(a, b int) int {
-		return cmp.Compare(topologies[a].ID, topologies[b].ID)
-	})
-	order = slices.CompactFunc(order, func(a, b int) bool {
-		return topologies[a].ID == topologies[b].ID
-	})
-
-	x := newSlots(supervisors)
-	out := make(map[string]Assignment, len(order))
-	var pending []int32
-	for k, ti := range order {
-		t := &topologies[ti]
-		cur := current[t.ID]
-		if keep(x, int32(k), t.Executors, cur) {
-			if cur == nil {
-				cur = Assignment{}
-			}
-			out[t.ID] = maps.Clone(cur)
-			continue
+	for id, ps := range ports {
+		p.SetSupervisor(Supervisor{ID: id, Ports: ps})
+	}
+	ids := make(map[string]bool, len(topologies))
+	for _, t := range topologies {
+		if !ids[t.ID] {
+			ids[t.ID] = true
+			p.SetTopology(t, current[t.ID])
 		}
-		pending = append(pending, int32(k))
 	}
-
-	x.startPlacing()
-	for _, k := range pending {
-		t := &topologies[order[k]]
-		out[t.ID] = place(x, k, t, current[t.ID])
+	p.Place()
+	out := make(map[string]Assignment, len(ids))
+	for id := range ids {
+		t := p.tops[id]
+		out[id] = t.result
+		if t.kept {
+			out[id] = maps.Clone(t.result) // shares no map with current
+		}
 	}
 	return out
-}
-
-// keep claims for topology k the alive slots of its current entries and
-// reports whether the topology is unchanged: nothing dropped, every
-// executor covered.
-func keep(x *slots, k int32, execs []Executor, cur Assignment) bool {
-	var cache slotCache
-	kept := 0
-	dropped := false
-	for _, e := range execs {
-		s, ok := cur[e]
-		if !ok {
-			continue
-		}
-		if i := cache.lookup(x, s); i >= 0 && x.claim(i, k) {
-			kept++
-		} else {
-			dropped = true
-		}
-	}
-	// With distinct executors, kept == len(cur) means no entry is stale.
-	return !dropped && kept == len(execs) && kept == len(cur) &&
-		(sortedByTask(execs) || dedupe(execs) == nil)
 }
 
 // sortedByTask reports whether execs are in increasing order of first task,
@@ -142,89 +110,11 @@ func dedupe(execs []Executor) []Executor {
 	return out
 }
 
-// worker is one slot of the topology being placed.
+// worker is one slot of the topology being placed: its position among
+// the topology's slots, and its executors.
 type worker struct {
 	slot  int32
 	execs int32
-}
-
-// place builds the assignment of topology k: its kept entries (claimed by
-// keep) plus a slot for every other executor, as far as slots allow.
-func place(x *slots, k int32, t *Topology, cur Assignment) Assignment {
-	execs := t.Executors
-	if !sortedByTask(execs) {
-		if d := dedupe(execs); d != nil {
-			execs = d
-		}
-	}
-	res := make(Assignment, len(execs))
-	var cache slotCache
-	keptSlots, unplaced := x.keptSlots[:0], x.unplaced[:0]
-	for _, e := range execs {
-		if s, ok := cur[e]; ok {
-			if i := cache.lookup(x, s); i >= 0 && x.owner[i] == k {
-				res[e] = s
-				keptSlots = append(keptSlots, i)
-				continue
-			}
-		}
-		unplaced = append(unplaced, e)
-	}
-	x.keptSlots, x.unplaced = keptSlots, unplaced
-	if len(unplaced) > 0 {
-		spread(x, k, max(t.NumWorkers, 1), res, keptSlots, unplaced)
-	}
-	return res
-}
-
-// spread adds to res, the kept entries of topology k on keptSlots, the
-// unplaced executors, on at most numWorkers slots.
-func spread(x *slots, k int32, numWorkers int, res Assignment, keptSlots []int32, unplaced []Executor) {
-	defer x.done()
-
-	// Kept workers in slot order, with their executor counts.
-	slices.Sort(keptSlots)
-	workers := x.workers[:0]
-	for _, i := range keptSlots {
-		if n := len(workers); n > 0 && workers[n-1].slot == i {
-			workers[n-1].execs++
-			continue
-		}
-		workers = append(workers, worker{slot: i, execs: 1})
-		x.host(x.sup[i])
-	}
-	workers = workers[:min(len(workers), numWorkers)]
-	for need := min(numWorkers-len(workers), len(unplaced)); need > 0; need-- {
-		i := x.take(k)
-		if i < 0 {
-			break
-		}
-		workers = append(workers, worker{slot: i})
-	}
-	x.workers = workers
-	if len(workers) == 0 {
-		return
-	}
-
-	// A min-heap of workers by (executors, slot order).
-	h := x.heap[:0]
-	for i := range workers {
-		h = append(h, int32(i))
-	}
-	x.heap = h
-	less := func(a, b int32) bool {
-		wa, wb := workers[a], workers[b]
-		return wa.execs < wb.execs || wa.execs == wb.execs && a < b
-	}
-	for i := len(h)/2 - 1; i >= 0; i-- {
-		siftDown(h, i, less)
-	}
-	for _, e := range unplaced {
-		w := &workers[h[0]]
-		res[e] = x.slots[w.slot]
-		w.execs++
-		siftDown(h, 0, less)
-	}
 }
 
 func siftDown(h []int32, i int, less func(a, b int32) bool) {

@@ -66,3 +66,49 @@ func BenchmarkScheduleSteady(b *testing.B) {
 		assign.Schedule(topos, sups, current)
 	}
 }
+
+// placedAll returns a Placer holding scheduleInput, every topology placed
+// and adopted, as a leader's is between rounds.
+func placedAll(b *testing.B) (*assign.Placer, []assign.Topology) {
+	topos, sups := scheduleInput()
+	p := assign.NewPlacer()
+	for _, s := range sups {
+		p.SetSupervisor(s)
+	}
+	for _, t := range topos[:len(topos)-1] {
+		p.SetTopology(t, nil)
+	}
+	for _, id := range p.Place() {
+		p.Adopt(id)
+	}
+	return p, topos
+}
+
+// BenchmarkPlacerOneNewTopology is a leader's round after a submission,
+// with the Placer it keeps between rounds: place the new topology (and,
+// to start the next iteration as this one did, remove it again).
+func BenchmarkPlacerOneNewTopology(b *testing.B) {
+	p, topos := placedAll(b)
+	last := topos[len(topos)-1]
+	b.ReportAllocs()
+	for b.Loop() {
+		p.SetTopology(last, nil)
+		if decided := p.Place(); len(decided) != 1 || len(p.Result(last.ID)) == 0 {
+			b.Fatalf("decided %v", decided)
+		}
+		p.Adopt(last.ID)
+		p.RemoveTopology(last.ID)
+		p.Place()
+	}
+}
+
+// BenchmarkPlacerSteady is a round when nothing changed.
+func BenchmarkPlacerSteady(b *testing.B) {
+	p, _ := placedAll(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if decided := p.Place(); len(decided) != 0 {
+			b.Fatalf("decided %v", decided)
+		}
+	}
+}
