@@ -41,8 +41,8 @@ func NewPlacer() *Placer {
 // supervisor is one live supervisor and who uses its slots.
 type supState struct {
 	id     string
-	leaf   int32       // its leaf in the tree, while it lives
-	ports  []int32     // sorted, distinct
+	leaf   int32        // its leaf in the tree, while it lives
+	ports  []int32      // sorted, distinct
 	owner  []*topoState // per port; nil when free
 	free   int32
 	hosts  int32 // workers of the topology being placed
@@ -459,10 +459,10 @@ func (h *idHeap) pop() *topoState {
 // supervisor is added and taken back when it is removed, so a change
 // updates one path, never the whole tree.
 type supTree struct {
-	n      int           // leaves, a power of two
+	n      int         // leaves, a power of two
 	leaves []*supState // by leaf; nil when unused
-	best_  []int32       // per node: the best leaf below it, or -1
-	unused []int32       // leaves to hand out again
+	best_  []int32     // per node: the best leaf below it, or -1
+	unused []int32     // leaves to hand out again
 }
 
 // shown is how many free slots the tree counts for sup.
