@@ -38,7 +38,7 @@ func NewPlacer() *Placer {
 		dirty: map[string]*topoState{}, waiting: map[string]*topoState{}, proposed: map[string]*topoState{}}
 }
 
-// supervisor is one live supervisor and who uses its slots.
+// supState is one live supervisor and who uses its slots.
 type supState struct {
 	id     string
 	leaf   int32        // its leaf in the tree, while it lives
@@ -49,7 +49,7 @@ type supState struct {
 	hidden bool  // hosts > 0: the tree shows it as full
 }
 
-// topology is one topology, its input and what it holds.
+// topoState is one topology, its input and what it holds.
 type topoState struct {
 	id       string
 	workers  int        // NumWorkers, at least 1
@@ -461,7 +461,7 @@ func (h *idHeap) pop() *topoState {
 type supTree struct {
 	n      int         // leaves, a power of two
 	leaves []*supState // by leaf; nil when unused
-	best_  []int32     // per node: the best leaf below it, or -1
+	nodes  []int32     // per node: the best leaf below it, or -1
 	unused []int32     // leaves to hand out again
 }
 
@@ -517,15 +517,15 @@ func (t *supTree) grow() {
 	for t.n < len(t.leaves) {
 		t.n *= 2
 	}
-	t.best_ = make([]int32, 2*t.n)
+	t.nodes = make([]int32, 2*t.n)
 	for i := range t.n {
-		t.best_[t.n+i] = -1
+		t.nodes[t.n+i] = -1
 		if i < len(t.leaves) && t.leaves[i] != nil {
-			t.best_[t.n+i] = int32(i)
+			t.nodes[t.n+i] = int32(i)
 		}
 	}
 	for i := t.n - 1; i > 0; i-- {
-		t.best_[i] = t.pick(t.best_[2*i], t.best_[2*i+1])
+		t.nodes[i] = t.pick(t.nodes[2*i], t.nodes[2*i+1])
 	}
 }
 
@@ -539,12 +539,12 @@ func (t *supTree) pick(a, b int32) int32 {
 // update recomputes the path of leaf after its supervisor changed.
 func (t *supTree) update(leaf int32) {
 	i := t.n + int(leaf)
-	t.best_[i] = -1
+	t.nodes[i] = -1
 	if t.leaves[leaf] != nil {
-		t.best_[i] = leaf
+		t.nodes[i] = leaf
 	}
 	for i /= 2; i > 0; i /= 2 {
-		t.best_[i] = t.pick(t.best_[2*i], t.best_[2*i+1])
+		t.nodes[i] = t.pick(t.nodes[2*i], t.nodes[2*i+1])
 	}
 }
 
@@ -554,7 +554,7 @@ func (t *supTree) best() *supState {
 	if t.n == 0 {
 		return nil
 	}
-	b := t.best_[1]
+	b := t.nodes[1]
 	if b < 0 || shown(t.leaves[b]) == 0 {
 		return nil
 	}
