@@ -25,6 +25,7 @@ type Placer struct {
 	dirty    map[string]*topoState // to keep again: new, changed, or their slots changed
 	waiting  map[string]*topoState // executors without a slot: placed again at every Place
 	proposed map[string]*topoState // results of the last Place not adopted yet
+	free     int                   // slots nobody uses, summed over the supervisors
 
 	// Scratch space reused across placements.
 	hosting []*supState
@@ -87,6 +88,7 @@ func (p *Placer) SetSupervisor(s Supervisor) {
 	}
 	sup := &supState{id: s.ID, ports: ports, owner: make([]*topoState, len(ports)), free: int32(len(ports))}
 	p.sups[s.ID] = sup
+	p.free += len(ports)
 	sup.leaf = p.tree.add(sup)
 }
 
@@ -104,11 +106,16 @@ func (p *Placer) RemoveSupervisor(id string) {
 		}
 	}
 	delete(p.sups, id)
+	p.free -= int(sup.free)
 	p.tree.remove(sup.leaf)
 }
 
 // Supervisors is how many supervisors the Placer holds.
 func (p *Placer) Supervisors() int { return len(p.sups) }
+
+// FreeSlots is how many slots of the supervisors it holds no topology
+// uses, as of the last Place (and the changes since).
+func (p *Placer) FreeSlots() int { return p.free }
 
 // SetTopology adds topology t or changes it, with its current assignment
 // (nil: none). Place keeps it again, as Schedule would with this current.
@@ -266,6 +273,7 @@ func (p *Placer) lookup(s Slot) (slotRef, bool) {
 func (p *Placer) claim(t *topoState, ref slotRef) {
 	ref.sup.owner[ref.i] = t
 	ref.sup.free--
+	p.free--
 	p.tree.update(ref.sup.leaf)
 	t.held = append(t.held, ref)
 }
@@ -276,6 +284,7 @@ func (p *Placer) release(t *topoState) {
 		if p.sups[ref.sup.id] == ref.sup && ref.sup.owner[ref.i] == t {
 			ref.sup.owner[ref.i] = nil
 			ref.sup.free++
+			p.free++
 			p.tree.update(ref.sup.leaf)
 		}
 	}

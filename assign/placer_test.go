@@ -66,6 +66,14 @@ func TestPlacerIsScheduleIncrementally(t *testing.T) {
 					t.Fatalf("step %d: %s's result %v differs from its current %v but Place did not name it", step, id, got, current[id])
 				}
 			}
+			if free := freeSlots(sups, want); p.FreeSlots() != free {
+				t.Fatalf("step %d: FreeSlots = %d, want %d", step, p.FreeSlots(), free)
+			}
+			for id := range topos {
+				if got := p.Result(id); !maps.Equal(got, current[id]) && !slices.Contains(decided, id) {
+					t.Fatalf("step %d: %s's result %v differs from its current %v but Place did not name it", step, id, got, current[id])
+				}
+			}
 			for _, id := range decided { // the caller writes most of what changed
 				if res := p.Result(id); !maps.Equal(res, current[id]) && r.IntN(4) != 0 {
 					p.Adopt(id)
@@ -102,4 +110,23 @@ func TestPlacerDecidesOnlyWhatChanged(t *testing.T) {
 	if len(decided) == 0 || len(decided) > 8 {
 		t.Fatalf("a supervisor of 4 slots gone: Place decided %d topologies (%v), want those it hosted", len(decided), decided)
 	}
+}
+
+// freeSlots counts the slots of sups that no assignment of result uses.
+func freeSlots(sups map[string]Supervisor, result map[string]Assignment) int {
+	used := map[Slot]bool{}
+	for _, a := range result {
+		for _, s := range a {
+			used[s] = true
+		}
+	}
+	free := 0
+	for _, s := range sups {
+		for _, port := range slices.Compact(slices.Sorted(slices.Values(s.Ports))) {
+			if !used[Slot{s.ID, port}] {
+				free++
+			}
+		}
+	}
+	return free
 }
