@@ -113,6 +113,7 @@ type run struct {
 	mu             sync.Mutex
 	acked          map[string]string // acknowledged, no kill asked: id -> name
 	killAsked      map[string]bool
+	lostByFault    map[string]bool // acknowledged, but no copy left anywhere by a wipe of every nimbus (wipeAllCode)
 	names          map[string]bool // every name submitted, acknowledged or not
 	submitted      int
 	ops            map[string]int // client calls that succeeded, by kind
@@ -216,7 +217,7 @@ func newRun(t *testing.T, set settings) *run {
 	}
 	r := &run{
 		t: t, set: set, rng: rand.New(rand.NewPCG(set.seed, 0)), dir: dir, hist: newHistory(),
-		acked: map[string]string{}, killAsked: map[string]bool{}, names: map[string]bool{},
+		acked: map[string]string{}, killAsked: map[string]bool{}, lostByFault: map[string]bool{}, names: map[string]bool{},
 		ops: map[string]int{}, opErrors: map[string]int{}, faults: map[string]int{},
 		stamps: map[string]stamp{}, reported: map[string]bool{}, goroutines: map[*testcluster.Process]*goroutineCount{},
 		nimbusArgs: []string{
@@ -227,6 +228,11 @@ func newRun(t *testing.T, set settings) *run {
 			"--nimbus.supervisor.timeout.secs", "8",
 			"--topology.message.timeout.secs", "1",
 		},
+	}
+	if set.wipeAll {
+		// A topology a wipe of every nimbus leaves with no copy at all
+		// blocks leadership until it is marked LOST: after 15 s, not 5 min.
+		r.nimbusArgs = append(r.nimbusArgs, "--nimbus.code.lost.grace.secs", "15")
 	}
 	r.ens = testcluster.StartEnsemble(t, 3)
 	proxied := func() ([]*testcluster.Proxy, string) {

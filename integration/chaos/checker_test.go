@@ -69,13 +69,19 @@ func (r *run) finalCheck() {
 	}
 }
 
-// expectedLive: acknowledged, and no kill asked.
+// expectedLive: acknowledged, no kill asked, and not left without a copy
+// anywhere by a wipe of every nimbus (lostByFault).
 func (r *run) expectedLive() map[string]bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.expectedLiveLocked()
+}
+
+// expectedLiveLocked is expectedLive with r.mu held.
+func (r *run) expectedLiveLocked() map[string]bool {
 	out := map[string]bool{}
 	for id := range r.acked {
-		if !r.killAsked[id] {
+		if !r.killAsked[id] && !r.lostByFault[id] {
 			out[id] = true
 		}
 	}

@@ -219,6 +219,32 @@ func (r *run) assignedSlots(id string) map[string]written {
 	return out
 }
 
+// heldBySupervisors is the set of live topologies whose code is on some
+// supervisor's disk.
+func (r *run) heldBySupervisors() map[string]bool {
+	held := map[string]bool{}
+	for id := range r.expectedLive() {
+		for _, d := range r.sups {
+			if _, err := os.Stat(filepath.Join(d.local, "supervisor", "code", id, "meta.pb")); err == nil {
+				held[id] = true
+				break
+			}
+		}
+	}
+	return held
+}
+
+// onNoSupervisor says which live topologies held does not name.
+func (r *run) onNoSupervisor(held map[string]bool) error {
+	var errs []error
+	for id := range r.expectedLive() {
+		if !held[id] {
+			errs = append(errs, fmt.Errorf("%s is on no supervisor's disk", id))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // wipeAllCode deletes the stored code of every nimbus at the same moment,
 // leader included. Only the supervisors then hold the code: the nimbuses
 // must fetch it back from them (issue 21, item 1). The fault ends once
@@ -226,6 +252,15 @@ func (r *run) assignedSlots(id string) map[string]written {
 // registered as their replica, which must take less than 60 s; how long
 // it took is the run's code recovery time. Off unless CHAOS_WIPE_ALL=1.
 func (r *run) wipeAllCode() {
+	// Recovery needs a copy somewhere: a topology acknowledged a moment
+	// ago that no supervisor has fetched yet would be lost for real (and
+	// marked LOST after the grace, 5.9), not recovered. The fault waits
+	// until the supervisors hold every live topology, or is skipped.
+	if err := testcluster.Poll(30*time.Second, func() error { return r.onNoSupervisor(r.heldBySupervisors()) }); err != nil {
+		r.t.Logf("chaos: every nimbus's code not wiped: %v", err)
+		return
+	}
+	held := r.heldBySupervisors()
 	var dirs []string
 	for _, d := range r.nimbuses {
 		dir := filepath.Join(d.local, "nimbus", "code")
@@ -241,6 +276,18 @@ func (r *run) wipeAllCode() {
 	}
 	wg.Wait()
 	r.t.Logf("chaos: wiped %d code dirs of %d nimbuses", len(dirs), len(r.nimbuses))
+	// One acknowledged since the look is on no supervisor: its code is
+	// gone for good, and it is expected LOST, not recovered.
+	if lost := r.onNoSupervisor(held); lost != nil {
+		r.mu.Lock()
+		for id := range r.expectedLiveLocked() {
+			if !held[id] {
+				r.lostByFault[id] = true
+			}
+		}
+		r.mu.Unlock()
+		r.t.Logf("chaos: wiped code no supervisor held: %v", lost)
+	}
 	err := testcluster.Poll(60*time.Second, func() error {
 		var errs []error
 		for id := range r.expectedLive() {
