@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"log/slog"
-	"maps"
 	"sort"
 	"time"
 
@@ -21,11 +20,24 @@ import (
 	"github.com/nimbusha/nimbus/validate"
 )
 
-// scheduler is one term's scheduling state.
+// scheduler is one term's scheduling state: the Placer (package assign),
+// which holds every topology, live supervisor and assignment it was told
+// and decides as Schedule does, and what it was told (observe.go), so that
+// a round tells it only what changed since the last: a round after one
+// submission costs that topology, not the cluster.
 type scheduler struct {
-	// seen is when this leader last saw each supervisor's heartbeat change,
-	// by its own clock: liveness never compares clocks across machines.
-	seen map[string]heartbeatSeen
+	placer *assign.Placer
+	told   map[string]toldTopology // what the placer was last given, by topology
+
+	// Supervisors as last read (pointers into the cache), their hosts, and
+	// liveness by this leader's own clock: seen is when it last saw each
+	// one's heartbeat change, silent when each would go silent.
+	sups   map[string]*clusterv1.SupervisorInfo
+	hosts  map[string]string
+	seen   map[string]heartbeatSeen
+	live   map[string]bool
+	silent silenceHeap
+
 	// written is what this term last wrote per topology: the cache may lag
 	// it, and scheduling from a stale assignment would move workers twice.
 	written map[string]*clusterv1.Assignment
@@ -34,9 +46,10 @@ type scheduler struct {
 	// ZooKeeper node, logged once each: never sent, since ZooKeeper drops
 	// the connection of whoever sends one, and with it the leader's term.
 	oversize map[string]bool
-	// short are the topologies this term logged as lacking slots, until
-	// they lack none (noteShortfall).
-	short map[string]bool
+	// short are the topologies lacking slots and how many each lacks, and
+	// their sum (noteShortfall).
+	short      map[string]int32
+	shortTotal int32
 }
 
 // cleared records that this term deleted a topology's assignment (a
@@ -52,43 +65,55 @@ type heartbeatSeen struct {
 }
 
 func newScheduler() *scheduler {
-	return &scheduler{seen: map[string]heartbeatSeen{}, written: map[string]*clusterv1.Assignment{}, deleted: map[string]bool{},
-		oversize: map[string]bool{}, short: map[string]bool{}}
+	return &scheduler{placer: assign.NewPlacer(), told: map[string]toldTopology{},
+		sups: map[string]*clusterv1.SupervisorInfo{}, hosts: map[string]string{}, seen: map[string]heartbeatSeen{}, live: map[string]bool{},
+		written: map[string]*clusterv1.Assignment{}, deleted: map[string]bool{}, oversize: map[string]bool{}, short: map[string]int32{}}
 }
 
 // schedule assigns the topologies' executors to the live supervisors'
-// slots (package assign decides) and writes, fenced, every assignment that
-// changed, and every one whose node holds garbage. Killed and rebalancing
-// topologies keep their assignment (and slots) until their wait ends; so
-// does a topology whose StormBase is unreadable, or that is LOST. It
-// returns how many assignments it wrote.
+// slots and writes, fenced, every assignment that changed, and every one
+// whose node holds garbage: it tells the term's Placer what changed since
+// the last round, lets it decide, and writes what it decided anew. Killed
+// and rebalancing topologies keep their assignment (and slots) until their
+// wait ends; so does a topology whose StormBase is unreadable, or that is
+// LOST. It returns how many assignments it wrote.
 func (s *Server) schedule(term *leader.Term, sch *scheduler) (int, error) {
 	now := time.Now()
-	storms := withoutLost(s.view.storms.Snapshot(), s.view.lost.Snapshot())
-	current := sch.current(storms, s.view.assignments.Snapshot())
-	unreadable := s.view.assignments.Unreadable()
-	sups, hosts := sch.liveSupervisors(s.view.supervisors.Snapshot(), now, s.cfg.SupervisorTimeout)
-	tops, frozen, cur := topologies(storms, current)
-	next := assign.Schedule(tops, sups, cur)
-	sch.noteShortfall(shortfallOf(storms, next, sups), storms, s.metrics, s.log)
+	v := s.view
+	sch.observeSupervisors(v.supervisors.Snapshot(), now, s.cfg.SupervisorTimeout)
+	storms := v.storms.Snapshot()
+	sch.observeTopologies(storms, codesync.LostMarks(storms, v.lost.Snapshot()), v.assignments.Snapshot(), v.assignments.Unreadable())
+	decided := sch.placer.Place()
+	sch.noteShortfall(decided, s.metrics, s.log)
 
 	var writes []assignmentWrite
-	for _, t := range tops {
-		a := next[t.ID]
-		if frozen[t.ID] || (equalAssignment(a, cur[t.ID]) && current[t.ID] != nil && !unreadable[t.ID]) {
-			continue
+	for _, id := range decided {
+		told, ok := sch.told[id]
+		a := sch.placer.Result(id)
+		if !ok || frozen(told.base) || (told.current != nil && !told.garbage && equalAssignment(a, fromProto(told.current))) {
+			continue // never written, or written already
 		}
-		if unreadable[t.ID] {
-			s.log.Warn("rewriting an unreadable assignment", "topology", t.ID, "epoch", term.Epoch())
+		if told.garbage {
+			s.log.Warn("rewriting an unreadable assignment", "topology", id, "epoch", term.Epoch())
 		}
-		exists := current[t.ID] != nil || unreadable[t.ID]
-		w := s.assignmentWrite(term, t.ID, a, current[t.ID], exists, storms[t.ID], hosts, now)
+		w := s.assignmentWrite(term, id, a, told.current, told.current != nil || told.garbage, told.base, sch.hosts, now)
 		if !sch.fits(w, validate.ZKNodeBudget(s.cfg.ZKMaxBuffer), s.log) {
 			continue
 		}
 		writes = append(writes, w)
 	}
 	return sch.wrote(writes, writeAll(term, writes))
+}
+
+// frozen reports whether a topology's assignment must not be written: its
+// StormBase is unreadable or LOST (nil), or it is killed or rebalancing.
+// Its slots stay taken all the same.
+func frozen(base *clusterv1.StormBase) bool {
+	switch base.GetStatus() {
+	case clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED, clusterv1.TopologyStatus_TOPOLOGY_STATUS_REBALANCING:
+		return true
+	}
+	return base == nil
 }
 
 // fits reports whether w's assignment fits in a ZooKeeper node of budget
@@ -109,118 +134,28 @@ func (sch *scheduler) fits(w assignmentWrite, budget int, log *slog.Logger) bool
 	return true
 }
 
-// current is the cached assignments, corrected by what this term wrote or
-// deleted and the cache does not show yet. The cache's map is copied, not
-// changed.
-func (sch *scheduler) current(storms map[string]*clusterv1.StormBase, cached map[string]*clusterv1.Assignment) map[string]*clusterv1.Assignment {
-	current := maps.Clone(cached)
-	for id, a := range sch.written {
-		switch c := current[id]; {
-		case storms[id] == nil, c != nil && proto.Equal(c, a):
-			delete(sch.written, id) // gone, or the cache caught up
-		default:
-			current[id] = a
-		}
-	}
-	for id := range sch.deleted {
-		if current[id] == nil || storms[id] == nil {
-			delete(sch.deleted, id) // the cache caught up
-		} else {
-			delete(current, id)
-		}
-	}
-	return current
-}
-
-// liveSupervisors returns the registered supervisors whose heartbeat this
-// leader saw change within timeout, by its own clock, and every one's
-// host by id.
-func (sch *scheduler) liveSupervisors(registered map[string]*clusterv1.SupervisorInfo, now time.Time, timeout time.Duration) ([]assign.Supervisor, map[string]string) {
-	for id := range sch.seen {
-		if _, ok := registered[id]; !ok {
-			delete(sch.seen, id)
-		}
-	}
-	var live []assign.Supervisor
-	hosts := map[string]string{}
-	for id, info := range registered {
-		if info == nil {
-			continue
-		}
-		if prev, ok := sch.seen[id]; !ok || prev.beat != info.GetLastHeartbeatUnixMs() {
-			sch.seen[id] = heartbeatSeen{beat: info.GetLastHeartbeatUnixMs(), at: now}
-		}
-		if now.Sub(sch.seen[id].at) > timeout {
-			continue // registered but silent: hung
-		}
-		live = append(live, assign.Supervisor{ID: id, Ports: info.GetSlotPorts()})
-		hosts[id] = info.GetHost()
-	}
-	return live, hosts
-}
-
-// withoutLost is storms with the LOST topologies' StormBases left out
-// (nil), as if unreadable: the leader has no code to schedule them with,
-// so they keep their assignment and slots as they are. The cache's map is
-// copied only if one is LOST.
-func withoutLost(storms map[string]*clusterv1.StormBase, marks map[string]*clusterv1.LostMark) map[string]*clusterv1.StormBase {
-	lost := codesync.LostMarks(storms, marks)
-	if len(lost) == 0 {
-		return storms
-	}
-	out := maps.Clone(storms)
-	for id := range lost {
-		out[id] = nil
-	}
-	return out
-}
-
-// topologies returns what the scheduler places, sorted by id, which of
-// them it must not move (frozen), and their current assignments.
-func topologies(storms map[string]*clusterv1.StormBase, current map[string]*clusterv1.Assignment) ([]assign.Topology, map[string]bool, map[string]assign.Assignment) {
-	var tops []assign.Topology
-	frozen := map[string]bool{}
-	cur := map[string]assign.Assignment{}
-	for id, base := range storms {
-		if base == nil {
-			// Never readable (the cache logged it): nothing to schedule,
-			// but the topology it may be keeps its workers and slots.
-			if a := current[id]; a != nil {
-				frozen[id], cur[id] = true, fromProto(a)
-				tops = append(tops, frozenTopology(id, cur[id]))
-			}
-			continue
-		}
-		switch base.GetStatus() {
-		case clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED, clusterv1.TopologyStatus_TOPOLOGY_STATUS_REBALANCING:
-			// Scheduled only so that their slots stay taken; never written.
-			frozen[id] = true
-		}
-		tops = append(tops, assign.Topology{
-			ID: id, NumWorkers: int(base.GetNumWorkers()), Executors: assign.Executors(base.GetComponentExecutors()),
-		})
-		if a := current[id]; a != nil {
-			cur[id] = fromProto(a)
-		}
-	}
-	sort.Slice(tops, func(i, j int) bool { return tops[i].ID < tops[j].ID })
-	return tops, frozen, cur
-}
-
-// wrote remembers the writes that succeeded, until the cache shows them,
-// and returns how many did and the first failure that matters.
+// wrote has the Placer adopt the writes that succeeded, and remembers them
+// until the cache shows them; it returns how many did and the first
+// failure that matters. A write that failed is not adopted: the next round
+// decides it again from the current the Placer was told.
 func (sch *scheduler) wrote(writes []assignmentWrite, errs []error) (int, error) {
 	written := 0
 	var failed error
 	for i, err := range errs {
+		w := writes[i]
 		switch {
 		case errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrNoNode):
 			// The cache lagged; the next round sees the node as it is.
 		case err != nil:
 			failed = cmp.Or(failed, err)
 		default:
-			sch.written[writes[i].id] = writes[i].out
-			delete(sch.deleted, writes[i].id)
+			sch.placer.Adopt(w.id)
+			sch.written[w.id] = w.out
+			delete(sch.deleted, w.id)
+			if told, ok := sch.told[w.id]; ok {
+				told.current, told.garbage = w.out, false
+				sch.told[w.id] = told
+			}
 			written++
 		}
 	}

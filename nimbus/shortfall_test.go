@@ -5,10 +5,10 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/nimbusha/nimbus/assign"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 )
 
@@ -21,7 +21,6 @@ func TestShortfallIsExportedAndLoggedOncePerSpell(t *testing.T) {
 		"a-1": {Name: "a", Status: active, NumWorkers: 2, ComponentExecutors: map[string]int32{"s": 2}},
 		"b-1": {Name: "b", Status: active, NumWorkers: 2, ComponentExecutors: map[string]int32{"s": 2}},
 	}
-	tops, _, _ := topologies(storms, nil)
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	reg := prometheus.NewRegistry()
@@ -40,16 +39,20 @@ func TestShortfallIsExportedAndLoggedOncePerSpell(t *testing.T) {
 		return 0
 	}
 	sch := newScheduler()
-
-	three := []assign.Supervisor{{ID: "s1", Ports: []int32{1, 2, 3}}}
-	var next map[string]assign.Assignment
-	for range 3 {
-		next = assign.Schedule(tops, three, next)
-		sf := shortfallOf(storms, next, three)
-		if sf.total != 1 || sf.missing["b-1"] != 1 || sf.free != 0 {
-			t.Fatalf("shortfall = %+v", sf)
+	now := time.Now()
+	round := func(ports ...int32) {
+		sch.observeSupervisors(map[string]*clusterv1.SupervisorInfo{"s1": {Host: "h", SlotPorts: ports, LastHeartbeatUnixMs: int64(len(ports))}},
+			now, time.Minute)
+		sch.observeTopologies(storms, nil, nil, nil)
+		decided := sch.placer.Place()
+		for _, id := range decided {
+			sch.placer.Adopt(id)
 		}
-		sch.noteShortfall(sf, storms, m, log)
+		sch.noteShortfall(decided, m, log)
+	}
+
+	for range 3 {
+		round(1, 2, 3)
 	}
 	if n := strings.Count(logs.String(), "cannot be fully placed"); n != 1 {
 		t.Fatalf("%d warnings:\n%s", n, logs.String())
@@ -65,10 +68,9 @@ func TestShortfallIsExportedAndLoggedOncePerSpell(t *testing.T) {
 	}
 
 	// A rebalance places it afresh (its assignment deleted) on four slots.
-	four := []assign.Supervisor{{ID: "s1", Ports: []int32{1, 2, 3, 4}}}
-	delete(next, "b-1")
-	next = assign.Schedule(tops, four, next)
-	sch.noteShortfall(shortfallOf(storms, next, four), storms, m, log)
+	sch.cleared("b-1")
+	sch.told["b-1"] = toldTopology{} // as the rebalance's new StormBase would
+	round(1, 2, 3, 4)
 	if got := gauge("nimbus_unplaced_slots"); got != 0 {
 		t.Fatalf("nimbus_unplaced_slots = %v after placing", got)
 	}
