@@ -23,7 +23,7 @@ type Placer struct {
 	tops map[string]*topoState
 
 	dirty    map[string]*topoState // to keep again: new, changed, or their slots changed
-	waiting  map[string]*topoState // executors without a slot: placed again at every Place
+	waiting  map[string]*topoState // executors without a slot: placed again at every Place while a slot is free
 	proposed map[string]*topoState // results of the last Place not adopted yet
 	free     int                   // slots nobody uses, summed over the supervisors
 
@@ -182,10 +182,12 @@ func (p *Placer) Place() []string {
 	}
 	clear(p.proposed)
 	decided, pending := p.keepDirty()
-	for id, t := range p.waiting {
-		if _, ok := pending[id]; !ok {
-			pending[id] = t
-			decided = append(decided, id)
+	if p.free > 0 { // with no slot free, what waits would get none
+		for id, t := range p.waiting {
+			if _, ok := pending[id]; !ok {
+				pending[id] = t
+				decided = append(decided, id)
+			}
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(pending)) {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -41,9 +42,13 @@ type Store struct {
 
 	mu       sync.Mutex
 	verified map[string]verifiedBundle // by topology id
-	reports  uint64                    // counts ReportCorrupt calls
-	changes  notify.Notifier           // a bundle installed or removed
-	reported notify.Notifier           // a copy reported corrupt
+	// listing is what code/ holds, as of the stamp listed: IDs reads the
+	// directory again only when something else changed it.
+	listing  map[string]bool
+	listed   dirStamp
+	reports  uint64          // counts ReportCorrupt calls
+	changes  notify.Notifier // a bundle installed or removed
+	reported notify.Notifier // a copy reported corrupt
 }
 
 type verifiedBundle struct {
@@ -119,6 +124,7 @@ func (s *Store) Install(tmp, id string, meta *clusterv1.CodeMeta) ([]byte, error
 	dst := s.Dir(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	before := s.codeStamp()
 	// A directory cannot be renamed over a non-empty one: move the old
 	// copy aside first, then drop it.
 	var old string
@@ -136,6 +142,7 @@ func (s *Store) Install(tmp, id string, meta *clusterv1.CodeMeta) ([]byte, error
 	if _, err := syncFile(filepath.Dir(dst)); err != nil {
 		return nil, err
 	}
+	s.noteOwnChange(id, true, before)
 	if old != "" {
 		os.RemoveAll(old)
 	}
@@ -301,6 +308,7 @@ func (s *Store) Remove(id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.verified, id)
+	before := s.codeStamp()
 	dir := s.Dir(id)
 	if _, err := os.Lstat(dir); err != nil {
 		return nil // nothing there: nothing changed
@@ -308,23 +316,83 @@ func (s *Store) Remove(id string) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return err // still there: nothing to announce
 	}
+	s.noteOwnChange(id, false, before)
 	s.changes.Notify()
 	return nil
 }
 
-// IDs lists the topologies with a bundle in the store (verified or not).
-func (s *Store) IDs() ([]string, error) {
-	entries, err := os.ReadDir(filepath.Join(s.root, "code"))
+// codeStamp is code/'s stamp now (zero if it cannot be read).
+func (s *Store) codeStamp() dirStamp {
+	st, err := os.Stat(filepath.Join(s.root, "code"))
+	if err != nil {
+		return dirStamp{}
+	}
+	return stampDir(st)
+}
+
+// noteOwnChange keeps the listing in step with the store's own change of
+// code/ (id installed or removed; before is the directory's stamp just
+// before it); s.mu is held. A listing something else made stale before,
+// or one the change leaves no different stamp for, is dropped: IDs reads
+// the directory next time.
+func (s *Store) noteOwnChange(id string, present bool, before dirStamp) {
+	after := s.codeStamp()
+	if s.listing == nil || before != s.listed || after == before || after == (dirStamp{}) {
+		s.listing = nil
+		return
+	}
+	if present {
+		s.listing[id] = true
+	} else {
+		delete(s.listing, id)
+	}
+	s.listed = after
+}
+
+// dirStamp tells whether a directory changed: its modification time, and
+// its link count, which counts its subdirectories (on ext4, xfs, tmpfs):
+// a removal within the same tick of a coarse clock still shows.
+type dirStamp struct {
+	mtime time.Time
+	links uint64
+}
+
+func stampDir(fi os.FileInfo) dirStamp {
+	d := dirStamp{mtime: fi.ModTime()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		d.links = uint64(st.Nlink)
+	}
+	return d
+}
+
+// IDs lists the topologies with a bundle in the store (verified or not),
+// as a set of the caller's own. The listing
+// is kept, and code/ read again only when its modification time shows
+// that something other than the store changed it (a disk wiped behind the
+// node's back): a call costs a stat, not a read of thousands of entries.
+func (s *Store) IDs() (map[string]bool, error) {
+	dir := filepath.Join(s.root, "code")
+	st, err := os.Stat(dir)
 	if err != nil {
 		return nil, err
 	}
-	ids := make([]string, 0, len(entries))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.listing != nil && stampDir(st) == s.listed {
+		return maps.Clone(s.listing), nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	listing := make(map[string]bool, len(entries))
 	for _, e := range entries {
 		if e.IsDir() {
-			ids = append(ids, e.Name())
+			listing[e.Name()] = true
 		}
 	}
-	return ids, nil
+	s.listing, s.listed = listing, stampDir(st) // the stamp from before the read: a change during it shows next time
+	return maps.Clone(listing), nil
 }
 
 // WriteError says why a write to the store failed: err wrapped with

@@ -3,8 +3,10 @@ package codedistributor
 import (
 	"crypto/sha256"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/nimbusha/nimbus/internal/notify"
@@ -133,4 +135,49 @@ func TestVerifyNoticesChangesWithoutReading(t *testing.T) {
 			t.Fatalf("Verify with another digest: %v, want ErrNotHeld", err)
 		}
 	})
+}
+
+// IDs follows the store's own installs and removals without reading the
+// directory, and still finds what changed behind its back.
+func TestIDsFollowsTheStoreAndWhatElseChangesIt(t *testing.T) {
+	s, err := OpenStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	install := func(id string) {
+		t.Helper()
+		tmp, err := s.NewTemp()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Install(tmp, id, &clusterv1.CodeMeta{TopologyId: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expect := func(want ...string) {
+		t.Helper()
+		ids, err := s.IDs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := slices.Sorted(maps.Keys(ids)); !slices.Equal(got, want) {
+			t.Fatalf("IDs = %v, want %v", got, want)
+		}
+	}
+	expect()
+	install("a-1-1")
+	install("b-1-1")
+	expect("a-1-1", "b-1-1")
+	if err := os.RemoveAll(s.Dir("a-1-1")); err != nil { // a wiped disk
+		t.Fatal(err)
+	}
+	expect("b-1-1")
+	if err := os.Mkdir(s.Dir("c-1-1"), 0o755); err != nil { // someone else's
+		t.Fatal(err)
+	}
+	expect("b-1-1", "c-1-1")
+	if err := s.Remove("b-1-1"); err != nil {
+		t.Fatal(err)
+	}
+	expect("c-1-1")
 }

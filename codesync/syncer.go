@@ -178,7 +178,9 @@ func (s *Syncer) Run(ctx context.Context) error {
 		catchUp: newCatchUp(s.cfg.CatchUpWait)}
 	for full := true; ; {
 		// Taken before what they announce is read: no change goes unseen.
-		storms, replicas := s.cfg.Storms.Changed(), s.cfg.Replicas.Changed()
+		// Not every replica list: another nimbus's replica changes
+		// nothing here (the fetches follow them themselves).
+		storms, dists := s.cfg.Storms.Changed(), s.cfg.Replicas.Distributions.Changed()
 		election, reported := s.cfg.Election.Changed(), s.cfg.Store.Reported()
 		var lost <-chan struct{} // a mark lifts or restores a block
 		if s.cfg.Lost != nil {
@@ -186,7 +188,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 		}
 
 		wanted := s.wanted()
-		present, err := s.present()
+		present, err := s.cfg.Store.IDs()
 		if err != nil {
 			s.log.Warn("cannot list local code", "err", err)
 		}
@@ -206,7 +208,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-storms:
-		case <-replicas:
+		case <-dists:
 		case <-election: // a failed Eligible withdrew it, say
 			full = true
 		case <-reported: // a copy found corrupt: verify it again
@@ -331,16 +333,6 @@ func (r *run) gate(missing []string) (stuckAt time.Time) {
 			"missing", len(stuck), "topologies", stuck, "wait", r.cfg.CatchUpWait)
 	}
 	return stuckAt
-}
-
-// present is the set of topologies the local store has a directory for.
-func (s *Syncer) present() (map[string]bool, error) {
-	ids, err := s.cfg.Store.IDs()
-	out := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		out[id] = true
-	}
-	return out, err
 }
 
 // missing lists the topologies of storms that need this nimbus's code

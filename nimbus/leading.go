@@ -39,6 +39,7 @@ type duties struct {
 	scheduledOnce   bool
 	noStandbySince  time.Time // when the standbys last fell to 0; zero while there are some
 	noStandbyWarned bool
+	standbysLooked  time.Time // when warnIfNoStandby last looked
 }
 
 // lead does the leader's duties until the term ends. A round does each
@@ -299,9 +300,15 @@ func (d *duties) scheduleRound() {
 // warns, once per spell, when none could for longer than the replication
 // wait (replicationLogWait): a failure of this leader would then leave the
 // cluster without one. Right after a submission the followers lack the
-// code while they fetch it, which is no news. It returns when to look
-// again for the warning to be on time (zero if nothing is due).
+// code while they fetch it, which is no news. It looks at most once per
+// standbysLookEvery: a look passes over every topology, and rounds come
+// with every change. It returns when to look again for the gauge and the
+// warning to be on time (zero if nothing is due).
 func (d *duties) warnIfNoStandby(now time.Time) time.Time {
+	if next := d.standbysLooked.Add(standbysLookEvery); now.Before(next) {
+		return next
+	}
+	d.standbysLooked = now
 	summary := d.view.failover()
 	d.metrics.eligibleStandbys.Set(float64(summary.GetEligibleStandbys()))
 	if summary.GetEligibleStandbys() > 0 || len(summary.GetNimbuses()) == 0 {
@@ -324,6 +331,10 @@ func (d *duties) warnIfNoStandby(now time.Time) time.Time {
 	d.noStandbyWarned = true
 	return time.Time{}
 }
+
+// standbysLookEvery is how often, at most, the leader looks at which
+// nimbuses could take over (warnIfNoStandby).
+const standbysLookEvery = time.Second
 
 // replicationLogWait is how long code may be missing from the standbys
 // before the leader and codesync warn: topology.max.replication.wait.time.sec,

@@ -185,7 +185,7 @@ func (s *Supervisor) removeUnassignedCode(desired map[int32]desiredWorker) {
 	if err != nil {
 		return
 	}
-	for _, id := range ids {
+	for id := range ids {
 		if !wanted(desired, id) && !beingRescheduled(id, s.storms.Snapshot(), s.assignments.Snapshot()) {
 			if err := s.store.Remove(id); err == nil {
 				s.log.Info("removed code no longer assigned here", "topology", id)

@@ -47,7 +47,7 @@ func (d *distributor) reseed(rejected map[string]string) {
 		return
 	}
 	held := make(map[string]bool, len(ids))
-	for _, id := range ids {
+	for id := range ids {
 		if d.ctx.Err() != nil {
 			return
 		}
