@@ -34,8 +34,10 @@ import (
 )
 
 var (
-	scaleSupervisors = flag.Int("scale-supervisors", 1000, "simulated supervisors")
-	scaleTopologies  = flag.Int("scale-topologies", 1000, "topologies submitted")
+	scaleSupervisors = flag.Int("scale-supervisors", 1000, "simulated supervisors (without -scale-sizes)")
+	scaleTopologies  = flag.Int("scale-topologies", 1000, "topologies submitted (without -scale-sizes)")
+	scaleSizes       = flag.String("scale-sizes", "", "sizes to run one after the other, N supervisors and N topologies each (e.g. 1000,2000,5000)")
+	scaleResults     = flag.String("scale-results", "", "markdown file whose scale section the run writes: a table per size and how costs grow between sizes")
 	scaleReadSecs    = flag.Int("scale-read-secs", 10, "seconds of each read-path load")
 	scaleSteadySecs  = flag.Int("scale-steady-secs", 60, "seconds of the steady-state window")
 	scaleClients     = flag.Int("scale-clients", 32, "concurrent callers in the read-path load")
@@ -54,15 +56,35 @@ const (
 // CPU and memory and the ZooKeeper requests per heartbeat at steady state;
 // GetLeader and GetClusterInfo throughput, latency and ZooKeeper reads on
 // the leader and on a follower; and failover (the lock won to the first
-// schedule done). It prints a markdown table.
+// schedule done). It prints a markdown table. With -scale-sizes it does so
+// for each size, on a cluster of its own, and then how each cost grew from
+// size to size (scalecurve_test.go); -scale-results writes all of it into
+// a file.
 func BenchmarkScale(b *testing.B) {
+	sizes, err := parseSizes(*scaleSizes, *scaleSupervisors, *scaleTopologies)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var reports []*scaleReport
+	for _, sz := range sizes {
+		b.Run(fmt.Sprintf("%dx%d", sz.supervisors, sz.topologies), func(b *testing.B) {
+			reports = append(reports, runScale(b, sz))
+		})
+	}
+	if err := writeCurve(*scaleResults, reports); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// runScale measures one size on a cluster of its own.
+func runScale(b *testing.B, sz scaleSize) *scaleReport {
 	z := testcluster.StartZooKeeper(b)
 	c := testcluster.New(b, z.Addr(), testcluster.WithRoot(scaleRoot), testcluster.WithSessionTimeout(scaleSession),
 		testcluster.WithLogf(discard))
 	c.StartNimbuses(b, 3, testcluster.WithArgs(append([]string{"--topology.min.replication.count", "1"}, pprofArgs()...)...))
 	leader, followers := scaleLeader(b, c)
 	conn := testcluster.ConnectZooKeeper(b, 10*time.Second, z.Addr())
-	rep := &scaleReport{pids: scalePids(z, leader, followers)}
+	rep := &scaleReport{size: sz, pids: scalePids(z, leader, followers), nums: map[string]float64{}}
 
 	// Topologies first, with no supervisor: every assignment stays empty
 	// until the supervisors come, so placing them all is one full schedule.
@@ -74,14 +96,16 @@ func BenchmarkScale(b *testing.B) {
 	began := time.Now()
 	submitCPU := startCPUMeter(rep.pids)
 	profiled := func() {}
-	if err := submitTiny(cl, *scaleTopologies, func(done int) {
-		if done == *scaleTopologies/2 { // the second half, the larger cluster
+	if err := submitTiny(cl, sz.topologies, func(done int) {
+		if done == sz.topologies/2 { // the second half, the larger cluster
 			profiled = profile(leader, 20*time.Second, "submit-leader")
 		}
 	}); err != nil {
 		b.Fatal(err)
 	}
-	rep.add("submit %d topologies (8 at a time, min replication 1)", time.Since(began).Round(time.Millisecond), *scaleTopologies)
+	submitted := time.Since(began)
+	rep.add("submit %d topologies (8 at a time, min replication 1)", submitted.Round(time.Millisecond), sz.topologies)
+	rep.nums[costSubmit] = ms(submitted) / float64(sz.topologies)
 	rep.add("CPU while submitting, cores", submitCPU)
 	profiled()
 	if err := testcluster.Poll(5*time.Minute, func() error {
@@ -98,7 +122,7 @@ func BenchmarkScale(b *testing.B) {
 	}
 
 	began = time.Now()
-	sims, err := startSimSupervisors([]string{z.Addr()}, scaleRoot, *scaleSupervisors, 32, scaleHeartbeat, func(n int) {
+	sims, err := startSimSupervisors([]string{z.Addr()}, scaleRoot, sz.supervisors, 32, scaleHeartbeat, func(n int) {
 		if n%250 == 0 {
 			fmt.Fprintf(os.Stderr, "scale: %d supervisors registered\n", n)
 		}
@@ -108,25 +132,29 @@ func BenchmarkScale(b *testing.B) {
 	}
 	defer sims.Close()
 	registered := time.Now()
-	rep.add("register %d simulated supervisors (32 at a time)", registered.Sub(began).Round(time.Millisecond), *scaleSupervisors)
+	rep.add("register %d simulated supervisors (32 at a time)", registered.Sub(began).Round(time.Millisecond), sz.supervisors)
 	if err := testcluster.Poll(5*time.Minute, func() error {
 		n, err := placed(conn)
 		if err != nil {
 			return err
 		}
-		if n < *scaleTopologies {
-			return fmt.Errorf("%d of %d topologies placed", n, *scaleTopologies)
+		if n < sz.topologies {
+			return fmt.Errorf("%d of %d topologies placed", n, sz.topologies)
 		}
 		return nil
 	}); err != nil {
 		b.Fatal(err)
 	}
-	rep.add("every topology placed, from the last supervisor registered (polled)", time.Since(registered).Round(time.Millisecond))
-	if ms, n, err := longestRound(leader.LogPath); err == nil {
-		rep.add("the leader's longest scheduling round (its log)", fmt.Sprintf("%d ms, writing %d assignments", ms, n))
+	placedIn := time.Since(registered)
+	rep.add("every topology placed, from the last supervisor registered (polled)", placedIn.Round(time.Millisecond))
+	rep.nums[costPlaceAll] = ms(placedIn)
+	if longest, n, err := longestRound(leader.LogPath); err == nil {
+		rep.add("the leader's longest scheduling round (its log)", fmt.Sprintf("%d ms, writing %d assignments", longest, n))
+		rep.nums[costLongestPerWrite] = float64(longest) / float64(n)
 	}
 	if sum, count, err := histogram(leader, "nimbus_schedule_duration_seconds"); err == nil {
 		rep.add("leader's scheduling rounds so far: count, mean, largest bucket used", fmt.Sprintf("%d, %.1f ms, %s", count, 1000*sum/float64(count), maxBucket(leader, "nimbus_schedule_duration_seconds")))
+		rep.nums[costRoundMean] = 1000 * sum / float64(count)
 	}
 
 	// Steady state.
@@ -156,7 +184,7 @@ func BenchmarkScale(b *testing.B) {
 			}},
 			{"GetClusterInfo, one topology", func(ctx context.Context, api nimbusv1.NimbusServiceClient) error {
 				resp, err := api.GetClusterInfo(ctx, &nimbusv1.GetClusterInfoRequest{
-					Topologies: []string{tinyName(*scaleTopologies / 2)}, OmitNimbuses: true, OmitSupervisors: true,
+					Topologies: []string{tinyName(sz.topologies / 2)}, OmitNimbuses: true, OmitSupervisors: true,
 				})
 				if err == nil && len(resp.GetCluster().GetTopologies()) != 1 {
 					err = fmt.Errorf("%d topologies in the answer, want 1", len(resp.GetCluster().GetTopologies()))
@@ -164,7 +192,7 @@ func BenchmarkScale(b *testing.B) {
 				return err
 			}},
 			{"GetTopologyInfo", func(ctx context.Context, api nimbusv1.NimbusServiceClient) error {
-				_, err := api.GetTopologyInfo(ctx, &nimbusv1.GetTopologyInfoRequest{Name: tinyName(*scaleTopologies / 2)})
+				_, err := api.GetTopologyInfo(ctx, &nimbusv1.GetTopologyInfoRequest{Name: tinyName(sz.topologies / 2)})
 				return err
 			}},
 		} {
@@ -194,7 +222,8 @@ func BenchmarkScale(b *testing.B) {
 	if err := scaleFailover(rep, c, leader); err != nil {
 		b.Fatal(err)
 	}
-	rep.print(*scaleSupervisors, *scaleTopologies)
+	rep.print()
+	return rep
 }
 
 // scaleLeader waits for the nimbuses to agree on a leader.
@@ -342,6 +371,8 @@ func steadyState(rep *scaleReport, zkAddr string, conn *zk.Conn, leader *testclu
 	}
 	rep.add(fmt.Sprintf("leader at steady state (%v window): CPU, resident memory", elapsed.Round(time.Second)),
 		fmt.Sprintf("%.1f%% of one core, %d MiB", 100*float64(cpu1-cpu0)/float64(elapsed), rss))
+	rep.nums[costSteadyCPU] = 100 * float64(cpu1-cpu0) / float64(elapsed)
+	rep.nums[costSteadyRSS] = float64(rss)
 	supReqs, supPackets := requests(before, after, sims.sessions())
 	rep.add("heartbeats in the window (failed)", fmt.Sprintf("%d (%d)", beats, failed))
 	rep.add("ZooKeeper requests per heartbeat: the supervisor's", fmt.Sprintf("%.3f (packets with pings: %.3f)", per(supReqs, beats), per(supPackets, beats)))
@@ -458,6 +489,7 @@ func measure[C any](rep *scaleReport, zkAddr string, conn *zk.Conn, role string,
 	rep.reads = append(rep.reads, readRow{
 		rpc: what, role: role, n: len(lats), rate: float64(len(lats)) / elapsed.Seconds(),
 		p50: percentile(lats, 50), p99: percentile(lats, 99), zkReqs: zkReqs, cpu: cpu.String(),
+		perCall: cpu.of(roleProcess(role)) / time.Duration(max(len(lats), 1)),
 	})
 	return nil
 }
@@ -534,6 +566,7 @@ func scaleFailover(rep *scaleReport, c *testcluster.Cluster, old *testcluster.Pr
 	}); err != nil {
 		return err
 	}
+	rep.nums[costFirstSchedule] = float64(elapsed)
 	rep.add("failover: the lock won to the first schedule done (new leader's log)",
 		fmt.Sprintf("%d ms (%v topologies, %v supervisors)", elapsed, attrs["topologies"], attrs["supervisors"]))
 	// ZooKeeper counts the session timeout from the last packet it had, a
@@ -656,9 +689,11 @@ func rssMiB(pid int) (int, error) {
 
 // scaleReport collects the numbers for the table.
 type scaleReport struct {
+	size  scaleSize
 	rows  [][2]string
 	reads []readRow
-	pids  map[string]int // the processes whose CPU rows report
+	pids  map[string]int     // the processes whose CPU rows report
+	nums  map[string]float64 // the costs the curve compares across sizes, by name (scalecurve_test.go)
 }
 
 type readRow struct {
@@ -667,7 +702,8 @@ type readRow struct {
 	rate      float64
 	p50, p99  time.Duration
 	zkReqs    int64
-	cpu       string // each process's CPU over the row, in cores
+	cpu       string        // each process's CPU over the row, in cores
+	perCall   time.Duration // the answering nimbus's CPU per call
 }
 
 func (r *scaleReport) add(what string, value any, args ...any) {
@@ -678,26 +714,21 @@ func (r *scaleReport) add(what string, value any, args ...any) {
 	fmt.Fprintf(os.Stderr, "scale: %s: %v\n", what, value)
 }
 
-func (r *scaleReport) print(sups, topologies int) {
-	model := "?"
-	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, line := range strings.Split(string(data), "\n") {
-			if name, ok := strings.CutPrefix(line, "model name"); ok {
-				model = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(name), ":"))
-				break
-			}
-		}
-	}
+func (r *scaleReport) print() { fmt.Fprint(os.Stderr, r.markdown(cpuModel())) }
+
+// markdown is the report as markdown: a line on the size and machine, the
+// read-path table, the other rows.
+func (r *scaleReport) markdown(model string) string {
 	var out strings.Builder
-	fmt.Fprintf(&out, "\n%d supervisors, %d topologies; %d cores (%s), %s\n\n", sups, topologies, runtime.NumCPU(), model, runtime.Version())
-	fmt.Fprintf(&out, "| rpc | nimbus | calls | per second | p50 | p99 | ZooKeeper requests by that nimbus | CPU, cores |\n|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&out, "\n%d supervisors, %d topologies; %d cores (%s), %s\n\n", r.size.supervisors, r.size.topologies, runtime.NumCPU(), model, runtime.Version())
+	fmt.Fprintf(&out, "| rpc | nimbus | calls | per second | p50 | p99 | its CPU per call | ZooKeeper requests by that nimbus | CPU, cores |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, x := range r.reads {
-		fmt.Fprintf(&out, "| %s | %s | %d | %.0f | %v | %v | %d | %s |\n", x.rpc, x.role, x.n, x.rate,
-			x.p50.Round(time.Microsecond), x.p99.Round(time.Microsecond), x.zkReqs, x.cpu)
+		fmt.Fprintf(&out, "| %s | %s | %d | %.0f | %v | %v | %v | %d | %s |\n", x.rpc, x.role, x.n, x.rate,
+			x.p50.Round(time.Microsecond), x.p99.Round(time.Microsecond), x.perCall.Round(time.Microsecond), x.zkReqs, x.cpu)
 	}
 	fmt.Fprintf(&out, "\n| what | value |\n|---|---|\n")
 	for _, row := range r.rows {
 		fmt.Fprintf(&out, "| %s | %s |\n", row[0], row[1])
 	}
-	fmt.Fprint(os.Stderr, out.String())
+	return out.String()
 }

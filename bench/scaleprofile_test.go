@@ -197,3 +197,20 @@ func decodeCost(m proto.Message) time.Duration {
 	slices.Sort(took)
 	return took[len(took)/2].Round(10 * time.Microsecond)
 }
+
+// of is the CPU process name spent over the window so far.
+func (m *cpuMeter) of(name string) time.Duration {
+	end, err := procCPU(m.pids[name])
+	if err != nil {
+		return 0
+	}
+	return end - m.start[name]
+}
+
+// roleProcess is the name scalePids gives the nimbus a read row targets.
+func roleProcess(role string) string {
+	if role == "leader" {
+		return "leader"
+	}
+	return "follower-1"
+}
