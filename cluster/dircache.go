@@ -57,6 +57,7 @@ type DirCache[M proto.Message] struct {
 	loaded  chan struct{}
 	refresh chan struct{}
 	changes notify.Notifier
+	history changeLog // what each recent publish changed (Changes)
 }
 
 // NewDirCache returns a cache of dir whose payloads newMsg allocates.
@@ -132,6 +133,20 @@ func (c *DirCache[M]) Loaded() <-chan struct{} { return c.loaded }
 
 // Changed returns a channel that is closed at the next change.
 func (c *DirCache[M]) Changed() <-chan struct{} { return c.changes.Changed() }
+
+// Changes returns the children whose entry changed (appeared, was read
+// again, or went) in the states published after generation since, and the
+// generation it reports up to; a child read again may hold what it held.
+// It reports false when the cache no longer knows (since is too old, or
+// the directory was lost and listed anew in between): the caller must look
+// at every child. A reader keeps the generation for its next call and
+// reads the Snapshot after, which may be newer: the children of those
+// newer states come again in the next call.
+func (c *DirCache[M]) Changes(since uint64) (map[string]bool, uint64, bool) {
+	gen := c.Gen()
+	names, ok := c.history.since(since, gen)
+	return names, gen, ok
+}
 
 // Version returns the data version of child name's node as the cache last
 // read it, as of the last Snapshot; false if the cache holds no read of it.

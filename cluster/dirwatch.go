@@ -27,7 +27,7 @@ func (c *DirCache[M]) Run(ctx context.Context) error {
 	w := &dirWatch[M]{
 		c: c, ctx: ctx, conn: c.sess.Conn(), fired: make(chan watchFired, 64),
 		childWatched: map[string]uint64{}, current: map[string]M{}, unreadable: map[string]bool{},
-		versions: map[string]int32{},
+		versions: map[string]int32{}, changed: map[string]bool{}, reset: true, // a new Run: what was seen before is unknown
 	}
 	defer w.forwarders.Wait()
 	defer cancel()
@@ -89,6 +89,10 @@ type dirWatch[M proto.Message] struct {
 	unreadable   map[string]bool   // children whose payload does not decode
 	versions     map[string]int32  // each child's data version as last read
 	bad          int               // unreadable children logged this pass
+	// What changed since the last publish, for Changes: the children
+	// read, gone or dropped, or everything (reset).
+	changed map[string]bool
+	reset   bool
 }
 
 // refresh brings the state up to date with ZooKeeper: it lists the
@@ -126,6 +130,7 @@ func (w *dirWatch[M]) list() (dirty bool, err error) {
 		}
 		dirty = len(w.current) > 0 || !notify.Closed(c.loaded)
 		w.listed, w.dirCzxid, w.dirCversion = nil, 0, 0
+		w.reset = true
 		clear(w.current)
 		clear(w.unreadable)
 		clear(w.versions)
@@ -158,6 +163,7 @@ func (w *dirWatch[M]) list() (dirty bool, err error) {
 			delete(w.current, name)
 			delete(w.unreadable, name)
 			delete(w.versions, name)
+			w.changed[name] = true
 		}
 	}
 	return true, nil
@@ -183,6 +189,7 @@ func (w *dirWatch[M]) readChildren() (dirty bool, err error) {
 			delete(w.current, name)
 			delete(w.unreadable, name)
 			delete(w.versions, name)
+			w.changed[name] = true
 			if gone == nil {
 				gone = map[string]bool{}
 			}
@@ -206,6 +213,7 @@ func (w *dirWatch[M]) readChildren() (dirty bool, err error) {
 // take records what a read of child name found and arms its watch.
 func (w *dirWatch[M]) take(name string, r childRead) {
 	c := w.c
+	w.changed[name] = true
 	w.gen++
 	w.childWatched[name] = w.gen
 	if r.watch != nil {
@@ -363,9 +371,13 @@ func (c *DirCache[M]) readChildren(conn *zk.Conn, names []string) []childRead {
 // snapshot and wakes its readers.
 func (w *dirWatch[M]) publish() {
 	c := w.c
+	gen := c.snap.Load().gen + 1
+	c.history.record(gen, w.changed, w.reset, len(w.current))
+	clear(w.changed)
+	w.reset = false
 	c.snap.Store(&dirState[M]{
 		children: maps.Clone(w.current), unreadable: maps.Clone(w.unreadable), versions: maps.Clone(w.versions),
-		gen: c.snap.Load().gen + 1, czxid: w.dirCzxid, cversion: w.dirCversion,
+		gen: gen, czxid: w.dirCzxid, cversion: w.dirCversion,
 	})
 	c.changes.Notify()
 	if !notify.Closed(c.loaded) {
