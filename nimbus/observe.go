@@ -7,13 +7,14 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nimbusha/nimbus/assign"
+	"github.com/nimbusha/nimbus/codesync"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 )
 
 // What a round tells the term's Placer (schedule.go): only what changed
-// since the round before. The caches publish new payloads as new pointers,
-// so a topology or supervisor whose pointer is the one last told about
-// did not change, and costs a comparison.
+// since the round before, as the caches say (DirCache.Changes). A child
+// the cache read again may hold what it held; its payload is then the
+// pointer last told about, and costs a comparison.
 
 // toldTopology is what the Placer was last given about one topology.
 type toldTopology struct {
@@ -23,37 +24,89 @@ type toldTopology struct {
 }
 
 // observeTopologies tells the Placer of every topology whose StormBase,
-// LOST mark or current assignment changed, and forgets those that are
-// gone. A LOST topology's StormBase counts as unreadable: the leader has
-// no code to schedule it with, so it keeps its assignment as it is.
-func (sch *scheduler) observeTopologies(storms map[string]*clusterv1.StormBase, lost map[string]*clusterv1.LostMark,
-	cached map[string]*clusterv1.Assignment, unreadable map[string]bool) {
-	for id := range sch.told {
-		if _, ok := storms[id]; !ok {
-			sch.forget(id)
-		}
+// LOST mark or current assignment changed since the last round, and
+// forgets those that are gone: the caches say which changed (Changes), so
+// a round costs what changed. A LOST topology's StormBase counts as
+// unreadable: the leader has no code to schedule it with, so it keeps its
+// assignment as it is.
+func (sch *scheduler) observeTopologies(stormsDir cacheOf[*clusterv1.StormBase], assignmentsDir cacheOf[*clusterv1.Assignment],
+	lostDir cacheOf[*clusterv1.LostMark]) {
+	ids := changed(stormsDir, &sch.gens.storms, sch.told)
+	for id := range changed(assignmentsDir, &sch.gens.assignments, sch.told) {
+		ids[id] = true
 	}
-	for id, base := range storms {
+	for id := range changed(lostDir, &sch.gens.lost, sch.told) {
+		ids[id] = true
+	}
+	for id := range sch.recheck {
+		ids[id] = true
+	}
+	clear(sch.recheck)
+	storms, cached, unreadable := stormsDir.Snapshot(), assignmentsDir.Snapshot(), assignmentsDir.Unreadable()
+	lost := codesync.LostMarks(storms, lostDir.Snapshot())
+	for id := range ids {
+		base, ok := storms[id]
+		if !ok {
+			sch.forget(id)
+			continue
+		}
 		if lost[id] != nil {
 			base = nil
 		}
-		now := toldTopology{base: base, current: sch.currentOf(id, cached[id]), garbage: unreadable[id]}
-		if told, ok := sch.told[id]; ok && told == now {
-			continue
-		}
-		if base == nil && now.current == nil {
-			sch.forget(id) // never readable, never placed: nothing to hold
-			continue
-		}
-		sch.told[id] = now
-		cur := fromProto(now.current)
-		if base == nil {
-			sch.placer.SetTopology(frozenTopology(id, cur), cur)
-			continue
-		}
-		sch.placer.SetTopology(assign.Topology{ID: id, NumWorkers: int(base.GetNumWorkers()),
-			Executors: assign.Executors(base.GetComponentExecutors())}, cur)
+		sch.observeTopology(id, base, cached[id], unreadable[id])
 	}
+}
+
+// cacheOf is what a round reads of one of the view's caches (a
+// cluster.DirCache): its children, those unreadable, and which changed.
+type cacheOf[M proto.Message] interface {
+	Snapshot() map[string]M
+	Unreadable() map[string]bool
+	Changes(since uint64) (map[string]bool, uint64, bool)
+}
+
+// changed returns the children of c that changed since *gen, and moves
+// *gen on; when the cache cannot say, every child it lists and every one
+// known from before (known).
+func changed[M proto.Message, V any](c cacheOf[M], gen *uint64, known map[string]V) map[string]bool {
+	names, now, ok := c.Changes(*gen)
+	*gen = now
+	if ok {
+		if names == nil {
+			names = map[string]bool{}
+		}
+		return names
+	}
+	all := make(map[string]bool, len(known))
+	for id := range c.Snapshot() {
+		all[id] = true
+	}
+	for id := range known {
+		all[id] = true
+	}
+	return all
+}
+
+// observeTopology tells the Placer of topology id if what it knows of it
+// changed: base (nil: unreadable or LOST), its cached assignment, whether
+// that node holds garbage.
+func (sch *scheduler) observeTopology(id string, base *clusterv1.StormBase, cached *clusterv1.Assignment, garbage bool) {
+	now := toldTopology{base: base, current: sch.currentOf(id, cached), garbage: garbage}
+	if told, ok := sch.told[id]; ok && told == now {
+		return
+	}
+	if base == nil && now.current == nil {
+		sch.forget(id) // never readable, never placed: nothing to hold
+		return
+	}
+	sch.told[id] = now
+	cur := fromProto(now.current)
+	if base == nil {
+		sch.placer.SetTopology(frozenTopology(id, cur), cur)
+		return
+	}
+	sch.placer.SetTopology(assign.Topology{ID: id, NumWorkers: int(base.GetNumWorkers()),
+		Executors: assign.Executors(base.GetComponentExecutors())}, cur)
 }
 
 // forget drops a topology the cluster no longer has, and what this term
@@ -94,27 +147,26 @@ func (sch *scheduler) currentOf(id string, cached *clusterv1.Assignment) *cluste
 // observeSupervisors tells the Placer which supervisors are live: those
 // registered whose heartbeat this leader saw change within timeout, by its
 // own clock (clocks are never compared across machines; a new term starts
-// every supervisor with a full timeout). A supervisor whose payload is
-// the one last read did not change; one that goes silent is found through
-// a heap of when each would, without looking at the others.
-func (sch *scheduler) observeSupervisors(registered map[string]*clusterv1.SupervisorInfo, now time.Time, timeout time.Duration) {
-	for id := range sch.sups {
-		if _, ok := registered[id]; !ok {
+// every supervisor with a full timeout). Only the supervisors the cache
+// says changed are looked at (a heartbeat read changes them all); one
+// that goes silent is found through a heap of when each would.
+func (sch *scheduler) observeSupervisors(sups cacheOf[*clusterv1.SupervisorInfo], now time.Time, timeout time.Duration) {
+	registered := sups.Snapshot()
+	for id := range changed(sups, &sch.gens.supervisors, sch.sups) {
+		info, ok := registered[id]
+		switch {
+		case !ok:
 			sch.setLive(id, nil, false)
 			delete(sch.sups, id)
 			delete(sch.seen, id)
 			delete(sch.hosts, id)
-		}
-	}
-	for id, info := range registered {
-		if prev, ok := sch.sups[id]; ok && prev == info {
 			continue
-		}
-		sch.sups[id] = info
-		if info == nil {
+		case info == nil:
+			sch.sups[id] = nil
 			sch.setLive(id, nil, false) // never decoded
 			continue
 		}
+		sch.sups[id] = info
 		if prev, ok := sch.seen[id]; !ok || prev.beat != info.GetLastHeartbeatUnixMs() {
 			sch.seen[id] = heartbeatSeen{beat: info.GetLastHeartbeatUnixMs(), at: now}
 			heap.Push(&sch.silent, silence{at: now.Add(timeout), id: id})

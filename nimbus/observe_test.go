@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 )
 
@@ -34,7 +36,7 @@ func TestObserveSupervisorsByTheLeadersClock(t *testing.T) {
 		{26 * time.Second, map[string]*clusterv1.SupervisorInfo{"a": info(7), "c": nil}, nil}, // a silent 11 s; c undecodable
 	}
 	for i, s := range steps {
-		sch.observeSupervisors(s.sups, t0.Add(s.at), timeout)
+		sch.observeSupervisors(fixed(s.sups), t0.Add(s.at), timeout)
 		var live []string
 		for id := range sch.live {
 			live = append(live, id)
@@ -61,8 +63,8 @@ func TestObserveTopologiesTellsOnlyWhatChanged(t *testing.T) {
 			NumWorkers: 1, ComponentExecutors: map[string]int32{"c": 2}}
 	}
 	round := func() []string {
-		sch.observeSupervisors(sups, now, time.Minute)
-		sch.observeTopologies(storms, nil, nil, nil)
+		sch.observeSupervisors(fixed(sups), now, time.Minute)
+		sch.observeTopologies(fixed(storms), fixed[*clusterv1.Assignment](nil), fixed[*clusterv1.LostMark](nil))
 		decided := sch.placer.Place()
 		for _, id := range decided {
 			sch.placer.Adopt(id)
@@ -85,3 +87,15 @@ func TestObserveTopologiesTellsOnlyWhatChanged(t *testing.T) {
 		t.Fatalf("one topology removed: the round decided %v and holds %d", decided, len(sch.told))
 	}
 }
+
+// fixedCache is a cache that holds children and cannot say which changed:
+// every round looks at all of them, and the pointers tell what changed.
+type fixedCache[M proto.Message] map[string]M
+
+func fixed[M proto.Message](m map[string]M) fixedCache[M] { return fixedCache[M](m) }
+
+func (c fixedCache[M]) Snapshot() map[string]M { return c }
+
+func (c fixedCache[M]) Unreadable() map[string]bool { return nil }
+
+func (c fixedCache[M]) Changes(uint64) (map[string]bool, uint64, bool) { return nil, 0, false }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/nimbusha/nimbus/assign"
 	"github.com/nimbusha/nimbus/cluster"
-	"github.com/nimbusha/nimbus/codesync"
 	"github.com/nimbusha/nimbus/configs"
 	"github.com/nimbusha/nimbus/leader"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
@@ -28,6 +27,10 @@ import (
 type scheduler struct {
 	placer *assign.Placer
 	told   map[string]toldTopology // what the placer was last given, by topology
+	// gens are the cache states the last round looked at; recheck, the
+	// topologies to look at next round whatever the caches say.
+	gens    struct{ storms, assignments, lost, supervisors uint64 }
+	recheck map[string]bool
 
 	// Supervisors as last read (pointers into the cache), their hosts, and
 	// liveness by this leader's own clock: seen is when it last saw each
@@ -57,6 +60,7 @@ type scheduler struct {
 func (sch *scheduler) cleared(id string) {
 	delete(sch.written, id)
 	sch.deleted[id] = true
+	sch.recheck[id] = true
 }
 
 type heartbeatSeen struct {
@@ -65,7 +69,7 @@ type heartbeatSeen struct {
 }
 
 func newScheduler() *scheduler {
-	return &scheduler{placer: assign.NewPlacer(), told: map[string]toldTopology{},
+	return &scheduler{placer: assign.NewPlacer(), told: map[string]toldTopology{}, recheck: map[string]bool{},
 		sups: map[string]*clusterv1.SupervisorInfo{}, hosts: map[string]string{}, seen: map[string]heartbeatSeen{}, live: map[string]bool{},
 		written: map[string]*clusterv1.Assignment{}, deleted: map[string]bool{}, oversize: map[string]bool{}, short: map[string]int32{}}
 }
@@ -80,9 +84,8 @@ func newScheduler() *scheduler {
 func (s *Server) schedule(term *leader.Term, sch *scheduler) (int, error) {
 	now := time.Now()
 	v := s.view
-	sch.observeSupervisors(v.supervisors.Snapshot(), now, s.cfg.SupervisorTimeout)
-	storms := v.storms.Snapshot()
-	sch.observeTopologies(storms, codesync.LostMarks(storms, v.lost.Snapshot()), v.assignments.Snapshot(), v.assignments.Unreadable())
+	sch.observeSupervisors(v.supervisors, now, s.cfg.SupervisorTimeout)
+	sch.observeTopologies(v.storms, v.assignments, v.lost)
 	decided := sch.placer.Place()
 	sch.noteShortfall(decided, s.metrics, s.log)
 

@@ -41,9 +41,9 @@ func TestShortfallIsExportedAndLoggedOncePerSpell(t *testing.T) {
 	sch := newScheduler()
 	now := time.Now()
 	round := func(ports ...int32) {
-		sch.observeSupervisors(map[string]*clusterv1.SupervisorInfo{"s1": {Host: "h", SlotPorts: ports, LastHeartbeatUnixMs: int64(len(ports))}},
+		sch.observeSupervisors(fixed(map[string]*clusterv1.SupervisorInfo{"s1": {Host: "h", SlotPorts: ports, LastHeartbeatUnixMs: int64(len(ports))}}),
 			now, time.Minute)
-		sch.observeTopologies(storms, nil, nil, nil)
+		sch.observeTopologies(fixed(storms), fixed[*clusterv1.Assignment](nil), fixed[*clusterv1.LostMark](nil))
 		decided := sch.placer.Place()
 		for _, id := range decided {
 			sch.placer.Adopt(id)
