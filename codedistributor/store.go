@@ -321,6 +321,22 @@ func (s *Store) Remove(id string) error {
 	return nil
 }
 
+// Has reports whether the store has a directory for id (verified or not).
+func (s *Store) Has(id string) bool {
+	_, err := os.Lstat(s.Dir(id))
+	return err == nil
+}
+
+// Tampered reports whether something other than the store changed code/
+// since IDs last listed it (a disk wiped behind the node's back), or IDs
+// never did: its owner should look at every bundle again, and list them.
+func (s *Store) Tampered() bool {
+	now := s.codeStamp()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.listing == nil || now != s.listed
+}
+
 // codeStamp is code/'s stamp now (zero if it cannot be read).
 func (s *Store) codeStamp() dirStamp {
 	st, err := os.Stat(filepath.Join(s.root, "code"))

@@ -68,30 +68,28 @@ func (g Gate) Eligible() error {
 	return nil
 }
 
-// needs returns the topologies of storms whose code a leader must hold,
-// by the cache of LOST marks: all but those being killed (it only removes
-// them), those marked LOST (lost.go), and StormBases that never decoded
-// (garbage or an empty node, logged by the cache), which name no code to
-// hold and nothing a leader could schedule, or one junk node would take
-// every nimbus out of the leader queue.
-func (g Gate) needs(storms map[string]*clusterv1.StormBase) map[string]*clusterv1.StormBase {
-	var marks map[string]*clusterv1.LostMark
-	if g.Lost != nil {
-		marks = g.Lost.Snapshot()
-	}
-	return needing(storms, marks)
-}
-
+// needing returns the topologies of storms whose code a leader must hold,
+// by the LOST marks: all but those being killed (it only removes them),
+// those marked LOST (lost.go), and StormBases that never decoded (garbage
+// or an empty node, logged by the cache), which name no code to hold and
+// nothing a leader could schedule, or one junk node would take every
+// nimbus out of the leader queue.
 func needing(storms map[string]*clusterv1.StormBase, marks map[string]*clusterv1.LostMark) map[string]*clusterv1.StormBase {
 	lost := LostMarks(storms, marks)
 	out := make(map[string]*clusterv1.StormBase, len(storms))
 	for id, base := range storms {
-		if base == nil || base.GetStatus() == clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED || lost[id] != nil {
-			continue
+		if needed(base, lost[id]) {
+			out[id] = base
 		}
-		out[id] = base
 	}
 	return out
+}
+
+// needed reports whether a leader needs the code of a topology whose
+// StormBase is base (nil: never decoded) and whose applying LOST mark is
+// lost (nil: none).
+func needed(base *clusterv1.StormBase, lost *clusterv1.LostMark) bool {
+	return base != nil && base.GetStatus() != clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED && lost == nil
 }
 
 // missing lists the topologies of storms whose code this nimbus lacks,

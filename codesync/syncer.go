@@ -5,7 +5,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -62,6 +63,7 @@ type Syncer struct {
 
 	mu        sync.Mutex
 	pinned    map[string]int
+	touched   map[string]bool     // to look at in the next pass: unpinned since
 	recovered map[string]recovery // code this process got back from a supervisor
 }
 
@@ -79,7 +81,7 @@ func New(cfg Config) *Syncer {
 		log:    cfg.Logger.With("component", "codesync"),
 		self:   cluster.HostPort(cfg.Self),
 		wake:   make(chan struct{}, 1),
-		pinned: map[string]int{}, recovered: map[string]recovery{},
+		pinned: map[string]int{}, touched: map[string]bool{}, recovered: map[string]recovery{},
 	}
 }
 
@@ -101,6 +103,7 @@ func (s *Syncer) Pin(id string) (unpin func()) {
 		if s.pinned[id]--; s.pinned[id] <= 0 {
 			delete(s.pinned, id)
 		}
+		s.touched[id] = true
 		s.mu.Unlock()
 		s.nudge()
 	}
@@ -130,16 +133,8 @@ func (ts tasks) stop(id string) {
 	}
 }
 
-// stopUnless ends every task whose topology keep does not name.
-func (ts tasks) stopUnless(keep map[string][]byte) {
-	for id := range ts {
-		if _, ok := keep[id]; !ok {
-			ts.stop(id)
-		}
-	}
-}
-
-// run is one Run's state: what it fetches and which replicas it holds.
+// run is one Run's state: what it fetches and which replicas it holds,
+// and what the cluster wants as of the cache states it last looked at.
 type run struct {
 	*Syncer
 	ctx        context.Context
@@ -148,6 +143,9 @@ type run struct {
 	registered tasks
 	fetched    chan *task // a fetch is done
 	catchUp    *catchUp
+	wanted     map[string][]byte // the digest of every topology the cluster wants held
+	missing    map[string]bool   // what a leader needs that this nimbus is not a replica of
+	gens       struct{ storms, dists, lost uint64 }
 }
 
 // Run keeps the store in step until ctx ends. Each pass reads what the
@@ -155,11 +153,14 @@ type run struct {
 // the election, a copy reported corrupt, a fetch done, or the sweep starts
 // the next.
 //
-// A pass costs what changed, not what the store holds: code this nimbus
-// registered as a replica is trusted while its directory is there, and
-// verified again, all of it, only on a full pass: the first, the sweep's,
-// after a copy was reported corrupt, and after the election changed (a
-// failed Eligible, which verifies everything, withdrew the nimbus).
+// A pass costs what changed, not what the cluster or the store holds: it
+// looks only at the topologies the caches say changed (DirCache.Changes),
+// those whose fetch ended and those unpinned, and trusts the code it is a
+// replica of. A full pass looks at every topology and verifies every
+// copy: the first, the sweep's, one after a copy was reported corrupt,
+// after the election changed (a failed Eligible, which verifies
+// everything, withdrew the nimbus), and after something other than the
+// store changed its directory (a disk wiped behind its back).
 func (s *Syncer) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -175,7 +176,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 	sweep := time.NewTicker(s.cfg.SweepEvery)
 	defer sweep.Stop()
 	r := &run{Syncer: s, ctx: ctx, wg: &wg, fetching: tasks{}, registered: tasks{}, fetched: make(chan *task, 16),
-		catchUp: newCatchUp(s.cfg.CatchUpWait)}
+		catchUp: newCatchUp(s.cfg.CatchUpWait), wanted: map[string][]byte{}, missing: map[string]bool{}}
 	for full := true; ; {
 		// Taken before what they announce is read: no change goes unseen.
 		// Not every replica list: another nimbus's replica changes
@@ -187,17 +188,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 			lost = s.cfg.Lost.Changed()
 		}
 
-		wanted := s.wanted()
-		present, err := s.cfg.Store.IDs()
-		if err != nil {
-			s.log.Warn("cannot list local code", "err", err)
-		}
-		r.holdOrFetch(wanted, present, full)
-		r.unmarkHeld()
-		r.fetching.stopUnless(wanted)
-		r.registered.stopUnless(wanted)
-		s.removeUnwanted(wanted, present)
-		stuckAt := r.gate(r.missing(s.cfg.Storms.Snapshot()))
+		stuckAt := r.pass(full)
 		full = false
 
 		var stuck <-chan time.Time // code missing until then is stuck: say so
@@ -222,25 +213,155 @@ func (s *Syncer) Run(ctx context.Context) error {
 			for id, cur := range r.fetching {
 				if cur == t {
 					r.fetching.stop(id)
+					r.touch(id)
 				}
 			}
 		}
 	}
 }
 
+// pass brings the topologies that changed (all of them, when full) in
+// step, and returns when code missing now will have been missing for the
+// catch-up wait (zero if none will).
+func (r *run) pass(full bool) time.Time {
+	ids, complete := r.changedSince()
+	if full || !complete || r.cfg.Store.Tampered() {
+		full, ids = true, r.everything()
+	}
+	r.want(ids)
+	r.holdOrFetch(ids, full)
+	r.unmarkHeld()
+	for id := range ids {
+		if _, ok := r.wanted[id]; !ok {
+			r.fetching.stop(id)
+			r.registered.stop(id)
+		}
+	}
+	r.removeUnwanted(ids)
+	r.updateMissing(ids)
+	return r.gate(slices.Sorted(maps.Keys(r.missing)))
+}
+
+// touch has the next pass look at id.
+func (s *Syncer) touch(id string) {
+	s.mu.Lock()
+	s.touched[id] = true
+	s.mu.Unlock()
+}
+
+// changedSince returns the topologies whose StormBase, distribution or
+// LOST mark changed since the last pass, and those touched; false when a
+// cache cannot say (look at everything).
+func (r *run) changedSince() (map[string]bool, bool) {
+	ids := map[string]bool{}
+	complete := true
+	look := func(names map[string]bool, gen uint64, ok bool) uint64 {
+		complete = complete && ok
+		for id := range names {
+			ids[id] = true
+		}
+		return gen
+	}
+	r.gens.storms = look(r.cfg.Storms.Changes(r.gens.storms))
+	r.gens.dists = look(r.cfg.Replicas.Distributions.Changes(r.gens.dists))
+	if r.cfg.Lost != nil {
+		r.gens.lost = look(r.cfg.Lost.Changes(r.gens.lost))
+	}
+	r.mu.Lock()
+	for id := range r.touched {
+		ids[id] = true
+	}
+	clear(r.touched)
+	r.mu.Unlock()
+	return ids, complete
+}
+
+// everything is every topology a pass could have to act on: in the
+// caches, wanted, held, fetched, missing, or in the store.
+func (r *run) everything() map[string]bool {
+	ids := map[string]bool{}
+	for id := range r.cfg.Storms.Snapshot() {
+		ids[id] = true
+	}
+	for id := range r.cfg.Replicas.Distributions.Snapshot() {
+		ids[id] = true
+	}
+	for _, known := range []map[string]bool{keys(r.wanted), keys(r.registered), keys(r.fetching), r.missing} {
+		for id := range known {
+			ids[id] = true
+		}
+	}
+	present, err := r.cfg.Store.IDs()
+	if err != nil {
+		r.log.Warn("cannot list local code", "err", err)
+	}
+	for id := range present {
+		ids[id] = true
+	}
+	return ids
+}
+
+func keys[V any](m map[string]V) map[string]bool {
+	out := make(map[string]bool, len(m))
+	for k := range m {
+		out[k] = true
+	}
+	return out
+}
+
+// want updates what the cluster wants held of ids: the digest its
+// distribution asks for, or its StormBase's when it has no distribution.
+func (r *run) want(ids map[string]bool) {
+	dists, storms := r.cfg.Replicas.Distributions.Snapshot(), r.cfg.Storms.Snapshot()
+	for id := range ids {
+		switch d, base := dists[id], storms[id]; {
+		case d != nil:
+			r.wanted[id] = d.GetCodeMetaDigest()
+		case base != nil:
+			r.wanted[id] = base.GetCodeMetaDigest()
+		default:
+			delete(r.wanted, id)
+		}
+	}
+}
+
+// updateMissing updates, for ids, what a leader needs (needed) that this
+// nimbus is not a replica of with the StormBase's digest: what holdOrFetch
+// has not verified.
+func (r *run) updateMissing(ids map[string]bool) {
+	storms := r.cfg.Storms.Snapshot()
+	var marks map[string]*clusterv1.LostMark
+	if r.cfg.Lost != nil {
+		marks = r.cfg.Lost.Snapshot()
+	}
+	lost := LostMarks(storms, marks)
+	for id := range ids {
+		base := storms[id]
+		t, held := r.registered[id]
+		if needed(base, lost[id]) && (!held || !bytes.Equal(t.digest, base.GetCodeMetaDigest())) {
+			r.missing[id] = true
+		} else {
+			delete(r.missing, id)
+		}
+	}
+}
+
 // holdOrFetch registers this nimbus as a replica of every wanted topology
-// whose code it holds, verified, and fetches the code of the others. Code
-// it is a replica of is verified again only when full, or when its
-// directory (present) is gone.
-func (r *run) holdOrFetch(wanted map[string][]byte, present map[string]bool, full bool) {
-	for id, digest := range wanted {
+// of ids whose code it holds, verified, and fetches the code of the
+// others. Code it is a replica of is verified again only when full.
+func (r *run) holdOrFetch(ids map[string]bool, full bool) {
+	for id := range ids {
+		digest, wanted := r.wanted[id]
+		if !wanted {
+			continue
+		}
 		if t, ok := r.registered[id]; ok && !bytes.Equal(t.digest, digest) {
 			r.registered.stop(id) // same id, other code: start over
 		}
 		if t, ok := r.fetching[id]; ok && !bytes.Equal(t.digest, digest) {
 			r.fetching.stop(id)
 		}
-		if _, held := r.registered[id]; held && present[id] && !full {
+		if _, held := r.registered[id]; held && !full {
 			continue
 		}
 		err := r.cfg.Store.Verify(id, digest)
@@ -294,23 +415,6 @@ func (r *run) startFetch(id string, digest []byte) *task {
 	return t
 }
 
-// wanted returns the digest of every topology the cluster wants held: a
-// distribution asks for it, or it is in /storms.
-func (s *Syncer) wanted() map[string][]byte {
-	wanted := map[string][]byte{}
-	for id, d := range s.cfg.Replicas.Distributions.Snapshot() {
-		if d != nil {
-			wanted[id] = d.GetCodeMetaDigest()
-		}
-	}
-	for id, base := range s.cfg.Storms.Snapshot() {
-		if _, ok := wanted[id]; !ok && base != nil {
-			wanted[id] = base.GetCodeMetaDigest()
-		}
-	}
-	return wanted
-}
-
 // gate queues the election while every active topology is held, and
 // withdraws it while the code of some is missing (sorted). Missing code is
 // normal for a moment after a submission (INFO); once some has been
@@ -335,28 +439,16 @@ func (r *run) gate(missing []string) (stuckAt time.Time) {
 	return stuckAt
 }
 
-// missing lists the topologies of storms that need this nimbus's code
-// (Gate.needs) and that it is not a replica of, sorted: what holdOrFetch
-// has not verified.
-func (r *run) missing(storms map[string]*clusterv1.StormBase) []string {
-	var out []string
-	for id := range r.cfg.needs(storms) {
-		if t, ok := r.registered[id]; !ok || !bytes.Equal(t.digest, storms[id].GetCodeMetaDigest()) {
-			out = append(out, id)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// removeUnwanted deletes local code (present) the cluster no longer wants.
-// The caches can lag a submission (its distribution created a moment ago),
-// so each deletion is checked against pins and a fresh read of ZooKeeper.
-func (s *Syncer) removeUnwanted(wanted map[string][]byte, present map[string]bool) {
+// removeUnwanted deletes the local code of ids the cluster no longer
+// wants. The caches can lag a submission (its distribution created a
+// moment ago), so each deletion is checked against pins and a fresh read
+// of ZooKeeper.
+func (r *run) removeUnwanted(ids map[string]bool) {
+	s := r.Syncer
 	paths := s.cfg.Session.Paths()
 	conn := s.cfg.Session.Conn()
-	for id := range present {
-		if _, ok := wanted[id]; ok || s.isPinned(id) {
+	for id := range ids {
+		if _, ok := r.wanted[id]; ok || s.isPinned(id) || !s.cfg.Store.Has(id) {
 			continue
 		}
 		if ok, _, err := conn.Exists(paths.Distribution(id)); err != nil || ok {
