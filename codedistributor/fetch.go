@@ -72,6 +72,25 @@ func (f *Fetcher) Recover(ctx context.Context, topologyID string, digest []byte)
 	return src, err
 }
 
+// RecoverFromAny is Recover's last look before a topology is marked LOST:
+// it asks every supervisor that serves a code port at once, not a sample,
+// and fetches from one that holds the code. The error wraps
+// ErrHeldNowhere only when every one answered that it does not.
+func (f *Fetcher) RecoverFromAny(ctx context.Context, topologyID string, digest []byte) (Source, error) {
+	sources, err := AllSupervisorSources(f.Params.Session, topologyID, digest)
+	if err != nil {
+		return Source{}, err
+	}
+	src, err := AskAll(ctx, f.Params.Peers.Transient, topologyID, digest, sources)
+	if err != nil {
+		return Source{}, err
+	}
+	if src, err = f.fetchFrom(ctx, topologyID, digest, []Source{src}); err == nil {
+		f.Params.Logger.Info("code recovered from a supervisor", "topology", topologyID, "from", src.String())
+	}
+	return src, err
+}
+
 // replicaSources are the nimbus replicas other than this node that hold
 // digest, in random order.
 func (f *Fetcher) replicaSources(topologyID string, digest []byte) ([]Source, error) {

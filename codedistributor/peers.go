@@ -44,6 +44,17 @@ func (p *Peers) Code(addr string) (nimbusv1.CodeServiceClient, error) {
 	return nimbusv1.NewCodeServiceClient(cc), nil
 }
 
+// Transient returns the CodeService at addr over a connection of its own,
+// which release closes: for asking many nodes once (AskAll), where
+// keeping a connection to each would hold thousands.
+func (p *Peers) Transient(addr string) (nimbusv1.CodeServiceClient, func(), error) {
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(p.creds))
+	if err != nil {
+		return nil, nil, err
+	}
+	return nimbusv1.NewCodeServiceClient(cc), func() { cc.Close() }, nil
+}
+
 // Close closes every connection.
 func (p *Peers) Close() {
 	p.mu.Lock()

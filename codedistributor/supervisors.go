@@ -2,16 +2,23 @@ package codedistributor
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/nimbusha/nimbus/cluster"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
+	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
 // maxSupervisorSources bounds how many supervisors one recovery asks: the
@@ -45,6 +52,18 @@ func (s Source) String() string {
 // group shuffled, at most maxSupervisorSources in all. Which of them
 // really hold it, GetCodeMeta says.
 func SupervisorSources(sess *cluster.Session, topologyID string, digest []byte) ([]Source, error) {
+	return supervisorSources(sess, topologyID, digest, maxSupervisorSources)
+}
+
+// AllSupervisorSources is SupervisorSources without a bound: every
+// supervisor that serves a code port, for the last look before a
+// topology is marked LOST.
+func AllSupervisorSources(sess *cluster.Session, topologyID string, digest []byte) ([]Source, error) {
+	return supervisorSources(sess, topologyID, digest, 0)
+}
+
+// supervisorSources returns at most limit sources (0: no limit).
+func supervisorSources(sess *cluster.Session, topologyID string, digest []byte, limit int) ([]Source, error) {
 	conn := sess.Conn()
 	paths := sess.Paths()
 	assigned, err := assignedSupervisors(conn, paths.Assignment(topologyID), digest)
@@ -63,7 +82,7 @@ func SupervisorSources(sess *cluster.Session, topologyID string, digest []byte) 
 	}
 	var out []Source
 	for _, id := range append(shuffled(assigned), shuffledList(others)...) {
-		if len(out) == maxSupervisorSources {
+		if limit > 0 && len(out) == limit {
 			break
 		}
 		if src, ok := supervisorSource(conn, paths.Supervisor(id)); ok {
@@ -120,4 +139,74 @@ func shuffled(set map[string]bool) []string {
 func shuffledList(list []string) []string {
 	rand.Shuffle(len(list), func(i, j int) { list[i], list[j] = list[j], list[i] })
 	return list
+}
+
+// Asking many nodes at once whether they hold a topology's code.
+const (
+	maxAskInFlight = 32              // questions out at once
+	askTimeout     = 5 * time.Second // per question; a meta is small
+)
+
+// Connect gives a CodeService client for an address, and releases it.
+type Connect func(addr string) (nimbusv1.CodeServiceClient, func(), error)
+
+// AskAll asks every source, maxAskInFlight at a time and each within
+// askTimeout (and ctx), whether it serves the code of topologyID with
+// digest, and returns one that does. The error wraps ErrHeldNowhere when
+// every source answered that it does not (NotFound, or the meta of other
+// code); otherwise it names a source that did not answer: it may hold it.
+func AskAll(ctx context.Context, connect Connect, topologyID string, digest []byte, sources []Source) (Source, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu     sync.Mutex
+		holder *Source
+		silent error
+		g      errgroup.Group
+	)
+	g.SetLimit(maxAskInFlight)
+	for _, src := range sources {
+		g.Go(func() error {
+			held, err := serves(ctx, connect, src.Addr, topologyID, digest)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case held && holder == nil:
+				holder = &src
+				cancel() // the rest need not answer
+			case err != nil && silent == nil:
+				silent = fmt.Errorf("codedistributor: %s did not say whether it holds %s: %w", src, topologyID, err)
+			}
+			return nil
+		})
+	}
+	_ = g.Wait() // every answer is in
+	switch {
+	case holder != nil:
+		return *holder, nil
+	case silent != nil:
+		return Source{}, silent
+	}
+	return Source{}, fmt.Errorf("%w: %s with meta %s (asked %d)", ErrHeldNowhere, topologyID, Hex(digest), len(sources))
+}
+
+// serves asks the CodeService at addr whether it serves the code of
+// topologyID with digest.
+func serves(ctx context.Context, connect Connect, addr, topologyID string, digest []byte) (bool, error) {
+	api, release, err := connect(addr)
+	if err != nil {
+		return false, err
+	}
+	defer release()
+	ctx, cancel := context.WithTimeout(ctx, askTimeout)
+	defer cancel()
+	resp, err := api.GetCodeMeta(ctx, &nimbusv1.GetCodeMetaRequest{TopologyId: topologyID})
+	if status.Code(err) == codes.NotFound {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	_, err = DecodeMeta(resp.GetMeta(), digest)
+	return err == nil, nil // another meta: other code
 }

@@ -488,7 +488,18 @@ func (s *Syncer) fetch(ctx context.Context, id string, digest []byte) error {
 			return ctx.Err()
 		}
 		if nowhere.observe(err, time.Now()) {
-			s.markLost(id, digest, nowhere)
+			// The last look: every supervisor, not a sample. A copy
+			// anywhere is recovered, never marked LOST.
+			src, err := s.cfg.Fetcher.RecoverFromAny(ctx, id, digest)
+			switch {
+			case err == nil:
+				s.recordRecovery(id, digest, src)
+				return nil
+			case errors.Is(err, codedistributor.ErrHeldNowhere):
+				s.markLost(id, digest, nowhere)
+			default:
+				nowhere.observe(err, time.Now()) // one did not answer: it may hold it
+			}
 		}
 		wait := nowhere.wait(backoff, time.Now())
 		s.log.Log(ctx, fetchFailureLevel(err, time.Since(began), s.cfg.CatchUpWait),
@@ -513,12 +524,21 @@ func (s *Syncer) fetchOnce(ctx context.Context, id string, digest []byte) error 
 		return s.cfg.Fetcher.Fetch(ctx, id, digest)
 	}
 	src, err := s.cfg.Fetcher.Recover(ctx, id, digest)
-	if err == nil && src.Supervisor != "" {
-		s.mu.Lock()
-		s.recovered[id] = recovery{from: src, at: time.Now(), digest: digest}
-		s.mu.Unlock()
+	if err == nil {
+		s.recordRecovery(id, digest, src)
 	}
 	return err
+}
+
+// recordRecovery remembers that the code of id came from src, if src is
+// a supervisor, for the replica node to say so.
+func (s *Syncer) recordRecovery(id string, digest []byte, src codedistributor.Source) {
+	if src.Supervisor == "" {
+		return
+	}
+	s.mu.Lock()
+	s.recovered[id] = recovery{from: src, at: time.Now(), digest: digest}
+	s.mu.Unlock()
 }
 
 // recoveredFrom says whether this process recovered id's code, digest,

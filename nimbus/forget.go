@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nimbusha/nimbus/apierr"
@@ -160,80 +158,41 @@ func (s *service) readHolders(ctx context.Context, id string, digest []byte) (ho
 }
 
 // askSupervisors refuses to forget code a supervisor serves again. It asks
-// each supervisor that may hold it for its meta, through the nimbus's
-// connections to code ports.
+// each supervisor that may hold it for its meta, over connections of their
+// own (service.peers.Transient).
 func (s *service) askSupervisors(ctx context.Context, f *forgetting) error {
 	if len(f.supervisors) == 0 {
 		return nil
 	}
-	return supervisorsHolding(ctx, s.peers.Code, f.id, f.digest, f.supervisors)
+	return supervisorsHolding(ctx, s.peers.Transient, f.id, f.digest, f.supervisors)
 }
 
 // supervisorAskTimeout bounds the questions to the supervisors when the
 // request's deadline leaves more: a meta is small.
 const supervisorAskTimeout = 10 * time.Second
 
-// supervisorsHolding asks sources at once, through code, whether they
-// serve id's code with digest, within half of what ctx's deadline leaves
-// (the write comes after) and at most supervisorAskTimeout. It refuses
-// (ErrWrongStatus) when one does, naming it: the mark is stale and lifts
-// by itself once a nimbus recovers the code. It refuses as well when one
-// did not answer: it may hold the code. NOT_FOUND, or a meta of other
-// code, is an answer that it does not.
-func supervisorsHolding(ctx context.Context, code func(addr string) (nimbusv1.CodeServiceClient, error),
-	id string, digest []byte, sources []codedistributor.Source) error {
+// supervisorsHolding asks sources at once (codedistributor.AskAll) whether
+// they serve id's code with digest, within half of what ctx's deadline
+// leaves (the write comes after) and at most supervisorAskTimeout. It
+// refuses (ErrWrongStatus) when one does, naming it: the mark is stale and
+// lifts by itself once a nimbus recovers the code. It refuses as well when
+// one did not answer: it may hold the code.
+func supervisorsHolding(ctx context.Context, connect codedistributor.Connect, id string, digest []byte, sources []codedistributor.Source) error {
 	budget := supervisorAskTimeout
 	if deadline, ok := ctx.Deadline(); ok {
 		budget = min(budget, time.Until(deadline)/2)
 	}
 	ctx, cancel := context.WithTimeout(ctx, budget)
-	defer cancel() // the questions still out end with it
-	type answer struct {
-		src  codedistributor.Source
-		held bool
-		err  error
+	defer cancel()
+	src, err := codedistributor.AskAll(ctx, connect, id, digest, sources)
+	switch {
+	case err == nil:
+		return fmt.Errorf("%w: %s holds the code of %s again (meta %s): it is no longer LOST, and the mark lifts by itself once a nimbus recovers the code from it",
+			apierr.ErrWrongStatus, src, id, codedistributor.Hex(digest))
+	case errors.Is(err, codedistributor.ErrHeldNowhere):
+		return nil
 	}
-	answers := make(chan answer, len(sources))
-	for _, src := range sources {
-		go func() {
-			held, err := serves(ctx, code, src.Addr, id, digest)
-			answers <- answer{src, held, err}
-		}()
-	}
-	var silent *answer
-	for range sources {
-		a := <-answers
-		switch {
-		case a.held:
-			return fmt.Errorf("%w: %s holds the code of %s again (meta %s): it is no longer LOST, and the mark lifts by itself once a nimbus recovers the code from it",
-				apierr.ErrWrongStatus, a.src, id, codedistributor.Hex(digest))
-		case a.err != nil && silent == nil:
-			silent = &a
-		}
-	}
-	if silent != nil {
-		return fmt.Errorf("%w: %s did not say whether it holds the code of %s (%v): forget refuses while it may; try again once it answers or is stopped",
-			apierr.ErrWrongStatus, silent.src, id, silent.err)
-	}
-	return nil
-}
-
-// serves asks the CodeService at addr whether it serves id's code with
-// digest.
-func serves(ctx context.Context, code func(addr string) (nimbusv1.CodeServiceClient, error), addr, id string, digest []byte) (bool, error) {
-	api, err := code(addr)
-	if err != nil {
-		return false, err
-	}
-	resp, err := api.GetCodeMeta(ctx, &nimbusv1.GetCodeMetaRequest{TopologyId: id})
-	if status.Code(err) == codes.NotFound {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	_, err = codedistributor.DecodeMeta(resp.GetMeta(), digest)
-	return err == nil, nil // another meta: it holds other code
+	return fmt.Errorf("%w: %v: forget refuses while it may hold the code; try again once it answers or is stopped", apierr.ErrWrongStatus, err)
 }
 
 // changedMeanwhile says what a forget's failed write means. ZooKeeper's

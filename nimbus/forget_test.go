@@ -158,7 +158,7 @@ func TestForgetAsksTheSupervisors(t *testing.T) {
 	}
 	sup.holds.Store(false)
 	srv.Stop() // registered, but its code port does not answer
-	if _, err = forget(t, s, id); status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "did not say whether it holds the code") {
+	if _, err = forget(t, s, id); status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "did not say whether it holds "+id) {
 		t.Fatalf("forget while a supervisor cannot be asked: %v, want FailedPrecondition", err)
 	}
 	for _, path := range []string{paths.Storm(id), paths.Lost(id)} {
@@ -239,7 +239,7 @@ func TestForgetOfATopologyChangedMeanwhile(t *testing.T) {
 // supervisorsHolding ends when the request's deadline does, whatever the
 // supervisors do.
 func TestForgetAsksSupervisorsWithinTheDeadline(t *testing.T) {
-	hang := func(string) (nimbusv1.CodeServiceClient, error) { return hangingCode{}, nil }
+	hang := func(string) (nimbusv1.CodeServiceClient, func(), error) { return hangingCode{}, func() {}, nil }
 	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 	defer cancel()
 	start := time.Now()

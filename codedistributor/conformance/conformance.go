@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -152,6 +153,40 @@ func Run(t *testing.T, backend string, configure func(*configs.Config)) {
 			t.Fatalf("recovered from %v, want supervisor sup-1", src)
 		}
 		e.expectHolds(b, code, data)
+	})
+	t.Run("RecoveredFromAnySupervisor", func(t *testing.T) {
+		// More supervisors than one recovery asks: the last look before a
+		// LOST mark asks them all, and finds the one that holds the code.
+		e := NewEnv(t, backend, configure)
+		a, empty, holder, b := e.Node(), e.Node(), e.Node(), e.Node()
+		code, data := e.Publish(a, "anywhere-1-1", 1000)
+		e.Install(holder, code, data)
+		for i := range 40 {
+			e.RegisterSupervisor(empty, fmt.Sprintf("sup-%02d", i)) // they run other topologies
+		}
+		e.RegisterSupervisor(holder, "sup-holder")
+		e.Unregister(a, code)
+		if err := a.Store.Remove(code.TopologyID); err != nil {
+			t.Fatal(err)
+		}
+		src, err := b.Fetcher.RecoverFromAny(t.Context(), code.TopologyID, code.Digest)
+		if err != nil || src.Supervisor != "sup-holder" {
+			t.Fatalf("RecoverFromAny: %v, %v; want the code from sup-holder", src, err)
+		}
+		e.expectHolds(b, code, data)
+		if err := holder.Store.Remove(code.TopologyID); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Store.Remove(code.TopologyID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Fetcher.RecoverFromAny(t.Context(), code.TopologyID, code.Digest); !errors.Is(err, codedistributor.ErrHeldNowhere) {
+			t.Fatalf("every supervisor answered it holds nothing: %v, want ErrHeldNowhere", err)
+		}
+		e.RegisterSupervisor(&Node{Addr: testcluster.ClosedAddr(t)}, "sup-silent")
+		if _, err := b.Fetcher.RecoverFromAny(t.Context(), code.TopologyID, code.Digest); err == nil || errors.Is(err, codedistributor.ErrHeldNowhere) {
+			t.Fatalf("one supervisor does not answer: %v, want an error that is not ErrHeldNowhere (it may hold the code)", err)
+		}
 	})
 	t.Run("HeldNowhere", func(t *testing.T) {
 		e := NewEnv(t, backend, configure)
