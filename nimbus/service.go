@@ -311,15 +311,12 @@ func (s *service) transitionOf(ctx context.Context, name string, act auth.Action
 	edit := editOf(id, spec)
 	path := s.sess.Paths().Storm(id)
 	for range 3 {
-		data, stat, err := s.readStorm(ctx, path)
+		base := new(clusterv1.StormBase)
+		version, err := readNode(ctx, s.sess, path, base)
 		if errors.Is(err, zk.ErrNoNode) {
 			return fmt.Errorf("%w: %q", apierr.ErrNotFound, name) // removed meanwhile
 		}
 		if err != nil {
-			return err
-		}
-		base := new(clusterv1.StormBase)
-		if err := cluster.Decode(path, data, base); err != nil {
 			return err
 		}
 		changed, err := edit(base)
@@ -328,17 +325,17 @@ func (s *service) transitionOf(ctx context.Context, name string, act auth.Action
 		}
 		// Even a no-op goes through the fence: a deposed leader that has
 		// not noticed yet must not answer as the leader.
-		op := s.sess.Ops().CheckStorm(id, stat.Version)
+		op, written := s.sess.Ops().CheckStorm(id, version), version
 		if changed {
 			base.Epoch = term.Epoch()
-			op = s.sess.Ops().SetStorm(id, base, stat.Version)
+			op, written = s.sess.Ops().SetStorm(id, base, version), version+1 // a set at a version leaves the next
 		}
-		res, err := term.MultiCtx(ctx, op)
+		_, err = term.MultiCtx(ctx, op)
 		if errors.Is(err, zk.ErrNoNode) {
 			return fmt.Errorf("%w: %q", apierr.ErrNotFound, name)
 		}
 		if err == nil {
-			s.awaitStormVersion(ctx, term, id, writtenVersion(res, stat.Version, changed))
+			s.awaitStormVersion(ctx, term, id, written)
 			return nil
 		}
 		if !errors.Is(err, zk.ErrBadVersion) {
@@ -346,32 +343,6 @@ func (s *service) transitionOf(ctx context.Context, name string, act auth.Action
 		}
 	}
 	return fmt.Errorf("nimbus: %s changed three times during the update; try again", name)
-}
-
-// readStorm reads a StormBase node afresh, bounded by ctx's deadline.
-func (s *service) readStorm(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
-	type node struct {
-		data []byte
-		stat *zk.Stat
-	}
-	n, err := cluster.Call(ctx, s.sess, "read "+path, func(conn *zk.Conn) (node, error) {
-		data, stat, err := conn.Get(path)
-		return node{data, stat}, err
-	})
-	return n.data, n.stat, err
-}
-
-// writtenVersion is the version of the StormBase a transition's fenced
-// write left: the version the set returned, or read+1 (the write checked
-// read); read itself when nothing changed.
-func writtenVersion(res []zk.MultiResponse, read int32, changed bool) int32 {
-	if !changed {
-		return read
-	}
-	if len(res) > 0 && res[0].Stat != nil && res[0].Stat.Version > read {
-		return res[0].Stat.Version
-	}
-	return read + 1
 }
 
 // awaitStormVersion waits until this nimbus's /storms cache has read
