@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -126,4 +128,60 @@ func writeGhost(t *testing.T, conn *zk.Conn, name string) string {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// Issue 21, item 2: a topology whose every copy is gone (no supervisor ran
+// it, every nimbus lost its disk) is marked LOST after the grace, and a
+// leader returns; once a nimbus holds its code again (a backup put back),
+// the mark lifts by itself and the topology is a topology like any other.
+func TestLostTopologyIsUnmarkedWhenItsCodeComesBack(t *testing.T) {
+	z := testcluster.StartZooKeeper(t)
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(3*time.Second))
+	args := testcluster.WithArgs("--nimbus.code.lost.grace.secs", "2", "--nimbus.code.sync.freq.secs", "1")
+	p := c.StartNimbuses(t, 1, args)[0]
+	c.WaitLeader(t, []*testcluster.Process{p}, 10*time.Second)
+	id := submit(t, newClient(t, c, p), "orphan", randomBytes(t, 1000)).GetTopologyId()
+	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
+
+	// The only copy goes: the nimbus restarts on an empty disk, the bundle
+	// kept aside.
+	if err := p.Stop(syscall.SIGTERM, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	bundle := filepath.Join(p.LocalDir, "nimbus", "code", id)
+	backup := filepath.Join(t.TempDir(), id)
+	if err := os.Rename(bundle, backup); err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.StartNimbus(testcluster.WithLocalDir(p.LocalDir), testcluster.WithPort(portOf(t, p)), args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testcluster.WaitFor(t, 30*time.Second, "the topology marked LOST and a leader again", func() error {
+		cs := clusterSummary(t, c, p)
+		if !slices.Equal(cs.GetLostTopologies(), []string{id}) || !cs.GetNimbuses()[0].GetIsLeader() {
+			return fmt.Errorf("lost %v, nimbuses %v", cs.GetLostTopologies(), cs.GetNimbuses())
+		}
+		return nil
+	})
+
+	// The backup put back: the nimbus finds it, verified, and lifts the mark.
+	if err := os.Rename(backup, bundle); err != nil {
+		t.Fatal(err)
+	}
+	testcluster.WaitFor(t, 30*time.Second, "the mark lifted and the code replicated", func() error {
+		if ok, _, err := conn.Exists(cluster.Paths{Root: c.Root}.Lost(id)); err != nil || ok {
+			return fmt.Errorf("/lost/%s still there (%v)", id, err)
+		}
+		cs := clusterSummary(t, c, p)
+		for _, ts := range cs.GetTopologies() {
+			if ts.GetId() == id && (ts.GetLostReason() != "" || ts.GetReplicationCount() != 1) {
+				return fmt.Errorf("%s: lost %q, %d replicas", id, ts.GetLostReason(), ts.GetReplicationCount())
+			}
+		}
+		if len(cs.GetLostTopologies()) > 0 || !cs.GetNimbuses()[0].GetIsLeader() {
+			return fmt.Errorf("lost %v, nimbuses %v", cs.GetLostTopologies(), cs.GetNimbuses())
+		}
+		return nil
+	})
 }
