@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
@@ -78,6 +79,7 @@ func BenchmarkScale(b *testing.B) {
 
 // runScale measures one size on a cluster of its own.
 func runScale(b *testing.B, sz scaleSize) *scaleReport {
+	profileDir = filepath.Join(*scalePprof, fmt.Sprintf("%dx%d", sz.supervisors, sz.topologies))
 	z := testcluster.StartZooKeeper(b)
 	c := testcluster.New(b, z.Addr(), testcluster.WithRoot(scaleRoot), testcluster.WithSessionTimeout(scaleSession),
 		testcluster.WithLogf(discard))

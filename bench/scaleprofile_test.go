@@ -28,7 +28,10 @@ import (
 // load generator and the simulated supervisors) beside each row; every
 // row also reports the CPU each process spent, so that what the cluster
 // costs and what the load around it costs can be told apart.
-var scalePprof = flag.String("scale-pprof", "", "directory for CPU profiles of BenchmarkScale (empty: none)")
+var scalePprof = flag.String("scale-pprof", "", "directory for CPU profiles of BenchmarkScale (empty: none), one directory per size")
+
+// profileDir is where the size being run saves its profiles (runScale).
+var profileDir string
 
 // pprofArgs are the nimbuses' extra flags when profiling.
 func pprofArgs() []string {
@@ -48,7 +51,7 @@ func profile(p *testcluster.Process, d time.Duration, name string) (wait func())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := fetchProfile(p, d, filepath.Join(*scalePprof, name+".pprof")); err != nil {
+		if err := fetchProfile(p, d, filepath.Join(profileDir, name+".pprof")); err != nil {
 			fmt.Fprintf(os.Stderr, "scale: profile %s: %v\n", name, err)
 		}
 	}()
@@ -92,11 +95,11 @@ func profileSelf(name string) (stop func()) {
 	if *scalePprof == "" {
 		return func() {}
 	}
-	if err := os.MkdirAll(*scalePprof, 0o755); err != nil {
+	if err := os.MkdirAll(profileDir, 0o755); err != nil {
 		fmt.Fprintf(os.Stderr, "scale: %v\n", err)
 		return func() {}
 	}
-	f, err := os.Create(filepath.Join(*scalePprof, name+".pprof"))
+	f, err := os.Create(filepath.Join(profileDir, name+".pprof"))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "scale: %v\n", err)
 		return func() {}
