@@ -209,13 +209,10 @@ func (p *Placer) keepDirty() (decided []string, pending map[string]*topoState) {
 		p.release(t)
 	}
 	clear(p.dirty)
-	var last *topoState
 	for len(order) > 0 {
+		// A topology is pushed once: dirty ones hold nothing while they
+		// wait, and one a lower id takes from is released whole.
 		t := order.pop()
-		if t == last {
-			continue // taken from by two lower ids: pushed twice
-		}
-		last = t
 		decided = append(decided, t.id)
 		if p.keep(t, &order) {
 			t.result, t.kept = t.current, true

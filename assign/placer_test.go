@@ -69,11 +69,6 @@ func TestPlacerIsScheduleIncrementally(t *testing.T) {
 			if free := freeSlots(sups, want); p.FreeSlots() != free {
 				t.Fatalf("step %d: FreeSlots = %d, want %d", step, p.FreeSlots(), free)
 			}
-			for id := range topos {
-				if got := p.Result(id); !maps.Equal(got, current[id]) && !slices.Contains(decided, id) {
-					t.Fatalf("step %d: %s's result %v differs from its current %v but Place did not name it", step, id, got, current[id])
-				}
-			}
 			for _, id := range decided { // the caller writes most of what changed
 				if res := p.Result(id); !maps.Equal(res, current[id]) && r.IntN(4) != 0 {
 					p.Adopt(id)

@@ -46,6 +46,7 @@ type Store struct {
 	// directory again only when something else changed it.
 	listing  map[string]bool
 	listed   dirStamp
+	tampers  uint64          // times a listing found code/ changed by something else
 	reports  uint64          // counts ReportCorrupt calls
 	changes  notify.Notifier // a bundle installed or removed
 	reported notify.Notifier // a copy reported corrupt
@@ -327,16 +328,6 @@ func (s *Store) Has(id string) bool {
 	return err == nil
 }
 
-// Tampered reports whether something other than the store changed code/
-// since IDs last listed it (a disk wiped behind the node's back), or IDs
-// never did: its owner should look at every bundle again, and list them.
-func (s *Store) Tampered() bool {
-	now := s.codeStamp()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.listing == nil || now != s.listed
-}
-
 // codeStamp is code/'s stamp now (zero if it cannot be read).
 func (s *Store) codeStamp() dirStamp {
 	st, err := os.Stat(filepath.Join(s.root, "code"))
@@ -382,24 +373,44 @@ func stampDir(fi os.FileInfo) dirStamp {
 }
 
 // IDs lists the topologies with a bundle in the store (verified or not),
-// as a set of the caller's own. The listing
-// is kept, and code/ read again only when its modification time shows
-// that something other than the store changed it (a disk wiped behind the
-// node's back): a call costs a stat, not a read of thousands of entries.
+// as a set of the caller's own. The listing is kept, and code/ read again
+// only when its stamp shows that something other than the store changed
+// it (a disk wiped behind the node's back): a call costs a stat, not a
+// read of thousands of entries.
 func (s *Store) IDs() (map[string]bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.relist(); err != nil {
+		return nil, err
+	}
+	return maps.Clone(s.listing), nil
+}
+
+// Tampers counts the times something other than the store was found to
+// have changed code/ (a disk wiped behind the node's back), whoever
+// listed it: an owner that sees the count move looks at every bundle
+// again. It costs a stat.
+func (s *Store) Tampers() (uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := s.relist()
+	return s.tampers, err
+}
+
+// relist reads code/ again if its stamp changed since the listing; s.mu
+// is held.
+func (s *Store) relist() error {
 	dir := filepath.Join(s.root, "code")
 	st, err := os.Stat(dir)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.listing != nil && stampDir(st) == s.listed {
-		return maps.Clone(s.listing), nil
+		return nil
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	listing := make(map[string]bool, len(entries))
 	for _, e := range entries {
@@ -407,8 +418,9 @@ func (s *Store) IDs() (map[string]bool, error) {
 			listing[e.Name()] = true
 		}
 	}
+	s.tampers++                                 // a first listing counts too: nothing was known before it
 	s.listing, s.listed = listing, stampDir(st) // the stamp from before the read: a change during it shows next time
-	return maps.Clone(listing), nil
+	return nil
 }
 
 // WriteError says why a write to the store failed: err wrapped with

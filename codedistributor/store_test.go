@@ -164,14 +164,29 @@ func TestIDsFollowsTheStoreAndWhatElseChangesIt(t *testing.T) {
 			t.Fatalf("IDs = %v, want %v", got, want)
 		}
 	}
+	tampers := func() uint64 {
+		t.Helper()
+		n, err := s.Tampers()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
 	expect()
+	before := tampers()
 	install("a-1-1")
 	install("b-1-1")
 	expect("a-1-1", "b-1-1")
+	if n := tampers(); n != before {
+		t.Fatalf("the store's own installs counted as tampering: %d, was %d", n, before)
+	}
 	if err := os.RemoveAll(s.Dir("a-1-1")); err != nil { // a wiped disk
 		t.Fatal(err)
 	}
-	expect("b-1-1")
+	expect("b-1-1") // another lister sees it first
+	if n := tampers(); n != before+1 {
+		t.Fatalf("a directory removed behind the store's back: Tampers %d, want %d, whoever listed first", n, before+1)
+	}
 	if err := os.Mkdir(s.Dir("c-1-1"), 0o755); err != nil { // someone else's
 		t.Fatal(err)
 	}

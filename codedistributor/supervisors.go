@@ -153,8 +153,8 @@ type Connect func(addr string) (nimbusv1.CodeServiceClient, func(), error)
 // AskAll asks every source, maxAskInFlight at a time and each within
 // askTimeout (and ctx), whether it serves the code of topologyID with
 // digest, and returns one that does. The error wraps ErrHeldNowhere when
-// every source answered that it does not (NotFound, or the meta of other
-// code); otherwise it names a source that did not answer: it may hold it.
+// every source answered NotFound; otherwise it names a source that did
+// not answer, or sent a meta that does not check: it may hold the code.
 func AskAll(ctx context.Context, connect Connect, topologyID string, digest []byte, sources []Source) (Source, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -166,6 +166,9 @@ func AskAll(ctx context.Context, connect Connect, topologyID string, digest []by
 	)
 	g.SetLimit(maxAskInFlight)
 	for _, src := range sources {
+		if ctx.Err() != nil {
+			break // one holds it, or the caller gave up
+		}
 		g.Go(func() error {
 			held, err := serves(ctx, connect, src.Addr, topologyID, digest)
 			mu.Lock()
@@ -207,6 +210,10 @@ func serves(ctx context.Context, connect Connect, addr, topologyID string, diges
 	if err != nil {
 		return false, err
 	}
-	_, err = DecodeMeta(resp.GetMeta(), digest)
-	return err == nil, nil // another meta: other code
+	// Ids are never reused and a topology's code never changes: a meta
+	// of another digest is garbled, no answer.
+	if _, err := DecodeMeta(resp.GetMeta(), digest); err != nil {
+		return false, err
+	}
+	return true, nil
 }

@@ -129,7 +129,10 @@ func (r *run) unmarkHeld() {
 		return
 	}
 	for id, mark := range r.cfg.Lost.Snapshot() {
-		if t, ok := r.registered[id]; ok && mark != nil && bytes.Equal(mark.GetCodeMetaDigest(), t.digest) {
+		// Checked again before the mark goes: a replica trusted since it
+		// registered may have lost its files behind the store's back.
+		if t, ok := r.registered[id]; ok && mark != nil && bytes.Equal(mark.GetCodeMetaDigest(), t.digest) &&
+			r.cfg.Store.Verify(id, t.digest) == nil {
 			r.unmarkLost(id)
 		}
 	}

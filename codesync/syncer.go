@@ -146,6 +146,7 @@ type run struct {
 	wanted     map[string][]byte // the digest of every topology the cluster wants held
 	missing    map[string]bool   // what a leader needs that this nimbus is not a replica of
 	gens       struct{ storms, dists, lost uint64 }
+	tampers    uint64 // the store's Tampers as of the last full pass
 }
 
 // Run keeps the store in step until ctx ends. Each pass reads what the
@@ -225,8 +226,9 @@ func (s *Syncer) Run(ctx context.Context) error {
 // catch-up wait (zero if none will).
 func (r *run) pass(full bool) time.Time {
 	ids, complete := r.changedSince()
-	if full || !complete || r.cfg.Store.Tampered() {
-		full, ids = true, r.everything()
+	tampers, err := r.cfg.Store.Tampers()
+	if full || !complete || err != nil || tampers != r.tampers {
+		full, ids, r.tampers = true, r.everything(), tampers
 	}
 	r.want(ids)
 	r.holdOrFetch(ids, full)

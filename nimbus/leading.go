@@ -155,10 +155,13 @@ func (d *duties) completeTimedAction(id string, base *clusterv1.StormBase) error
 		d.log.Info("killed topology removed", "topology", id, "name", base.GetName())
 		return nil
 	}
-	if err := d.applyRebalance(id); err != nil {
+	cleared, err := d.applyRebalance(id)
+	if err != nil {
 		return err
 	}
-	d.sch.cleared(id)
+	if cleared {
+		d.sch.cleared(id)
+	}
 	d.log.Info("topology rebalanced; rescheduling it", "topology", id, "name", base.GetName())
 	return nil
 }
@@ -193,28 +196,30 @@ func (d *duties) removeTopology(id string) error {
 
 // applyRebalance ends a rebalance's wait (finishRebalance), dropping the
 // topology's assignment in the same fenced write, so the next round
-// schedules it afresh.
-func (d *duties) applyRebalance(id string) error {
+// schedules it afresh. It reports whether it wrote.
+func (d *duties) applyRebalance(id string) (bool, error) {
 	paths, conn, ops := d.sess.Paths(), d.sess.Conn(), d.sess.Ops()
 	data, stat, err := conn.Get(paths.Storm(id))
 	if err != nil {
-		return err
+		return false, err
 	}
 	base := new(clusterv1.StormBase)
 	if err := cluster.Decode(paths.Storm(id), data, base); err != nil {
-		return err
+		return false, err
 	}
 	if !finishRebalance(base, d.term.Epoch()) {
-		return nil
+		return false, nil
 	}
 	writes := []cluster.Op{ops.SetStorm(id, base, stat.Version)}
 	if ok, _, err := conn.Exists(paths.Assignment(id)); err != nil {
-		return err
+		return false, err
 	} else if ok {
 		writes = append(writes, ops.DeleteAssignment(id))
 	}
-	_, err = d.term.Multi(writes...)
-	return err
+	if _, err = d.term.Multi(writes...); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // collectAbandonedDistributions removes the distribution, and the stored

@@ -12,9 +12,10 @@ import (
 )
 
 // What a round tells the term's Placer (schedule.go): only what changed
-// since the round before, as the caches say (DirCache.Changes). A child
-// the cache read again may hold what it held; its payload is then the
-// pointer last told about, and costs a comparison.
+// since the round before, as the caches say (DirCache.Changes). A child the
+// cache read again is told again even if it holds what it held (a read
+// makes a new message): the Placer then keeps it as it was, at the cost of
+// that one topology.
 
 // toldTopology is what the Placer was last given about one topology.
 type toldTopology struct {
@@ -174,7 +175,7 @@ func (sch *scheduler) observeSupervisors(sups cacheOf[*clusterv1.SupervisorInfo]
 		sch.hosts[id] = info.GetHost()
 		sch.setLive(id, info, now.Sub(sch.seen[id].at) <= timeout)
 	}
-	for len(sch.silent) > 0 && !sch.silent[0].at.After(now) {
+	for len(sch.silent) > 0 && sch.silent[0].at.Before(now) {
 		s := heap.Pop(&sch.silent).(silence)
 		if seen, ok := sch.seen[s.id]; ok && now.Sub(seen.at) > timeout {
 			sch.setLive(s.id, nil, false) // registered but silent: hung

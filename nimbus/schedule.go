@@ -93,8 +93,14 @@ func (s *Server) schedule(term *leader.Term, sch *scheduler) (int, error) {
 	for _, id := range decided {
 		told, ok := sch.told[id]
 		a := sch.placer.Result(id)
-		if !ok || frozen(told.base) || (told.current != nil && !told.garbage && equalAssignment(a, fromProto(told.current))) {
-			continue // never written, or written already
+		if ok && frozen(told.base) {
+			// Never written, but what it was placed at stays taken until
+			// it thaws (and is told again): not decided anew every round.
+			sch.placer.Adopt(id)
+			continue
+		}
+		if !ok || (told.current != nil && !told.garbage && equalAssignment(a, fromProto(told.current))) {
+			continue // written already
 		}
 		if told.garbage {
 			s.log.Warn("rewriting an unreadable assignment", "topology", id, "epoch", term.Epoch())
