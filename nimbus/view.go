@@ -46,6 +46,12 @@ type view struct {
 	cluster built[*nimbusv1.GetClusterInfoResponse]
 	leading built[*nimbusv1.GetLeaderResponse]
 	standby built[*nimbusv1.ClusterSummary] // failover's, not sent as is
+	// holding is who holds which code (holdings), built when the
+	// topologies, replicas, LOST marks or nimbuses change, not every
+	// second as the summaries are for their uptimes.
+	holdMu  sync.Mutex
+	holdKey viewKey
+	holding *holdings
 	// clusterIdx indexes the last summary a part was picked from
 	// (clusterpart.go).
 	clusterIdx atomic.Pointer[clusterIndex]
@@ -191,40 +197,105 @@ func (v *view) leaderSummary() (*nimbusv1.NimbusSummary, error) {
 		return nil, apierr.ErrNoLeader
 	}
 	reg := v.nimbuses.Snapshot()[cluster.HostPort(head)]
-	s := v.summary(head, reg, v.storms.Snapshot())
+	s := v.summary(head, reg, v.holdings())
 	s.IsLeader, s.Epoch = true, epoch
 	return s, nil
 }
 
 // failover is the part of the cluster summary that says who can lead:
 // the nimbuses, the eligible standbys, and the topologies that block
-// leadership or are LOST. The leader reads it every round
-// (warnIfNoStandby), so it reads no supervisor or assignment and is built
-// again only when what it reads changes (and once a second, for uptimes).
-// Shared: callers must not modify it.
+// leadership or are LOST. It reads no supervisor or assignment; built
+// once a second for the nimbuses' uptimes, it takes who holds what from
+// holdings, which only changes with what it reads. Shared: callers must
+// not modify it.
 func (v *view) failover() *nimbusv1.ClusterSummary {
 	c, _ := cached(v, &v.standby, v.leaderKey(), func() (*nimbusv1.ClusterSummary, error) {
-		storms := v.storms.Snapshot()
-		c := &nimbusv1.ClusterSummary{Nimbuses: v.nimbusSummaries(storms)}
+		h := v.holdings()
+		c := &nimbusv1.ClusterSummary{Nimbuses: v.nimbusSummaries(h), LeadershipBlockedBy: h.blocked, LostTopologies: h.lost}
 		for _, n := range c.Nimbuses {
 			if n.HoldsAllCode && !n.IsLeader {
 				c.EligibleStandbys++
 			}
 		}
-		lost := codesync.LostMarks(storms, v.lost.Snapshot())
-		for id, base := range storms {
-			switch {
-			case lost[id] != nil: // blocks nothing (codesync)
-				c.LostTopologies = append(c.LostTopologies, id)
-			case base != nil && len(v.replicaAddrs(id, base.GetCodeMetaDigest())) == 0: // unreadable ones block nothing (codesync)
-				c.LeadershipBlockedBy = append(c.LeadershipBlockedBy, id)
-			}
-		}
-		sort.Strings(c.LeadershipBlockedBy)
-		sort.Strings(c.LostTopologies)
 		return c, nil
 	})
 	return c
+}
+
+// holdings is who holds which code: the topologies each nimbus lacks, by
+// address; those no nimbus holds (they block leadership); those LOST.
+// Shared: not to be modified.
+type holdings struct {
+	missing map[string][]string // sorted; a nimbus holding all is absent
+	blocked []string            // sorted
+	lost    []string            // sorted
+}
+
+// holdings returns who holds which code as of the caches now, built again
+// only when /storms, the replica lists, /lost or the nimbuses changed: a
+// pass over every topology, looking up its replicas once.
+func (v *view) holdings() *holdings {
+	k := v.leaderKey()
+	k.second = 0
+	v.holdMu.Lock()
+	defer v.holdMu.Unlock()
+	if v.holding != nil && v.holdKey == k {
+		return v.holding
+	}
+	storms := v.storms.Snapshot()
+	lost := codesync.LostMarks(storms, v.lost.Snapshot())
+	addrs := v.nimbusAddrs()
+	h := &holdings{missing: map[string][]string{}}
+	for id, base := range storms {
+		if base == nil {
+			continue // unreadable: no code to hold (codesync skips it too)
+		}
+		replicas := v.replicas.Replicas(id)
+		for _, addr := range addrs {
+			if r := replicas[addr]; r == nil || !bytes.Equal(r.GetCodeMetaDigest(), base.GetCodeMetaDigest()) {
+				h.missing[addr] = append(h.missing[addr], id)
+			}
+		}
+		switch {
+		case lost[id] != nil: // blocks nothing (codesync)
+			h.lost = append(h.lost, id)
+		case countHolding(replicas, base.GetCodeMetaDigest()) == 0:
+			h.blocked = append(h.blocked, id)
+		}
+	}
+	for _, ids := range h.missing {
+		sort.Strings(ids)
+	}
+	sort.Strings(h.blocked)
+	sort.Strings(h.lost)
+	v.holding, v.holdKey = h, k
+	return h
+}
+
+// countHolding counts the replicas that hold digest.
+func countHolding(replicas map[string]*clusterv1.ReplicaInfo, digest []byte) int {
+	n := 0
+	for _, r := range replicas {
+		if r != nil && bytes.Equal(r.GetCodeMetaDigest(), digest) {
+			n++
+		}
+	}
+	return n
+}
+
+// nimbusAddrs are the addresses of the registered nimbuses and of the
+// leader.
+func (v *view) nimbusAddrs() []string {
+	var addrs []string
+	for addr, reg := range v.nimbuses.Snapshot() {
+		if reg != nil {
+			addrs = append(addrs, addr)
+		}
+	}
+	if head, _, ok := v.leader(); ok && !slices.Contains(addrs, cluster.HostPort(head)) {
+		addrs = append(addrs, cluster.HostPort(head))
+	}
+	return addrs
 }
 
 // clusterSummary describes the cluster.
@@ -288,7 +359,7 @@ func usedSlots(assignments map[string]*clusterv1.Assignment) map[string]int32 {
 
 // nimbusSummaries lists every registered nimbus, by address, and the
 // leader even if its registration is not visible yet.
-func (v *view) nimbusSummaries(storms map[string]*clusterv1.StormBase) []*nimbusv1.NimbusSummary {
+func (v *view) nimbusSummaries(h *holdings) []*nimbusv1.NimbusSummary {
 	head, epoch, hasLeader := v.leader()
 	leaderAddr := ""
 	if hasLeader {
@@ -300,14 +371,14 @@ func (v *view) nimbusSummaries(storms map[string]*clusterv1.StormBase) []*nimbus
 		if reg == nil {
 			continue // undecodable registration, logged by the cache
 		}
-		s := v.summary(reg, reg, storms)
+		s := v.summary(reg, reg, h)
 		if addr == leaderAddr {
 			s.IsLeader, s.Epoch = true, epoch
 		}
 		out = append(out, s)
 	}
 	if _, ok := regs[leaderAddr]; hasLeader && !ok {
-		s := v.summary(head, nil, storms)
+		s := v.summary(head, nil, h)
 		s.IsLeader, s.Epoch = true, epoch
 		out = append(out, s)
 	}
@@ -321,8 +392,8 @@ func (v *view) nimbusSummaries(storms map[string]*clusterv1.StormBase) []*nimbus
 }
 
 // summary describes the nimbus at id's address; reg, its registration,
-// may be nil. Whether it holds all code comes from the replica lists.
-func (v *view) summary(id, reg *clusterv1.NimbusInfo, storms map[string]*clusterv1.StormBase) *nimbusv1.NimbusSummary {
+// may be nil. Whether it holds all code comes from h.
+func (v *view) summary(id, reg *clusterv1.NimbusInfo, h *holdings) *nimbusv1.NimbusSummary {
 	s := &nimbusv1.NimbusSummary{Host: id.GetHost(), Port: id.GetPort()}
 	if reg != nil {
 		s.Version = reg.GetVersion()
@@ -330,37 +401,26 @@ func (v *view) summary(id, reg *clusterv1.NimbusInfo, storms map[string]*cluster
 			s.UptimeSecs = int64(v.now().Sub(time.UnixMilli(start)) / time.Second)
 		}
 	}
-	addr := cluster.HostPort(id)
-	for tid, base := range storms {
-		if base == nil {
-			continue // unreadable: no code to hold (codesync skips it too)
-		}
-		r := v.replicas.Replicas(tid)[addr]
-		if r == nil || !bytes.Equal(r.GetCodeMetaDigest(), base.GetCodeMetaDigest()) {
-			s.MissingTopologyIds = append(s.MissingTopologyIds, tid)
-		}
-	}
-	sort.Strings(s.MissingTopologyIds)
+	s.MissingTopologyIds = h.missing[cluster.HostPort(id)]
 	s.HoldsAllCode = len(s.MissingTopologyIds) == 0
 	return s
 }
 
-// replicaAddrs lists the replicas of id that hold digest, sorted.
+// replicaAddrs lists the replicas of id that hold digest, by address.
 func (v *view) replicaAddrs(id string, digest []byte) []*clusterv1.ReplicaInfo {
-	var out []*clusterv1.ReplicaInfo
-	for _, r := range v.replicas.Replicas(id) {
+	replicas := v.replicas.Replicas(id)
+	addrs := make([]string, 0, len(replicas))
+	for addr, r := range replicas {
 		if r != nil && bytes.Equal(r.GetCodeMetaDigest(), digest) {
-			out = append(out, r)
+			addrs = append(addrs, addr)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		return cluster.HostPort(nimbusInfo(out[i])) < cluster.HostPort(nimbusInfo(out[j]))
-	})
+	slices.Sort(addrs)
+	out := make([]*clusterv1.ReplicaInfo, len(addrs))
+	for i, addr := range addrs {
+		out[i] = replicas[addr]
+	}
 	return out
-}
-
-func nimbusInfo(r *clusterv1.ReplicaInfo) *clusterv1.NimbusInfo {
-	return &clusterv1.NimbusInfo{Host: r.GetHost(), Port: r.GetPort()}
 }
 
 // topologySummary describes topology id; lost are the LOST marks that
