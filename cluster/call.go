@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -70,6 +71,7 @@ func (s *Session) Abandoned() int64 { return s.calls.abandoned.Load() }
 
 // calls is the Session's record of the calls it abandoned.
 type calls struct {
+	running   sync.WaitGroup // every call's goroutine, until fn returns
 	abandoned atomic.Int64
 	// capLogged is set when the cap was first hit in a spell of
 	// abandoned calls, so it is logged once; cleared when the count
@@ -109,7 +111,7 @@ func call[T any](ctx context.Context, s *Session, what string, write bool, fn fu
 	done := make(chan callResult[T], 1)
 	counted := make(chan struct{}) // closed once an abandonment is counted
 	conn := s.Conn()
-	go func() {
+	s.calls.running.Go(func() {
 		v, err := fn(conn)
 		if state.CompareAndSwap(callRunning, callAnswered) {
 			done <- callResult[T]{v, err}
@@ -117,7 +119,7 @@ func call[T any](ctx context.Context, s *Session, what string, write bool, fn fu
 		}
 		<-counted // the caller counts before it closes: never below zero
 		s.released(what)
-	}()
+	})
 	// 3. Wait for the answer, the budget or ctx.
 	var expired <-chan time.Time
 	if hasBudget {

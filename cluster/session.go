@@ -250,8 +250,13 @@ func (s *Session) WaitSession(ctx context.Context) (int64, error) {
 	}
 }
 
-// Close ends the session: its ephemeral nodes disappear at once.
-func (s *Session) Close() { s.Conn().Close() }
+// Close ends the session: its ephemeral nodes disappear at once. It
+// returns once the goroutines of calls still out (Call) have ended, which
+// the closed connection answers at once.
+func (s *Session) Close() {
+	s.Conn().Close()
+	s.calls.running.Wait() // a closed connection answers every call still out
+}
 
 // zkLogger sends go-zookeeper's printf logging to slog at debug level.
 type zkLogger struct{ log *slog.Logger }
