@@ -6,7 +6,8 @@
 // replica registers, so nothing waits on a poll), registers this nimbus as a
 // replica only after a verified install, and deletes code the cluster no
 // longer wants. A copy reported corrupt to the store (by the CodeService
-// serving it, or a seed) is verified again and, found so, fetched again. A
+// serving it, or a seed) is verified again and, found so, fetched again;
+// code deleted behind the store's back is noticed within a second. A
 // sweep every nimbus.code.sync.freq.secs re-verifies what is held, as a
 // safety net.
 //

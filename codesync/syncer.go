@@ -149,10 +149,17 @@ type run struct {
 	tampers    uint64 // the store's Tampers as of the last full pass
 }
 
+// tamperLookEvery is how often an idle Syncer passes anyway, so that a
+// store wiped behind its back (Store.Tampers, a stat) is fetched again
+// within a second, not at the sweep: a cluster whose every nimbus lost its
+// code must not wait minutes to have a nimbus able to lead. A pass with
+// nothing changed costs that stat and little else.
+const tamperLookEvery = time.Second
+
 // Run keeps the store in step until ctx ends. Each pass reads what the
 // cluster wants and acts on it; a change of /storms, /code-distributor or
-// the election, a copy reported corrupt, a fetch done, or the sweep starts
-// the next.
+// the election, a copy reported corrupt, a fetch done, the sweep or the
+// look for a wiped store (every tamperLookEvery) starts the next.
 //
 // A pass costs what changed, not what the cluster or the store holds: it
 // looks only at the topologies the caches say changed (DirCache.Changes),
@@ -176,6 +183,8 @@ func (s *Syncer) Run(ctx context.Context) error {
 	}
 	sweep := time.NewTicker(s.cfg.SweepEvery)
 	defer sweep.Stop()
+	look := time.NewTicker(tamperLookEvery)
+	defer look.Stop()
 	r := &run{Syncer: s, ctx: ctx, wg: &wg, fetching: tasks{}, registered: tasks{}, fetched: make(chan *task, 16),
 		catchUp: newCatchUp(s.cfg.CatchUpWait), wanted: map[string][]byte{}, missing: map[string]bool{}}
 	for full := true; ; {
@@ -209,6 +218,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 		case <-s.wake:
 		case <-sweep.C:
 			full = true
+		case <-look.C: // the pass's stat of the store sees a wipe
 		case <-stuck:
 		case t := <-r.fetched:
 			for id, cur := range r.fetching {

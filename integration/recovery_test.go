@@ -15,9 +15,10 @@ import (
 )
 
 // Issue 21, item 1: every nimbus loses its disk while supervisors run a
-// topology. The nimbuses get the code back from the supervisors, verified
-// against the digest in ZooKeeper, and lead again; nobody touches
-// ZooKeeper, and no worker restarts.
+// topology, first as a restart on an empty disk, then while running. The
+// nimbuses get the code back from the supervisors, verified against the
+// digest in ZooKeeper, and lead again; nobody touches ZooKeeper, and no
+// worker restarts.
 func TestCodeRecoveredFromSupervisors(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
 	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(3*time.Second))
@@ -87,6 +88,37 @@ func TestCodeRecoveredFromSupervisors(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "code of phoenix ("+id+") recovered from supervisor ") {
 		t.Fatalf("stormctl cluster (exit %d) does not say where the code came from:\n%s", code, out)
 	}
+
+	// Then every running nimbus, the leader too, loses all its code at
+	// once, behind its back: each notices and fetches it again, from a
+	// supervisor or from a nimbus that already has.
+	for _, p := range back {
+		dir := filepath.Join(p.LocalDir, "nimbus", "code")
+		if err := holds(p, id, want); err != nil {
+			t.Fatal(err)
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	start = time.Now()
+	testcluster.WaitFor(t, 20*time.Second, "every running nimbus holding the code again after the wipe", func() error {
+		for _, p := range back {
+			if err := holds(p, id, want); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	t.Logf("every running nimbus held the code again %v after all of it was wiped", time.Since(start).Round(time.Millisecond))
+	_, leader = c.WaitLeader(t, back, 10*time.Second)
+	verifyStore(t, leader, id, base.GetCodeMetaDigest(), want)
 
 	// Nobody wrote the StormBase or marked it LOST; the workers never
 	// stopped.
