@@ -267,13 +267,22 @@ const (
 	keepaliveMinClientPing = 10 * time.Second
 )
 
+// writeBufferBytes is how much a connection's answer is gathered before a
+// write to the socket. gRPC's 32 KiB default makes a 440 KB GetClusterInfo
+// (5,000 topologies and supervisors) about fourteen writes, each waking the
+// reader, and made that answer cost more per byte than small ones
+// (bench/RESULTS.md, issue 22). The buffer is shared: a connection takes
+// one from a pool to write and gives it back after, so idle connections
+// hold none.
+const writeBufferBytes = 512 << 10
+
 // grpcOptions are the gRPC server's options, each set on purpose
 // (docs/ARCHITECTURE.md section 4.4): the shared encodings (section 11),
 // the concurrent streams a connection may have open (more wait in the
 // client until one ends: nimbus.grpc.max.concurrent.streams), the largest
 // message received (nimbus.grpc.max_buffer_size; an artifact chunk is at
 // most 1 MiB, a larger message is refused with RESOURCE_EXHAUSTED before
-// it is read) and keepalive.
+// it is read), keepalive, and the write buffer.
 func (s *Server) grpcOptions(encodings *sharedEncodings) []grpc.ServerOption {
 	creds := insecure.NewCredentials()
 	if s.tls != nil {
@@ -290,6 +299,8 @@ func (s *Server) grpcOptions(encodings *sharedEncodings) []grpc.ServerOption {
 		grpc.MaxRecvMsgSize(s.cfg.NimbusMaxMessageBytes),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: keepaliveTime, Timeout: keepaliveTimeout}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: keepaliveMinClientPing, PermitWithoutStream: true}),
+		grpc.WriteBufferSize(writeBufferBytes),
+		grpc.SharedWriteBuffer(true),
 	}
 }
 
