@@ -54,7 +54,8 @@
 // and deactivations through the SDK, a reader's GetClusterInfo and
 // GetTopologyInfo, and the recovery probe's and the stale writes' flips of
 // the canary. At the end Porcupine checks that history against a model of
-// the topology API, one partition per topology (model_test.go: an
+// the topology API, one partition per topology (repeated reads left out
+// where they cannot change the answer: collapser; model_test.go: an
 // acknowledged write applied once between call and answer, a kill never
 // undone, status changes in order, the leader's own REBALANCING-to-previous
 // and KILLED-to-removed steps at any moment). A write whose outcome is

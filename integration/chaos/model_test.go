@@ -1,7 +1,11 @@
 package chaos_test
 
 import (
+	"cmp"
+	"container/heap"
 	"fmt"
+	"maps"
+	"math"
 	"slices"
 	"strings"
 
@@ -296,34 +300,98 @@ func rejects(s tState, in opInput, out opOutput, readsMayLag bool) bool {
 }
 
 // partitionByName splits the history by topology name, a whole list into
-// what it says of each topology the history names.
+// what it says of each topology the history names, leaving out the reads
+// that cannot change the check's answer (collapse).
 func partitionByName(history []porcupine.Operation) [][]porcupine.Operation {
-	var names []string
+	return partition(history, true)
+}
+
+// partition is partitionByName; without collapse it keeps every read.
+//
+// A long run reads the whole list thousands of times and names thousands
+// of topologies: every list read in every topology's partition made
+// millions of operations, and a 1,000-fault run's check ran the machine
+// out of memory. Most of them repeat the read before: the same
+// observation, with nothing of the topology returning between the two.
+func partition(history []porcupine.Operation, collapse bool) [][]porcupine.Operation {
+	own := map[string][]porcupine.Operation{}
+	var lists []porcupine.Operation
 	for _, op := range history {
-		if n := op.Input.(opInput).name; n != "" && !slices.Contains(names, n) {
-			names = append(names, n)
+		if in := op.Input.(opInput); in.kind == opList && in.name == "" {
+			lists = append(lists, op)
+		} else {
+			own[in.name] = append(own[in.name], op)
 		}
 	}
-	slices.Sort(names)
-	byName := map[string][]porcupine.Operation{}
-	for _, op := range history {
-		in := op.Input.(opInput)
-		if in.kind != opList || in.name != "" {
-			byName[in.name] = append(byName[in.name], op)
-			continue
-		}
-		for _, n := range names {
-			part := op
-			part.Input = opInput{kind: opList, name: n}
-			part.Output = opOutput{obs: op.Output.(opOutput).list[n]} // absent if not listed
-			byName[n] = append(byName[n], part)
-		}
-	}
+	byCall := func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) }
+	slices.SortStableFunc(lists, byCall)
+	names := slices.Sorted(maps.Keys(own))
 	out := make([][]porcupine.Operation, 0, len(names))
 	for _, n := range names {
-		out = append(out, byName[n])
+		ops := own[n]
+		slices.SortStableFunc(ops, byCall)
+		c := collapser{keepAll: !collapse}
+		for i, j := 0, 0; i < len(ops) || j < len(lists); {
+			if j == len(lists) || i < len(ops) && ops[i].Call <= lists[j].Call {
+				c.add(ops[i])
+				i++
+				continue
+			}
+			part := lists[j]
+			part.Input = opInput{kind: opList, name: n}
+			part.Output = opOutput{obs: lists[j].Output.(opOutput).list[n]} // absent if not listed
+			c.add(part)
+			j++
+		}
+		out = append(out, c.kept)
 	}
 	return out
+}
+
+// collapser keeps one partition's operations, given in call order, but a
+// read r that observes what the last kept operation k, a read, observed,
+// when nothing added before k returned between k's call and r's: r can
+// always be linearized right after k, in the same state (reads change
+// nothing the next operation could not change itself), so the history is
+// linearizable with r if and only if it is without. The check's answer is
+// the same; the visualization shows k for them all.
+type collapser struct {
+	keepAll bool
+	kept    []porcupine.Operation
+	returns returnHeap // of everything added: the calls still running
+	bound   int64      // the earliest return, at or after k's call, of what was added before k
+}
+
+func (c *collapser) add(op porcupine.Operation) {
+	defer heap.Push(&c.returns, op.Return)
+	if !c.keepAll && len(c.kept) > 0 && op.Call < c.bound {
+		k := c.kept[len(c.kept)-1]
+		if op.Input.(opInput).kind.read() && k.Input.(opInput).kind.read() && op.Output.(opOutput).obs == k.Output.(opOutput).obs {
+			return
+		}
+	}
+	for c.returns.Len() > 0 && c.returns[0] < op.Call {
+		heap.Pop(&c.returns) // ended before op's call, so before any later one's
+	}
+	c.bound = math.MaxInt64
+	if c.returns.Len() > 0 {
+		c.bound = c.returns[0]
+	}
+	c.kept = append(c.kept, op)
+}
+
+// returnHeap is a min-heap of return times (container/heap).
+type returnHeap []int64
+
+func (h returnHeap) Len() int           { return len(h) }
+func (h returnHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h returnHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *returnHeap) Push(x any)        { *h = append(*h, x.(int64)) }
+func (h *returnHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 func describeOp(input, output any) string {

@@ -1,6 +1,11 @@
 package chaos_test
 
 import (
+	"cmp"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -227,5 +232,157 @@ func TestHistoryUnknown(t *testing.T) {
 	}
 	if got := porcupine.CheckOperations(topologyModel(true), ops); !got {
 		t.Errorf("not linearizable: %+v", ops)
+	}
+}
+
+// Leaving repeated reads out of a partition (collapser) never changes the
+// check's answer: random small histories, checked with and without
+// collapsing. Each is made by running the model (apply) at a random moment
+// of every operation: two writers, one reader, writes whose outcome stays
+// unknown (applied or not); then some reads are made to see something
+// else, so that both answers come up.
+func TestCollapseKeepsTheAnswer(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	names := []string{"a", "b"}
+	writes := []opKind{opSubmit, opSubmit, opKill, opActivate, opDeactivate, opRebalance}
+	answers := map[porcupine.CheckResult]int{}
+	for i := range 400 {
+		ops, at := randomHistory(rng, names, writes)
+		// Run the model at each operation's moment, in their order.
+		order := make([]int, len(ops))
+		for j := range order {
+			order[j] = j
+		}
+		slices.SortFunc(order, func(x, y int) int { return cmp.Compare(at[x], at[y]) })
+		state := map[string]tState{}
+		for _, n := range names {
+			state[n] = tState{seen: 1 << obsAbsent}
+		}
+		for _, j := range order {
+			in := ops[j].Input.(opInput)
+			switch {
+			case in.kind == opStatus:
+				ops[j].Output = saw(state[in.name].st.obs())
+			case in.kind == opList:
+				seen := map[string]obs{}
+				for _, n := range names {
+					if o := state[n].st.obs(); o != obsAbsent {
+						seen[n] = o
+					}
+				}
+				ops[j].Output = listed(seen)
+			default:
+				next, ok := apply(state[in.name], in)
+				unknown := ops[j].Output.(opOutput).res == resUnknown
+				if ok && (!unknown || rng.IntN(2) == 0) {
+					state[in.name] = next
+				}
+				if !ok && !unknown {
+					ops[j].Output = refused(codes.Unavailable) // blind: explains itself
+				}
+			}
+			if in.kind.read() && rng.IntN(8) == 0 { // a read that saw something else
+				o := obs(rng.IntN(int(obsKilled) + 1))
+				if in.kind == opStatus {
+					ops[j].Output = saw(o)
+				} else {
+					ops[j].Output = listed(map[string]obs{names[rng.IntN(len(names))]: o})
+				}
+			}
+		}
+		for _, lag := range []bool{true, false} {
+			whole := topologyModel(lag)
+			whole.Partition = func(h []porcupine.Operation) [][]porcupine.Operation { return partition(h, false) }
+			want := porcupine.CheckOperationsTimeout(whole, ops, 10*time.Second)
+			got := porcupine.CheckOperationsTimeout(topologyModel(lag), ops, 10*time.Second)
+			if got != want {
+				t.Fatalf("history %d (reads may lag: %v): %s with reads left out, %s with all:\n%v", i, lag, got, want, ops)
+			}
+			answers[want]++
+		}
+	}
+	if answers[porcupine.Ok] < 100 || answers[porcupine.Illegal] < 100 {
+		t.Fatalf("answers %v: the random histories test too little", answers)
+	}
+}
+
+// randomHistory makes the operations of TestCollapseKeepsTheAnswer, their
+// outputs to be filled in, and the moment each takes effect.
+func randomHistory(rng *rand.Rand, names []string, writes []opKind) ([]porcupine.Operation, []int64) {
+	var ops []porcupine.Operation
+	var at []int64
+	for w := range 2 { // two writers, each one call at a time
+		t := int64(rng.IntN(20))
+		for range 3 + rng.IntN(4) {
+			in := op(writes[rng.IntN(len(writes))], names[rng.IntN(len(names))])
+			if in.kind == opRebalance {
+				in.workers = int32(1 + rng.IntN(2))
+			}
+			ret, out := t+int64(2+rng.IntN(30)), acked
+			at = append(at, t+rng.Int64N(ret-t))
+			if rng.IntN(6) == 0 {
+				ret, out = 10_000, timedOut // never answered
+			}
+			ops = append(ops, hop(w, in, t, ret, out))
+			t = min(ret, t+40) + int64(rng.IntN(10))
+		}
+	}
+	t := int64(0)
+	for range 10 + rng.IntN(25) { // one reader, one read at a time
+		ret := t + int64(1+rng.IntN(8))
+		in := op(opList, "")
+		if rng.IntN(3) == 0 {
+			in = op(opStatus, names[rng.IntN(len(names))])
+		}
+		ops = append(ops, hop(9, in, t, ret, opOutput{}))
+		at = append(at, t+rng.Int64N(ret-t))
+		t = ret + int64(rng.IntN(6))
+	}
+	return ops, at
+}
+
+// A long run's history, a whole list read thousands of times while
+// thousands of topologies come and go, is checked in partitions that grow
+// with what happened to each topology, not with the run.
+func TestPartitionOfALongRunStaysSmall(t *testing.T) {
+	const topologies, lists = 1000, 4000
+	var ops []porcupine.Operation
+	at := int64(0)
+	live := map[string]obs{}
+	next := 0
+	for i := range lists {
+		if i%4 == 0 && next < topologies { // a submit, and a kill of an older one
+			n := fmt.Sprintf("w%d", next)
+			next++
+			ops = append(ops, hop(clientWorkload, op(opSubmit, n), at, at+3, acked))
+			live[n] = obsActive
+			if next > 10 {
+				old := fmt.Sprintf("w%d", next-10)
+				ops = append(ops, hop(clientWorkload, op(opKill, old), at+4, at+6, acked))
+				delete(live, old) // removed at once, as the leader may
+			}
+			at += 7
+		}
+		ops = append(ops, hop(clientReader, op(opList, ""), at, at+2, listed(maps.Clone(live))))
+		at += 3
+	}
+	own := len(ops) - lists
+	parts := partitionByName(ops)
+	total := 0
+	for _, p := range parts {
+		total += len(p)
+	}
+	if len(parts) != topologies || total > 4*own {
+		t.Fatalf("%d partitions of %d operations in all, for %d topologies and %d writes: the list reads were not left out",
+			len(parts), total, topologies, own)
+	}
+	if got := porcupine.CheckOperationsTimeout(topologyModel(false), ops, 30*time.Second); got != porcupine.Ok {
+		t.Fatalf("a linearizable history checked %s", got)
+	}
+	// A list that shows a topology after its kill was acknowledged and it
+	// was removed is still caught.
+	ops = append(ops, hop(clientReader, op(opList, ""), at+10, at+12, listed(map[string]obs{"w0": obsActive})))
+	if got := porcupine.CheckOperationsTimeout(topologyModel(false), ops, 30*time.Second); got != porcupine.Illegal {
+		t.Fatalf("a killed topology listed ACTIVE again checked %s", got)
 	}
 }
