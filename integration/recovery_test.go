@@ -2,6 +2,7 @@ package integration
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/nimbusha/nimbus/codedistributor"
 	"github.com/nimbusha/nimbus/internal/testcluster"
+	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
 // Issue 21, item 1: every nimbus loses its disk while supervisors run a
@@ -169,4 +171,72 @@ func portOf(t *testing.T, p *testcluster.Process) int {
 		t.Fatal(err)
 	}
 	return port
+}
+
+// A supervisor keeps the code of a live topology that moved away from it,
+// until the topology is killed: its copy may be the only one left if every
+// nimbus loses its code before the topology's new supervisors fetch it
+// (the 1,000-fault chaos run lost five topologies that way).
+func TestSupervisorKeepsCodeOfALiveTopologyMovedAway(t *testing.T) {
+	z := testcluster.StartZooKeeper(t)
+	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(3*time.Second))
+	ps := c.StartNimbuses(t, 1, testcluster.WithArgs("--nimbus.monitor.freq.secs", "1"))
+	c.WaitLeader(t, ps, 10*time.Second)
+	sups := c.StartSupervisors(t, 2)
+	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
+	cl := newClient(t, c, ps...)
+	id := submitExample(t, cl, "wanderer", 1)
+	waitWorkers(t, conn, id, 1, 30*time.Second, sups...)
+	from, to := sups[0], sups[1]
+	if w, err := runningWorkers(t, conn, id, from); err != nil || len(w) == 0 {
+		from, to = to, from
+	}
+	base, _ := stormBase(t, conn, id)
+
+	// The supervisor running it stops; the leader moves the topology to
+	// the other one.
+	if err := from.Stop(syscall.SIGTERM, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	waitWorkers(t, conn, id, 1, 30*time.Second, to)
+
+	// It comes back to find the topology placed elsewhere, and the code of
+	// one the cluster no longer has: that one goes, the moved one stays.
+	code := filepath.Join(from.LocalDir, "supervisor", "code")
+	gone := "ghost-1-1700000000"
+	if err := os.CopyFS(filepath.Join(code, gone), os.DirFS(filepath.Join(code, id))); err != nil {
+		t.Fatal(err)
+	}
+	back, err := c.StartSupervisor(testcluster.WithLocalDir(from.LocalDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testcluster.WaitFor(t, 20*time.Second, "the code of a topology the cluster no longer has removed", func() error {
+		if _, err := os.Stat(filepath.Join(code, gone)); !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%s still holds %s (%v)", back.Name, gone, err)
+		}
+		return nil
+	})
+	store, err := codedistributor.OpenStore(filepath.Join(from.LocalDir, "supervisor"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Verify(id, base.GetCodeMetaDigest()); err != nil {
+		t.Fatalf("%s dropped the code of a live topology moved away from it: %v", back.Name, err)
+	}
+	if w, err := runningWorkers(t, conn, id, back); err != nil || len(w) != 0 {
+		t.Fatalf("%s runs %v (%v), want nothing: the topology moved away", back.Name, w, err)
+	}
+
+	// Killed, it goes.
+	zero := int32(0)
+	if err := cl.KillTopology(t.Context(), &nimbusv1.KillTopologyRequest{Name: "wanderer", WaitSecs: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	testcluster.WaitFor(t, 20*time.Second, "the killed topology's code removed", func() error {
+		if _, err := os.Stat(filepath.Join(code, id)); !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%s still holds %s (%v)", back.Name, id, err)
+		}
+		return nil
+	})
 }

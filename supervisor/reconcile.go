@@ -11,7 +11,8 @@ import (
 
 // reconcileLoop makes the running workers match the assignments: it
 // fetches missing code, stops workers whose slot changed hands or
-// executors, starts the missing ones, and removes unassigned code. When it
+// executors, starts the missing ones, and removes the code of topologies
+// that no longer live. When it
 // returns (the supervisor closing) it stops every worker.
 func (s *Supervisor) reconcileLoop(ctx context.Context) {
 	// Act only on loaded assignments: an empty first read would delete
@@ -39,7 +40,7 @@ func (s *Supervisor) reconcileLoop(ctx context.Context) {
 		s.stopMismatched(desired)
 		s.applyStatuses()
 		s.startMissing(ctx, desired, ready)
-		s.removeUnassignedCode(desired)
+		s.removeDeadCode(desired)
 
 		select {
 		case <-ctx.Done():
@@ -179,29 +180,31 @@ func (s *Supervisor) stopWorkers(stop func(int32, *worker) bool) {
 	}
 }
 
-// removeUnassignedCode deletes code no assignment of this supervisor uses.
-func (s *Supervisor) removeUnassignedCode(desired map[int32]desiredWorker) {
+// removeDeadCode deletes the code of topologies that no longer live. The
+// code of a live topology stays even when no slot here runs it any more (a
+// rebalance moved it, or it waits to be placed again): supervisors' copies
+// are what nimbuses that lost theirs recover from, and the supervisors a
+// topology moved to may not have fetched it yet. A supervisor never holds
+// more than a nimbus does, which holds every live topology.
+func (s *Supervisor) removeDeadCode(desired map[int32]desiredWorker) {
 	ids, err := s.store.IDs()
 	if err != nil {
 		return
 	}
+	storms := s.storms.Snapshot()
 	for id := range ids {
-		if !wanted(desired, id) && !beingRescheduled(id, s.storms.Snapshot(), s.assignments.Snapshot()) {
+		if !wanted(desired, id) && !lives(id, storms) {
 			if err := s.store.Remove(id); err == nil {
-				s.log.Info("removed code no longer assigned here", "topology", id)
+				s.log.Info("removed code of a topology the cluster no longer has", "topology", id)
 			}
 		}
 	}
 }
 
-// beingRescheduled says whether topology id lives but has no assignment: a
-// rebalance's end dropped it, and the next round writes it again, likely
-// placing it here once more. Its code is kept meanwhile: removing it would
-// leave the nimbuses' copies the only ones for that moment, and the
-// supervisors' copies are what nimbuses that lost theirs recover from.
-func beingRescheduled(id string, storms map[string]*clusterv1.StormBase, assignments map[string]*clusterv1.Assignment) bool {
+// lives says whether topology id is in the cluster and not killed.
+func lives(id string, storms map[string]*clusterv1.StormBase) bool {
 	base := storms[id]
-	return base != nil && base.GetStatus() != clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED && assignments[id] == nil
+	return base != nil && base.GetStatus() != clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED
 }
 
 // fetch retries until the code is installed or ctx ends.

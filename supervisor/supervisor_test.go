@@ -37,14 +37,14 @@ func TestFormatExecutors(t *testing.T) {
 	}
 }
 
-func TestCodeOfATopologyBeingRescheduledIsKept(t *testing.T) {
+func TestCodeOfALiveTopologyIsKept(t *testing.T) {
 	active := &clusterv1.StormBase{Status: clusterv1.TopologyStatus_TOPOLOGY_STATUS_ACTIVE}
+	inactive := &clusterv1.StormBase{Status: clusterv1.TopologyStatus_TOPOLOGY_STATUS_INACTIVE}
 	killed := &clusterv1.StormBase{Status: clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED}
-	storms := map[string]*clusterv1.StormBase{"moving": active, "placed": active, "dying": killed}
-	assignments := map[string]*clusterv1.Assignment{"placed": {}}
-	for id, want := range map[string]bool{"moving": true, "placed": false, "dying": false, "gone": false} {
-		if got := beingRescheduled(id, storms, assignments); got != want {
-			t.Errorf("beingRescheduled(%s) = %v, want %v", id, got, want)
+	storms := map[string]*clusterv1.StormBase{"moved": active, "paused": inactive, "dying": killed}
+	for id, want := range map[string]bool{"moved": true, "paused": true, "dying": false, "gone": false} {
+		if got := lives(id, storms); got != want {
+			t.Errorf("lives(%s) = %v, want %v", id, got, want)
 		}
 	}
 }
