@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"sort"
 	"strconv"
@@ -42,6 +43,7 @@ var (
 	scaleReadSecs    = flag.Int("scale-read-secs", 10, "seconds of each read-path load")
 	scaleSteadySecs  = flag.Int("scale-steady-secs", 60, "seconds of the steady-state window")
 	scaleClients     = flag.Int("scale-clients", 32, "concurrent callers in the read-path load")
+	scaleRows        = flag.String("scale-rows", "", "regular expression: run only the read-path rows whose \"rpc nimbus\" matches (empty: all)")
 )
 
 const (
@@ -457,6 +459,9 @@ func httpLoad(rep *scaleReport, zkAddr string, conn *zk.Conn, role string, p *te
 // latency and the ZooKeeper requests p sent meanwhile.
 func measure[C any](rep *scaleReport, zkAddr string, conn *zk.Conn, role string, p *testcluster.Process, what string,
 	callers []C, call func(context.Context, C) error) error {
+	if *scaleRows != "" && !regexp.MustCompile(*scaleRows).MatchString(what+" "+role) {
+		return nil
+	}
 	sid, err := sessionOf(conn, p)
 	if err != nil {
 		return err
