@@ -12,8 +12,8 @@ import (
 // reconcileLoop makes the running workers match the assignments: it
 // fetches missing code, stops workers whose slot changed hands or
 // executors, starts the missing ones, and removes the code of topologies
-// that no longer live. When it
-// returns (the supervisor closing) it stops every worker.
+// that no longer live. When it returns (the supervisor closing) it stops
+// every worker.
 func (s *Supervisor) reconcileLoop(ctx context.Context) {
 	// Act only on loaded assignments: an empty first read would delete
 	// every bundle and start nothing. The statuses too: a worker starts
