@@ -212,10 +212,7 @@ func TestSupervisorKeepsCodeOfALiveTopologyMovedAway(t *testing.T) {
 		t.Fatal(err)
 	}
 	testcluster.WaitFor(t, 20*time.Second, "the code of a topology the cluster no longer has removed", func() error {
-		if _, err := os.Stat(filepath.Join(code, gone)); !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("%s still holds %s (%v)", back.Name, gone, err)
-		}
-		return nil
+		return absent(back, code, gone)
 	})
 	store, err := codedistributor.OpenStore(filepath.Join(from.LocalDir, "supervisor"))
 	if err != nil {
@@ -234,9 +231,14 @@ func TestSupervisorKeepsCodeOfALiveTopologyMovedAway(t *testing.T) {
 		t.Fatal(err)
 	}
 	testcluster.WaitFor(t, 20*time.Second, "the killed topology's code removed", func() error {
-		if _, err := os.Stat(filepath.Join(code, id)); !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("%s still holds %s (%v)", back.Name, id, err)
-		}
-		return nil
+		return absent(back, code, id)
 	})
+}
+
+// absent says whether p's code dir holds no copy of topology id.
+func absent(p *testcluster.Process, code, id string) error {
+	if _, err := os.Stat(filepath.Join(code, id)); !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%s still holds %s (%v)", p.Name, id, err)
+	}
+	return nil
 }
