@@ -14,6 +14,12 @@ import (
 // puts there (an empty node, say, or one written by hand).
 var ErrInvalidPayload = errors.New("cluster: invalid payload")
 
+// Lives says whether a topology whose StormBase is base (nil: none, or
+// never decoded) is in the cluster and not killed: its code must be kept.
+func Lives(base *clusterv1.StormBase) bool {
+	return base != nil && base.GetStatus() != clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED
+}
+
 // Decode parses a node's payload into m and checks that it holds what
 // every writer of that kind of node sets, naming the node on failure, so
 // a corrupt or foreign znode is reported and skipped, never fatal. Random

@@ -97,3 +97,15 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func TestLives(t *testing.T) {
+	active := &clusterv1.StormBase{Status: clusterv1.TopologyStatus_TOPOLOGY_STATUS_ACTIVE}
+	inactive := &clusterv1.StormBase{Status: clusterv1.TopologyStatus_TOPOLOGY_STATUS_INACTIVE}
+	killed := &clusterv1.StormBase{Status: clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED}
+	storms := map[string]*clusterv1.StormBase{"moved": active, "paused": inactive, "dying": killed}
+	for id, want := range map[string]bool{"moved": true, "paused": true, "dying": false, "gone": false} {
+		if got := cluster.Lives(storms[id]); got != want {
+			t.Errorf("Lives(%s) = %v, want %v", id, got, want)
+		}
+	}
+}

@@ -89,7 +89,7 @@ func needing(storms map[string]*clusterv1.StormBase, marks map[string]*clusterv1
 // StormBase is base (nil: never decoded) and whose applying LOST mark is
 // lost (nil: none).
 func needed(base *clusterv1.StormBase, lost *clusterv1.LostMark) bool {
-	return base != nil && base.GetStatus() != clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED && lost == nil
+	return cluster.Lives(base) && lost == nil
 }
 
 // missing lists the topologies of storms whose code this nimbus lacks,

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
+	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/workerproto"
 )
 
@@ -193,18 +193,12 @@ func (s *Supervisor) removeDeadCode(desired map[int32]desiredWorker) {
 	}
 	storms := s.storms.Snapshot()
 	for id := range ids {
-		if !wanted(desired, id) && !lives(id, storms) {
+		if !wanted(desired, id) && !cluster.Lives(storms[id]) {
 			if err := s.store.Remove(id); err == nil {
 				s.log.Info("removed code of a topology the cluster no longer has", "topology", id)
 			}
 		}
 	}
-}
-
-// lives says whether topology id is in the cluster and not killed.
-func lives(id string, storms map[string]*clusterv1.StormBase) bool {
-	base := storms[id]
-	return base != nil && base.GetStatus() != clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED
 }
 
 // fetch retries until the code is installed or ctx ends.

@@ -36,15 +36,3 @@ func TestFormatExecutors(t *testing.T) {
 		t.Fatalf("formatExecutors = %q, want %q", got, want)
 	}
 }
-
-func TestCodeOfALiveTopologyIsKept(t *testing.T) {
-	active := &clusterv1.StormBase{Status: clusterv1.TopologyStatus_TOPOLOGY_STATUS_ACTIVE}
-	inactive := &clusterv1.StormBase{Status: clusterv1.TopologyStatus_TOPOLOGY_STATUS_INACTIVE}
-	killed := &clusterv1.StormBase{Status: clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED}
-	storms := map[string]*clusterv1.StormBase{"moved": active, "paused": inactive, "dying": killed}
-	for id, want := range map[string]bool{"moved": true, "paused": true, "dying": false, "gone": false} {
-		if got := lives(id, storms); got != want {
-			t.Errorf("lives(%s) = %v, want %v", id, got, want)
-		}
-	}
-}
