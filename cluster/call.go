@@ -101,7 +101,7 @@ func call[T any](ctx context.Context, s *Session, what string, write bool, fn fu
 	if err := s.admit(what); err != nil {
 		return zero, err
 	}
-	budget, hasBudget := budgetOf(ctx)
+	budget, hasBudget := Budget(ctx)
 	if hasBudget && budget <= 0 {
 		return zero, fmt.Errorf("%w: %s: the request's deadline leaves no time to ask ZooKeeper", ErrUnavailable, what)
 	}
@@ -192,11 +192,13 @@ func (s *Session) released(what string) {
 	}
 }
 
-// budgetOf is how long a call made under ctx may wait: until ctx's
-// deadline less a margin of min(maxMargin, 10 % of the time left). Without
-// a deadline there is no budget, and go-zookeeper's receive timeout (2/3
-// of the session timeout) bounds the call.
-func budgetOf(ctx context.Context) (time.Duration, bool) {
+// Budget is how long work done under ctx on behalf of a request may wait:
+// until ctx's deadline less a margin of min(maxMargin, 10 % of the time
+// left), so that the answer (often UNAVAILABLE) still reaches the client
+// before its own deadline turns it into DEADLINE_EXCEEDED. Without a
+// deadline there is no budget; for a ZooKeeper call, go-zookeeper's
+// receive timeout (2/3 of the session timeout) bounds it then.
+func Budget(ctx context.Context) (time.Duration, bool) {
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		return 0, false

@@ -214,3 +214,22 @@ func budgetIn(t *testing.T, err error) time.Duration {
 	}
 	return d
 }
+
+// Budget leaves a margin before the deadline, 10 % of what is left and at
+// most 100 ms, so an answer leaves in time; no deadline, no budget.
+func TestBudgetLeavesTheAnswerItsMargin(t *testing.T) {
+	if _, ok := cluster.Budget(context.Background()); ok {
+		t.Fatal("a context without deadline has a budget")
+	}
+	for _, tc := range []struct{ left, margin time.Duration }{
+		{5 * time.Second, 100 * time.Millisecond},
+		{500 * time.Millisecond, 50 * time.Millisecond},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), tc.left)
+		budget, ok := cluster.Budget(ctx)
+		cancel()
+		if want := tc.left - tc.margin; !ok || budget > want || budget < want-20*time.Millisecond {
+			t.Errorf("budget with %v left: %v (ok %v), want about %v", tc.left, budget, ok, want)
+		}
+	}
+}

@@ -213,10 +213,10 @@ func (c *DirCache[M]) AwaitChild(ctx context.Context, stop <-chan struct{}, name
 }
 
 // await waits until done holds for a published state, within ctx's budget
-// (budgetOf) and until stop.
+// (Budget) and until stop.
 func (c *DirCache[M]) await(ctx context.Context, stop <-chan struct{}, done func(*dirState[M]) bool) bool {
 	var expired <-chan time.Time
-	if budget, ok := budgetOf(ctx); ok {
+	if budget, ok := Budget(ctx); ok {
 		timer := time.NewTimer(budget)
 		defer timer.Stop()
 		expired = timer.C

@@ -112,7 +112,11 @@ func (s *service) describeStorage(ctx context.Context, resp *nimbusv1.GetTopolog
 	if err != nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, describeStorageTimeout)
+	wait := describeStorageTimeout
+	if budget, ok := cluster.Budget(ctx); ok {
+		wait = min(wait, budget) // the answer without it beats none at all
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	done := make(chan map[string]string, 1)
 	go func() {
@@ -143,7 +147,11 @@ func (s *service) leaderTerm(ctx context.Context) (*leader.Term, error) {
 		return nil, &apierr.NotLeaderError{Leader: cluster.HostPort(head)}
 	}
 	if ok { // this nimbus won the lock; its term is about to start
-		ctx, cancel := context.WithTimeout(ctx, termWait)
+		wait := termWait
+		if budget, ok := cluster.Budget(ctx); ok {
+			wait = min(wait, budget) // answer no leader before the client's deadline
+		}
+		ctx, cancel := context.WithTimeout(ctx, wait)
 		defer cancel()
 		if t, err := s.election.Await(ctx); err == nil {
 			return t, nil
