@@ -104,7 +104,7 @@ bench: test-deps build
 	@$(MAKE) --no-print-directory bench-scale
 	$(GO) test ./bench -run "^$$" -bench Security -benchtime 1x -timeout 30m -args -security-rounds 3 -security-read-secs 5 -security-submit-trials 20
 
-## bench-scale: the scale benchmark at 1,000, 2,000 and 5,000 supervisors and topologies (about 25 min); writes a table per size and how each cost grows into bench/RESULTS.md.
+## bench-scale: the scale benchmark at 1,000, 2,000 and 5,000 supervisors and topologies, each read row in 3 rounds (about 40 min); writes a table per size and how each cost grows into bench/RESULTS.md.
 bench-scale: test-deps build
 	$(GO) test ./bench -run "^$$" -bench Scale -benchtime 1x -timeout 90m -args -scale-sizes 1000,2000,5000 -scale-results bench/RESULTS.md
 

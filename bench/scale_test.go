@@ -41,6 +41,7 @@ var (
 	scaleSizes       = flag.String("scale-sizes", "", "sizes to run one after the other, N supervisors and N topologies each (e.g. 1000,2000,5000)")
 	scaleResults     = flag.String("scale-results", "", "markdown file whose scale section the run writes: a table per size and how costs grow between sizes")
 	scaleReadSecs    = flag.Int("scale-read-secs", 10, "seconds of each read-path load")
+	scaleReadRounds  = flag.Int("scale-read-rounds", 3, "rounds of every read-path row; a row reports its median round (profiles are of the last)")
 	scaleSteadySecs  = flag.Int("scale-steady-secs", 60, "seconds of the steady-state window")
 	scaleClients     = flag.Int("scale-clients", 32, "concurrent callers in the read-path load")
 	scaleRows        = flag.String("scale-rows", "", "regular expression: run only the read-path rows whose \"rpc nimbus\" matches (empty: all)")
@@ -166,56 +167,62 @@ func runScale(b *testing.B, sz scaleSize) *scaleReport {
 		b.Fatal(err)
 	}
 
-	// The read path.
-	for _, target := range []struct {
-		name string
-		p    *testcluster.Process
-	}{{"leader", leader}, {"follower", followers[0]}} {
-		for _, rpc := range []struct {
+	// The read path, row after row, in rounds: a row's cost is its median
+	// round (medianRounds), so a spell of a slower machine (the callers'
+	// CPU per call moves with the nimbus's) does not decide it.
+	for range max(*scaleReadRounds, 1) {
+		for _, target := range []struct {
 			name string
-			call func(context.Context, nimbusv1.NimbusServiceClient) error
-		}{
-			{"GetLeader", func(ctx context.Context, api nimbusv1.NimbusServiceClient) error {
-				_, err := api.GetLeader(ctx, &nimbusv1.GetLeaderRequest{})
-				return err
-			}},
-			{"GetClusterInfo (answer not decoded)", func(ctx context.Context, api nimbusv1.NimbusServiceClient) error {
-				// The load generator shares the cores: decoding a
-				// multi-megabyte answer per call would measure it, not the
-				// nimbus. What decoding costs a client is a row of its own.
-				_, err := api.GetClusterInfo(ctx, &nimbusv1.GetClusterInfoRequest{}, grpc.ForceCodecV2(undecoded{}))
-				return err
-			}},
-			{"GetClusterInfo, one topology", func(ctx context.Context, api nimbusv1.NimbusServiceClient) error {
-				resp, err := api.GetClusterInfo(ctx, &nimbusv1.GetClusterInfoRequest{
-					Topologies: []string{tinyName(sz.topologies / 2)}, OmitNimbuses: true, OmitSupervisors: true,
-				})
-				if err == nil && len(resp.GetCluster().GetTopologies()) != 1 {
-					err = fmt.Errorf("%d topologies in the answer, want 1", len(resp.GetCluster().GetTopologies()))
+			p    *testcluster.Process
+		}{{"leader", leader}, {"follower", followers[0]}} {
+			for _, rpc := range []struct {
+				name string
+				call func(context.Context, nimbusv1.NimbusServiceClient) error
+			}{
+				{"GetLeader", func(ctx context.Context, api nimbusv1.NimbusServiceClient) error {
+					_, err := api.GetLeader(ctx, &nimbusv1.GetLeaderRequest{})
+					return err
+				}},
+				{"GetClusterInfo (answer not decoded)", func(ctx context.Context, api nimbusv1.NimbusServiceClient) error {
+					// The load generator shares the cores: decoding a
+					// multi-megabyte answer per call would measure it, not the
+					// nimbus. What decoding costs a client is a row of its own.
+					_, err := api.GetClusterInfo(ctx, &nimbusv1.GetClusterInfoRequest{}, grpc.ForceCodecV2(undecoded{}))
+					return err
+				}},
+				{"GetClusterInfo, one topology", func(ctx context.Context, api nimbusv1.NimbusServiceClient) error {
+					resp, err := api.GetClusterInfo(ctx, &nimbusv1.GetClusterInfoRequest{
+						Topologies: []string{tinyName(sz.topologies / 2)}, OmitNimbuses: true, OmitSupervisors: true,
+					})
+					if err == nil && len(resp.GetCluster().GetTopologies()) != 1 {
+						err = fmt.Errorf("%d topologies in the answer, want 1", len(resp.GetCluster().GetTopologies()))
+					}
+					return err
+				}},
+				{"GetTopologyInfo", func(ctx context.Context, api nimbusv1.NimbusServiceClient) error {
+					_, err := api.GetTopologyInfo(ctx, &nimbusv1.GetTopologyInfoRequest{Name: tinyName(sz.topologies / 2)})
+					return err
+				}},
+			} {
+				if err := readLoad(rep, z.Addr(), conn, target.name, target.p, rpc.name, rpc.call); err != nil {
+					b.Fatal(err)
 				}
-				return err
-			}},
-			{"GetTopologyInfo", func(ctx context.Context, api nimbusv1.NimbusServiceClient) error {
-				_, err := api.GetTopologyInfo(ctx, &nimbusv1.GetTopologyInfoRequest{Name: tinyName(sz.topologies / 2)})
-				return err
-			}},
-		} {
-			if err := readLoad(rep, z.Addr(), conn, target.name, target.p, rpc.name, rpc.call); err != nil {
-				b.Fatal(err)
+			}
+		}
+		// The same summaries over Storm's REST API (issue 19).
+		for _, target := range []struct {
+			name string
+			p    *testcluster.Process
+		}{{"leader", leader}, {"follower", followers[0]}} {
+			for _, path := range []string{"/api/v1/cluster/summary", "/api/v1/topology/summary"} {
+				if err := httpLoad(rep, z.Addr(), conn, target.name, target.p, path); err != nil {
+					b.Fatal(err)
+				}
 			}
 		}
 	}
-	// The same summaries over Storm's REST API (issue 19).
-	for _, target := range []struct {
-		name string
-		p    *testcluster.Process
-	}{{"leader", leader}, {"follower", followers[0]}} {
-		for _, path := range []string{"/api/v1/cluster/summary", "/api/v1/topology/summary"} {
-			if err := httpLoad(rep, z.Addr(), conn, target.name, target.p, path); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+	rep.reads = medianRounds(rep.reads)
+
 	if cs, err := c.API(followers[0]).GetClusterInfo(context.Background(), &nimbusv1.GetClusterInfoRequest{}); err == nil {
 		rep.add("GetClusterInfo answer", fmt.Sprintf("%d topologies, %d supervisors, %d bytes",
 			len(cs.GetCluster().GetTopologies()), len(cs.GetCluster().GetSupervisors()), proto.Size(cs)))
@@ -711,6 +718,36 @@ type readRow struct {
 	zkReqs    int64
 	cpu       string        // each process's CPU over the row, in cores
 	perCall   time.Duration // the answering nimbus's CPU per call
+	// Of a row measured in rounds (medianRounds): how many, and the
+	// least and most CPU per call among them.
+	rounds           int
+	fastest, slowest time.Duration
+}
+
+// medianRounds makes each row measured in several rounds one row, in the
+// order rows first came: the round whose CPU per call is the median (the
+// slower middle one of an even count), with the rounds' spread beside it.
+// One noisy round then moves neither the row nor the curve's ratios.
+func medianRounds(rounds []readRow) []readRow {
+	type key struct{ rpc, role string }
+	var order []key
+	byRow := map[key][]readRow{}
+	for _, r := range rounds {
+		k := key{r.rpc, r.role}
+		if byRow[k] == nil {
+			order = append(order, k)
+		}
+		byRow[k] = append(byRow[k], r)
+	}
+	out := make([]readRow, 0, len(order))
+	for _, k := range order {
+		rs := byRow[k]
+		sort.SliceStable(rs, func(i, j int) bool { return rs[i].perCall < rs[j].perCall })
+		median := rs[len(rs)/2]
+		median.rounds, median.fastest, median.slowest = len(rs), rs[0].perCall, rs[len(rs)-1].perCall
+		out = append(out, median)
+	}
+	return out
 }
 
 func (r *scaleReport) add(what string, value any, args ...any) {
@@ -727,11 +764,19 @@ func (r *scaleReport) print() { fmt.Fprint(os.Stderr, r.markdown(cpuModel())) }
 // read-path table, the other rows.
 func (r *scaleReport) markdown(model string) string {
 	var out strings.Builder
-	fmt.Fprintf(&out, "\n%d supervisors, %d topologies; %d cores (%s), %s\n\n", r.size.supervisors, r.size.topologies, runtime.NumCPU(), model, runtime.Version())
+	fmt.Fprintf(&out, "\n%d supervisors, %d topologies; %d cores (%s), %s", r.size.supervisors, r.size.topologies, runtime.NumCPU(), model, runtime.Version())
+	if len(r.reads) > 0 && r.reads[0].rounds > 1 {
+		fmt.Fprintf(&out, "; each read row is the median of %d rounds (by CPU per call), the rows taken in turn each round", r.reads[0].rounds)
+	}
+	out.WriteString("\n\n")
 	fmt.Fprintf(&out, "| rpc | nimbus | calls | per second | p50 | p99 | its CPU per call | ZooKeeper requests by that nimbus | CPU, cores |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, x := range r.reads {
-		fmt.Fprintf(&out, "| %s | %s | %d | %.0f | %v | %v | %v | %d | %s |\n", x.rpc, x.role, x.n, x.rate,
-			x.p50.Round(time.Microsecond), x.p99.Round(time.Microsecond), x.perCall.Round(time.Microsecond), x.zkReqs, x.cpu)
+		perCall := fmt.Sprint(x.perCall.Round(time.Microsecond))
+		if x.rounds > 1 {
+			perCall += fmt.Sprintf(" (median of %d: %v-%v)", x.rounds, x.fastest.Round(time.Microsecond), x.slowest.Round(time.Microsecond))
+		}
+		fmt.Fprintf(&out, "| %s | %s | %d | %.0f | %v | %v | %s | %d | %s |\n", x.rpc, x.role, x.n, x.rate,
+			x.p50.Round(time.Microsecond), x.p99.Round(time.Microsecond), perCall, x.zkReqs, x.cpu)
 	}
 	fmt.Fprintf(&out, "\n| what | value |\n|---|---|\n")
 	for _, row := range r.rows {

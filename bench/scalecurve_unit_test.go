@@ -56,3 +56,32 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// A row measured in rounds is its median round, in the order rows first
+// came, with the rounds' spread: one slow round moves neither.
+func TestMedianRoundsKeepsTheMedianRoundOfEachRow(t *testing.T) {
+	row := func(rpc string, perCall time.Duration, n int) readRow {
+		return readRow{rpc: rpc, role: "leader", n: n, perCall: perCall * time.Microsecond}
+	}
+	got := medianRounds([]readRow{
+		row("GetLeader", 20, 1), row("GetClusterInfo", 50, 2),
+		row("GetLeader", 21, 3), row("GetClusterInfo", 120, 4), // a slow spell
+		row("GetLeader", 19, 5), row("GetClusterInfo", 55, 6),
+	})
+	if len(got) != 2 || got[0].rpc != "GetLeader" || got[1].rpc != "GetClusterInfo" {
+		t.Fatalf("rows %+v, want GetLeader then GetClusterInfo", got)
+	}
+	if g := got[1]; g.perCall != 55*time.Microsecond || g.n != 6 || g.rounds != 3 ||
+		g.fastest != 50*time.Microsecond || g.slowest != 120*time.Microsecond {
+		t.Fatalf("GetClusterInfo %+v, want the 55 µs round (n 6) of 3, spread 50-120 µs", g)
+	}
+	if g := got[0]; g.perCall != 20*time.Microsecond || g.n != 1 {
+		t.Fatalf("GetLeader %+v, want the 20 µs round (n 1)", g)
+	}
+	md := (&scaleReport{size: scaleSize{1, 1}, reads: got}).markdown("cpu")
+	for _, want := range []string{"median of 3 rounds", "| 55µs (median of 3: 50µs-120µs) |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("no %q in:\n%s", want, md)
+		}
+	}
+}
