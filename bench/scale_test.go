@@ -39,7 +39,7 @@ var (
 	scaleSupervisors = flag.Int("scale-supervisors", 1000, "simulated supervisors (without -scale-sizes)")
 	scaleTopologies  = flag.Int("scale-topologies", 1000, "topologies submitted (without -scale-sizes)")
 	scaleSizes       = flag.String("scale-sizes", "", "sizes to run one after the other, N supervisors and N topologies each (e.g. 1000,2000,5000)")
-	scaleResults     = flag.String("scale-results", "", "markdown file whose scale section the run writes: a table per size and how costs grow between sizes")
+	scaleResults     = flag.String("scale-results", "", "markdown file whose scale section the run writes: a table per size and how costs grow between sizes (a relative path is from the repository root)")
 	scaleReadSecs    = flag.Int("scale-read-secs", 10, "seconds of each read-path load")
 	scaleReadRounds  = flag.Int("scale-read-rounds", 3, "rounds of every read-path row; a row reports its median round (profiles are of the last)")
 	scaleSteadySecs  = flag.Int("scale-steady-secs", 60, "seconds of the steady-state window")
@@ -69,15 +69,37 @@ func BenchmarkScale(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	results, err := resultsPath(*scaleResults)
+	if err != nil { // now, not after half an hour of measuring
+		b.Fatal(err)
+	}
 	var reports []*scaleReport
 	for _, sz := range sizes {
 		b.Run(fmt.Sprintf("%dx%d", sz.supervisors, sz.topologies), func(b *testing.B) {
 			reports = append(reports, runScale(b, sz))
 		})
 	}
-	if err := writeCurve(*scaleResults, reports); err != nil {
+	if err := writeCurve(results, reports); err != nil {
+		fmt.Fprint(os.Stderr, curveMarkdown(reports)) // the run is not lost
 		b.Fatal(err)
 	}
+}
+
+// resultsPath is -scale-results as a path from here: go test runs in the
+// package's directory, one below the repository root that a relative path
+// is written from. Its directory must exist.
+func resultsPath(flagValue string) (string, error) {
+	if flagValue == "" {
+		return "", nil
+	}
+	path := flagValue
+	if !filepath.IsAbs(path) {
+		path = filepath.Join("..", path)
+	}
+	if st, err := os.Stat(filepath.Dir(path)); err != nil || !st.IsDir() {
+		return "", fmt.Errorf("-scale-results %s: no directory %s", flagValue, filepath.Dir(path))
+	}
+	return path, nil
 }
 
 // runScale measures one size on a cluster of its own.

@@ -85,3 +85,19 @@ func TestMedianRoundsKeepsTheMedianRoundOfEachRow(t *testing.T) {
 		}
 	}
 }
+
+// -scale-results is taken from the repository root, as make and the
+// command the curve prints give it, and a missing directory fails at once.
+func TestResultsPathIsFromTheRepositoryRoot(t *testing.T) {
+	got, err := resultsPath("bench/RESULTS.md")
+	if err != nil || got != filepath.Join("..", "bench", "RESULTS.md") {
+		t.Fatalf("resultsPath(bench/RESULTS.md) = %q, %v; want ../bench/RESULTS.md", got, err)
+	}
+	abs := filepath.Join(t.TempDir(), "R.md")
+	if got, err := resultsPath(abs); err != nil || got != abs {
+		t.Fatalf("resultsPath(%s) = %q, %v", abs, got, err)
+	}
+	if _, err := resultsPath("no-such-dir/R.md"); err == nil || !strings.Contains(err.Error(), "-scale-results no-such-dir/R.md") {
+		t.Fatalf("resultsPath of a missing directory: %v, want an error naming the flag", err)
+	}
+}
