@@ -453,9 +453,11 @@ func readLoad(rep *scaleReport, zkAddr string, conn *zk.Conn, role string, p *te
 
 // httpLoad is readLoad for a GET of path on p's REST API, from
 // -scale-clients goroutines sharing one HTTP client (keep-alive
-// connections, as many as callers).
+// connections, as many as callers). The callers accept gzip, as browsers
+// and HTTP libraries do, and read the answer without decoding it: the
+// load generator shares the cores (as for GetClusterInfo).
 func httpLoad(rep *scaleReport, zkAddr string, conn *zk.Conn, role string, p *testcluster.Process, path string) error {
-	tr := &http.Transport{MaxIdleConnsPerHost: *scaleClients}
+	tr := &http.Transport{MaxIdleConnsPerHost: *scaleClients, DisableCompression: true}
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr}
 	callers := make([]*http.Client, *scaleClients)
@@ -463,11 +465,12 @@ func httpLoad(rep *scaleReport, zkAddr string, conn *zk.Conn, role string, p *te
 		callers[i] = hc
 	}
 	url := p.UIURL() + path
-	return measure(rep, zkAddr, conn, role, p, "GET "+path, callers, func(ctx context.Context, hc *http.Client) error {
+	return measure(rep, zkAddr, conn, role, p, "GET "+path+" (gzip, not decoded)", callers, func(ctx context.Context, hc *http.Client) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			return err
 		}
+		req.Header.Set("Accept-Encoding", "gzip")
 		resp, err := hc.Do(req)
 		if err != nil {
 			return err

@@ -42,6 +42,11 @@ func TestWebUIBrowser(t *testing.T) {
 
 	const name = "webui"
 	id := submitExample(t, cl, name, 1)
+	// Two more make the topology list long enough to be sent gzipped
+	// (stormapi/gzip.go), which the browser must decode.
+	for _, other := range []string{"webui-b", "webui-c"} {
+		submitExample(t, cl, other, 1)
+	}
 	t.Logf("submitted %s as %s; the browser opens %s on %s (leader %s)", name, id, base, follower.Name, leader.Name)
 
 	b := startBrowser(t, chromium)
@@ -56,6 +61,24 @@ func TestWebUIBrowser(t *testing.T) {
 		})()`, func(got string) error {
 		if got != leader.Addr() {
 			return fmt.Errorf("leader rows %q, want %q", got, leader.Addr())
+		}
+		return nil
+	})
+
+	// The topology list came gzipped and decoded: fewer bytes on the wire
+	// than in the body, and the page lists all three.
+	b.waitJS(t, "topology/summary received gzipped and listing 3 topologies", 30*time.Second, `
+		(() => {
+			const e = performance.getEntriesByType('resource').filter((r) => r.name.includes('api/v1/topology/summary')).pop();
+			const links = document.querySelectorAll('a.topology-link').length;
+			return e ? e.encodedBodySize + ' ' + e.decodedBodySize + ' ' + links : 'none';
+		})()`, func(got string) error {
+		var encoded, decoded, links int
+		if _, err := fmt.Sscan(got, &encoded, &decoded, &links); err != nil {
+			return fmt.Errorf("resource timing %q: %v", got, err)
+		}
+		if encoded <= 0 || encoded >= decoded || links != 3 {
+			return fmt.Errorf("topology/summary: %d bytes received for %d decoded, %d topology links; want fewer received, 3 links", encoded, decoded, links)
 		}
 		return nil
 	})

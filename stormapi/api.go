@@ -107,6 +107,9 @@ type request struct {
 	ctx   context.Context // carries the principal (auth.NewContext)
 	user  string          // the principal; "" with authentication off
 	state State
+	// shared is the snapshot's body the handler answered from, if any
+	// (snapshot.body): write may send it compressed.
+	shared *sharedBody
 }
 
 // route is one endpoint: its method, the RPC whose authorization rule it
@@ -185,7 +188,11 @@ func (a *API) serve(rt route) http.Handler {
 			a.fail(w, r, st, err)
 			return
 		}
-		a.write(w, http.StatusOK, body, st)
+		var gz *sharedBody
+		if req.shared != nil && sameBytes(body, req.shared.json) && len(body) >= minGzipBytes && acceptsGzip(r.Header.Get("Accept-Encoding")) {
+			gz = req.shared
+		}
+		a.write(w, http.StatusOK, body, gz, st)
 	})
 }
 
@@ -205,13 +212,14 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, st State, err error) 
 	case code >= 500 || code == http.StatusForbidden:
 		a.cfg.Log.Info("http request refused", "method", r.Method, "path", r.URL.Path, "code", code, "error", err.Error())
 	}
-	a.write(w, code, body, st)
+	a.write(w, code, body, nil, st)
 }
 
 // write sends body, a JSON object, with the extras every answer carries
 // appended to it. The body may be a snapshot's shared bytes: it is
-// written as it is, never copied or changed.
-func (a *API) write(w http.ResponseWriter, code int, body []byte, st State) {
+// written as it is, never copied or changed. With gz (body is its JSON
+// and the client accepts gzip) it sends gz's compressed form instead.
+func (a *API) write(w http.ResponseWriter, code int, body []byte, gz *sharedBody, st State) {
 	extras, _ := json.Marshal(struct {
 		LeaderlessSeconds   int64    `json:"leaderlessSeconds"`
 		CacheAgeMs          int64    `json:"cacheAgeMs"`
@@ -222,17 +230,33 @@ func (a *API) write(w http.ResponseWriter, code int, body []byte, st State) {
 	if len(head) == 1 {                          // "{": no members
 		sep = nil
 	}
+	parts := [][]byte{head, sep, extras[1:]}
 	h := w.Header()
 	h.Set("Content-Type", "application/json; charset=utf-8")
-	h.Set("Content-Length", strconv.Itoa(len(head)+len(sep)+len(extras)-1))
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Vary", "Accept-Encoding")
+	if gz != nil {
+		parts = [][]byte{gzipAnswer(gz.head(head, sep), extras[1:])}
+		h.Set("Content-Encoding", "gzip")
+	}
+	length := 0
+	for _, part := range parts {
+		length += len(part)
+	}
+	h.Set("Content-Length", strconv.Itoa(length))
 	w.WriteHeader(code)
-	for _, part := range [][]byte{head, sep, extras[1:]} {
+	for _, part := range parts {
 		if _, err := w.Write(part); err != nil {
 			return // the client went away
 		}
 	}
+}
+
+// sameBytes reports whether a and b are the same bytes in memory, not
+// merely equal: a handler may answer with a shared body joined to more.
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // join merges the members of two JSON objects into one object.

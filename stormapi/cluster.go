@@ -51,7 +51,7 @@ func (a *API) clusterSummary(r *request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	body, err := s.body("cluster", func() any {
+	body, err := s.body(r, "cluster", func() any {
 		cs := s.info.GetCluster()
 		out := clusterSummaryJSON{
 			StormVersion: StormVersion, NimbusHAVersion: a.cfg.Version,
@@ -103,7 +103,7 @@ func (a *API) nimbusSummary(r *request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.body("nimbuses", func() any {
+	return s.body(r, "nimbuses", func() any {
 		var out []nimbusJSON
 		seen := map[string]bool{}
 		for _, n := range s.info.GetCluster().GetNimbuses() {
@@ -188,7 +188,7 @@ func (a *API) supervisorSummary(r *request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.body("supervisors", func() any {
+	return s.body(r, "supervisors", func() any {
 		sups := s.info.GetCluster().GetSupervisors()
 		out := make([]supervisorJSON, 0, len(sups))
 		for _, sup := range sups {

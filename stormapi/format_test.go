@@ -172,7 +172,7 @@ func TestWrite(t *testing.T) {
 	a := New(Config{})
 	for _, body := range []string{`{}`, `{"a":{"b":{}}}`, "{\"a\":[]}\n"} {
 		rec := httptest.NewRecorder()
-		a.write(rec, http.StatusOK, []byte(body), State{Leader: "n:1", CacheAge: 1500 * time.Millisecond})
+		a.write(rec, http.StatusOK, []byte(body), nil, State{Leader: "n:1", CacheAge: 1500 * time.Millisecond})
 		got := rec.Body.Bytes()
 		var m map[string]any
 		if err := json.Unmarshal(got, &m); err != nil {

@@ -16,7 +16,7 @@ type snapshot struct {
 	byID map[string]*nimbusv1.TopologySummary
 
 	mu     sync.Mutex
-	bodies map[string][]byte
+	bodies map[string]*sharedBody
 }
 
 // snapshot returns the snapshot of the view's current summary.
@@ -28,7 +28,7 @@ func (a *API) snapshot(r *request) (*snapshot, error) {
 	if s := a.snap.Load(); s != nil && s.info == info {
 		return s, nil
 	}
-	s := &snapshot{info: info, byID: map[string]*nimbusv1.TopologySummary{}, bodies: map[string][]byte{}}
+	s := &snapshot{info: info, byID: map[string]*nimbusv1.TopologySummary{}, bodies: map[string]*sharedBody{}}
 	for _, t := range info.GetCluster().GetTopologies() {
 		s.byID[t.GetId()] = t
 	}
@@ -37,17 +37,20 @@ func (a *API) snapshot(r *request) (*snapshot, error) {
 }
 
 // body is the JSON of v, which build makes, encoded once per snapshot
-// under key.
-func (s *snapshot) body(key string, build func() any) ([]byte, error) {
+// under key. r remembers it as shared, so that write may send its gzip
+// form (gzip.go).
+func (s *snapshot) body(r *request, key string, build func() any) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if b, ok := s.bodies[key]; ok {
-		return b, nil
+	b, ok := s.bodies[key]
+	if !ok {
+		j, err := json.Marshal(build())
+		if err != nil {
+			return nil, err
+		}
+		b = &sharedBody{json: j}
+		s.bodies[key] = b
 	}
-	b, err := json.Marshal(build())
-	if err != nil {
-		return nil, err
-	}
-	s.bodies[key] = b
-	return b, nil
+	r.shared = b
+	return b.json, nil
 }

@@ -78,7 +78,7 @@ func (a *API) topologySummary(r *request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.body("topologies", func() any {
+	return s.body(r, "topologies", func() any {
 		ts := s.info.GetCluster().GetTopologies()
 		out := make([]topologyJSON, 0, len(ts))
 		for _, t := range ts {
