@@ -206,3 +206,12 @@ func Budget(ctx context.Context) (time.Duration, bool) {
 	left := time.Until(deadline)
 	return left - min(maxMargin, left/marginFraction), true
 }
+
+// WithinBudget is ctx ending after limit or at its Budget, whichever comes
+// first: for a wait on a request path whose answer must still go out.
+func WithinBudget(ctx context.Context, limit time.Duration) (context.Context, context.CancelFunc) {
+	if budget, ok := Budget(ctx); ok {
+		limit = min(limit, budget)
+	}
+	return context.WithTimeout(ctx, limit)
+}

@@ -112,11 +112,7 @@ func (s *service) describeStorage(ctx context.Context, resp *nimbusv1.GetTopolog
 	if err != nil {
 		return
 	}
-	wait := describeStorageTimeout
-	if budget, ok := cluster.Budget(ctx); ok {
-		wait = min(wait, budget) // the answer without it beats none at all
-	}
-	ctx, cancel := context.WithTimeout(ctx, wait)
+	ctx, cancel := cluster.WithinBudget(ctx, describeStorageTimeout) // the answer without it beats none at all
 	defer cancel()
 	done := make(chan map[string]string, 1)
 	go func() {
@@ -147,11 +143,7 @@ func (s *service) leaderTerm(ctx context.Context) (*leader.Term, error) {
 		return nil, &apierr.NotLeaderError{Leader: cluster.HostPort(head)}
 	}
 	if ok { // this nimbus won the lock; its term is about to start
-		wait := termWait
-		if budget, ok := cluster.Budget(ctx); ok {
-			wait = min(wait, budget) // answer no leader before the client's deadline
-		}
-		ctx, cancel := context.WithTimeout(ctx, wait)
+		ctx, cancel := cluster.WithinBudget(ctx, termWait) // answer no leader before the client's deadline
 		defer cancel()
 		if t, err := s.election.Await(ctx); err == nil {
 			return t, nil

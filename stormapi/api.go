@@ -225,11 +225,7 @@ func (a *API) write(w http.ResponseWriter, code int, body []byte, gz *sharedBody
 		CacheAgeMs          int64    `json:"cacheAgeMs"`
 		LeadershipBlockedBy []string `json:"leadershipBlockedBy"`
 	}{int64(st.LeaderlessFor / time.Second), st.CacheAge.Milliseconds(), a.blockedBy(st)})
-	head := bytes.TrimSpace(body)
-	head, sep := head[:len(head)-1], []byte(",") // without its "}"
-	if len(head) == 1 {                          // "{": no members
-		sep = nil
-	}
+	head, sep := opened(body)
 	parts := [][]byte{head, sep, extras[1:]}
 	h := w.Header()
 	h.Set("Content-Type", "application/json; charset=utf-8")
@@ -237,7 +233,7 @@ func (a *API) write(w http.ResponseWriter, code int, body []byte, gz *sharedBody
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Vary", "Accept-Encoding")
 	if gz != nil {
-		parts = [][]byte{gzipAnswer(gz.head(head, sep), extras[1:])}
+		parts = [][]byte{gzipAnswer(gz.head(), extras[1:])}
 		h.Set("Content-Encoding", "gzip")
 	}
 	length := 0
@@ -251,6 +247,17 @@ func (a *API) write(w http.ResponseWriter, code int, body []byte, gz *sharedBody
 			return // the client went away
 		}
 	}
+}
+
+// opened is a JSON object without its closing "}", and the separator
+// that members appended after it need: "," unless it has none.
+func opened(body []byte) (head, sep []byte) {
+	head = bytes.TrimSpace(body)
+	head, sep = head[:len(head)-1], []byte(",")
+	if len(head) == 1 { // "{": no members
+		sep = nil
+	}
+	return head, sep
 }
 
 // sameBytes reports whether a and b are the same bytes in memory, not

@@ -41,15 +41,15 @@ type gzipHead struct {
 	size   int
 }
 
-// head compresses prefix (the body's JSON up to where the extras go) the
-// first time it is asked for. prefix depends only on json, so it is the
-// same at every call.
-func (b *sharedBody) head(prefix ...[]byte) gzipHead {
+// head is the gzip stream of the body opened for its extras (opened),
+// compressed the first time it is asked for.
+func (b *sharedBody) head() gzipHead {
 	b.once.Do(func() {
 		var buf bytes.Buffer
 		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed) // a valid level: no error
 		crc, size := uint32(0), 0
-		for _, p := range prefix {
+		head, sep := opened(b.json)
+		for _, p := range [][]byte{head, sep} {
 			zw.Write(p) // a bytes.Buffer does not fail
 			crc, size = crc32.Update(crc, crc32.IEEETable, p), size+len(p)
 		}
