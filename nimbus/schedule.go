@@ -154,7 +154,8 @@ func (sch *scheduler) wrote(writes []assignmentWrite, errs []error) (int, error)
 		w := writes[i]
 		switch {
 		case errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrNoNode):
-			// The cache lagged; the next round sees the node as it is.
+			// The cache lagged (the assignment, or the StormBase is
+			// gone); the next round sees the nodes as they are.
 		case err != nil:
 			failed = cmp.Or(failed, err)
 		default:
@@ -177,12 +178,12 @@ func (sch *scheduler) wrote(writes []assignmentWrite, errs []error) (int, error)
 // round trips, not a thousand.
 const maxWritesInFlight = 32
 
-// assignmentWrite is one topology's new assignment and the operation that
-// writes it.
+// assignmentWrite is one topology's new assignment and the operations that
+// write it.
 type assignmentWrite struct {
 	id  string
 	out *clusterv1.Assignment
-	op  cluster.Op
+	ops []cluster.Op
 }
 
 // writeAll applies each write in a fenced multi of its own, concurrently,
@@ -193,7 +194,7 @@ func writeAll(term *leader.Term, writes []assignmentWrite) []error {
 	g.SetLimit(maxWritesInFlight)
 	for i, w := range writes {
 		g.Go(func() error {
-			_, errs[i] = term.Multi(w.op)
+			_, errs[i] = term.Multi(w.ops...)
 			return nil
 		})
 	}
@@ -240,7 +241,10 @@ func equalAssignment(a, b assign.Assignment) bool {
 
 // assignmentWrite builds a topology's new assignment and the write of it,
 // over the node if it exists. Executors that stay in their slot keep their
-// start time.
+// start time. The write fails (NoNode) unless the topology's StormBase
+// still exists: the caches lag each other, and a topology forgotten from
+// another nimbus can look, for a round, unmarked but still there; its
+// assignment must not outlive it.
 func (s *Server) assignmentWrite(term *leader.Term, id string, a assign.Assignment, old *clusterv1.Assignment, exists bool,
 	base *clusterv1.StormBase, hosts map[string]string, now time.Time) assignmentWrite {
 	started := map[assign.Executor]int64{}
@@ -275,9 +279,10 @@ func (s *Server) assignmentWrite(term *leader.Term, id string, a assign.Assignme
 		})
 		out.SupervisorHosts[slot.SupervisorID] = hosts[slot.SupervisorID]
 	}
-	op := s.sess.Ops().SetAssignment(id, out)
+	ops := s.sess.Ops()
+	write := ops.SetAssignment(id, out)
 	if !exists {
-		op = s.sess.Ops().CreateAssignment(id, out)
+		write = ops.CreateAssignment(id, out)
 	}
-	return assignmentWrite{id: id, out: out, op: op}
+	return assignmentWrite{id: id, out: out, ops: []cluster.Op{ops.CheckStorm(id, cluster.AnyVersion), write}}
 }
