@@ -77,6 +77,11 @@ func (o Ops) SetAssignment(id string, a *clusterv1.Assignment) Op {
 // DeleteAssignment removes a topology's assignment.
 func (o Ops) DeleteAssignment(id string) Op { return del(o.paths.Assignment(id)) }
 
+// CreateLost marks a topology LOST (package codesync).
+func (o Ops) CreateLost(id string, mark *clusterv1.LostMark) Op {
+	return o.create(o.paths.Lost(id), mark)
+}
+
 // DeleteLost removes a topology's LOST mark if it is still at version
 // (AnyVersion: whatever it is).
 func (o Ops) DeleteLost(id string, version int32) Op {

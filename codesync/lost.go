@@ -100,19 +100,22 @@ func (h *heldNowhere) wait(backoff time.Duration, now time.Time) time.Duration {
 	return backoff
 }
 
-// markLost writes the LOST mark of id; one there already is fine.
+// markLost writes the LOST mark of id, if its StormBase still exists (a
+// mark must not outlive its topology: one just killed or forgotten); one
+// there already is fine.
 func (s *Syncer) markLost(id string, digest []byte, h *heldNowhere) {
 	mark := &clusterv1.LostMark{
 		CodeMetaDigest: digest, SinceUnixMs: h.since.UnixMilli(), MarkedBy: s.self,
 		Reason: fmt.Sprintf("no nimbus and no supervisor has held its code (meta %s) for %v",
 			codedistributor.Hex(digest)[:16], h.grace),
 	}
-	_, err := s.cfg.Session.Conn().Create(s.cfg.Session.Paths().Lost(id), cluster.Encode(mark), 0, s.cfg.Session.ACL())
+	ops := s.cfg.Session.Ops()
+	_, err := cluster.Multi(s.cfg.Session.Conn(), ops.CheckStorm(id, cluster.AnyVersion), ops.CreateLost(id, mark))
 	switch {
 	case err == nil:
 		s.log.Warn("topology marked LOST: it no longer blocks leadership and is not scheduled; a nimbus that gets its code back unmarks it, stormctl admin forget removes it",
 			"topology", id, "reason", mark.GetReason())
-	case errors.Is(err, zk.ErrNodeExists):
+	case errors.Is(err, zk.ErrNodeExists), errors.Is(err, zk.ErrNoNode): // marked already; gone
 	default:
 		s.log.Warn("cannot mark a topology LOST; will retry", "topology", id, "err", err)
 		return
