@@ -199,10 +199,11 @@ func TestInProcessOversizeRebalanceIsRefused(t *testing.T) {
 	}
 }
 
-// The margin is enough: under a root of 1 KiB, the leader's fenced write
-// of a node of exactly the budget, at the longest topology id, is
-// accepted by ZooKeeper (3.8, jute.maxbuffer at its default, as
-// storm.zookeeper.jute.maxbuffer's default says).
+// The margin is enough: under a root of 1 KiB, the leader's write of an
+// assignment of exactly the budget, at the longest topology id, as the
+// scheduler sends it (assignmentWrite: the fence, the StormBase's check,
+// the create), is accepted by ZooKeeper (3.8, jute.maxbuffer at its
+// default, as storm.zookeeper.jute.maxbuffer's default says).
 func TestZooKeeperAcceptsABudgetSizedWrite(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
 	root := "/" + strings.Repeat("r", 1023)
@@ -213,15 +214,20 @@ func TestZooKeeperAcceptsABudgetSizedWrite(t *testing.T) {
 	if err := validate.TopologyID("id", id); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := s.sess.Conn().Create(s.sess.Paths().Storm(id), nil, 0, s.sess.ACL()); err != nil {
+		t.Fatal(err)
+	}
 	limit := validate.ZKNodeBudget(s.cfg.ZKMaxBuffer)
-	a := &clusterv1.Assignment{SupervisorHosts: map[string]string{"s": ""}, CodeMetaDigest: make([]byte, 32), Epoch: term.Epoch()}
-	for pad := limit - 100; proto.Size(a) < limit; pad++ {
-		a.SupervisorHosts["s"] = strings.Repeat("h", pad)
+	placed := assign.Assignment{{Component: "c", TaskStart: 1, TaskEnd: 1}: {SupervisorID: "s", Port: 1}}
+	base := &clusterv1.StormBase{CodeMetaDigest: make([]byte, 32)}
+	var w assignmentWrite
+	for pad := limit - 200; proto.Size(w.out) < limit; pad++ {
+		w = s.assignmentWrite(term, id, placed, nil, false, base, map[string]string{"s": strings.Repeat("h", pad)}, time.Unix(0, 0))
 	}
-	if proto.Size(a) != limit {
-		t.Fatalf("payload %d bytes, want %d", proto.Size(a), limit)
+	if proto.Size(w.out) != limit {
+		t.Fatalf("payload %d bytes, want %d", proto.Size(w.out), limit)
 	}
-	if _, err := term.Multi(s.sess.Ops().CreateAssignment(id, a)); err != nil {
+	if err := writeAll(term, []assignmentWrite{w})[0]; err != nil {
 		t.Fatalf("a budget-sized write (%d bytes, path %d bytes): %v", limit, len(s.sess.Paths().Assignment(id)), err)
 	}
 	data, _, err := s.sess.Conn().Get(s.sess.Paths().Assignment(id))

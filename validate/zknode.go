@@ -17,17 +17,18 @@ import (
 
 // ZKWriteMargin is what the leader's write of one node needs of
 // storm.zookeeper.jute.maxbuffer besides the node's payload. The write is a
-// fenced multi (invariant 3): a request header and three op headers
-// (~40 bytes), the fence's check of the lock node
-// (<root>/leader-lock/_c_<32 hex>-lock-<10 digits>: root + 64 bytes),
-// the node's path (<root>/assignments/<topology id>: root + 13 + at most
-// 170 bytes), the payload's length, the ACL (world:anyone is 27 bytes; a
-// digest identity, a super ACL and read for anyone are ~250) and the flags.
-// That is under 600 bytes plus twice the root's length; ZooKeeper 3.8
-// measured 166 bytes besides the payload for a root of 6 bytes
-// (TestZooKeeperAcceptsABudgetSizedWrite checks a budget-sized write with a
-// 1 KiB root). 8 KiB leaves room for roots of up to 3 KiB and for ACLs
-// with a few more identities.
+// fenced multi (invariant 3): a request header and four op headers
+// (~50 bytes), the fence's check of the lock node
+// (<root>/leader-lock/_c_<32 hex>-lock-<10 digits>: root + 64 bytes), an
+// assignment's check of its StormBase (<root>/storms/<topology id>: root +
+// 8 + at most 170 bytes), the node's path (<root>/assignments/<topology
+// id>: root + 13 + at most 170 bytes), the payload's length, the ACL
+// (world:anyone is 27 bytes; a digest identity, a super ACL and read for
+// anyone are ~250) and the flags. That is under 800 bytes plus three times
+// the root's length (TestZooKeeperAcceptsABudgetSizedWrite sends the
+// scheduler's write of a budget-sized assignment under a 1 KiB root). 8 KiB
+// leaves room for roots of up to 2 KiB and for ACLs with a few more
+// identities.
 const ZKWriteMargin = 8 << 10
 
 // ZKNodeBudget is the largest payload the leader may write into one node
