@@ -1,4 +1,4 @@
-package codesync_test
+package codesync
 
 import (
 	"bytes"
@@ -6,14 +6,11 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
-	"github.com/nimbusha/nimbus/codesync"
-	"github.com/nimbusha/nimbus/internal/testcluster"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 )
 
@@ -21,14 +18,7 @@ import (
 // gate against a real ZooKeeper, with a cache that has read nothing yet (as
 // right after a lock hand-over), so every StormBase is read afresh.
 func TestEligibleNeedsTheCodeOfEveryTopologyItCanRead(t *testing.T) {
-	z := testcluster.StartZooKeeper(t)
-	sess, err := cluster.Connect(t.Context(), cluster.SessionConfig{
-		Servers: []string{z.Addr()}, SessionTimeout: 4 * time.Second, ConnectTimeout: 10 * time.Second, Root: "/storm",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
+	sess := zkSession(t)
 	if err := sess.EnsureDirs(sess.Paths().Storms()); err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +27,7 @@ func TestEligibleNeedsTheCodeOfEveryTopologyItCanRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	paths := sess.Paths()
-	s := codesync.Gate{
+	s := Gate{
 		Session: sess, Store: store,
 		Storms: cluster.NewDirCache(sess, paths.Storms(), func() *clusterv1.StormBase { return new(clusterv1.StormBase) }, slog.New(slog.DiscardHandler)),
 	}

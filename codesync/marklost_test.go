@@ -14,14 +14,7 @@ import (
 // fetch loop whose grace runs out just as the topology is killed or
 // forgotten leaves no mark behind it.
 func TestMarkLostOnlyWhileTheTopologyExists(t *testing.T) {
-	z := testcluster.StartZooKeeper(t)
-	sess, err := cluster.Connect(t.Context(), cluster.SessionConfig{
-		Servers: []string{z.Addr()}, SessionTimeout: 4 * time.Second, ConnectTimeout: 10 * time.Second, Root: "/storm",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
+	sess := zkSession(t)
 	paths, conn := sess.Paths(), sess.Conn()
 	if err := sess.EnsureDirs(paths.Storms(), paths.LostDir()); err != nil {
 		t.Fatal(err)
@@ -44,4 +37,19 @@ func TestMarkLostOnlyWhileTheTopologyExists(t *testing.T) {
 			t.Fatalf("%s: the fetch loop would try to mark it again", tc.id)
 		}
 	}
+}
+
+// zkSession starts a ZooKeeper and returns a session on it, under /storm,
+// closed when the test ends.
+func zkSession(t *testing.T) *cluster.Session {
+	t.Helper()
+	z := testcluster.StartZooKeeper(t)
+	sess, err := cluster.Connect(t.Context(), cluster.SessionConfig{
+		Servers: []string{z.Addr()}, SessionTimeout: 4 * time.Second, ConnectTimeout: 10 * time.Second, Root: "/storm",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sess.Close)
+	return sess
 }
