@@ -9,7 +9,7 @@ BUF   := $(TOOLS)/node_modules/.bin/buf
 export PATH := $(TOOLS)/bin:$(PATH)
 # The torrent library's cgo parts, a SQLite piece-completion store and libutp,
 # are left out of every build and test: the project uses neither, and building
-# them from C source took most of a clean build. internal/testcluster builds the
+# them from C source took most of a clean build. internal/testkit/testcluster builds the
 # daemons for tests with the same tags (BuildTags).
 export GOFLAGS := -tags=nosqlite,disable_libutp
 

@@ -21,8 +21,8 @@ import (
 
 	"github.com/nimbusha/nimbus/apierr"
 	"github.com/nimbusha/nimbus/auth"
-	"github.com/nimbusha/nimbus/auth/authtest"
 	"github.com/nimbusha/nimbus/configs"
+	"github.com/nimbusha/nimbus/internal/testkit/authtest"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 

@@ -10,8 +10,8 @@ import (
 
 	"github.com/nimbusha/nimbus/apierr"
 	"github.com/nimbusha/nimbus/auth"
-	"github.com/nimbusha/nimbus/auth/authtest"
 	"github.com/nimbusha/nimbus/configs"
+	"github.com/nimbusha/nimbus/internal/testkit/authtest"
 )
 
 func TestPrincipalOf(t *testing.T) {

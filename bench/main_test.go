@@ -3,7 +3,7 @@ package bench
 import (
 	"testing"
 
-	"github.com/nimbusha/nimbus/internal/testcluster"
+	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
 )
 
 // TestMain builds the daemons without the race detector, which would

@@ -18,7 +18,7 @@ import (
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/nimbusha/nimbus/internal/testcluster"
+	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
 )
 
 // Where BenchmarkScale's time goes: with -scale-pprof DIR the nimbuses

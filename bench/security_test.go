@@ -27,7 +27,7 @@ import (
 	"github.com/nimbusha/nimbus/certs"
 	"github.com/nimbusha/nimbus/client"
 	"github.com/nimbusha/nimbus/configs"
-	"github.com/nimbusha/nimbus/internal/testcluster"
+	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 

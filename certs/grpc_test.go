@@ -21,7 +21,7 @@ import (
 
 	"github.com/nimbusha/nimbus/auth"
 	"github.com/nimbusha/nimbus/configs"
-	"github.com/nimbusha/nimbus/internal/grpctest"
+	"github.com/nimbusha/nimbus/internal/testkit/grpctest"
 )
 
 // healthServer is a gRPC server with the health service on loopback, which

@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/nimbusha/nimbus/certs"
-	"github.com/nimbusha/nimbus/internal/fakenimbus"
+	"github.com/nimbusha/nimbus/internal/testkit/fakenimbus"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 

@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/nimbusha/nimbus/internal/fakenimbus"
+	"github.com/nimbusha/nimbus/internal/testkit/fakenimbus"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 

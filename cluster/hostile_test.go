@@ -14,7 +14,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/nimbusha/nimbus/cluster"
-	"github.com/nimbusha/nimbus/internal/testcluster"
+	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 )
 

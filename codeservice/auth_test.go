@@ -18,10 +18,10 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nimbusha/nimbus/auth"
-	"github.com/nimbusha/nimbus/auth/authtest"
 	"github.com/nimbusha/nimbus/codedistributor"
 	"github.com/nimbusha/nimbus/codeservice"
 	"github.com/nimbusha/nimbus/configs"
+	"github.com/nimbusha/nimbus/internal/testkit/authtest"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/nimbusha/nimbus/cluster"
-	"github.com/nimbusha/nimbus/internal/testcluster"
+	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 )
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/nimbusha/nimbus/internal/testcluster"
+	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 

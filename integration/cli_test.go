@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nimbusha/nimbus/internal/testcluster"
+	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
 )
 
 func TestStormctlAgainstARealCluster(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nimbusha/nimbus/internal/testcluster"
+	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
 	"github.com/nimbusha/nimbus/internal/version"
 )
 

@@ -4,5 +4,5 @@
 // leadership, supervisors and workers, ensemble failures, BitTorrent,
 // hostile state and the CLI. It has only tests; the framework they use,
 // which builds the daemons once per run and starts, stops and waits for
-// them, is internal/testcluster.
+// them, is internal/testkit/testcluster.
 package integration

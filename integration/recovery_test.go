@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/nimbusha/nimbus/codedistributor"
-	"github.com/nimbusha/nimbus/internal/testcluster"
+	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nimbusha/nimbus/internal/testcluster"
+	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
 )
 
 // TestStormAPIFreshness: a nimbus cut off from ZooKeeper keeps answering

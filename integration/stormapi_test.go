@@ -20,8 +20,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/nimbusha/nimbus/client"
-	"github.com/nimbusha/nimbus/internal/jsonshape"
-	"github.com/nimbusha/nimbus/internal/testcluster"
+	"github.com/nimbusha/nimbus/internal/testkit/jsonshape"
+	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
@@ -30,7 +30,7 @@ import (
 // cluster of three nimbuses and a supervisor runs the example topology;
 // every request goes to a follower, which answers reads from its own
 // caches and forwards actions to the leader. The answers keep the shape
-// of Storm's (stormapi/testdata/storm, compared with internal/jsonshape),
+// of Storm's (stormapi/testdata/storm, compared with internal/testkit/jsonshape),
 // the values Datadog's storm check and storm_exporter parse are numbers,
 // hostile requests are refused with a JSON error and change nothing, and
 // the four actions work.

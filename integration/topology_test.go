@@ -18,7 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/nimbusha/nimbus/cluster"
-	"github.com/nimbusha/nimbus/internal/testcluster"
+	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )

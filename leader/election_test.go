@@ -14,7 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nimbusha/nimbus/cluster"
-	"github.com/nimbusha/nimbus/internal/testcluster"
+	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
 	"github.com/nimbusha/nimbus/leader"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 )

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/nimbusha/nimbus/configs"
-	"github.com/nimbusha/nimbus/internal/testcluster"
+	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
 )
 
 // TestInProcessNimbusConfig: any nimbus answers GetNimbusConfig for

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nimbusha/nimbus/assign"
-	"github.com/nimbusha/nimbus/internal/testcluster"
+	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 )
 

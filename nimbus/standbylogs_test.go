@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/nimbusha/nimbus/configs"
-	"github.com/nimbusha/nimbus/internal/testcluster"
+	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
 )
 
 // Issue 18, item 8: normal operation is quiet. A follower catching up on a

@@ -2,11 +2,11 @@
 # Installs what the tests run against: Debian's zookeeper package and a Java
 # runtime, Chromium (the web UI's browser test drives it headless), and the
 # Hadoop jars of the HDFS NameNode and DataNode. The tests
-# start their own servers (internal/testcluster); the zookeeper package ships no
+# start their own servers (internal/testkit/testcluster); the zookeeper package ships no
 # service (zookeeperd does), so no system server starts.
 #
 # The Hadoop jars come from Maven Central (mvn dependency:copy-dependencies on
-# internal/testcluster/hdfs/pom.xml, Maven installed from apt if missing) into
+# internal/testkit/testcluster/hdfs/pom.xml, Maven installed from apt if missing) into
 # ${NIMBUS_HDFS_JARS:-~/.cache/nimbus/hdfs-<version>}, outside the repository,
 # once: a .fetched file marks a complete copy.
 #
@@ -20,14 +20,14 @@ only_zookeeper=false
 [[ ${1:-} == quickstart ]] && only_zookeeper=true
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-hdfs_pom=$root/internal/testcluster/hdfs/pom.xml
+hdfs_pom=$root/internal/testkit/testcluster/hdfs/pom.xml
 hadoop_version=$(sed -n 's:.*<hadoop\.version>\(.*\)</hadoop\.version>.*:\1:p' "$hdfs_pom")
 [[ -n $hadoop_version ]] || {
 	echo "install-test-deps: no hadoop.version in $hdfs_pom" >&2
 	exit 1
 }
 hdfs_jars=${NIMBUS_HDFS_JARS:-$HOME/.cache/nimbus/hdfs-$hadoop_version}
-hdfs_marker=$hdfs_jars/.fetched # internal/testcluster/hdfs.go looks for it
+hdfs_marker=$hdfs_jars/.fetched # internal/testkit/testcluster/hdfs.go looks for it
 
 pkgs=()
 [[ -f /usr/share/java/zookeeper.jar ]] || pkgs+=(zookeeper)

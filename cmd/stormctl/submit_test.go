@@ -15,8 +15,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/nimbusha/nimbus/internal/fakenimbus"
-	"github.com/nimbusha/nimbus/internal/testcluster"
+	"github.com/nimbusha/nimbus/internal/testkit/fakenimbus"
+	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nimbusha/nimbus/internal/fakenimbus"
-	"github.com/nimbusha/nimbus/internal/testcluster"
+	"github.com/nimbusha/nimbus/internal/testkit/fakenimbus"
+	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
 	"github.com/nimbusha/nimbus/internal/version"
 )
 

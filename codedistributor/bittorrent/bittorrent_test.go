@@ -15,9 +15,9 @@ import (
 
 	"github.com/nimbusha/nimbus/codedistributor"
 	"github.com/nimbusha/nimbus/codedistributor/bittorrent"
-	"github.com/nimbusha/nimbus/codedistributor/conformance"
 	"github.com/nimbusha/nimbus/configs"
-	"github.com/nimbusha/nimbus/internal/testcluster"
+	"github.com/nimbusha/nimbus/internal/testkit/conformance"
+	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
 )
 
 func TestConformance(t *testing.T) {

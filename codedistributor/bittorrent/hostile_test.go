@@ -5,9 +5,9 @@ import (
 	"time"
 
 	"github.com/nimbusha/nimbus/codedistributor/bittorrent"
-	"github.com/nimbusha/nimbus/codedistributor/conformance"
 	"github.com/nimbusha/nimbus/configs"
-	"github.com/nimbusha/nimbus/internal/testcluster"
+	"github.com/nimbusha/nimbus/internal/testkit/conformance"
+	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
 )
 
 // The directory of swarms deleted by hand (with the whole root, say):

@@ -19,9 +19,9 @@ import (
 
 	"github.com/nimbusha/nimbus/codedistributor"
 	"github.com/nimbusha/nimbus/codedistributor/bittorrent"
-	"github.com/nimbusha/nimbus/codedistributor/conformance"
 	"github.com/nimbusha/nimbus/configs"
-	"github.com/nimbusha/nimbus/internal/testcluster"
+	"github.com/nimbusha/nimbus/internal/testkit/conformance"
+	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
 )
 
 // An ordinary BitTorrent client that knows nothing of ZooKeeper joins the

@@ -3,10 +3,10 @@ package hdfs_test
 import (
 	"testing"
 
-	"github.com/nimbusha/nimbus/codedistributor/conformance"
 	"github.com/nimbusha/nimbus/codedistributor/hdfs"
 	"github.com/nimbusha/nimbus/configs"
-	"github.com/nimbusha/nimbus/internal/testcluster"
+	"github.com/nimbusha/nimbus/internal/testkit/conformance"
+	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
 )
 
 func TestConformance(t *testing.T) {

@@ -19,7 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nimbusha/nimbus/cluster"
-	"github.com/nimbusha/nimbus/internal/testcluster"
+	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 )
 

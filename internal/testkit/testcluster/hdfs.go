@@ -3,7 +3,7 @@ package testcluster
 // HDFS: a real NameNode and DataNode, Hadoop's own jars from Maven Central,
 // each a java process in its own process group, bound to 127.0.0.1. The jars
 // are fetched once, outside the repository, by scripts/install-test-deps.sh
-// (mvn dependency:copy-dependencies on internal/testcluster/hdfs/pom.xml) into
+// (mvn dependency:copy-dependencies on internal/testkit/testcluster/hdfs/pom.xml) into
 // $NIMBUS_HDFS_JARS, by default ~/.cache/nimbus/hdfs-<hdfsVersion>.
 
 import (

@@ -5,5 +5,5 @@
 // test can check what reached the server, receives submissions whole
 // (Receive), and serves on 127.0.0.1:0 until the test ends (Start).
 //
-// For tests against real daemons, see internal/testcluster.
+// For tests against real daemons, see internal/testkit/testcluster.
 package fakenimbus

@@ -25,7 +25,7 @@ import (
 	"github.com/nimbusha/nimbus/codeservice"
 	"github.com/nimbusha/nimbus/configs"
 	"github.com/nimbusha/nimbus/internal/notify"
-	"github.com/nimbusha/nimbus/internal/testcluster"
+	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )

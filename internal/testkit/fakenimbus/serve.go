@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/nimbusha/nimbus/internal/grpctest"
+	"github.com/nimbusha/nimbus/internal/testkit/grpctest"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 

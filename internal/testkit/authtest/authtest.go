@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
-	"github.com/nimbusha/nimbus/internal/grpctest"
+	"github.com/nimbusha/nimbus/internal/testkit/grpctest"
 )
 
 // CA is a throwaway certificate authority.
