@@ -1,20 +1,8 @@
 package apierr
 
 import (
-	"context"
 	"errors"
 	"fmt"
-
-	"github.com/go-zookeeper/zk"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
-	"github.com/nimbusha/nimbus/cluster"
-	"github.com/nimbusha/nimbus/codedistributor"
-	"github.com/nimbusha/nimbus/leader"
-	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
-	"github.com/nimbusha/nimbus/validate"
 )
 
 // The errors a request can end with. Their messages keep the "nimbus:"
@@ -22,7 +10,8 @@ import (
 var (
 	// ErrNoLeader: no nimbus leads right now (an election is under way).
 	ErrNoLeader = errors.New("nimbus: no leader elected")
-	// ErrNotFound: no topology has that name (or id).
+	// ErrNotFound: no topology has that name (or id), or the code asked
+	// for is not held here.
 	ErrNotFound = errors.New("nimbus: topology not found")
 	// ErrAlreadyExists: a topology with that name is in /storms, or is
 	// being submitted.
@@ -46,11 +35,40 @@ var (
 	// ErrResourceExhausted: a limit was reached (too many uploads at once,
 	// a full disk); nothing was stored. Retry later.
 	ErrResourceExhausted = errors.New("nimbus: resource exhausted")
+
+	// ErrUnavailable: nothing was done (ZooKeeper could not be asked in
+	// time, or this nimbus stopped leading before it wrote); retrying is
+	// safe.
+	ErrUnavailable = errors.New("nimbus: unavailable")
+	// ErrOutcomeUnknown: a write was sent and its answer lost: it may have
+	// applied, so check before retrying.
+	ErrOutcomeUnknown = errors.New("nimbus: outcome unknown")
+	// ErrDataLoss: stored bytes do not match their digest.
+	ErrDataLoss = errors.New("nimbus: data loss")
+
+	// ErrNoSuchPath: no HTTP endpoint at the request's path.
+	ErrNoSuchPath = errors.New("nimbus: no such path")
+	// ErrMethodNotAllowed: the HTTP endpoint takes another method.
+	ErrMethodNotAllowed = errors.New("nimbus: method not allowed")
 )
 
+// Sentinel is a sentinel error of another package, with its own message,
+// that means what meaning (one of the errors above) means to a caller:
+// errors.Is matches it as itself and as meaning. Lower packages declare
+// their errors that reach a request this way.
+func Sentinel(msg string, meaning error) error { return &sentinel{msg: msg, meaning: meaning} }
+
+type sentinel struct {
+	msg     string
+	meaning error
+}
+
+func (e *sentinel) Error() string { return e.msg }
+func (e *sentinel) Unwrap() error { return e.meaning }
+
 // NotCommitted marks a failure before a submission's commit: nothing was
-// committed, so the client may submit again (ABORTED). The cause is kept as
-// text (%v), so its own sentinel cannot change the code.
+// committed, so the client may submit again. The cause is kept as text
+// (%v), so its own sentinel cannot change the answer.
 func NotCommitted(cause error) error {
 	return fmt.Errorf("%w: %v", ErrNotCommitted, cause)
 }
@@ -60,78 +78,4 @@ type NotLeaderError struct{ Leader string } // host:port
 
 func (e *NotLeaderError) Error() string {
 	return fmt.Sprintf("nimbus: not the leader; the leader is %s", e.Leader)
-}
-
-// ToStatus maps the error a request ended with to a gRPC status error. It
-// is the only place that does. An error that is a status already passes
-// through.
-func ToStatus(err error) error {
-	if err == nil {
-		return nil
-	}
-	if _, ok := status.FromError(err); ok {
-		return err
-	}
-	var notLeader *NotLeaderError
-	var bad *validate.Error
-	switch {
-	case errors.As(err, &bad):
-		st, derr := status.New(codes.InvalidArgument, err.Error()).WithDetails(&errdetails.BadRequest{
-			FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: bad.Field, Description: bad.Reason}},
-		})
-		if derr != nil {
-			return status.Error(codes.InvalidArgument, err.Error())
-		}
-		return st.Err()
-	case errors.Is(err, ErrNotFound):
-		return status.Error(codes.NotFound, err.Error())
-	case errors.Is(err, ErrAlreadyExists):
-		return status.Error(codes.AlreadyExists, err.Error())
-	case errors.Is(err, codedistributor.ErrNotHeld):
-		return status.Error(codes.NotFound, err.Error())
-	case errors.Is(err, codedistributor.ErrCorrupt):
-		return status.Error(codes.DataLoss, err.Error())
-	case errors.Is(err, ErrNotCommitted):
-		// Nothing was committed: the client may submit again.
-		return status.Error(codes.Aborted, err.Error())
-	case errors.Is(err, ErrWrongStatus):
-		return status.Error(codes.FailedPrecondition, err.Error())
-	case errors.Is(err, ErrUnauthenticated):
-		return status.Error(codes.Unauthenticated, err.Error())
-	case errors.Is(err, ErrPermissionDenied):
-		return status.Error(codes.PermissionDenied, err.Error())
-	case errors.Is(err, ErrResourceExhausted):
-		return status.Error(codes.ResourceExhausted, err.Error())
-	case errors.As(err, &notLeader):
-		st, derr := status.New(codes.FailedPrecondition, err.Error()).WithDetails(&errdetails.ErrorInfo{
-			Reason:   nimbusv1.ReasonNotLeader,
-			Domain:   nimbusv1.ErrorDomain,
-			Metadata: map[string]string{nimbusv1.MetadataLeaderKey: notLeader.Leader},
-		})
-		if derr != nil {
-			return status.Error(codes.FailedPrecondition, err.Error())
-		}
-		return st.Err()
-	case errors.Is(err, ErrNoLeader), errors.Is(err, ErrCodeStoreUnavailable),
-		errors.Is(err, leader.ErrFenced), errors.Is(err, cluster.ErrUnavailable),
-		errors.Is(err, zk.ErrNoServer), errors.Is(err, zk.ErrSessionExpired), errors.Is(err, zk.ErrClosing):
-		// Nothing was written: safe to retry. cluster.ErrUnavailable is
-		// also a read or a write never sent that ZooKeeper could not
-		// answer within the request's deadline.
-		return status.Error(codes.Unavailable, err.Error())
-	case errors.Is(err, cluster.ErrOutcomeUnknown):
-		// A write not answered within the request's deadline: it may
-		// still apply. The message says "outcome unknown" already.
-		return status.Error(codes.Unknown, err.Error())
-	case errors.Is(err, zk.ErrConnectionClosed):
-		// The request was sent and its answer lost: it may have been
-		// applied, so the client must not retry blindly.
-		return status.Error(codes.Unknown, "outcome unknown: "+err.Error())
-	case errors.Is(err, context.DeadlineExceeded):
-		return status.Error(codes.DeadlineExceeded, err.Error())
-	case errors.Is(err, context.Canceled):
-		return status.Error(codes.Canceled, err.Error())
-	default:
-		return status.Error(codes.Internal, err.Error())
-	}
 }

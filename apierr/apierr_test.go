@@ -1,119 +1,34 @@
-package apierr
+package apierr_test
 
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"testing"
-	"unicode/utf8"
 
-	"github.com/go-zookeeper/zk"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
-	"github.com/nimbusha/nimbus/cluster"
-	"github.com/nimbusha/nimbus/leader"
-	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
-	"github.com/nimbusha/nimbus/validate"
+	"github.com/nimbusha/nimbus/apierr"
 )
 
-func TestToStatus(t *testing.T) {
-	for _, tc := range []struct {
-		err  error
-		want codes.Code
-	}{
-		{ErrNoLeader, codes.Unavailable},
-		{fmt.Errorf("wrapped: %w", ErrNoLeader), codes.Unavailable},
-		{leader.ErrFenced, codes.Unavailable},
-		{zk.ErrNoServer, codes.Unavailable},
-		{zk.ErrSessionExpired, codes.Unavailable},
-		{zk.ErrConnectionClosed, codes.Unknown}, // may have been applied
-		{fmt.Errorf("kill: %w: read /storms/x", cluster.ErrUnavailable), codes.Unavailable},
-		{fmt.Errorf("kill: %w: fenced write", cluster.ErrOutcomeUnknown), codes.Unknown},
-		{NotCommitted(fmt.Errorf("%w: distribute", cluster.ErrOutcomeUnknown)), codes.Aborted},
-		{errors.New("boom"), codes.Internal},
-		{validate.Invalid("spec.name", "must not be empty"), codes.InvalidArgument},
-		{fmt.Errorf("kill: %w", ErrNotFound), codes.NotFound},
-		{ErrAlreadyExists, codes.AlreadyExists},
-		{fmt.Errorf("%w: hdfs down", ErrCodeStoreUnavailable), codes.Unavailable},
-		{status.Error(codes.InvalidArgument, "name: empty"), codes.InvalidArgument},
-		{ErrUnauthenticated, codes.Unauthenticated},
-		{fmt.Errorf("%w: alice may not kill bobjob", ErrPermissionDenied), codes.PermissionDenied},
-		{fmt.Errorf("%w: 8 uploads at once", ErrResourceExhausted), codes.ResourceExhausted},
-	} {
-		if got := status.Code(ToStatus(tc.err)); got != tc.want {
-			t.Errorf("ToStatus(%v) = %v, want %v", tc.err, got, tc.want)
-		}
+// A package's sentinel keeps its own message and identity, and means
+// what it was declared to mean, wrapped or not.
+func TestSentinelMeans(t *testing.T) {
+	errGone := apierr.Sentinel("store: gone", apierr.ErrNotFound)
+	err := fmt.Errorf("fetch x: %w", errGone)
+	if !errors.Is(err, errGone) || !errors.Is(err, apierr.ErrNotFound) {
+		t.Fatalf("%v: want it to be both the sentinel and ErrNotFound", err)
 	}
-	if ToStatus(nil) != nil {
-		t.Error("ToStatus(nil) != nil")
+	if errors.Is(err, apierr.ErrUnavailable) {
+		t.Fatalf("%v: means ErrUnavailable too", err)
+	}
+	if errGone.Error() != "store: gone" {
+		t.Fatalf("message %q, want %q", errGone.Error(), "store: gone")
 	}
 }
 
-func TestNotLeaderCarriesTheLeaderAddress(t *testing.T) {
-	st := status.Convert(ToStatus(fmt.Errorf("submit: %w", &NotLeaderError{Leader: "10.0.0.7:6627"})))
-	if st.Code() != codes.FailedPrecondition {
-		t.Fatalf("code %v, want FailedPrecondition", st.Code())
-	}
-	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok {
-			if info.GetReason() != nimbusv1.ReasonNotLeader || info.GetDomain() != nimbusv1.ErrorDomain || info.GetMetadata()[nimbusv1.MetadataLeaderKey] != "10.0.0.7:6627" {
-				t.Fatalf("ErrorInfo %v", info)
-			}
-			return
-		}
-	}
-	t.Fatalf("no ErrorInfo detail in %v", st.Details())
-}
-
-// Every validation error, whatever its field and reason, reaches the client
-// as InvalidArgument with a BadRequest naming the same field (the fuzz
-// targets of package validate check the errors themselves).
-func FuzzToStatusValidationError(f *testing.F) {
-	f.Add("spec.components[1].parallelism", "must be between 1 and 10000, got 0")
-	f.Add("", "")
-	f.Add("spec.config[\"\\xff\"]", "key must not contain a NUL byte")
-	f.Fuzz(func(t *testing.T, field, reason string) {
-		err := fmt.Errorf("wrapped: %w", validate.Invalid(field, "%s", reason))
-		st := status.Convert(ToStatus(err))
-		if st.Code() != codes.InvalidArgument {
-			t.Fatalf("ToStatus(%v) has code %v, want InvalidArgument", err, st.Code())
-		}
-		for _, d := range st.Details() {
-			if br, ok := d.(*errdetails.BadRequest); ok && len(br.GetFieldViolations()) == 1 &&
-				br.GetFieldViolations()[0].GetField() == field {
-				return
-			}
-		}
-		// A detail that cannot be encoded (a field that is not UTF-8) is
-		// left out; the code and message still say what is wrong.
-		if utf8.ValidString(field) && utf8.ValidString(reason) {
-			t.Fatalf("ToStatus(%v) carries no BadRequest naming %q: %v", err, field, st.Details())
-		}
-	})
-}
-
-func TestHTTPStatus(t *testing.T) {
-	for _, tc := range []struct {
-		err  error
-		want int
-	}{
-		{fmt.Errorf("%w: %q", ErrNotFound, "x"), http.StatusNotFound},
-		{ErrWrongStatus, http.StatusConflict},
-		{ErrPermissionDenied, http.StatusForbidden},
-		{ErrUnauthenticated, http.StatusUnauthorized},
-		{fmt.Errorf("wrapped: %w", ErrNoLeader), http.StatusServiceUnavailable},
-		// No leader wins over the status of the last attempt it wraps.
-		{fmt.Errorf("%w: %w", ErrNoLeader, status.Error(codes.FailedPrecondition, "not leader")), http.StatusServiceUnavailable},
-		{status.Error(codes.InvalidArgument, "bad"), http.StatusBadRequest},
-		// ZooKeeper too slow for the request's deadline: retry later.
-		{fmt.Errorf("kill: %w: no answer", cluster.ErrUnavailable), http.StatusServiceUnavailable},
-		{status.Error(codes.Unavailable, "cluster: ZooKeeper unavailable"), http.StatusServiceUnavailable},
-		{errors.New("anything else"), http.StatusInternalServerError},
-	} {
-		if got := HTTPStatus(tc.err); got != tc.want {
-			t.Errorf("HTTPStatus(%v) = %d, want %d", tc.err, got, tc.want)
-		}
+// NotCommitted keeps its cause as text: the cause's own meaning cannot
+// turn "surely not committed" into something else.
+func TestNotCommittedHidesTheCausesMeaning(t *testing.T) {
+	err := apierr.NotCommitted(fmt.Errorf("%w: distribute", apierr.ErrOutcomeUnknown))
+	if !errors.Is(err, apierr.ErrNotCommitted) || errors.Is(err, apierr.ErrOutcomeUnknown) {
+		t.Fatalf("%v: want ErrNotCommitted only", err)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
-	"github.com/nimbusha/nimbus/apierr"
+	"github.com/nimbusha/nimbus/apistatus"
 )
 
 // Anonymous stands for the caller in audit lines when there is no
@@ -17,7 +17,7 @@ const Anonymous = "anonymous"
 // Audit writes the audit line of one mutating request, at info level: who
 // (the principal in ctx, or Anonymous), what (act), on what (target: a
 // topology's name or id), from where (the gRPC peer's address, when ctx has
-// one), and how it ended ("ok", or err's gRPC code by apierr.ToStatus).
+// one), and how it ended ("ok", or err's gRPC code by apistatus.ToStatus).
 // It writes nothing else, so no conf value or other secret reaches the log.
 //
 // The gRPC interceptors call it once for every mutating RPC (submit, kill,
@@ -61,5 +61,5 @@ func outcome(err error) string {
 	if err == nil {
 		return "ok"
 	}
-	return status.Code(apierr.ToStatus(err)).String()
+	return status.Code(apistatus.ToStatus(err)).String()
 }

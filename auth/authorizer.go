@@ -76,7 +76,7 @@ func (a *Authorizer) Check(ctx context.Context, act Action, t Target) error {
 // Topology is the check a handler makes for an action on one topology
 // (kill, activate, deactivate, rebalance, read-conf, fetch-code), once it
 // knows the topology's owner and topology.users (TopologyUsers parses them
-// from its conf). It returns nil or an error for apierr.ToStatus: return
+// from its conf). It returns nil or an error for apistatus.ToStatus: return
 // it before changing anything.
 func (a *Authorizer) Topology(ctx context.Context, act Action, topology, owner string, users []string) error {
 	return a.Check(ctx, act, Target{Topology: topology, Owner: owner, Users: users})

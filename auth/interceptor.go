@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/nimbusha/nimbus/apierr"
+	"github.com/nimbusha/nimbus/apistatus"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
@@ -77,20 +78,20 @@ func (a *Authorizer) admit(ctx context.Context, fullMethod string) (context.Cont
 	}
 	principal, err := a.Authenticate(peerTLS(ctx))
 	if err != nil {
-		return ctx, c, m, apierr.ToStatus(err)
+		return ctx, c, m, apistatus.ToStatus(err)
 	}
 	c.principal = principal
 	if c.principal, c.via, err = a.forwarder(ctx, principal); err != nil {
 		c.principal = principal
-		return ctx, c, m, apierr.ToStatus(err)
+		return ctx, c, m, apistatus.ToStatus(err)
 	}
 	principal = c.principal
 	switch {
 	case !known:
-		return ctx, c, m, apierr.ToStatus(fmt.Errorf("%w: %s may not call %s: not a method nimbus authorizes",
+		return ctx, c, m, apistatus.ToStatus(fmt.Errorf("%w: %s may not call %s: not a method nimbus authorizes",
 			apierr.ErrPermissionDenied, principal, fullMethod))
 	case m.scope == scopeMethod:
-		return ctx, c, m, apierr.ToStatus(Decide(a.policy, principal, m.action, Target{}))
+		return ctx, c, m, apistatus.ToStatus(Decide(a.policy, principal, m.action, Target{}))
 	}
 	return ctx, c, m, nil
 }
@@ -112,7 +113,7 @@ func (a *Authorizer) unchecked(c *call, fullMethod string, m method, target stri
 	if target != "" {
 		what += " " + target
 	}
-	return apierr.ToStatus(fmt.Errorf("%w: %s may not %s: the server did not check its permission",
+	return apistatus.ToStatus(fmt.Errorf("%w: %s may not %s: the server did not check its permission",
 		apierr.ErrPermissionDenied, c.principal, what))
 }
 

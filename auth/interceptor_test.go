@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/nimbusha/nimbus/apierr"
+	"github.com/nimbusha/nimbus/apistatus"
 	"github.com/nimbusha/nimbus/auth"
 	"github.com/nimbusha/nimbus/configs"
 	"github.com/nimbusha/nimbus/internal/testkit/authtest"
@@ -55,11 +56,11 @@ func (f *fakeNimbus) KillTopology(ctx context.Context, req *nimbusv1.KillTopolog
 	// The topology "bobjob", id bobjob-3-1700000000, is olive's; tom is in
 	// its topology.users.
 	if req.GetName() != "bobjob" {
-		return nil, apierr.ToStatus(apierr.ErrNotFound)
+		return nil, apistatus.ToStatus(apierr.ErrNotFound)
 	}
 	conf := map[string]string{configs.TopologyUsers: "tom", "db.password": secret}
 	if err := f.a.Topology(ctx, auth.ActionKill, topologyID, owner, auth.TopologyUsers(conf)); err != nil {
-		return nil, apierr.ToStatus(err)
+		return nil, apistatus.ToStatus(err)
 	}
 	return &nimbusv1.KillTopologyResponse{}, nil
 }

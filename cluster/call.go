@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/nimbusha/nimbus/apierr"
 )
 
 // Errors of a ZooKeeper call made on behalf of a request (Call, CallWrite).
@@ -16,11 +18,11 @@ var (
 	// ErrUnavailable: ZooKeeper could not be asked, or did not answer
 	// within the request's deadline. Nothing was written: a read, or a
 	// write that was never sent. Retrying is safe.
-	ErrUnavailable = errors.New("cluster: ZooKeeper unavailable")
+	ErrUnavailable = apierr.Sentinel("cluster: ZooKeeper unavailable", apierr.ErrUnavailable)
 	// ErrOutcomeUnknown: a write was sent but ZooKeeper did not answer
 	// within the request's deadline. It may still apply: check before
 	// retrying.
-	ErrOutcomeUnknown = errors.New("cluster: outcome unknown")
+	ErrOutcomeUnknown = apierr.Sentinel("cluster: outcome unknown", apierr.ErrOutcomeUnknown)
 )
 
 // MaxAbandoned bounds the calls a Session may have abandoned and still
@@ -49,7 +51,8 @@ const (
 //     receive timeout, or on Close);
 //   - with ctx's error, wrapped in ErrUnavailable, when ctx is cancelled;
 //   - with ErrUnavailable when the connection closed before the answer
-//     (zk.ErrConnectionClosed): a read wrote nothing.
+//     (zk.ErrConnectionClosed): a read wrote nothing; and for no server, an
+//     expired session or a closing client (failure).
 //
 // what names the call in errors ("read /storm/storms/x").
 func Call[T any](ctx context.Context, s *Session, what string, fn func(*zk.Conn) (T, error)) (T, error) {
@@ -58,9 +61,9 @@ func Call[T any](ctx context.Context, s *Session, what string, fn func(*zk.Conn)
 
 // CallWrite is Call for a write: when the budget ends after fn was started,
 // the write may still apply, so the error wraps ErrOutcomeUnknown instead
-// of ErrUnavailable, and a connection closed before the answer stays
-// zk.ErrConnectionClosed. A write refused before it started (no session,
-// too many calls out) is ErrUnavailable: nothing was sent.
+// of ErrUnavailable, and so does a connection closed before the answer. A
+// write refused before it started (no session, too many calls out) is
+// ErrUnavailable: nothing was sent.
 func CallWrite[T any](ctx context.Context, s *Session, what string, fn func(*zk.Conn) (T, error)) (T, error) {
 	return call(ctx, s, what, true, fn)
 }
@@ -130,7 +133,7 @@ func call[T any](ctx context.Context, s *Session, what string, write bool, fn fu
 	var cause error
 	select {
 	case r := <-done:
-		return r.v, readFailure(write, what, r.err)
+		return r.v, failure(write, what, r.err)
 	case <-expired:
 		cause = fmt.Errorf("ZooKeeper did not answer within the request's deadline (%s, after %v)", what, budget.Round(time.Millisecond))
 	case <-ctx.Done():
@@ -140,7 +143,7 @@ func call[T any](ctx context.Context, s *Session, what string, write bool, fn fu
 	// uncounts it when fn returns.
 	if !state.CompareAndSwap(callRunning, callAbandoned) {
 		r := <-done // answered after all
-		return r.v, readFailure(write, what, r.err)
+		return r.v, failure(write, what, r.err)
 	}
 	s.abandon(what)
 	close(counted)
@@ -150,14 +153,21 @@ func call[T any](ctx context.Context, s *Session, what string, write bool, fn fu
 	return zero, fmt.Errorf("%w: %w", ErrUnavailable, cause)
 }
 
-// readFailure makes a read's lost answer (the connection closed before it
-// came) ErrUnavailable: nothing was written, so retrying is safe. A
-// write's stays zk.ErrConnectionClosed: it may have applied.
-func readFailure(write bool, what string, err error) error {
-	if write || !errors.Is(err, zk.ErrConnectionClosed) {
-		return err
+// failure says what a call's error means for the request: no server, an
+// expired session or a closing client wrote nothing (ErrUnavailable); an
+// answer lost with its connection is ErrUnavailable for a read, which wrote
+// nothing, and ErrOutcomeUnknown for a write, which may have applied. Any
+// other error is ZooKeeper's answer (NoNode, BadVersion, ...) and stays as
+// it is.
+func failure(write bool, what string, err error) error {
+	switch {
+	case write && errors.Is(err, zk.ErrConnectionClosed):
+		return fmt.Errorf("%w: %s: %w", ErrOutcomeUnknown, what, err)
+	case errors.Is(err, zk.ErrConnectionClosed), errors.Is(err, zk.ErrNoServer),
+		errors.Is(err, zk.ErrSessionExpired), errors.Is(err, zk.ErrClosing):
+		return fmt.Errorf("%w: %s: %v", ErrUnavailable, what, err)
 	}
-	return fmt.Errorf("%w: %s: %v", ErrUnavailable, what, err)
+	return err
 }
 
 // admit refuses a call that cannot be answered in time: there is no

@@ -14,14 +14,17 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/nimbusha/nimbus/apierr"
 	"github.com/nimbusha/nimbus/internal/notify"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 )
 
 // Errors of the local store.
 var (
-	ErrNotHeld = errors.New("codedistributor: code not held")
-	ErrCorrupt = errors.New("codedistributor: code corrupt")
+	// ErrNotHeld: the store (or every source) has no copy of the code.
+	ErrNotHeld = apierr.Sentinel("codedistributor: code not held", apierr.ErrNotFound)
+	// ErrCorrupt: a copy's bytes do not match its meta.
+	ErrCorrupt = apierr.Sentinel("codedistributor: code corrupt", apierr.ErrDataLoss)
 	// ErrStoreFull and ErrStoreReadOnly say why a write to the store
 	// failed (WriteError): its filesystem is full (or the writer's quota
 	// spent), or mounted read-only.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/nimbusha/nimbus/apierr"
+	"github.com/nimbusha/nimbus/apistatus"
 	"github.com/nimbusha/nimbus/auth"
 	"github.com/nimbusha/nimbus/codedistributor"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
@@ -40,14 +40,14 @@ func New(store *codedistributor.Store, sent prometheus.Counter, opts ...Option) 
 
 func (c *server) GetCodeMeta(ctx context.Context, req *nimbusv1.GetCodeMetaRequest) (*nimbusv1.GetCodeMetaResponse, error) {
 	if err := validate.TopologyID("topology_id", req.GetTopologyId()); err != nil {
-		return nil, apierr.ToStatus(err)
+		return nil, apistatus.ToStatus(err)
 	}
 	if err := c.authorize(ctx, req.GetTopologyId()); err != nil {
-		return nil, apierr.ToStatus(err)
+		return nil, apistatus.ToStatus(err)
 	}
 	data, _, _, err := c.store.Meta(req.GetTopologyId())
 	if err != nil {
-		return nil, apierr.ToStatus(err)
+		return nil, apistatus.ToStatus(err)
 	}
 	return &nimbusv1.GetCodeMetaResponse{Meta: data}, nil
 }
@@ -55,17 +55,17 @@ func (c *server) GetCodeMeta(ctx context.Context, req *nimbusv1.GetCodeMetaReque
 func (c *server) DownloadCode(req *nimbusv1.DownloadCodeRequest, stream nimbusv1.CodeService_DownloadCodeServer) error {
 	id := req.GetTopologyId()
 	if err := validate.TopologyID("topology_id", id); err != nil {
-		return apierr.ToStatus(err)
+		return apistatus.ToStatus(err)
 	}
 	if err := validate.CodeFileName("file", req.GetFile()); err != nil {
-		return apierr.ToStatus(err)
+		return apistatus.ToStatus(err)
 	}
 	if err := c.authorize(stream.Context(), id); err != nil {
-		return apierr.ToStatus(err) // before a byte is sent
+		return apistatus.ToStatus(err) // before a byte is sent
 	}
 	f, want, err := c.store.Open(id, req.GetFile())
 	if err != nil {
-		return apierr.ToStatus(err)
+		return apistatus.ToStatus(err)
 	}
 	defer f.Close()
 	h := sha256.New()
@@ -85,12 +85,12 @@ func (c *server) DownloadCode(req *nimbusv1.DownloadCodeRequest, stream nimbusv1
 			break
 		}
 		if err != nil {
-			return apierr.ToStatus(err)
+			return apistatus.ToStatus(err)
 		}
 	}
 	if sum := h.Sum(nil); !bytes.Equal(sum, want.GetSha256()) {
 		c.store.ReportCorrupt(id)
-		return apierr.ToStatus(fmt.Errorf("%w: %s/%s on this nimbus has SHA-256 %s, meta says %s",
+		return apistatus.ToStatus(fmt.Errorf("%w: %s/%s on this nimbus has SHA-256 %s, meta says %s",
 			codedistributor.ErrCorrupt, id, req.GetFile(), codedistributor.Hex(sum), codedistributor.Hex(want.GetSha256())))
 	}
 	return nil

@@ -9,12 +9,13 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/nimbusha/nimbus/apierr"
 	"github.com/nimbusha/nimbus/cluster"
 )
 
 // ErrFenced is returned by Term.Multi when the term's lock node is gone:
 // this nimbus no longer leads, and nothing was written.
-var ErrFenced = errors.New("leader: write fenced: this nimbus no longer leads")
+var ErrFenced = apierr.Sentinel("leader: write fenced: this nimbus no longer leads", apierr.ErrUnavailable)
 
 // Term is one stretch of leadership.
 type Term struct {

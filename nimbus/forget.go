@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nimbusha/nimbus/apierr"
+	"github.com/nimbusha/nimbus/apistatus"
 	"github.com/nimbusha/nimbus/auth"
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
@@ -33,18 +34,18 @@ import (
 // meanwhile (changedMeanwhile).
 func (s *service) ForgetTopology(ctx context.Context, req *nimbusv1.ForgetTopologyRequest) (*nimbusv1.ForgetTopologyResponse, error) {
 	if err := validate.Forget(req); err != nil {
-		return nil, apierr.ToStatus(err)
+		return nil, apistatus.ToStatus(err)
 	}
 	f, err := s.forgetOps(ctx, req.GetName())
 	if err != nil {
-		return nil, apierr.ToStatus(err)
+		return nil, apistatus.ToStatus(err)
 	}
 	if err := s.askSupervisors(ctx, f); err != nil {
-		return nil, apierr.ToStatus(err)
+		return nil, apistatus.ToStatus(err)
 	}
 	fenced, res, err := s.forgetWrite(ctx, f.ops)
 	if err != nil {
-		return nil, apierr.ToStatus(fmt.Errorf("nimbus: forget %s: %w", f.id, changedMeanwhile(f, res, err)))
+		return nil, apistatus.ToStatus(fmt.Errorf("nimbus: forget %s: %w", f.id, changedMeanwhile(f, res, err)))
 	}
 	if err := s.dist.Cleanup(ctx, f.id); err != nil {
 		s.log.Warn("code cleanup after forget failed", "topology", f.id, "err", err)

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/nimbusha/nimbus/apierr"
+	"github.com/nimbusha/nimbus/apistatus"
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
 	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
@@ -53,7 +54,7 @@ func TestForgetChangedMeanwhile(t *testing.T) {
 		{nil, fmt.Errorf("%w (epoch 3)", leader.ErrFenced), codes.Unavailable, "write fenced"},
 		{nil, fmt.Errorf("%w: the write may still apply", cluster.ErrOutcomeUnknown), codes.Unknown, "outcome unknown"},
 	} {
-		st := status.Convert(apierr.ToStatus(changedMeanwhile(f, tc.res, tc.err)))
+		st := status.Convert(apistatus.ToStatus(changedMeanwhile(f, tc.res, tc.err)))
 		if st.Code() != tc.code || !strings.Contains(st.Message(), tc.want) {
 			t.Errorf("%v: %v %q, want %v containing %q", tc.err, st.Code(), st.Message(), tc.code, tc.want)
 		}
@@ -226,7 +227,7 @@ func TestForgetOfATopologyChangedMeanwhile(t *testing.T) {
 		}
 		fenced, res, err := s.svc.forgetWrite(ctx, f.ops)
 		cancel()
-		st := status.Convert(apierr.ToStatus(changedMeanwhile(f, res, err)))
+		st := status.Convert(apistatus.ToStatus(changedMeanwhile(f, res, err)))
 		if !fenced || st.Code() != codes.FailedPrecondition || !strings.Contains(st.Message(), tc.id+" changed while it was being forgotten: "+tc.want) {
 			t.Fatalf("%s: fenced %v, %v %q; want FailedPrecondition: %s", tc.id, fenced, st.Code(), st.Message(), tc.want)
 		}

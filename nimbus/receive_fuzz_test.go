@@ -16,7 +16,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/nimbusha/nimbus/apierr"
+	"github.com/nimbusha/nimbus/apistatus"
 	"github.com/nimbusha/nimbus/codedistributor"
 	"github.com/nimbusha/nimbus/configs"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
@@ -38,7 +38,7 @@ func checkArtifactError(t *testing.T, err error) {
 	default:
 		t.Fatalf("error %q names field %q, not one of the artifact's", err, ve.Field)
 	}
-	if code := status.Code(apierr.ToStatus(err)); code != codes.InvalidArgument {
+	if code := status.Code(apistatus.ToStatus(err)); code != codes.InvalidArgument {
 		t.Fatalf("%v answers %v, want InvalidArgument", err, code)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/nimbusha/nimbus/apierr"
+	"github.com/nimbusha/nimbus/apistatus"
 	"github.com/nimbusha/nimbus/auth"
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
@@ -24,7 +25,7 @@ import (
 )
 
 // service implements nimbus.v1.NimbusService. Handlers validate (package
-// validate), call the domain code and end with apierr.ToStatus; RPCs that
+// validate), call the domain code and end with apistatus.ToStatus; RPCs that
 // later issues build answer Unimplemented through the embedded type.
 type service struct {
 	nimbusv1.UnimplementedNimbusServiceServer
@@ -51,46 +52,46 @@ type service struct {
 func (s *service) GetLeader(context.Context, *nimbusv1.GetLeaderRequest) (*nimbusv1.GetLeaderResponse, error) {
 	resp, err := s.view.leaderInfo()
 	if err != nil {
-		return nil, apierr.ToStatus(err)
+		return nil, apistatus.ToStatus(err)
 	}
 	return resp, nil
 }
 
 func (s *service) GetClusterInfo(ctx context.Context, req *nimbusv1.GetClusterInfoRequest) (*nimbusv1.GetClusterInfoResponse, error) {
 	if err := validate.GetClusterInfo(req); err != nil {
-		return nil, apierr.ToStatus(err)
+		return nil, apistatus.ToStatus(err)
 	}
 	if req.GetLinearizable() {
 		if err := s.catchUp(ctx); err != nil {
-			return nil, apierr.ToStatus(err)
+			return nil, apistatus.ToStatus(err)
 		}
 	}
 	resp, err := s.view.clusterPart(req)
 	if err != nil {
-		return nil, apierr.ToStatus(err)
+		return nil, apistatus.ToStatus(err)
 	}
 	return resp, nil
 }
 
 func (s *service) GetTopologyInfo(ctx context.Context, req *nimbusv1.GetTopologyInfoRequest) (*nimbusv1.GetTopologyInfoResponse, error) {
 	if err := validate.GetTopologyInfo(req); err != nil {
-		return nil, apierr.ToStatus(err)
+		return nil, apistatus.ToStatus(err)
 	}
 	if req.GetLinearizable() {
 		if err := s.catchUp(ctx); err != nil {
-			return nil, apierr.ToStatus(err)
+			return nil, apistatus.ToStatus(err)
 		}
 	}
 	resp, err := s.view.topologyInfo(req.GetName(), req.GetIncludeLogTail())
 	if err != nil {
-		return nil, apierr.ToStatus(err)
+		return nil, apistatus.ToStatus(err)
 	}
 	if req.GetIncludeLogTail() {
 		// What a worker printed is not redacted: it may hold what its conf
 		// does, so it takes the right to read the conf.
 		id, base := resp.GetTopology().GetId(), s.view.storms.Snapshot()[resp.GetTopology().GetId()]
 		if err := s.authorize(ctx, auth.ActionReadConf, id, base, s.storedSpec(id)); err != nil {
-			return nil, apierr.ToStatus(err)
+			return nil, apistatus.ToStatus(err)
 		}
 	}
 	s.describeStorage(ctx, resp)
@@ -155,7 +156,7 @@ func (s *service) leaderTerm(ctx context.Context) (*leader.Term, error) {
 
 func (s *service) KillTopology(ctx context.Context, req *nimbusv1.KillTopologyRequest) (*nimbusv1.KillTopologyResponse, error) {
 	if err := validate.Kill(req); err != nil {
-		return nil, apierr.ToStatus(err)
+		return nil, apistatus.ToStatus(err)
 	}
 	var wait time.Duration
 	err := s.transitionOf(ctx, req.GetName(), auth.ActionKill, func(id string, spec storedSpec) change {
@@ -166,28 +167,28 @@ func (s *service) KillTopology(ctx context.Context, req *nimbusv1.KillTopologyRe
 		s.log.Info("topology killed", "topology", req.GetName(), "removal_in", wait)
 		s.actionsChanged()
 	}
-	return &nimbusv1.KillTopologyResponse{}, apierr.ToStatus(err)
+	return &nimbusv1.KillTopologyResponse{}, apistatus.ToStatus(err)
 }
 
 func (s *service) ActivateTopology(ctx context.Context, req *nimbusv1.ActivateTopologyRequest) (*nimbusv1.ActivateTopologyResponse, error) {
 	if err := validate.Activate(req); err != nil {
-		return nil, apierr.ToStatus(err)
+		return nil, apistatus.ToStatus(err)
 	}
 	err := s.transition(ctx, req.GetName(), auth.ActionActivate, setStatus(clusterv1.TopologyStatus_TOPOLOGY_STATUS_ACTIVE))
-	return &nimbusv1.ActivateTopologyResponse{}, apierr.ToStatus(err)
+	return &nimbusv1.ActivateTopologyResponse{}, apistatus.ToStatus(err)
 }
 
 func (s *service) DeactivateTopology(ctx context.Context, req *nimbusv1.DeactivateTopologyRequest) (*nimbusv1.DeactivateTopologyResponse, error) {
 	if err := validate.Deactivate(req); err != nil {
-		return nil, apierr.ToStatus(err)
+		return nil, apistatus.ToStatus(err)
 	}
 	err := s.transition(ctx, req.GetName(), auth.ActionDeactivate, setStatus(clusterv1.TopologyStatus_TOPOLOGY_STATUS_INACTIVE))
-	return &nimbusv1.DeactivateTopologyResponse{}, apierr.ToStatus(err)
+	return &nimbusv1.DeactivateTopologyResponse{}, apistatus.ToStatus(err)
 }
 
 func (s *service) RebalanceTopology(ctx context.Context, req *nimbusv1.RebalanceTopologyRequest) (*nimbusv1.RebalanceTopologyResponse, error) {
 	if err := validate.Rebalance(req); err != nil {
-		return nil, apierr.ToStatus(err)
+		return nil, apistatus.ToStatus(err)
 	}
 	// The plan must leave a StormBase and an assignment ZooKeeper accepts.
 	field := "component_parallelism"
@@ -203,7 +204,7 @@ func (s *service) RebalanceTopology(ctx context.Context, req *nimbusv1.Rebalance
 		s.log.Info("topology rebalancing", "topology", req.GetName(), "in", wait)
 		s.actionsChanged()
 	}
-	return &nimbusv1.RebalanceTopologyResponse{}, apierr.ToStatus(err)
+	return &nimbusv1.RebalanceTopologyResponse{}, apistatus.ToStatus(err)
 }
 
 // storedSpec reads, once and only when first called, the spec stored with
@@ -252,22 +253,22 @@ func (s *service) actionWait(id string, stored storedSpec, waitSecs *int32) time
 // the spec stored with its code, to a caller allowed to read it.
 func (s *service) GetTopologyConf(ctx context.Context, req *nimbusv1.GetTopologyConfRequest) (*nimbusv1.GetTopologyConfResponse, error) {
 	if err := validate.GetTopologyConf(req); err != nil {
-		return nil, apierr.ToStatus(err)
+		return nil, apistatus.ToStatus(err)
 	}
 	id, base, err := s.view.byName(req.GetName())
 	if err != nil {
-		return nil, apierr.ToStatus(err)
+		return nil, apistatus.ToStatus(err)
 	}
 	stored := s.storedSpec(id)
 	if err := s.authorize(ctx, auth.ActionReadConf, id, base, stored); err != nil {
-		return nil, apierr.ToStatus(err)
+		return nil, apistatus.ToStatus(err)
 	}
 	spec, err := stored()
 	if errors.Is(err, codedistributor.ErrNotHeld) {
 		err = fmt.Errorf("%w: this nimbus does not hold the code of %s yet; ask the leader", apierr.ErrCodeStoreUnavailable, req.GetName())
 	}
 	if err != nil {
-		return nil, apierr.ToStatus(err)
+		return nil, apistatus.ToStatus(err)
 	}
 	return &nimbusv1.GetTopologyConfResponse{TopologyId: id, Entries: effectiveConf(s.cfg, spec)}, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/nimbusha/nimbus/apierr"
+	"github.com/nimbusha/nimbus/apistatus"
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
 	"github.com/nimbusha/nimbus/configs"
@@ -36,7 +37,7 @@ const maxChunk = 1 << 20
 func (s *service) SubmitTopology(stream nimbusv1.NimbusService_SubmitTopologyServer) error {
 	resp, err := s.submit(stream)
 	if err != nil {
-		return apierr.ToStatus(err)
+		return apistatus.ToStatus(err)
 	}
 	return stream.SendAndClose(resp)
 }

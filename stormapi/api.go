@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nimbusha/nimbus/apierr"
+	"github.com/nimbusha/nimbus/apistatus"
 	"github.com/nimbusha/nimbus/auth"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 	"github.com/nimbusha/nimbus/validate"
@@ -197,9 +198,9 @@ func (a *API) serve(rt route) http.Handler {
 }
 
 // fail answers err as Storm does, {"error": "<code> <reason>",
-// "errorMessage": ...}, with the code apierr.HTTPStatus gives it.
+// "errorMessage": ...}, with the code apistatus.HTTPStatus gives it.
 func (a *API) fail(w http.ResponseWriter, r *http.Request, st State, err error) {
-	code := apierr.HTTPStatus(err)
+	code := apistatus.HTTPStatus(err)
 	body, _ := json.Marshal(map[string]string{
 		"error":        strconv.Itoa(code) + " " + http.StatusText(code),
 		"errorMessage": err.Error(),

@@ -15,5 +15,5 @@
 // leaderlessSeconds, cacheAgeMs and leadershipBlockedBy (State,
 // blockedBy). Authentication and authorization are package auth's, by the
 // rule of the RPC each route stands for; errors map to HTTP codes in one
-// place, apierr.HTTPStatus, and have Storm's shape {"error","errorMessage"}.
+// place, apistatus.HTTPStatus, and have Storm's shape {"error","errorMessage"}.
 package stormapi

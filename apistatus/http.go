@@ -1,4 +1,4 @@
-package apierr
+package apistatus
 
 import (
 	"errors"
@@ -6,14 +6,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-)
 
-// Errors only the HTTP API has.
-var (
-	// ErrNoSuchPath: no endpoint at the request's path (404).
-	ErrNoSuchPath = errors.New("nimbus: no such path")
-	// ErrMethodNotAllowed: the endpoint takes another method (405).
-	ErrMethodNotAllowed = errors.New("nimbus: method not allowed")
+	"github.com/nimbusha/nimbus/apierr"
 )
 
 // HTTPStatus is the HTTP status of the error a REST request ended with
@@ -22,11 +16,11 @@ var (
 // same thing; no leader is 503 whatever the last attempt ended with.
 func HTTPStatus(err error) int {
 	switch {
-	case errors.Is(err, ErrNoLeader):
+	case errors.Is(err, apierr.ErrNoLeader):
 		return http.StatusServiceUnavailable
-	case errors.Is(err, ErrNoSuchPath):
+	case errors.Is(err, apierr.ErrNoSuchPath):
 		return http.StatusNotFound
-	case errors.Is(err, ErrMethodNotAllowed):
+	case errors.Is(err, apierr.ErrMethodNotAllowed):
 		return http.StatusMethodNotAllowed
 	}
 	return httpStatusOf[status.Code(ToStatus(err))]
