@@ -36,19 +36,18 @@ const (
 	distributeUplinkMbit  = 200 // the *-uplink runs: the leader sends at most 200 Mbit/s
 )
 
-// BenchmarkDistribute is issue 6's benchmark: a 200 MB artifact to 3
+// BenchmarkDistribute measures code distribution: a 200 MB artifact to 3
 // nimbuses and 10 supervisors (one slot each, a topology of 10 workers),
 // with localfs and with bittorrent in the same run. Per trial it times,
 // from the submit call and from its acknowledgement, until every nimbus is
 // a registered replica (/code-distributor/<id>) and every supervisor's
 // store has installed the bundle (meta.pb in its code dir, which the store
-// moves into place with the bundle by an atomic rename after verifying
-// it). It counts the bytes the leader sent: its
-// nimbus_code_sent_bytes_total (all transports) and, as a cross-check,
-// /proc/<pid>/io (wchar, and wchar less write_bytes, which leaves out what
-// went to its own disk). With topology.min.replication.count 1 the leader
-// alone holds the code at the acknowledgement, so all 12 other nodes fetch
-// at once.
+// moves into place with the bundle by an atomic rename after verifying it).
+// It counts the bytes the leader sent: its nimbus_code_sent_bytes_total
+// (all transports) and, as a cross-check, /proc/<pid>/io (wchar, and wchar
+// less write_bytes, which leaves out what went to its own disk). With
+// topology.min.replication.count 1 the leader alone holds the code at the
+// acknowledgement, so all 12 other nodes fetch at once.
 func BenchmarkDistribute(b *testing.B) {
 	z := testcluster.StartZooKeeper(b)
 	data := make([]byte, distributeSize)

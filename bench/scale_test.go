@@ -231,7 +231,7 @@ func runScale(b *testing.B, sz scaleSize) *scaleReport {
 				}
 			}
 		}
-		// The same summaries over Storm's REST API (issue 19).
+		// The same summaries over Storm's REST API.
 		for _, target := range []struct {
 			name string
 			p    *testcluster.Process

@@ -63,8 +63,8 @@ const (
 // figures); a new connection's first GetLeader, handshake included,
 // separately; and the latency of 20 MiB submits with
 // topology.min.replication.count 1 and 3. It prints markdown tables with
-// the on/off ratios against issue 17's goal (reads at most 10% slower,
-// submits at most 5%).
+// the on/off ratios against the cost security may add (reads at most 10%
+// slower, submits at most 5%).
 func BenchmarkSecurity(b *testing.B) {
 	if *securityRounds < 1 || *securityReadSecs < 1 || *securityCallers < 1 || *securityDialTrials < 1 || *securitySubmitTrials < 1 {
 		b.Fatal("-security-rounds, -security-read-secs, -security-callers, -security-dial-trials and -security-submit-trials must be at least 1")

@@ -54,10 +54,10 @@ func lastLine(s string) string {
 	return lines[len(lines)-1]
 }
 
-// Issue 18: "bin/nimbus --nimbus.grpc.prot 7728, bin/supervisor
-// --supervisor.slots.port 6700 exit 2 printing nothing; bin/nimbus
-// bogus-arg starts". Each command-line error prints the usage, ends with
-// the error, and exits 2.
+// A mistyped flag (bin/nimbus --nimbus.grpc.prot 7728, bin/supervisor
+// --supervisor.slots.port 6700), a stray argument (bin/nimbus bogus-arg)
+// and the other command-line errors below each print the usage, end with
+// the error, and exit 2: none is silent, and none starts the daemon.
 func TestDaemonCommandLineErrors(t *testing.T) {
 	for _, tc := range []struct {
 		daemon string

@@ -20,11 +20,11 @@ import (
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 )
 
-// Issue 21, item 2: a StormBase whose code exists nowhere (67 bytes
-// written by hand) would keep every nimbus out of the leader queue. After
+// A StormBase whose code exists nowhere (67 bytes written by hand) would
+// keep every nimbus out of the leader queue. After
 // nimbus.code.lost.grace.secs it is marked LOST: a leader returns, list,
-// cluster and the metrics say LOST, and admin forget removes it, also
-// when no nimbus leads.
+// cluster and the metrics say LOST, and admin forget removes it, also when
+// no nimbus leads.
 func TestGhostTopologyIsMarkedLostAndForgotten(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
 	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(3*time.Second))
@@ -130,10 +130,10 @@ func writeGhost(t *testing.T, conn *zk.Conn, name string) string {
 	return id
 }
 
-// Issue 21, item 2: a topology whose every copy is gone (no supervisor ran
-// it, every nimbus lost its disk) is marked LOST after the grace, and a
-// leader returns; once a nimbus holds its code again (a backup put back),
-// the mark lifts by itself and the topology is a topology like any other.
+// A topology whose every copy is gone (no supervisor ran it, every nimbus
+// lost its disk) is marked LOST after the grace, and a leader returns; once
+// a nimbus holds its code again (a backup put back), the mark lifts by
+// itself and the topology is a topology like any other.
 func TestLostTopologyIsUnmarkedWhenItsCodeComesBack(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
 	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(3*time.Second))

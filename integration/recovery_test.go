@@ -16,11 +16,10 @@ import (
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
-// Issue 21, item 1: every nimbus loses its disk while supervisors run a
-// topology, first as a restart on an empty disk, then while running. The
-// nimbuses get the code back from the supervisors, verified against the
-// digest in ZooKeeper, and lead again; nobody touches ZooKeeper, and no
-// worker restarts.
+// Every nimbus loses its disk while supervisors run a topology, first as a
+// restart on an empty disk, then while running. The nimbuses get the code
+// back from the supervisors, verified against the digest in ZooKeeper, and
+// lead again; nobody touches ZooKeeper, and no worker restarts.
 func TestCodeRecoveredFromSupervisors(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
 	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(3*time.Second))

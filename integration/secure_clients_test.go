@@ -22,12 +22,11 @@ import (
 // How clients meet a secure cluster: without a certificate, and with the
 // TLS keys as stormctl flags.
 
-// Issue 17, E1/E2: a caller without a client certificate (a TLS client
-// that trusts the cluster and presents none) reaches the interceptors and
-// is answered Unauthenticated, and its mutating request leaves an audit
-// line (principal anonymous), as package auth's doc and tests say. (A TLS
-// refusal would be Unavailable, which the SDK retries for its whole leader
-// budget.)
+// A caller without a client certificate (a TLS client that trusts the
+// cluster and presents none) reaches the interceptors and is answered
+// Unauthenticated, and its mutating request leaves an audit line (principal
+// anonymous), as package auth's doc and tests say. (A TLS refusal would be
+// Unavailable, which the SDK retries for its whole leader budget.)
 func TestSecureCallerWithoutCertificateIsUnauthenticated(t *testing.T) {
 	sec := testcluster.NewSecurity(t)
 	z := testcluster.StartZooKeeper(t)

@@ -16,8 +16,8 @@ import (
 )
 
 // supervisorCodePort: a supervisor serves the code it runs, read-only, to
-// nimbus.daemon.users and admins only (issue 21, item 1): not to the
-// topology's owner, not to a stranger, not without a certificate.
+// nimbus.daemon.users and admins only: not to the topology's owner, not to
+// a stranger, not without a certificate.
 func (s *secureCluster) supervisorCodePort(t *testing.T) {
 	ctx := t.Context()
 	alice := s.sec.Client(t, "alice")

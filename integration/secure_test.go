@@ -34,7 +34,7 @@ import (
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
-// Issue 17 end to end: real TLS (a throwaway CA, a certificate per daemon
+// Security end to end: real TLS (a throwaway CA, a certificate per daemon
 // and per user), real ZooKeeper with digest ACLs, the daemons as processes.
 // The principals: admin (nimbus.admins), alice, bob and mallory (in
 // nimbus.users), trudy (in no list).
@@ -115,7 +115,7 @@ func (s *secureCluster) tlsRefusals(t *testing.T) {
 	}
 }
 
-// authorization (E2): who may act on a topology is its owner, its
+// authorization: who may act on a topology is its owner, its
 // topology.users and the admins; the owner is the caller's principal,
 // whatever the spec says; nimbus.users limits who may submit; a refusal is
 // PermissionDenied naming the principal and changes nothing; every
@@ -280,7 +280,7 @@ func (s *secureCluster) authorization(t *testing.T) {
 	}
 }
 
-// zooKeeperACLs (E3): an anonymous ZooKeeper client cannot create, set or
+// zooKeeperACLs: an anonymous ZooKeeper client cannot create, set or
 // delete anything under the secure root, so copying a topology of another
 // root (its StormBase, its distribution node, a replica) into it fails,
 // and no nimbus fetches its code and no worker of it starts.

@@ -26,7 +26,7 @@ import (
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
-// Issue 19: the Storm UI REST API (/api/v1) that every nimbus serves. One
+// The Storm UI REST API (/api/v1) that every nimbus serves. One
 // cluster of three nimbuses and a supervisor runs the example topology;
 // every request goes to a follower, which answers reads from its own
 // caches and forwards actions to the leader. The answers keep the shape

@@ -153,11 +153,10 @@ func processesOf(topology string) []int {
 	return pids
 }
 
-// Issue 17, item 5 and E1: with supervisor.run.worker.as.user, a worker
-// runs as its topology owner's user with an allow-listed environment (no
-// AWS_SECRET_ACCESS_KEY from the supervisor's); a topology owned by root,
-// or by a user this host does not have, never starts a worker, and its
-// worker state says why.
+// With supervisor.run.worker.as.user, a worker runs as its topology owner's
+// user with an allow-listed environment (no AWS_SECRET_ACCESS_KEY from the
+// supervisor's); a topology owned by root, or by a user this host does not
+// have, never starts a worker, and its worker state says why.
 func TestWorkersRunAsTheirOwnersUser(t *testing.T) {
 	u, extraGID := testUser(t)
 	dir := openDir(t)

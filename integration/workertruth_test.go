@@ -13,7 +13,7 @@ import (
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
-// Issue 18, item 1: worker truth in the API and the CLI, on real processes.
+// Worker truth in the API and the CLI, on real processes.
 // One supervisor with two slots runs a healthy topology and one whose
 // worker exits at once; a third topology finds no free slot. The real
 // stormctl and the SDK show the failing worker with its exit, error and

@@ -41,10 +41,10 @@ func scheduleRounds(t *testing.T, p *testcluster.Process) int {
 	return 0
 }
 
-// E5 of issue 17, with real processes: a submission of 8,500 executors
-// (85 components of parallelism 100, a spec of about 10 KB) would have an
-// assignment over ZooKeeper's jute.maxbuffer, whose write would close the
-// leader's connection at every scheduling round. It is refused with
+// With real processes: a submission of 8,500 executors (85 components of
+// parallelism 100, a spec of about 10 KB) would have an assignment over
+// ZooKeeper's jute.maxbuffer, whose write would close the leader's
+// connection at every scheduling round. It is refused with
 // INVALID_ARGUMENT naming storm.zookeeper.jute.maxbuffer, nothing of it
 // reaches ZooKeeper or the store, and the leader keeps its epoch through
 // many scheduling rounds with a live supervisor that has free slots.

@@ -39,13 +39,12 @@ func abandonedCalls(p *testcluster.Process) (int, error) {
 	return 0, fmt.Errorf("%s exports no nimbus_zookeeper_abandoned_calls", p.Name)
 }
 
-// Issue 21 item 3: with the only ZooKeeper server stopped (SIGSTOP) while
-// the nimbus's session still looks alive, a kill with a 2 s deadline
-// answers UNAVAILABLE before that deadline, not when go-zookeeper gives
-// up 13 s later; the call is counted as abandoned until the server is
-// resumed, and the kill is applied once or not at all. The REST API's kill
-// answers 503 within its action timeout. Then the nimbus serves kills
-// again.
+// With the only ZooKeeper server stopped (SIGSTOP) while the nimbus's
+// session still looks alive, a kill with a 2 s deadline answers UNAVAILABLE
+// before that deadline, not when go-zookeeper gives up 13 s later; the call
+// is counted as abandoned until the server is resumed, and the kill is
+// applied once or not at all. The REST API's kill answers 503 within its
+// action timeout. Then the nimbus serves kills again.
 func TestKillWithZooKeeperPausedFailsUnavailableWithinDeadline(t *testing.T) {
 	// 1. One server, a nimbus with Storm's 20 s session, a topology.
 	z := testcluster.StartZooKeeper(t)

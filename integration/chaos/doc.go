@@ -16,24 +16,24 @@
 // Partitions (partitions_test.go) go through testcluster.Proxy: nimbus-3
 // and supervisor-3 reach each ZooKeeper server through a proxy of their
 // own. A cut either resets the connections or black-holes them (they stay
-// open and nobody is told; the bytes are held back, not lost, and arrive
-// in order when the cut ends), drawn from the seed. The faults: nimbus-3
-// cut from one or two of the three servers for 1 to 7 s (the others still
-// serve it); nimbus-3's traffic to, or from, every server black-holed for
-// longer than the session (with the answers held the servers still hear
-// it while it hears nothing); supervisor-3 cut off ZooKeeper for
-// longer than its session, during which every worker it ran under an
-// assignment that had stood for 3 s must keep running, the same process
-// (invariant 7). With CHAOS_WIPE_ALL=1, the code of every nimbus is also
-// wiped at the same moment (wipe-all-nimbus-code), once every live
-// topology is on some supervisor's disk (a topology acknowledged a moment
-// ago and not fetched by any supervisor yet would be lost for real: the
-// fault waits up to 30 s for that, or is skipped); the fault ends once
-// every live topology's code is back on the disk of two nimbuses and
-// registered, fetched from the supervisors (issue 21, item 1), which must
-// take less than 60 s. One acknowledged between the look and the wipe has
-// no copy left: it is expected LOST (nimbus.code.lost.grace.secs is 15 s
-// in such a run), not recovered. It is off by default.
+// open and nobody is told; the bytes are held back, not lost, and arrive in
+// order when the cut ends), drawn from the seed. The faults: nimbus-3 cut
+// from one or two of the three servers for 1 to 7 s (the others still serve
+// it); nimbus-3's traffic to, or from, every server black-holed for longer
+// than the session (with the answers held the servers still hear it while
+// it hears nothing); supervisor-3 cut off ZooKeeper for longer than its
+// session, during which every worker it ran under an assignment that had
+// stood for 3 s must keep running, the same process (invariant 7). With
+// CHAOS_WIPE_ALL=1, the code of every nimbus is also wiped at the same
+// moment (wipe-all-nimbus-code), once every live topology is on some
+// supervisor's disk (a topology acknowledged a moment ago and not fetched
+// by any supervisor yet would be lost for real: the fault waits up to 30 s
+// for that, or is skipped); the fault ends once every live topology's code
+// is back on the disk of two nimbuses and registered, fetched from the
+// supervisors, which must take less than 60 s. One acknowledged between the
+// look and the wipe has no copy left: it is expected LOST
+// (nimbus.code.lost.grace.secs is 15 s in such a run), not recovered. It is
+// off by default.
 //
 // A nimbus is cut from the other two nimbuses for 2 to 8 s, both ways, or
 // only its calls to them, or only theirs to it, while it keeps ZooKeeper

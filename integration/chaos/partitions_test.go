@@ -17,7 +17,7 @@ import (
 )
 
 // wipeAllName is the fault CHAOS_WIPE_ALL=1 adds: recovering from it needs
-// the nimbuses to fetch code back from supervisors (issue 21, item 1).
+// the nimbuses to fetch code back from supervisors.
 const wipeAllName = "wipe-all-nimbus-code"
 
 // cutPeersName is the fault that cuts a nimbus from the other nimbuses
@@ -247,10 +247,10 @@ func (r *run) onNoSupervisor(held map[string]bool) error {
 
 // wipeAllCode deletes the stored code of every nimbus at the same moment,
 // leader included. Only the supervisors then hold the code: the nimbuses
-// must fetch it back from them (issue 21, item 1). The fault ends once
-// every live topology's code is back on disk at minReplicas nimbuses and
-// registered as their replica, which must take less than 60 s; how long
-// it took is the run's code recovery time. Off unless CHAOS_WIPE_ALL=1.
+// must fetch it back from them. The fault ends once every live topology's
+// code is back on disk at minReplicas nimbuses and registered as their
+// replica, which must take less than 60 s; how long it took is the run's
+// code recovery time. Off unless CHAOS_WIPE_ALL=1.
 func (r *run) wipeAllCode() {
 	// Recovery needs a copy somewhere: a topology acknowledged a moment
 	// ago that no supervisor has fetched yet would be lost for real (and

@@ -67,17 +67,17 @@ func WithSessionTimeout(d time.Duration) ClusterOption {
 // remove it.
 func WithDir(dir string) ClusterOption { return func(c *Cluster) { c.Dir = dir } }
 
-// WithSecurity turns security on (issue 17) with sec's CA and credentials:
-// every nimbus and supervisor serves and dials gRPC over TLS with a
-// certificate of its own (NimbusPrincipal or SupervisorPrincipal, for
-// 127.0.0.1; Process.Identity), nimbuses require client certificates and
-// are told nimbus.admins AdminPrincipal, nimbus.supervisor.users
-// SupervisorPrincipal and nimbus.daemon.users NimbusPrincipal, and every
-// daemon authenticates to ZooKeeper with sec.ZooKeeperAuth (digest, given
-// in the environment), so the nodes it creates carry ACLs. Conn, API,
-// Health and the leader helpers dial as sec.Admin; ConnAs and APIAs as
-// anyone; Process.Metrics speaks HTTPS. A daemon's WithArgs come after
-// these flags, so a test can change any of them (nimbus.users, say).
+// WithSecurity turns security on with sec's CA and credentials: every
+// nimbus and supervisor serves and dials gRPC over TLS with a certificate
+// of its own (NimbusPrincipal or SupervisorPrincipal, for 127.0.0.1;
+// Process.Identity), nimbuses require client certificates and are told
+// nimbus.admins AdminPrincipal, nimbus.supervisor.users SupervisorPrincipal
+// and nimbus.daemon.users NimbusPrincipal, and every daemon authenticates
+// to ZooKeeper with sec.ZooKeeperAuth (digest, given in the environment),
+// so the nodes it creates carry ACLs. Conn, API, Health and the leader
+// helpers dial as sec.Admin; ConnAs and APIAs as anyone; Process.Metrics
+// speaks HTTPS. A daemon's WithArgs come after these flags, so a test can
+// change any of them (nimbus.users, say).
 func WithSecurity(sec *Security) ClusterOption { return func(c *Cluster) { c.Security = sec } }
 
 // WithLogf reports progress to logf instead of t.Logf: a benchmark, whose

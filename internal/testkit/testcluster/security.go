@@ -46,11 +46,10 @@ const (
 // name their certificates are for (with localhost).
 const daemonHost = "127.0.0.1"
 
-// Security is what a test needs to run clusters with security on (issue
-// 17): a throwaway CA, certificates for the daemons and for any client
-// principal, and the ZooKeeper digest credentials. NewSecurity makes one;
-// WithSecurity gives it to a Cluster. Its methods are safe for concurrent
-// use.
+// Security is what a test needs to run clusters with security on: a
+// throwaway CA, certificates for the daemons and for any client principal,
+// and the ZooKeeper digest credentials. NewSecurity makes one; WithSecurity
+// gives it to a Cluster. Its methods are safe for concurrent use.
 type Security struct {
 	Dir    string            // the CA and every certificate, in the test's temp dir
 	CAFile string            // the CA's certificate (PEM): every process's truststore

@@ -18,7 +18,10 @@ import (
 
 // The flags and environment a secure Cluster gives its daemons are ones
 // the daemons take (configs.NimbusFlagKeys, SupervisorFlagKeys), and make
-// the configuration issue 17 asks for.
+// a secure configuration: TLS with the daemon's own certificate, ZooKeeper
+// digest authentication with the password kept off the command line, and
+// on a nimbus client authentication and the admin, supervisor and daemon
+// lists.
 func TestSecureArgsConfigureTheDaemons(t *testing.T) {
 	sec := NewSecurity(t)
 	for _, tc := range []struct {
