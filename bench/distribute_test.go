@@ -22,7 +22,6 @@ import (
 
 	"github.com/nimbusha/nimbus/client"
 	"github.com/nimbusha/nimbus/cluster"
-	"github.com/nimbusha/nimbus/codedistributor"
 	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
@@ -354,10 +353,10 @@ func watchHolders(ctx context.Context, sess *cluster.Session, start time.Time, n
 			}
 		}
 		if id != "" {
-			if replicas, _, err := codedistributor.Replicas(context.Background(), sess, id, false); err == nil {
+			if replicas, err := sess.Read().Replicas(id); err == nil {
 				now := time.Since(start)
-				for _, r := range replicas {
-					if p := byAddr[r.Addr]; p != nil {
+				for addr := range replicas {
+					if p := byAddr[addr]; p != nil {
 						if _, seen := done[p.Name]; !seen {
 							done[p.Name] = now
 						}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/nimbusha/nimbus/client"
 	"github.com/nimbusha/nimbus/cluster"
-	"github.com/nimbusha/nimbus/codedistributor"
 	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
@@ -85,7 +84,7 @@ func benchSubmit(b *testing.B, zkAddr, backend string, env []string, sizes []int
 							b.Fatal(err)
 						}
 						acked := time.Now()
-						if _, _, err := codedistributor.WaitReplication(context.Background(), sess, resp.GetTopologyId(), info.GetCodeMetaDigest(), 3, time.Time{}); err != nil {
+						if err := awaitReplicas(sess, resp.GetTopologyId(), info.GetCodeMetaDigest(), 3); err != nil {
 							b.Fatal(err)
 						}
 						repl = append(repl, time.Since(acked))
@@ -110,5 +109,24 @@ func benchSubmit(b *testing.B, zkAddr, backend string, env []string, sizes []int
 		sess.Close()
 		cl.Close()
 		c.Close()
+	}
+}
+
+// awaitReplicas waits, by a watch on the replica list, until n replicas of
+// topology id hold digest: what a submission's replication wait sees.
+func awaitReplicas(sess *cluster.Session, id string, digest []byte, n int) error {
+	for {
+		_, _, watch, err := sess.Conn().ChildrenW(sess.Paths().Distribution(id))
+		if err != nil {
+			return err
+		}
+		replicas, err := sess.Read().Replicas(id)
+		if err != nil {
+			return err
+		}
+		if cluster.CountHolding(replicas, digest) >= n {
+			return nil
+		}
+		<-watch
 	}
 }

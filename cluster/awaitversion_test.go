@@ -119,7 +119,7 @@ func TestDirCacheAwaitVersions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	stat, want := listing()
-	if !cache.AwaitVersions(ctx, nil, stat, want) {
+	if !cache.AwaitVersions(ctx, nil, cluster.ListingOf(stat, want)) {
 		t.Fatalf("AwaitVersions(%v) of a listing the cache can catch up with: false", want)
 	}
 
@@ -135,7 +135,7 @@ func TestDirCacheAwaitVersions(t *testing.T) {
 		}
 		return nil
 	})
-	if !cache.AwaitVersions(ctx, nil, stat, want) {
+	if !cache.AwaitVersions(ctx, nil, cluster.ListingOf(stat, want)) {
 		t.Fatalf("AwaitVersions(%v) waited for a, deleted after the listing", want)
 	}
 
@@ -148,11 +148,11 @@ func TestDirCacheAwaitVersions(t *testing.T) {
 	stat, want = listing()
 	short, cancelShort := context.WithTimeout(t.Context(), 500*time.Millisecond)
 	defer cancelShort()
-	if cache.AwaitVersions(short, nil, stat, want) {
+	if cache.AwaitVersions(short, nil, cluster.ListingOf(stat, want)) {
 		t.Fatalf("AwaitVersions(%v): true, but the cache never listed c", want)
 	}
 	stopCache = runStoppable(t, func(ctx context.Context) { _ = cache.Run(ctx) })
-	if !cache.AwaitVersions(ctx, nil, stat, want) {
+	if !cache.AwaitVersions(ctx, nil, cluster.ListingOf(stat, want)) {
 		t.Fatalf("AwaitVersions(%v): c never seen", want)
 	}
 
@@ -164,11 +164,11 @@ func TestDirCacheAwaitVersions(t *testing.T) {
 	stat, want = listing()
 	short, cancelShort = context.WithTimeout(t.Context(), 500*time.Millisecond)
 	defer cancelShort()
-	if cache.AwaitVersions(short, nil, stat, want) {
+	if cache.AwaitVersions(short, nil, cluster.ListingOf(stat, want)) {
 		t.Fatalf("AwaitVersions(%v): true, but the cache never read b's version", want)
 	}
 	runStoppable(t, func(ctx context.Context) { _ = cache.Run(ctx) })
-	if !cache.AwaitVersions(ctx, nil, stat, want) {
+	if !cache.AwaitVersions(ctx, nil, cluster.ListingOf(stat, want)) {
 		t.Fatalf("AwaitVersions(%v): b's version never seen", want)
 	}
 
@@ -191,10 +191,10 @@ func TestDirCacheAwaitVersions(t *testing.T) {
 		t.Fatal(err)
 	}
 	newStat, newWant := listing()
-	if !cache.AwaitVersions(ctx, nil, newStat, newWant) { // the cache lists the new directory
+	if !cache.AwaitVersions(ctx, nil, cluster.ListingOf(newStat, newWant)) { // the cache lists the new directory
 		t.Fatalf("AwaitVersions(%v) of the re-created directory: false", newWant)
 	}
-	if !cache.AwaitVersions(ctx, nil, stat, want) {
+	if !cache.AwaitVersions(ctx, nil, cluster.ListingOf(stat, want)) {
 		t.Fatalf("AwaitVersions(%v) of the directory before it was re-created: false", want)
 	}
 }

@@ -27,7 +27,7 @@ func Lives(base *clusterv1.StormBase) bool {
 // both.
 func Decode(nodePath string, data []byte, m proto.Message) error {
 	if err := proto.Unmarshal(data, m); err != nil {
-		return fmt.Errorf("cluster: decode %s: %w", nodePath, err)
+		return fmt.Errorf("%w: %s: %v", ErrInvalidPayload, nodePath, err)
 	}
 	if what := lacks(m); what != "" {
 		return fmt.Errorf("%w: %s: no %s", ErrInvalidPayload, nodePath, what)

@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nimbusha/nimbus/internal/notify"
@@ -169,20 +168,20 @@ func (c *DirCache[M]) AwaitVersion(ctx context.Context, stop <-chan struct{}, na
 	})
 }
 
-// AwaitVersions blocks until the cache is at least as new as a listing of
-// its directory the caller made itself, and reports true; it reports false
-// when ctx's deadline, less the margin Call keeps, or stop comes first.
-// dir is that listing's Stat and want the data version of each child it
-// listed, read after it (a child gone by then is left out).
+// AwaitVersions blocks until the cache is at least as new as l, a listing
+// of its directory the caller made itself (Reader.SyncedStorms), and
+// reports true; it reports false when ctx's deadline, less the margin Call
+// keeps, or stop comes first.
 //
 // The cache is as new once its own last listing is: of the same directory
-// (dir.Czxid) with at least dir.Cversion, which counts every child created
-// or deleted, or of a directory created since. Each child of want that the
+// (the listing's czxid) with at least its cversion, which counts every
+// child created or deleted, or of a directory created since. Each child of want that the
 // cache still lists must then be read at its version there or later; one
 // it no longer lists was deleted after the caller's listing, and is not
 // waited for. A reader that synced and listed afresh waits with it to
 // answer linearizably.
-func (c *DirCache[M]) AwaitVersions(ctx context.Context, stop <-chan struct{}, dir *zk.Stat, want map[string]int32) bool {
+func (c *DirCache[M]) AwaitVersions(ctx context.Context, stop <-chan struct{}, l Listing) bool {
+	dir, want := l.stat, l.Versions
 	return c.await(ctx, stop, func(st *dirState[M]) bool {
 		switch {
 		case st.czxid > dir.Czxid:

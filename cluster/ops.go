@@ -1,8 +1,6 @@
 package cluster
 
 import (
-	"fmt"
-
 	"github.com/go-zookeeper/zk"
 	"google.golang.org/protobuf/proto"
 
@@ -101,23 +99,4 @@ func (o Ops) DeleteDistribution(id string, replicas []string) []Op {
 		ops = append(ops, del(o.paths.Replica(id, r)))
 	}
 	return append(ops, del(o.paths.Distribution(id)))
-}
-
-// Multi applies ops atomically, unfenced: for the writes any nimbus may
-// make (ForgetTopology without a leader), guarded by the versions the ops
-// check. The error names the first operation that failed.
-func Multi(conn *zk.Conn, ops ...Op) ([]zk.MultiResponse, error) {
-	reqs := make([]any, len(ops))
-	for i, op := range ops {
-		reqs[i] = op.Request()
-	}
-	res, err := conn.Multi(reqs...)
-	if err != nil {
-		for i, r := range res {
-			if r.Error != nil {
-				return res, fmt.Errorf("cluster: multi op %d: %w", i, r.Error)
-			}
-		}
-	}
-	return res, err
 }

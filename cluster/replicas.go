@@ -1,9 +1,12 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/nimbusha/nimbus/internal/notify"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
@@ -117,4 +120,52 @@ func (r *ReplicaCache) Run(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// AwaitReplicas blocks until at least min replicas of topology id hold
+// digest, as this cache sees them (a watch round trip behind ZooKeeper),
+// until until passes (zero: no end), or until ctx ends. It returns the
+// count reached and whether until came first; the error is ctx's when ctx
+// ended first, and wraps ErrNoNode when the topology's distribution, once
+// seen, is gone (a new leader removed an abandoned submission's). A
+// distribution this cache has not seen yet is waited for.
+func (r *ReplicaCache) AwaitReplicas(ctx context.Context, id string, digest []byte, min int, until time.Time) (int, bool, error) {
+	var ended <-chan time.Time
+	if !until.IsZero() {
+		timer := time.NewTimer(time.Until(until))
+		defer timer.Stop()
+		ended = timer.C
+	}
+	seen := false
+	for {
+		changed := r.Changed() // before the state: no change goes unseen
+		_, listed := r.Distributions.Snapshot()[id]
+		n := CountHolding(r.Replicas(id), digest)
+		switch {
+		case listed && n >= min:
+			return n, false, nil
+		case listed:
+			seen = true
+		case seen:
+			return n, false, fmt.Errorf("%w: the code distribution of %s is gone", ErrNoNode, id)
+		}
+		select {
+		case <-ctx.Done():
+			return n, false, ctx.Err()
+		case <-ended:
+			return n, true, nil
+		case <-changed:
+		}
+	}
+}
+
+// CountHolding counts the replicas that hold digest.
+func CountHolding(replicas map[string]*clusterv1.ReplicaInfo, digest []byte) int {
+	n := 0
+	for _, r := range replicas {
+		if r != nil && bytes.Equal(r.GetCodeMetaDigest(), digest) {
+			n++
+		}
+	}
+	return n
 }

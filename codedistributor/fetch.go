@@ -59,7 +59,7 @@ func (f *Fetcher) Recover(ctx context.Context, topologyID string, digest []byte)
 		// disks were wiped and they have not noticed yet. The supervisors
 		// may still hold it.
 	}
-	if sources, err = SupervisorSources(f.Params.Session, topologyID, digest); err != nil {
+	if sources, err = SupervisorSources(f.Params.Session.Read(), topologyID, digest); err != nil {
 		return Source{}, err
 	}
 	src, err := f.fetchFrom(ctx, topologyID, digest, sources)
@@ -77,7 +77,7 @@ func (f *Fetcher) Recover(ctx context.Context, topologyID string, digest []byte)
 // and fetches from one that holds the code. The error wraps
 // ErrHeldNowhere only when every one answered that it does not.
 func (f *Fetcher) RecoverFromAny(ctx context.Context, topologyID string, digest []byte) (Source, error) {
-	sources, err := AllSupervisorSources(f.Params.Session, topologyID, digest)
+	sources, err := AllSupervisorSources(f.Params.Session.Read(), topologyID, digest)
 	if err != nil {
 		return Source{}, err
 	}

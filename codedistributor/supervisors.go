@@ -11,13 +11,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/nimbusha/nimbus/cluster"
-	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
@@ -51,27 +49,26 @@ func (s Source) String() string {
 // on first (when the assignment is for that digest), then any other, each
 // group shuffled, at most maxSupervisorSources in all. Which of them
 // really hold it, GetCodeMeta says.
-func SupervisorSources(sess *cluster.Session, topologyID string, digest []byte) ([]Source, error) {
-	return supervisorSources(sess, topologyID, digest, maxSupervisorSources)
+// read is a Session's Read, or ReadFor on a request's behalf.
+func SupervisorSources(read cluster.Reader, topologyID string, digest []byte) ([]Source, error) {
+	return supervisorSources(read, topologyID, digest, maxSupervisorSources)
 }
 
 // AllSupervisorSources is SupervisorSources without a bound: every
 // supervisor that serves a code port, for the last look before a
 // topology is marked LOST.
-func AllSupervisorSources(sess *cluster.Session, topologyID string, digest []byte) ([]Source, error) {
-	return supervisorSources(sess, topologyID, digest, 0)
+func AllSupervisorSources(read cluster.Reader, topologyID string, digest []byte) ([]Source, error) {
+	return supervisorSources(read, topologyID, digest, 0)
 }
 
 // supervisorSources returns at most limit sources (0: no limit).
-func supervisorSources(sess *cluster.Session, topologyID string, digest []byte, limit int) ([]Source, error) {
-	conn := sess.Conn()
-	paths := sess.Paths()
-	assigned, err := assignedSupervisors(conn, paths.Assignment(topologyID), digest)
+func supervisorSources(read cluster.Reader, topologyID string, digest []byte, limit int) ([]Source, error) {
+	assigned, err := assignedSupervisors(read, topologyID, digest)
 	if err != nil {
 		return nil, err
 	}
-	all, _, err := conn.Children(paths.Supervisors())
-	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+	all, err := read.SupervisorIDs()
+	if err != nil {
 		return nil, err
 	}
 	var others []string
@@ -85,7 +82,7 @@ func supervisorSources(sess *cluster.Session, topologyID string, digest []byte, 
 		if limit > 0 && len(out) == limit {
 			break
 		}
-		if src, ok := supervisorSource(conn, paths.Supervisor(id)); ok {
+		if src, ok := supervisorSource(read, id); ok {
 			out = append(out, src)
 		}
 	}
@@ -94,16 +91,15 @@ func supervisorSources(sess *cluster.Session, topologyID string, digest []byte, 
 
 // assignedSupervisors are the supervisors the assignment of the topology
 // places executors on, if the assignment is for digest.
-func assignedSupervisors(conn *zk.Conn, path string, digest []byte) (map[string]bool, error) {
-	data, _, err := conn.Get(path)
-	if errors.Is(err, zk.ErrNoNode) {
+func assignedSupervisors(read cluster.Reader, topologyID string, digest []byte) (map[string]bool, error) {
+	a, err := read.Assignment(topologyID)
+	if errors.Is(err, cluster.ErrNoNode) || errors.Is(err, cluster.ErrInvalidPayload) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	a := new(clusterv1.Assignment)
-	if cluster.Decode(path, data, a) != nil || !bytes.Equal(a.GetCodeMetaDigest(), digest) {
+	if !bytes.Equal(a.GetCodeMetaDigest(), digest) {
 		return nil, nil
 	}
 	ids := map[string]bool{}
@@ -115,13 +111,9 @@ func assignedSupervisors(conn *zk.Conn, path string, digest []byte) (map[string]
 
 // supervisorSource reads one supervisor's registration: its code port, if
 // it serves one.
-func supervisorSource(conn *zk.Conn, path string) (Source, bool) {
-	data, _, err := conn.Get(path)
-	if err != nil {
-		return Source{}, false // gone meanwhile
-	}
-	info := new(clusterv1.SupervisorInfo)
-	if cluster.Decode(path, data, info) != nil || info.GetCodePort() <= 0 || info.GetHost() == "" {
+func supervisorSource(read cluster.Reader, id string) (Source, bool) {
+	info, err := read.Supervisor(id)
+	if err != nil || info.GetCodePort() <= 0 || info.GetHost() == "" {
 		return Source{}, false
 	}
 	addr := net.JoinHostPort(info.GetHost(), strconv.Itoa(int(info.GetCodePort())))

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
@@ -29,38 +27,37 @@ type Gate struct {
 // write that a lock hand-over follows), that this nimbus holds the code of
 // every topology that needs it, verified.
 func (g Gate) Eligible() error {
-	conn := g.Session.Conn()
-	paths := g.Session.Paths()
-	ids, _, err := conn.Children(paths.Storms())
-	if errors.Is(err, zk.ErrNoNode) {
+	read := g.Session.Read()
+	ids, err := read.StormIDs()
+	if errors.Is(err, cluster.ErrNoNode) {
 		ids, err = nil, nil // deleted by hand (the whole root, say): no topologies
 	}
 	if err != nil {
-		return fmt.Errorf("codesync: cannot list %s: %w", paths.Storms(), err)
+		return fmt.Errorf("codesync: cannot list the topologies: %w", err)
 	}
 	cached := g.Storms.Snapshot() // a nil payload: read, never decoded
 	storms := make(map[string]*clusterv1.StormBase, len(ids))
 	for _, id := range ids {
 		base, known := cached[id]
 		if !known {
-			data, _, err := conn.Get(paths.Storm(id))
-			if errors.Is(err, zk.ErrNoNode) {
+			var err error
+			base, _, err = read.Storm(id)
+			switch {
+			case errors.Is(err, cluster.ErrNoNode):
 				continue // removed since the listing
-			}
-			if err != nil {
+			case errors.Is(err, cluster.ErrInvalidPayload): // names no code (needing)
+			case err != nil:
 				// Not knowing what it needs is not holding it.
-				return fmt.Errorf("codesync: cannot read %s: %w", paths.Storm(id), err)
-			}
-			base = new(clusterv1.StormBase)
-			if cluster.Decode(paths.Storm(id), data, base) != nil {
-				base = nil
+				return fmt.Errorf("codesync: cannot read topology %s: %w", id, err)
 			}
 		}
 		storms[id] = base
 	}
-	marks, err := g.readMarks()
+	// /lost read afresh too: Eligible must not lead on a mark that a
+	// nimbus holding the code has already deleted.
+	marks, err := read.LostMarks()
 	if err != nil {
-		return err
+		return fmt.Errorf("codesync: cannot read the LOST marks: %w", err)
 	}
 	if missing := g.missing(storms, marks); len(missing) > 0 {
 		return fmt.Errorf("codesync: no verified code for %d active topologies: %v", len(missing), missing)

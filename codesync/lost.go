@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
@@ -31,36 +29,6 @@ func LostMarks(storms map[string]*clusterv1.StormBase, lost map[string]*clusterv
 		}
 	}
 	return out
-}
-
-// readMarks reads /lost afresh: Eligible must not lead on a mark that a
-// nimbus holding the code has already deleted.
-func (g Gate) readMarks() (map[string]*clusterv1.LostMark, error) {
-	conn := g.Session.Conn()
-	dir := g.Session.Paths().LostDir()
-	ids, _, err := conn.Children(dir)
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("codesync: cannot list %s: %w", dir, err)
-	}
-	marks := make(map[string]*clusterv1.LostMark, len(ids))
-	for _, id := range ids {
-		path := g.Session.Paths().Lost(id)
-		data, _, err := conn.Get(path)
-		if errors.Is(err, zk.ErrNoNode) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("codesync: cannot read %s: %w", path, err)
-		}
-		mark := new(clusterv1.LostMark)
-		if cluster.Decode(path, data, mark) == nil {
-			marks[id] = mark
-		}
-	}
-	return marks, nil
 }
 
 // heldNowhere is one fetch loop's record of how long the code it fetches
@@ -110,12 +78,12 @@ func (s *Syncer) markLost(id string, digest []byte, h *heldNowhere) {
 			codedistributor.Hex(digest)[:16], h.grace),
 	}
 	ops := s.cfg.Session.Ops()
-	_, err := cluster.Multi(s.cfg.Session.Conn(), ops.CheckStorm(id, cluster.AnyVersion), ops.CreateLost(id, mark))
+	_, err := s.cfg.Session.Multi(ops.CheckStorm(id, cluster.AnyVersion), ops.CreateLost(id, mark))
 	switch {
 	case err == nil:
 		s.log.Warn("topology marked LOST: it no longer blocks leadership and is not scheduled; a nimbus that gets its code back unmarks it, stormctl admin forget removes it",
 			"topology", id, "reason", mark.GetReason())
-	case errors.Is(err, zk.ErrNodeExists), errors.Is(err, zk.ErrNoNode): // marked already; gone
+	case errors.Is(err, cluster.ErrNodeExists), errors.Is(err, cluster.ErrNoNode): // marked already; gone
 	default:
 		s.log.Warn("cannot mark a topology LOST; will retry", "topology", id, "err", err)
 		return
@@ -143,10 +111,10 @@ func (r *run) unmarkHeld() {
 
 // unmarkLost deletes id's LOST mark: this nimbus holds the code.
 func (r *run) unmarkLost(id string) {
-	err := r.cfg.Session.Conn().Delete(r.cfg.Session.Paths().Lost(id), cluster.AnyVersion)
+	_, err := r.cfg.Session.Multi(r.cfg.Session.Ops().DeleteLost(id, cluster.AnyVersion))
 	if err == nil {
 		r.log.Info("topology no longer LOST: this nimbus holds its code", "topology", id)
-	} else if !errors.Is(err, zk.ErrNoNode) && r.ctx.Err() == nil {
+	} else if !errors.Is(err, cluster.ErrNoNode) && r.ctx.Err() == nil {
 		r.log.Warn("cannot remove a LOST mark", "topology", id, "err", err)
 	}
 }

@@ -457,16 +457,15 @@ func (r *run) gate(missing []string) (stuckAt time.Time) {
 // of ZooKeeper.
 func (r *run) removeUnwanted(ids map[string]bool) {
 	s := r.Syncer
-	paths := s.cfg.Session.Paths()
-	conn := s.cfg.Session.Conn()
+	read := s.cfg.Session.Read()
 	for id := range ids {
 		if _, ok := r.wanted[id]; ok || s.isPinned(id) || !s.cfg.Store.Has(id) {
 			continue
 		}
-		if ok, _, err := conn.Exists(paths.Distribution(id)); err != nil || ok {
+		if ok, err := read.HasDistribution(id); err != nil || ok {
 			continue
 		}
-		if ok, _, err := conn.Exists(paths.Storm(id)); err != nil || ok {
+		if ok, err := read.HasStorm(id); err != nil || ok {
 			continue
 		}
 		if s.isPinned(id) { // pinned while we looked

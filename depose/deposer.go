@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -185,15 +184,10 @@ func watch(ctx context.Context, health healthpb.HealthClient) error {
 // depose deletes head's lock node, by path and version, so the next
 // nimbus in the queue leads now.
 func (d *Deposer) depose(head cluster.LockEntry, evidence Evidence, broke error) {
-	conn := d.cfg.Session.Conn()
-	path := d.cfg.Session.Paths().LeaderLock() + "/" + head.Name
 	addr := cluster.HostPort(head.Info)
-	_, stat, err := conn.Get(path)
-	if err == nil {
-		err = conn.Delete(path, stat.Version)
-	}
+	err := d.cfg.Session.DeleteLock(head.Name)
 	switch {
-	case errors.Is(err, zk.ErrNoNode):
+	case errors.Is(err, cluster.ErrNoNode):
 		d.log.Info("dead leader already gone from the queue", "leader", addr, "node", head.Name)
 		return
 	case err != nil:

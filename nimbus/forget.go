@@ -5,10 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
-
-	"github.com/go-zookeeper/zk"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/nimbusha/nimbus/apierr"
 	"github.com/nimbusha/nimbus/apistatus"
@@ -75,14 +74,13 @@ func (f *forgetting) add(what string, op cluster.Op) {
 // and refuses unless it is LOST: the mark is there, for the code the
 // StormBase names, and no nimbus registers a replica of that code.
 func (s *service) forgetOps(ctx context.Context, name string) (*forgetting, error) {
-	paths, ops := s.sess.Paths(), s.sess.Ops()
+	ops := s.sess.Ops()
 	id, base, baseVersion, err := s.findStorm(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	mark := new(clusterv1.LostMark)
-	markVersion, err := readNode(ctx, s.sess, paths.Lost(id), mark)
-	if errors.Is(err, zk.ErrNoNode) || (err == nil && !bytes.Equal(mark.GetCodeMetaDigest(), base.GetCodeMetaDigest())) {
+	mark, markVersion, err := s.sess.ReadFor(ctx).Lost(id)
+	if errors.Is(err, cluster.ErrNoNode) || (err == nil && !bytes.Equal(mark.GetCodeMetaDigest(), base.GetCodeMetaDigest())) {
 		return nil, fmt.Errorf("%w: %s is not LOST: only a topology whose code no nimbus and no supervisor holds may be forgotten (kill it instead)",
 			apierr.ErrWrongStatus, id)
 	}
@@ -123,39 +121,28 @@ type holders struct {
 	supervisors []codedistributor.Source
 }
 
-// readHolders reads, in one call bounded by ctx, the replicas of id (and
+// readHolders reads, each read bounded by ctx, the replicas of id (and
 // which hold digest), whether it has an assignment, and the supervisors
 // that may hold its code.
 func (s *service) readHolders(ctx context.Context, id string, digest []byte) (holders, error) {
-	paths := s.sess.Paths()
-	return cluster.Call(ctx, s.sess, "read the holders of "+id, func(conn *zk.Conn) (holders, error) {
-		var h holders
-		names, _, err := conn.Children(paths.Distribution(id))
-		if err != nil && !errors.Is(err, zk.ErrNoNode) {
-			return h, err
-		}
-		h.distributed = err == nil
-		for _, name := range names {
-			path := paths.Replica(id, name)
-			data, _, err := conn.Get(path)
-			if errors.Is(err, zk.ErrNoNode) {
-				continue // gone meanwhile
-			}
-			if err != nil {
-				return h, err
-			}
-			h.replicas = append(h.replicas, name)
-			info := new(clusterv1.ReplicaInfo)
-			if cluster.Decode(path, data, info) == nil && bytes.Equal(info.GetCodeMetaDigest(), digest) {
-				h.holders = append(h.holders, name)
-			}
-		}
-		if h.assigned, _, err = conn.Exists(paths.Assignment(id)); err != nil {
-			return h, err
-		}
-		h.supervisors, err = codedistributor.SupervisorSources(s.sess, id, digest)
+	read := s.sess.ReadFor(ctx)
+	var h holders
+	replicas, err := read.Replicas(id)
+	if err != nil && !errors.Is(err, cluster.ErrNoNode) {
 		return h, err
-	})
+	}
+	h.distributed = err == nil
+	for _, name := range slices.Sorted(maps.Keys(replicas)) {
+		h.replicas = append(h.replicas, name)
+		if info := replicas[name]; info != nil && bytes.Equal(info.GetCodeMetaDigest(), digest) {
+			h.holders = append(h.holders, name)
+		}
+	}
+	if h.assigned, err = read.HasAssignment(id); err != nil {
+		return h, err
+	}
+	h.supervisors, err = codedistributor.SupervisorSources(read, id, digest)
+	return h, err
 }
 
 // askSupervisors refuses to forget code a supervisor serves again. It asks
@@ -203,14 +190,14 @@ func supervisorsHolding(ctx context.Context, connect codedistributor.Connect, id
 // the topology. Nothing was removed; that is ErrWrongStatus, naming what
 // changed. res is the multi's answer, one per op of f. Other errors are
 // returned as they are.
-func changedMeanwhile(f *forgetting, res []zk.MultiResponse, err error) error {
+func changedMeanwhile(f *forgetting, res []cluster.MultiResponse, err error) error {
 	var how string
 	switch {
-	case errors.Is(err, zk.ErrNoNode):
+	case errors.Is(err, cluster.ErrNoNode):
 		how = "was removed"
-	case errors.Is(err, zk.ErrNotEmpty):
+	case errors.Is(err, cluster.ErrNotEmpty):
 		how = "gained a replica"
-	case errors.Is(err, zk.ErrBadVersion):
+	case errors.Is(err, cluster.ErrBadVersion):
 		how = "was rewritten"
 	default:
 		return err
@@ -237,9 +224,8 @@ func (s *service) findStorm(ctx context.Context, name string) (string, *clusterv
 			return "", nil, 0, err
 		}
 	}
-	base := new(clusterv1.StormBase)
-	version, err := readNode(ctx, s.sess, s.sess.Paths().Storm(id), base)
-	if errors.Is(err, zk.ErrNoNode) {
+	base, version, err := s.sess.ReadFor(ctx).Storm(id)
+	if errors.Is(err, cluster.ErrNoNode) {
 		return "", nil, 0, fmt.Errorf("%w: %q", apierr.ErrNotFound, name)
 	}
 	return id, base, version, err
@@ -248,7 +234,7 @@ func (s *service) findStorm(ctx context.Context, name string) (string, *clusterv
 // forgetWrite applies ops: fenced by this nimbus's term if it leads, else
 // guarded only by the versions the ops check. It says which, and returns
 // the multi's answer, one per op (the fence's own is dropped).
-func (s *service) forgetWrite(ctx context.Context, ops []cluster.Op) (fenced bool, res []zk.MultiResponse, err error) {
+func (s *service) forgetWrite(ctx context.Context, ops []cluster.Op) (fenced bool, res []cluster.MultiResponse, err error) {
 	if term := s.election.Current(); term != nil {
 		res, err := term.MultiCtx(ctx, ops...)
 		if len(res) == len(ops)+1 {
@@ -256,25 +242,8 @@ func (s *service) forgetWrite(ctx context.Context, ops []cluster.Op) (fenced boo
 		}
 		return true, res, err
 	}
-	res, err = cluster.CallWrite(ctx, s.sess, "forget", func(conn *zk.Conn) ([]zk.MultiResponse, error) {
-		return cluster.Multi(conn, ops...)
-	})
+	res, err = s.sess.MultiFor(ctx, "forget", ops...)
 	return false, res, err
-}
-
-// readNode reads one node into m, bounded by ctx, and returns its version.
-func readNode(ctx context.Context, sess *cluster.Session, path string, m proto.Message) (int32, error) {
-	stat, err := cluster.Call(ctx, sess, "read "+path, func(conn *zk.Conn) (*zk.Stat, error) {
-		data, stat, err := conn.Get(path)
-		if err != nil {
-			return nil, err
-		}
-		return stat, cluster.Decode(path, data, m)
-	})
-	if err != nil {
-		return 0, err
-	}
-	return stat.Version, nil
 }
 
 // principal names the caller for a log line.

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
-
-	"github.com/go-zookeeper/zk"
 
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
@@ -170,17 +170,17 @@ func (d *duties) completeTimedAction(id string, base *clusterv1.StormBase) error
 // write (its StormBase, assignment and distribution with replicas); every
 // nimbus then drops the code, and the backend cleans up what it stored.
 func (d *duties) removeTopology(id string) error {
-	paths, conn, ops := d.sess.Paths(), d.sess.Conn(), d.sess.Ops()
-	if ok, _, err := conn.Exists(paths.Storm(id)); err != nil || !ok {
+	read, ops := d.sess.Read(), d.sess.Ops()
+	if ok, err := read.HasStorm(id); err != nil || !ok {
 		return err // removed already; the cache lags
 	}
 	extra := []cluster.Op{ops.DeleteStorm(id)}
-	if ok, _, err := conn.Exists(paths.Assignment(id)); err != nil {
+	if ok, err := read.HasAssignment(id); err != nil {
 		return err
 	} else if ok {
 		extra = append(extra, ops.DeleteAssignment(id))
 	}
-	if ok, _, err := conn.Exists(paths.Lost(id)); err != nil {
+	if ok, err := read.HasLost(id); err != nil {
 		return err
 	} else if ok {
 		extra = append(extra, ops.DeleteLost(id, cluster.AnyVersion))
@@ -198,20 +198,16 @@ func (d *duties) removeTopology(id string) error {
 // topology's assignment in the same fenced write, so the next round
 // schedules it afresh. It reports whether it wrote.
 func (d *duties) applyRebalance(id string) (bool, error) {
-	paths, conn, ops := d.sess.Paths(), d.sess.Conn(), d.sess.Ops()
-	data, stat, err := conn.Get(paths.Storm(id))
+	read, ops := d.sess.Read(), d.sess.Ops()
+	base, version, err := read.Storm(id)
 	if err != nil {
-		return false, err
-	}
-	base := new(clusterv1.StormBase)
-	if err := cluster.Decode(paths.Storm(id), data, base); err != nil {
 		return false, err
 	}
 	if !finishRebalance(base, d.term.Epoch()) {
 		return false, nil
 	}
-	writes := []cluster.Op{ops.SetStorm(id, base, stat.Version)}
-	if ok, _, err := conn.Exists(paths.Assignment(id)); err != nil {
+	writes := []cluster.Op{ops.SetStorm(id, base, version)}
+	if ok, err := read.HasAssignment(id); err != nil {
 		return false, err
 	} else if ok {
 		writes = append(writes, ops.DeleteAssignment(id))
@@ -244,7 +240,7 @@ func (d *duties) collectAbandonedDistributions(storms map[string]*clusterv1.Stor
 // committed a moment before handing over), so /storms is read afresh
 // first.
 func (d *duties) removeAbandonedDistribution(id string) (bool, error) {
-	if ok, _, err := d.sess.Conn().Exists(d.sess.Paths().Storm(id)); err != nil || ok {
+	if ok, err := d.sess.Read().HasStorm(id); err != nil || ok {
 		return false, err
 	}
 	if err := d.deleteDistribution(id); err != nil {
@@ -259,27 +255,26 @@ func (d *duties) removeAbandonedDistribution(id string) (bool, error) {
 // deleteDistribution removes /code-distributor/<id> and its replicas, with
 // extra, in one fenced write, retrying while replicas register meanwhile.
 func (d *duties) deleteDistribution(id string, extra ...cluster.Op) error {
-	dir := d.sess.Paths().Distribution(id)
 	for range 5 {
 		var ops []cluster.Op
-		replicas, _, err := d.sess.Conn().Children(dir)
+		replicas, err := d.sess.Read().Replicas(id)
 		switch {
-		case errors.Is(err, zk.ErrNoNode): // gone already
+		case errors.Is(err, cluster.ErrNoNode): // gone already
 		case err != nil:
 			return err
 		default:
-			ops = d.sess.Ops().DeleteDistribution(id, replicas)
+			ops = d.sess.Ops().DeleteDistribution(id, slices.Collect(maps.Keys(replicas)))
 		}
 		ops = append(ops, extra...)
 		if len(ops) == 0 {
 			return nil
 		}
 		_, err = d.term.Multi(ops...)
-		if !errors.Is(err, zk.ErrNotEmpty) && !errors.Is(err, zk.ErrNoNode) {
+		if !errors.Is(err, cluster.ErrNotEmpty) && !errors.Is(err, cluster.ErrNoNode) {
 			return err
 		}
 	}
-	return fmt.Errorf("nimbus: %s keeps changing; will retry", dir)
+	return fmt.Errorf("nimbus: the code distribution of %s keeps changing; will retry", id)
 }
 
 // scheduleRound assigns the topologies' executors to live slots (see
@@ -365,15 +360,15 @@ func (d *duties) sweepStoredCode() {
 		d.log.Warn("cannot list stored code", "err", err)
 		return
 	}
-	paths := d.sess.Paths()
+	read := d.sess.Read()
 	for _, id := range ids {
 		if d.svc.isPending(id) {
 			continue
 		}
-		if ok, _, err := d.sess.Conn().Exists(paths.Storm(id)); err != nil || ok {
+		if ok, err := read.HasStorm(id); err != nil || ok {
 			continue
 		}
-		if ok, _, err := d.sess.Conn().Exists(paths.Distribution(id)); err != nil || ok {
+		if ok, err := read.HasDistribution(id); err != nil || ok {
 			continue
 		}
 		if err := d.dist.Cleanup(d.ctx, id); err != nil {

@@ -7,7 +7,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/protobuf/proto"
 
@@ -153,7 +152,7 @@ func (sch *scheduler) wrote(writes []assignmentWrite, errs []error) (int, error)
 	for i, err := range errs {
 		w := writes[i]
 		switch {
-		case errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrNoNode):
+		case errors.Is(err, cluster.ErrNodeExists) || errors.Is(err, cluster.ErrNoNode):
 			// The cache lagged (the assignment, or the StormBase is
 			// gone); the next round sees the nodes as they are.
 		case err != nil:

@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/nimbusha/nimbus/apierr"
 	"github.com/nimbusha/nimbus/apistatus"
 	"github.com/nimbusha/nimbus/auth"
@@ -310,11 +308,9 @@ func (s *service) transitionOf(ctx context.Context, name string, act auth.Action
 		return err
 	}
 	edit := editOf(id, spec)
-	path := s.sess.Paths().Storm(id)
 	for range 3 {
-		base := new(clusterv1.StormBase)
-		version, err := readNode(ctx, s.sess, path, base)
-		if errors.Is(err, zk.ErrNoNode) {
+		base, version, err := s.sess.ReadFor(ctx).Storm(id)
+		if errors.Is(err, cluster.ErrNoNode) {
 			return fmt.Errorf("%w: %q", apierr.ErrNotFound, name) // removed meanwhile
 		}
 		if err != nil {
@@ -332,14 +328,14 @@ func (s *service) transitionOf(ctx context.Context, name string, act auth.Action
 			op, written = s.sess.Ops().SetStorm(id, base, version), version+1 // a set at a version leaves the next
 		}
 		_, err = term.MultiCtx(ctx, op)
-		if errors.Is(err, zk.ErrNoNode) {
+		if errors.Is(err, cluster.ErrNoNode) {
 			return fmt.Errorf("%w: %q", apierr.ErrNotFound, name)
 		}
 		if err == nil {
 			s.awaitStormVersion(ctx, term, id, written)
 			return nil
 		}
-		if !errors.Is(err, zk.ErrBadVersion) {
+		if !errors.Is(err, cluster.ErrBadVersion) {
 			return err
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
@@ -29,7 +28,7 @@ func (s *Server) watchStatus(ctx context.Context) {
 		state, _, sessChanged := s.sess.State()
 		elected, locks, nimbuses := s.election.Changed(), v.locks.Changed(), v.nimbuses.Changed()
 		storeChanged, storeErr := s.storeHealth.state()
-		connected := state == zk.StateHasSession
+		connected := state == cluster.StateHasSession
 		loaded := notify.Closed(v.nimbuses.Loaded()) && notify.Closed(v.locks.Loaded()) && notify.Closed(v.storms.Loaded())
 		setServing(s.health, "", connected && loaded && storeErr == nil)
 		term := s.election.Current()

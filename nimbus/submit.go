@@ -13,8 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/nimbusha/nimbus/apierr"
 	"github.com/nimbusha/nimbus/apistatus"
 	"github.com/nimbusha/nimbus/cluster"
@@ -273,11 +271,7 @@ func (s *service) reserveName(name string) (release func(), err error) {
 // Topology ids begin with the name, so the listing suffices. The read is
 // bounded by ctx's deadline.
 func (s *service) checkNameFree(ctx context.Context, name string) error {
-	dir := s.sess.Paths().Storms()
-	ids, err := cluster.Call(ctx, s.sess, "list "+dir, func(conn *zk.Conn) ([]string, error) {
-		ids, _, err := conn.Children(dir)
-		return ids, err
-	})
+	ids, err := s.sess.ReadFor(ctx).StormIDs()
 	if err != nil {
 		return apierr.NotCommitted(err)
 	}
@@ -371,15 +365,11 @@ func (s *service) receiveArtifactOf(stream nimbusv1.NimbusService_SubmitTopology
 // bumps (committed or not) and only the leader changes: unique across
 // leaders without a counter node. The read is bounded by ctx's deadline.
 func (s *service) newTopologyID(ctx context.Context, name string) (string, error) {
-	dir := s.sess.Paths().CodeDistributor()
-	stat, err := cluster.Call(ctx, s.sess, "stat "+dir, func(conn *zk.Conn) (*zk.Stat, error) {
-		_, stat, err := conn.Exists(dir)
-		return stat, err
-	})
+	counter, err := s.sess.ReadFor(ctx).DistributionCounter()
 	if err != nil {
 		return "", err
 	}
-	return validate.NewTopologyID(name, int64(stat.Cversion)+1, time.Now()), nil
+	return validate.NewTopologyID(name, counter+1, time.Now()), nil
 }
 
 // waitReplication waits for the topology's minimum replication within its
@@ -395,7 +385,7 @@ func (s *service) waitReplication(clientCtx context.Context, term *leader.Term, 
 	if !set.waitForever {
 		until = time.Now().Add(set.maxReplicationWait)
 	}
-	count, timedOut, err = codedistributor.WaitReplication(ctx, s.sess, id, digest, set.minReplication, until)
+	count, timedOut, err = s.view.replicas.AwaitReplicas(ctx, id, digest, set.minReplication, until)
 	switch {
 	case err == nil:
 		return count, timedOut, nil

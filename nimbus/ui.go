@@ -12,10 +12,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nimbusha/nimbus/client"
+	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/configs"
 	"github.com/nimbusha/nimbus/internal/version"
 	"github.com/nimbusha/nimbus/stormapi"
@@ -187,7 +187,7 @@ func (s *Server) watchSightings(ctx context.Context) {
 		locksChanged := s.view.locks.Changed() // before reading: no change unseen
 		state, _, sessionChanged := s.sess.State()
 		_, _, hasLeader := s.view.leader()
-		s.sightings.see(time.Now(), hasLeader, state == zk.StateHasSession)
+		s.sightings.see(time.Now(), hasLeader, state == cluster.StateHasSession)
 		select {
 		case <-locksChanged:
 		case <-sessionChanged:

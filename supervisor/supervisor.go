@@ -13,7 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"google.golang.org/grpc"
 
 	"github.com/nimbusha/nimbus/certs"
@@ -308,7 +307,6 @@ func (s *Supervisor) heartbeats(ctx context.Context, registered <-chan struct{})
 	case <-ctx.Done():
 		return
 	}
-	path := s.sess.Paths().Supervisor(s.id)
 	tick := time.NewTicker(s.cfg.SupervisorHeartbeat)
 	defer tick.Stop()
 	for {
@@ -318,12 +316,12 @@ func (s *Supervisor) heartbeats(ctx context.Context, registered <-chan struct{})
 		case <-tick.C:
 		case <-s.beat:
 		}
-		if state, _, _ := s.sess.State(); state != zk.StateHasSession {
+		if state, _, _ := s.sess.State(); state != cluster.StateHasSession {
 			continue // workers keep running; the next beat after reconnecting tells
 		}
-		_, err := s.sess.Conn().Set(path, cluster.Encode(s.info()), -1)
+		err := s.sess.SetSupervisor(s.id, s.info())
 		switch {
-		case errors.Is(err, zk.ErrNoNode):
+		case errors.Is(err, cluster.ErrNoNode):
 			select {
 			case s.lost <- struct{}{}: // Keep creates it again
 			default:

@@ -15,7 +15,6 @@ import (
 
 	"github.com/anacrolix/torrent"
 	pp "github.com/anacrolix/torrent/peer_protocol"
-	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
@@ -138,17 +137,13 @@ func (d *distributor) Cleanup(_ context.Context, topologyID string) error {
 	d.cleaned[topologyID] = true
 	d.dropLocked(topologyID)
 	d.mu.Unlock()
-	return removeSwarm(d.p.Session, topologyID)
+	return d.p.Session.RemoveSwarm(topologyID)
 }
 
 // List returns the topologies with a swarm in ZooKeeper, so the leader can
 // remove those nothing refers to.
 func (d *distributor) List(context.Context) ([]string, error) {
-	ids, _, err := d.p.Session.Conn().Children(d.p.Session.Paths().Swarms())
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil, nil
-	}
-	return ids, err
+	return d.p.Session.Read().SwarmIDs()
 }
 
 // Close stops seeding, leaves every swarm and closes the client.
@@ -220,7 +215,7 @@ func (d *distributor) Upload(_ context.Context, dir string, code codedistributor
 	if err != nil {
 		return nil, err
 	}
-	if err := createSwarm(d.p.Session, code.TopologyID, d.p.Logger); err != nil {
+	if err := d.p.Session.CreateSwarm(code.TopologyID, d.p.Logger); err != nil {
 		return nil, err
 	}
 	d.mu.Lock()
