@@ -485,6 +485,17 @@ func (c *Config) MaxReplicationWait() (wait time.Duration, forever bool) {
 	return time.Duration(c.MaxReplicationWaitSecs) * time.Second, false
 }
 
+// ReplicationLogWait is how long code may be missing from the standbys
+// before the leader and codesync warn: topology.max.replication.wait.time.sec,
+// the time a submission gives replication. Waiting forever (-1) would
+// silence them for good, so that case takes the default wait.
+func (c *Config) ReplicationLogWait() time.Duration {
+	if wait, forever := c.MaxReplicationWait(); !forever {
+		return wait
+	}
+	return DefaultMaxReplicationWaitSecs * time.Second
+}
+
 // CodeLostGrace returns nimbus.code.lost.grace.secs as a duration, or
 // never=true when it is -1.
 func (c *Config) CodeLostGrace() (grace time.Duration, never bool) {

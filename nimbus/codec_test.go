@@ -6,7 +6,6 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/nimbusha/nimbus/apierr"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
@@ -60,33 +59,5 @@ func TestSharedEncodings(t *testing.T) {
 	data, _ := c.Marshal(second)
 	if err := c.Unmarshal(data, &into); err != nil || !proto.Equal(&into, second) {
 		t.Fatalf("round trip: %v, %v", &into, err)
-	}
-}
-
-// A build that fails (no leader, say) replaces the shared answer with
-// none: the codec forgets the old one, so leaderless spells leak nothing.
-func TestViewForgetsTheSharedAnswerOnAFailedBuild(t *testing.T) {
-	c := newSharedEncodings()
-	v := &view{share: c.share}
-	var b built[*nimbusv1.GetLeaderResponse]
-	fail := false
-	build := func() (*nimbusv1.GetLeaderResponse, error) {
-		if fail {
-			return nil, apierr.ErrNoLeader
-		}
-		return &nimbusv1.GetLeaderResponse{Leader: &nimbusv1.NimbusSummary{Host: "a", Port: 1}}, nil
-	}
-	for i := range 5 {
-		fail = false
-		if _, err := cached(v, &b, viewKey{second: int64(2 * i)}, build); err != nil {
-			t.Fatal(err)
-		}
-		fail = true
-		if _, err := cached(v, &b, viewKey{second: int64(2*i + 1)}, build); err == nil {
-			t.Fatal("failed build answered")
-		}
-	}
-	if len(c.encoded) != 0 {
-		t.Fatalf("%d encodings kept after the last build failed, want 0", len(c.encoded))
 	}
 }

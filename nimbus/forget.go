@@ -218,9 +218,9 @@ func changedMeanwhile(f *forgetting, res []cluster.MultiResponse, err error) err
 // findStorm finds name, an id or a name, and reads its StormBase afresh.
 func (s *service) findStorm(ctx context.Context, name string) (string, *clusterv1.StormBase, int32, error) {
 	id := name
-	if _, ok := s.view.storms.Snapshot()[name]; !ok {
+	if _, ok := s.view.Storms.Snapshot()[name]; !ok {
 		var err error
-		if id, _, err = s.view.byName(name); err != nil {
+		if id, _, err = s.view.ByName(name); err != nil {
 			return "", nil, 0, err
 		}
 	}

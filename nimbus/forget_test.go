@@ -93,7 +93,7 @@ func writeLostGhost(t *testing.T, s *Server, id string, meta []byte) []byte {
 		t.Fatal(err)
 	}
 	testcluster.WaitFor(t, 10*time.Second, "the mark in the cache", func() error {
-		if _, ok := s.view.lost.Snapshot()[id]; !ok {
+		if _, ok := s.view.Lost.Snapshot()[id]; !ok {
 			return errors.New("not yet")
 		}
 		return nil
@@ -104,7 +104,7 @@ func writeLostGhost(t *testing.T, s *Server, id string, meta []byte) []byte {
 		t.Fatal(err)
 	}
 	testcluster.WaitFor(t, 10*time.Second, "the ghost in the cache", func() error {
-		if _, ok := s.view.storms.Snapshot()[id]; !ok {
+		if _, ok := s.view.Storms.Snapshot()[id]; !ok {
 			return errors.New("not yet")
 		}
 		return nil
@@ -126,7 +126,7 @@ func forget(t *testing.T, s *Server, name string) (*nimbusv1.ForgetTopologyRespo
 func TestForgetAsksTheSupervisors(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
 	s := startServer(t, z.Addr())
-	leading(t, s)
+	awaitLeading(t, s)
 	conn, paths := s.sess.Conn(), s.sess.Paths()
 
 	submitSpec(t, sdk(t, s), "alive")
@@ -192,7 +192,7 @@ func TestForgetAsksTheSupervisors(t *testing.T) {
 func TestForgetOfATopologyChangedMeanwhile(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
 	s := startServer(t, z.Addr())
-	leading(t, s)
+	awaitLeading(t, s)
 	conn, paths, acl := s.sess.Conn(), s.sess.Paths(), s.sess.ACL()
 	for _, tc := range []struct {
 		id     string

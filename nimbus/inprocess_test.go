@@ -72,8 +72,8 @@ func startLogged(t *testing.T, zkAddr, localDir string, edit func(*configs.Confi
 	return s
 }
 
-// leading waits until s leads and returns its term.
-func leading(t *testing.T, s *Server) {
+// awaitLeading waits until s leads.
+func awaitLeading(t *testing.T, s *Server) {
 	t.Helper()
 	testcluster.WaitFor(t, 20*time.Second, "the nimbus leads", func() error {
 		if s.election.Current() == nil {
@@ -130,7 +130,7 @@ func storm(t *testing.T, s *Server, id string) (*clusterv1.StormBase, error) {
 func TestInProcessSubmitThenKillIsCompletedByTheLeader(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
 	s := startServer(t, z.Addr())
-	leading(t, s)
+	awaitLeading(t, s)
 	cl := sdk(t, s)
 
 	id := submitSpec(t, cl, "inproc")
@@ -141,7 +141,7 @@ func TestInProcessSubmitThenKillIsCompletedByTheLeader(t *testing.T) {
 	if err := s.store.Verify(id, base.GetCodeMetaDigest()); err != nil {
 		t.Fatalf("the leader's own copy: %v", err)
 	}
-	if _, ok := s.view.replicas.Replicas(id)[s.Addr()]; !ok {
+	if _, ok := s.view.Replicas.Replicas(id)[s.Addr()]; !ok {
 		t.Fatalf("%s is not a replica of %s", s.Addr(), id)
 	}
 
@@ -167,7 +167,7 @@ func TestInProcessSubmitThenKillIsCompletedByTheLeader(t *testing.T) {
 func TestInProcessRebalanceIsCompletedByTheLeader(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
 	s := startServer(t, z.Addr())
-	leading(t, s)
+	awaitLeading(t, s)
 	cl := sdk(t, s)
 	id := submitSpec(t, cl, "rebal")
 	if err := cl.DeactivateTopology(t.Context(), "rebal"); err != nil {
@@ -201,7 +201,7 @@ func TestInProcessRebalanceIsCompletedByTheLeader(t *testing.T) {
 func TestInProcessAbandonedDistributionIsCollected(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
 	s := startServer(t, z.Addr())
-	leading(t, s)
+	awaitLeading(t, s)
 	const id = "abandoned-1-1400000000"
 	dist := &clusterv1.CodeDistribution{CodeMetaDigest: bytes.Repeat([]byte{1}, 32)}
 	if _, err := s.sess.Conn().Create(s.sess.Paths().Distribution(id), cluster.Encode(dist), 0, s.sess.ACL()); err != nil {

@@ -21,7 +21,7 @@ func (s *service) catchUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if !s.view.storms.AwaitVersions(ctx, nil, listed) {
+	if !s.view.Storms.AwaitVersions(ctx, nil, listed) {
 		return fmt.Errorf("%w: this nimbus's view of the topologies did not catch up with ZooKeeper within the request's deadline", cluster.ErrUnavailable)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
 	"github.com/nimbusha/nimbus/codesync"
+	"github.com/nimbusha/nimbus/nimbus/view"
 )
 
 // metrics are what an operator watches on a nimbus.
@@ -14,15 +15,8 @@ type metrics struct {
 	leaderChanges prometheus.Counter
 	epoch         prometheus.Gauge
 	zkConnected   prometheus.Gauge
-	// Set by the leader: standbys that could take over right now.
-	eligibleStandbys prometheus.Gauge
 	// Code served by this nimbus's CodeService.
 	codeSent prometheus.Counter
-	// On the leader: how long each scheduling round takes, writes included.
-	scheduleSeconds prometheus.Histogram
-	// On the leader, after each round: what could not be placed.
-	unplacedSlots      prometheus.Gauge
-	unplacedTopologies prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -43,27 +37,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "nimbus_zookeeper_connected",
 			Help: "1 while this nimbus has a ZooKeeper session, 0 otherwise.",
 		}),
-		eligibleStandbys: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "nimbus_eligible_standbys",
-			Help: "On the leader: live nimbuses other than the leader that hold all code (0 = no failover possible).",
-		}),
 		codeSent: prometheus.NewCounter(codedistributor.SentBytesOpts("grpc")),
-		scheduleSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "nimbus_schedule_duration_seconds",
-			Help:    "On the leader: time of one scheduling round over every topology and supervisor, writes included.",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14), // 0.5 ms to 4 s
-		}),
-		unplacedSlots: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "nimbus_unplaced_slots",
-			Help: "On the leader: workers the topologies should have for which the scheduler found no free slot, summed (0 on followers).",
-		}),
-		unplacedTopologies: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "nimbus_unplaced_topologies",
-			Help: "On the leader: topologies that lack at least one slot (0 on followers).",
-		}),
 	}
-	reg.MustRegister(m.isLeader, m.leaderChanges, m.epoch, m.zkConnected, m.eligibleStandbys, m.codeSent, m.scheduleSeconds,
-		m.unplacedSlots, m.unplacedTopologies)
+	reg.MustRegister(m.isLeader, m.leaderChanges, m.epoch, m.zkConnected, m.codeSent)
 	return m
 }
 
@@ -78,9 +54,9 @@ func registerSessionMetrics(reg prometheus.Registerer, sess *cluster.Session) {
 }
 
 // registerLostMetrics exports how many topologies are LOST (forget.go).
-func registerLostMetrics(reg prometheus.Registerer, v *view) {
+func registerLostMetrics(reg prometheus.Registerer, v *view.View) {
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "nimbus_topologies_lost",
 		Help: "Topologies marked LOST: no nimbus and no supervisor holds their code (stormctl admin forget removes them).",
-	}, func() float64 { return float64(len(codesync.LostMarks(v.storms.Snapshot(), v.lost.Snapshot()))) }))
+	}, func() float64 { return float64(len(codesync.LostMarks(v.Storms.Snapshot(), v.Lost.Snapshot()))) }))
 }

@@ -22,7 +22,7 @@ func TestInProcessNimbusConfig(t *testing.T) {
 			configs.KeyNimbusGRPCPort: {Kind: configs.FromFlag, Name: configs.KeyNimbusGRPCPort},
 		}
 	})
-	leading(t, s)
+	awaitLeading(t, s)
 
 	resp, err := sdk(t, s).GetNimbusConfig(t.Context())
 	if err != nil {

@@ -23,7 +23,7 @@ import (
 func TestInProcessLeaderReadsItsOwnWrites(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
 	s := startServer(t, z.Addr())
-	leading(t, s)
+	awaitLeading(t, s)
 	cl := sdk(t, s)
 	conn, err := grpc.NewClient(s.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

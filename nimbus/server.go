@@ -33,6 +33,8 @@ import (
 	"github.com/nimbusha/nimbus/internal/daemon"
 	"github.com/nimbusha/nimbus/internal/version"
 	"github.com/nimbusha/nimbus/leader"
+	"github.com/nimbusha/nimbus/nimbus/leading"
+	"github.com/nimbusha/nimbus/nimbus/view"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
@@ -53,10 +55,11 @@ type Server struct {
 	store     *codedistributor.Store
 	sess      *cluster.Session
 	metrics   *metrics
-	view      *view
+	view      *view.View
 	dist      codedistributor.Distributor
 	election  *leader.Election
 	syncer    *codesync.Syncer
+	duties    *leading.Duties // the leader's work in each term
 	svc       *service
 	health    *health.Server
 	grpc      *grpc.Server
@@ -197,7 +200,7 @@ func (s *Server) build() (err error) {
 	s.sightings = newSightings(s.reg, time.Now())
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	encodings := newSharedEncodings()
-	s.view = newView(s.sess, s.cfg.SupervisorHeartbeat, encodings.share, s.base)
+	s.view = view.New(s.sess, s.cfg.SupervisorHeartbeat, encodings.share, s.base)
 	registerLostMetrics(s.reg, s.view)
 
 	peers := codedistributor.NewPeers(s.tls.ClientCredentials())
@@ -212,22 +215,22 @@ func (s *Server) build() (err error) {
 	// The gate of invariant 6: a nimbus that wins the lock leads only if
 	// it holds every active topology's code, checked afresh; the syncer
 	// keeps it queued only while it holds them.
-	gate := codesync.Gate{Session: s.sess, Store: s.store, Storms: s.view.storms, Lost: s.view.lost}
+	gate := codesync.Gate{Session: s.sess, Store: s.store, Storms: s.view.Storms, Lost: s.view.Lost}
 	s.election = leader.New(leader.Config{Session: s.sess, Self: s.self, Eligible: gate.Eligible, Logger: s.base})
 	s.syncer = codesync.New(codesync.Config{
 		Gate:        gate,
 		Fetcher:     &codedistributor.Fetcher{Params: params, Dist: s.dist, Store: s.store},
-		Replicas:    s.view.replicas,
-		Supervisors: s.view.supervisors,
+		Replicas:    s.view.Replicas,
+		Supervisors: s.view.Supervisors,
 		Self:        s.self,
 		Election:    s.election,
 		SweepEvery:  cfg.CodeSyncFreq,
-		CatchUpWait: replicationLogWait(cfg),
+		CatchUpWait: cfg.ReplicationLogWait(),
 		LostGrace:   lostGrace(cfg),
 		Logger:      s.base,
 	})
 
-	s.deposer = depose.New(depose.Config{Session: s.sess, Locks: s.view.locks, Self: s.Addr(),
+	s.deposer = depose.New(depose.Config{Session: s.sess, Locks: s.view.Locks, Self: s.Addr(),
 		Creds: s.tls.ClientCredentials(), Metrics: s.reg, Logger: s.base})
 
 	s.actions = make(chan struct{}, 1)
@@ -246,6 +249,8 @@ func (s *Server) build() (err error) {
 	s.health = health.NewServer()
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	s.health.SetServingStatus(nimbusv1.LeaderHealthService, healthpb.HealthCheckResponse_NOT_SERVING)
+	s.duties = leading.New(leading.Config{Session: s.sess, View: s.view, Dist: s.dist, Pending: s.svc.isPending,
+		Actions: s.actions, Nimbus: cfg, Metrics: leading.NewMetrics(s.reg), Logger: s.base})
 	s.grpc = grpc.NewServer(s.grpcOptions(encodings)...)
 	nimbusv1.RegisterNimbusServiceServer(s.grpc, s.svc)
 	nimbusv1.RegisterCodeServiceServer(s.grpc, codeservice.New(s.store, s.metrics.codeSent, codeservice.WithAuthorizer(s.authz)))
@@ -312,11 +317,11 @@ func (s *Server) run() {
 		cancel()
 		s.lc.Wait()
 	})
-	for _, c := range s.view.caches() {
+	for _, c := range s.view.Caches() {
 		s.lc.Go(func() { _ = c.Run(ctx) })
 	}
 	registered := s.register(ctx)
-	s.lc.Go(func() { s.leadTerms(ctx) })
+	s.lc.Go(func() { s.duties.Run(ctx, s.election) })
 	s.lc.Go(func() { s.watchStatus(ctx) })
 	s.lc.Go(func() { s.probeStore(ctx) })
 	s.lc.Go(func() { s.watchSightings(ctx) })
@@ -396,7 +401,7 @@ func (s *Server) joinElection(ctx context.Context) {
 // nimbus is registered and the caches that answer reads are loaded.
 func (s *Server) announceReady(ctx context.Context, registered <-chan struct{}) {
 	v := s.view
-	for _, c := range []<-chan struct{}{registered, v.nimbuses.Loaded(), v.locks.Loaded(), v.storms.Loaded(), v.replicas.Distributions.Loaded()} {
+	for _, c := range []<-chan struct{}{registered, v.Nimbuses.Loaded(), v.Locks.Loaded(), v.Storms.Loaded(), v.Replicas.Distributions.Loaded()} {
 		select {
 		case <-c:
 		case <-ctx.Done():

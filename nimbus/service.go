@@ -17,6 +17,8 @@ import (
 	"github.com/nimbusha/nimbus/codesync"
 	"github.com/nimbusha/nimbus/configs"
 	"github.com/nimbusha/nimbus/leader"
+	"github.com/nimbusha/nimbus/nimbus/view"
+	"github.com/nimbusha/nimbus/nimbus/topology"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 	"github.com/nimbusha/nimbus/validate"
@@ -30,7 +32,7 @@ type service struct {
 	cfg      *configs.Config
 	log      *slog.Logger
 	self     string // host:port
-	view     *view
+	view     *view.View
 	sess     *cluster.Session
 	election *leader.Election
 	authz    *auth.Authorizer // who may do what; allows everything without authentication
@@ -48,7 +50,7 @@ type service struct {
 }
 
 func (s *service) GetLeader(context.Context, *nimbusv1.GetLeaderRequest) (*nimbusv1.GetLeaderResponse, error) {
-	resp, err := s.view.leaderInfo()
+	resp, err := s.view.LeaderInfo()
 	if err != nil {
 		return nil, apistatus.ToStatus(err)
 	}
@@ -64,7 +66,7 @@ func (s *service) GetClusterInfo(ctx context.Context, req *nimbusv1.GetClusterIn
 			return nil, apistatus.ToStatus(err)
 		}
 	}
-	resp, err := s.view.clusterPart(req)
+	resp, err := s.view.ClusterPart(req)
 	if err != nil {
 		return nil, apistatus.ToStatus(err)
 	}
@@ -80,14 +82,14 @@ func (s *service) GetTopologyInfo(ctx context.Context, req *nimbusv1.GetTopology
 			return nil, apistatus.ToStatus(err)
 		}
 	}
-	resp, err := s.view.topologyInfo(req.GetName(), req.GetIncludeLogTail())
+	resp, err := s.view.TopologyInfo(req.GetName(), req.GetIncludeLogTail())
 	if err != nil {
 		return nil, apistatus.ToStatus(err)
 	}
 	if req.GetIncludeLogTail() {
 		// What a worker printed is not redacted: it may hold what its conf
 		// does, so it takes the right to read the conf.
-		id, base := resp.GetTopology().GetId(), s.view.storms.Snapshot()[resp.GetTopology().GetId()]
+		id, base := resp.GetTopology().GetId(), s.view.Storms.Snapshot()[resp.GetTopology().GetId()]
 		if err := s.authorize(ctx, auth.ActionReadConf, id, base, s.storedSpec(id)); err != nil {
 			return nil, apistatus.ToStatus(err)
 		}
@@ -137,7 +139,7 @@ func (s *service) leaderTerm(ctx context.Context) (*leader.Term, error) {
 	if t := s.election.Current(); t != nil {
 		return t, nil
 	}
-	head, _, ok := s.view.leader()
+	head, _, ok := s.view.Leader()
 	if ok && cluster.HostPort(head) != s.self {
 		return nil, &apierr.NotLeaderError{Leader: cluster.HostPort(head)}
 	}
@@ -157,9 +159,9 @@ func (s *service) KillTopology(ctx context.Context, req *nimbusv1.KillTopologyRe
 		return nil, apistatus.ToStatus(err)
 	}
 	var wait time.Duration
-	err := s.transitionOf(ctx, req.GetName(), auth.ActionKill, func(id string, spec storedSpec) change {
+	err := s.transitionOf(ctx, req.GetName(), auth.ActionKill, func(id string, spec storedSpec) topology.Change {
 		wait = s.actionWait(id, spec, req.WaitSecs)
-		return kill(wait, time.Now)
+		return topology.Kill(wait, time.Now)
 	})
 	if err == nil {
 		s.log.Info("topology killed", "topology", req.GetName(), "removal_in", wait)
@@ -172,7 +174,7 @@ func (s *service) ActivateTopology(ctx context.Context, req *nimbusv1.ActivateTo
 	if err := validate.Activate(req); err != nil {
 		return nil, apistatus.ToStatus(err)
 	}
-	err := s.transition(ctx, req.GetName(), auth.ActionActivate, setStatus(clusterv1.TopologyStatus_TOPOLOGY_STATUS_ACTIVE))
+	err := s.transition(ctx, req.GetName(), auth.ActionActivate, topology.SetStatus(clusterv1.TopologyStatus_TOPOLOGY_STATUS_ACTIVE))
 	return &nimbusv1.ActivateTopologyResponse{}, apistatus.ToStatus(err)
 }
 
@@ -180,7 +182,7 @@ func (s *service) DeactivateTopology(ctx context.Context, req *nimbusv1.Deactiva
 	if err := validate.Deactivate(req); err != nil {
 		return nil, apistatus.ToStatus(err)
 	}
-	err := s.transition(ctx, req.GetName(), auth.ActionDeactivate, setStatus(clusterv1.TopologyStatus_TOPOLOGY_STATUS_INACTIVE))
+	err := s.transition(ctx, req.GetName(), auth.ActionDeactivate, topology.SetStatus(clusterv1.TopologyStatus_TOPOLOGY_STATUS_INACTIVE))
 	return &nimbusv1.DeactivateTopologyResponse{}, apistatus.ToStatus(err)
 }
 
@@ -194,9 +196,9 @@ func (s *service) RebalanceTopology(ctx context.Context, req *nimbusv1.Rebalance
 		field = "num_workers"
 	}
 	var wait time.Duration
-	err := s.transitionOf(ctx, req.GetName(), auth.ActionRebalance, func(id string, spec storedSpec) change {
+	err := s.transitionOf(ctx, req.GetName(), auth.ActionRebalance, func(id string, spec storedSpec) topology.Change {
 		wait = s.actionWait(id, spec, req.WaitSecs)
-		return withinBudget(rebalance(req, wait, time.Now), s.zkBudget(), field)
+		return topology.WithinBudget(topology.Rebalance(req, wait, time.Now), s.zkBudget(), field)
 	})
 	if err == nil {
 		s.log.Info("topology rebalancing", "topology", req.GetName(), "in", wait)
@@ -253,7 +255,7 @@ func (s *service) GetTopologyConf(ctx context.Context, req *nimbusv1.GetTopology
 	if err := validate.GetTopologyConf(req); err != nil {
 		return nil, apistatus.ToStatus(err)
 	}
-	id, base, err := s.view.byName(req.GetName())
+	id, base, err := s.view.ByName(req.GetName())
 	if err != nil {
 		return nil, apistatus.ToStatus(err)
 	}
@@ -273,8 +275,8 @@ func (s *service) GetTopologyConf(ctx context.Context, req *nimbusv1.GetTopology
 
 // zkBudget is what one node the leader writes may hold, with the
 // supervisors registered now.
-func (s *service) zkBudget() zkBudget {
-	return newZKBudget(s.cfg.ZKMaxBuffer, s.view.supervisors.Snapshot())
+func (s *service) zkBudget() topology.Budget {
+	return topology.NewBudget(s.cfg.ZKMaxBuffer, s.view.Supervisors.Snapshot())
 }
 
 // transition applies edit, the caller's act, to the named topology's
@@ -283,8 +285,8 @@ func (s *service) zkBudget() zkBudget {
 // can lag a write made a moment ago (a kill, then an activate that must not
 // undo it). edit reports whether it changed anything; either way the
 // answer comes from a nimbus that still leads.
-func (s *service) transition(ctx context.Context, name string, act auth.Action, edit change) error {
-	return s.transitionOf(ctx, name, act, func(string, storedSpec) change { return edit })
+func (s *service) transition(ctx context.Context, name string, act auth.Action, edit topology.Change) error {
+	return s.transitionOf(ctx, name, act, func(string, storedSpec) topology.Change { return edit })
 }
 
 // transitionOf is transition with an edit that depends on the topology's
@@ -294,12 +296,12 @@ func (s *service) transition(ctx context.Context, name string, act auth.Action, 
 // written), a write UNKNOWN (it may still apply). Once the write is
 // acknowledged it answers only when this nimbus's cache shows it, so a read
 // here after the answer sees it (awaitStormVersion).
-func (s *service) transitionOf(ctx context.Context, name string, act auth.Action, editOf func(id string, spec storedSpec) change) error {
+func (s *service) transitionOf(ctx context.Context, name string, act auth.Action, editOf func(id string, spec storedSpec) topology.Change) error {
 	term, err := s.leaderTerm(ctx)
 	if err != nil {
 		return err
 	}
-	id, cached, err := s.view.byName(name)
+	id, cached, err := s.view.ByName(name)
 	if err != nil {
 		return err
 	}
@@ -348,8 +350,8 @@ func (s *service) transitionOf(ctx context.Context, name string, act auth.Action
 // The write is acknowledged either way; a cache still behind when the
 // deadline nears is logged, not failed.
 func (s *service) awaitStormVersion(ctx context.Context, term *leader.Term, id string, v int32) {
-	if !s.view.storms.AwaitVersion(ctx, term.Done(), id, v) {
-		got, _ := s.view.storms.Version(id)
+	if !s.view.Storms.AwaitVersion(ctx, term.Done(), id, v) {
+		got, _ := s.view.Storms.Version(id)
 		s.log.Info("answering before the cache shows the write", "topology", id, "version", v, "cached_version", got)
 	}
 }

@@ -53,7 +53,7 @@ func TestInProcessNormalSubmitWarnsNothing(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
 	logs := new(logRecords)
 	a := startLogged(t, z.Addr(), t.TempDir(), nil, logs.Logger("a"))
-	leading(t, a)
+	awaitLeading(t, a)
 	followers := []*Server{
 		startLogged(t, z.Addr(), t.TempDir(), nil, logs.Logger("b")),
 		startLogged(t, z.Addr(), t.TempDir(), nil, logs.Logger("c")),
@@ -78,7 +78,7 @@ func TestInProcessNormalSubmitWarnsNothing(t *testing.T) {
 		submitSpec(t, cl, name)
 	}
 	testcluster.WaitFor(t, 20*time.Second, "both followers holding every topology's code", settled(2))
-	if cs := a.view.clusterInfo().GetCluster(); len(cs.GetTopologies()) != 3 || len(cs.GetLeadershipBlockedBy()) != 0 {
+	if cs := a.view.ClusterInfo().GetCluster(); len(cs.GetTopologies()) != 3 || len(cs.GetLeadershipBlockedBy()) != 0 {
 		t.Fatalf("%d topologies, blocked by %v; want 3, none", len(cs.GetTopologies()), cs.GetLeadershipBlockedBy())
 	}
 
@@ -106,7 +106,7 @@ func TestInProcessStandbyWithoutCodeWarnsAfterTheWait(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
 	logs := new(logRecords)
 	a := startLogged(t, z.Addr(), t.TempDir(), short, logs.Logger("a"))
-	leading(t, a)
+	awaitLeading(t, a)
 	dir := mountTmpfs(t, 16<<20)
 	b := startLogged(t, z.Addr(), dir, short, logs.Logger("b"))
 	testcluster.WaitFor(t, 20*time.Second, "b a standby", func() error {

@@ -26,17 +26,17 @@ func (s *Server) watchStatus(ctx context.Context) {
 		// Take every wake-up channel before reading what it guards: a
 		// change in between would otherwise go unseen until the next one.
 		state, _, sessChanged := s.sess.State()
-		elected, locks, nimbuses := s.election.Changed(), v.locks.Changed(), v.nimbuses.Changed()
+		elected, locks, nimbuses := s.election.Changed(), v.Locks.Changed(), v.Nimbuses.Changed()
 		storeChanged, storeErr := s.storeHealth.state()
 		connected := state == cluster.StateHasSession
-		loaded := notify.Closed(v.nimbuses.Loaded()) && notify.Closed(v.locks.Loaded()) && notify.Closed(v.storms.Loaded())
+		loaded := notify.Closed(v.Nimbuses.Loaded()) && notify.Closed(v.Locks.Loaded()) && notify.Closed(v.Storms.Loaded())
 		setServing(s.health, "", connected && loaded && storeErr == nil)
 		term := s.election.Current()
 		setServing(s.health, nimbusv1.LeaderHealthService, term != nil)
 		m.isLeader.Set(boolFloat(term != nil))
 		m.zkConnected.Set(boolFloat(connected))
 
-		head, epoch, ok := v.leader()
+		head, epoch, ok := v.Leader()
 		if !ok {
 			epoch = 0
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/nimbusha/nimbus/codedistributor"
 	"github.com/nimbusha/nimbus/configs"
 	"github.com/nimbusha/nimbus/leader"
+	"github.com/nimbusha/nimbus/nimbus/topology"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 	"github.com/nimbusha/nimbus/validate"
@@ -64,7 +65,7 @@ func (s *service) submit(stream nimbusv1.NimbusService_SubmitTopologyServer) (*n
 	if spec.Owner, err = s.authz.Owner(ctx, spec.GetOwner()); err != nil {
 		return nil, err
 	}
-	if err := s.zkBudget().check("spec.components", newStormBase(spec, make([]byte, sha256.Size), 0, time.Now())); err != nil {
+	if err := s.zkBudget().Check("spec.components", topology.NewStormBase(spec, make([]byte, sha256.Size), 0, time.Now())); err != nil {
 		return nil, err
 	}
 	// 2. Leadership, before the upload: a client sent to a follower is
@@ -223,7 +224,7 @@ func (s *service) commit(ctx context.Context, term *leader.Term, spec *nimbusv1.
 	if err := s.checkNameFree(ctx, spec.GetName()); err != nil {
 		return err
 	}
-	base := newStormBase(spec, digest, term.Epoch(), time.Now())
+	base := topology.NewStormBase(spec, digest, term.Epoch(), time.Now())
 	if _, err := term.MultiCtx(ctx, s.sess.Ops().CreateStorm(id, base)); err != nil {
 		// Fenced, or never sent (no session, ZooKeeper slow): surely not
 		// committed.
@@ -242,7 +243,7 @@ func (s *service) commit(ctx context.Context, term *leader.Term, spec *nimbusv1.
 // submitted (read-your-writes), within the client's deadline and while
 // the term lasts. Other nimbuses follow within a watch round trip.
 func (s *service) awaitCached(ctx context.Context, term *leader.Term, id string) {
-	if !s.view.storms.AwaitChild(ctx, term.Done(), id) {
+	if !s.view.Storms.AwaitChild(ctx, term.Done(), id) {
 		s.log.Info("answering before the cache shows the submission", "topology", id)
 	}
 }
@@ -250,7 +251,7 @@ func (s *service) awaitCached(ctx context.Context, term *leader.Term, id string)
 // reserveName fails if a topology with that name exists or is being
 // submitted, and holds the name until release.
 func (s *service) reserveName(name string) (release func(), err error) {
-	if _, _, err := s.view.byName(name); err == nil {
+	if _, _, err := s.view.ByName(name); err == nil {
 		return nil, fmt.Errorf("%w: %q", apierr.ErrAlreadyExists, name)
 	}
 	s.mu.Lock()
@@ -385,7 +386,7 @@ func (s *service) waitReplication(clientCtx context.Context, term *leader.Term, 
 	if !set.waitForever {
 		until = time.Now().Add(set.maxReplicationWait)
 	}
-	count, timedOut, err = s.view.replicas.AwaitReplicas(ctx, id, digest, set.minReplication, until)
+	count, timedOut, err = s.view.Replicas.AwaitReplicas(ctx, id, digest, set.minReplication, until)
 	switch {
 	case err == nil:
 		return count, timedOut, nil

@@ -80,7 +80,7 @@ func TestInProcessTopologyConfIsHonoured(t *testing.T) {
 		c.TopologyMessageTimeout = 600 * time.Second // a kill without its own timeout would wait this
 		c.MaxReplicationWaitSecs = 600               // a wait for replicas that never come would time the test out
 	})
-	leading(t, s)
+	awaitLeading(t, s)
 	cl := sdk(t, s)
 
 	// One nimbus, two replicas asked for, one second allowed: the answer

@@ -118,7 +118,7 @@ func (s *Server) serveUI() {
 // uiState is what the REST API says of leadership and freshness.
 func (s *Server) uiState() stormapi.State {
 	var st stormapi.State
-	if head, _, ok := s.view.leader(); ok {
+	if head, _, ok := s.view.Leader(); ok {
 		st.Leader = head.GetHost() + ":" + strconv.Itoa(int(head.GetPort()))
 	}
 	st.LeaderlessFor, st.CacheAge = s.sightings.since(time.Now())
@@ -184,9 +184,9 @@ func newSightings(reg prometheus.Registerer, start time.Time) *sightings {
 // change, until ctx ends.
 func (s *Server) watchSightings(ctx context.Context) {
 	for {
-		locksChanged := s.view.locks.Changed() // before reading: no change unseen
+		locksChanged := s.view.Locks.Changed() // before reading: no change unseen
 		state, _, sessionChanged := s.sess.State()
-		_, _, hasLeader := s.view.leader()
+		_, _, hasLeader := s.view.Leader()
 		s.sightings.see(time.Now(), hasLeader, state == cluster.StateHasSession)
 		select {
 		case <-locksChanged:

@@ -162,7 +162,7 @@ func TestInProcessStalledUploadsAreCappedThenCancelled(t *testing.T) {
 		c.NimbusMaxUploads = maxUploads
 		c.NimbusUploadIdleTimeout = idle
 	})
-	leading(t, s)
+	awaitLeading(t, s)
 	cl := sdk(t, s)
 	submitSpec(t, cl, "warmup") // every part a submission uses has started
 	conn := dial(t, s)
@@ -257,7 +257,7 @@ func TestInProcessStalledUploadsAreCappedThenCancelled(t *testing.T) {
 // mustID is the id of the topology named name.
 func mustID(t *testing.T, s *Server, name string) string {
 	t.Helper()
-	id, _, err := s.view.byName(name)
+	id, _, err := s.view.ByName(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +316,7 @@ func TestInProcessFullOrReadOnlyStore(t *testing.T) {
 	dir := mountTmpfs(t, size)
 	z := testcluster.StartZooKeeper(t)
 	s := startWith(t, z.Addr(), dir, nil)
-	leading(t, s)
+	awaitLeading(t, s)
 	cl := sdk(t, s)
 	conn := dial(t, s)
 	waitServing(t, conn, healthpb.HealthCheckResponse_SERVING)

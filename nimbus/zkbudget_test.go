@@ -16,10 +16,10 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/nimbusha/nimbus/assign"
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/configs"
 	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
+	"github.com/nimbusha/nimbus/nimbus/topology"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 	"github.com/nimbusha/nimbus/validate"
@@ -57,10 +57,10 @@ func scheduleRounds(t *testing.T, s *Server) uint64 {
 	return 0
 }
 
-// e5Spec is issue 17's E5: 85 components of parallelism 100 (8,500
-// executors) whose ids make a spec of about 10 KB.
-func e5Spec() *nimbusv1.TopologySpec {
-	spec := &nimbusv1.TopologySpec{Name: "e5", NumWorkers: 4, WorkerCommand: []string{"{code_dir}/artifact"}}
+// bigSpec is 85 components of parallelism 100 (8,500 executors) whose ids
+// make a spec of about 10 KB: its assignment would be about 1.2 MB.
+func bigSpec() *nimbusv1.TopologySpec {
+	spec := &nimbusv1.TopologySpec{Name: "big", NumWorkers: 4, WorkerCommand: []string{"{code_dir}/artifact"}}
 	for i := range 85 {
 		id := fmt.Sprintf("component-%03d-%s", i, strings.Repeat("x", 96))
 		spec.Components = append(spec.Components, &nimbusv1.ComponentSpec{Id: id, Parallelism: 100})
@@ -87,19 +87,17 @@ func checkBudgetRefusal(t *testing.T, err error, field string, size int64) {
 	t.Fatalf("%v: no BadRequest naming %s", err, field)
 }
 
-// E5 of issue 17. A topology whose assignment would be over the node size
-// ZooKeeper accepts (8,500 executors: about 1.2 MB) is refused with
-// INVALID_ARGUMENT before anything is written, and the leader keeps its
-// session and term through many scheduling rounds. Without the check it
-// would be committed, and every round would send ZooKeeper a write that
-// closes the leader's connection. A live supervisor is registered, so the
-// scheduler would indeed place it (an ordinary topology is placed). The
-// test measures, with the scheduler's own code, the assignment it would
-// have written, against the bound the check uses.
+// A topology whose assignment would be over the node size ZooKeeper
+// accepts (8,500 executors: about 1.2 MB) is refused with INVALID_ARGUMENT
+// before anything is written, and the leader keeps its session and term
+// through many scheduling rounds. Without the check it would be committed,
+// and every round would send ZooKeeper a write that closes the leader's
+// connection. A live supervisor is registered, so the scheduler would
+// indeed place it (an ordinary topology is placed).
 func TestInProcessOversizeSubmitIsRefusedAndTheLeaderStays(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
 	s := startWith(t, z.Addr(), t.TempDir(), func(c *configs.Config) { c.MonitorFreq = 100 * time.Millisecond })
-	leading(t, s)
+	awaitLeading(t, s)
 	term := s.election.Current()
 	_, session, _ := s.sess.State()
 	const supID, supHost = "sup-0123456789abcdef", "127.0.0.1" // what a supervisor on loopback registers
@@ -118,25 +116,12 @@ func TestInProcessOversizeSubmitIsRefusedAndTheLeaderStays(t *testing.T) {
 		return nil
 	})
 
-	// What the scheduler would write for E5, built by its own code.
-	spec := e5Spec()
-	base := newStormBase(spec, make([]byte, 32), term.Epoch(), time.Now())
-	const e5ID = "e5-2-1700000000"
-	placed := assign.Schedule([]assign.Topology{{ID: e5ID, NumWorkers: int(spec.GetNumWorkers()), Executors: assign.Executors(base.GetComponentExecutors())}},
-		[]assign.Supervisor{{ID: supID, Ports: []int32{6700, 6701, 6702, 6703}}}, nil)[e5ID]
-	write := s.assignmentWrite(term, e5ID, placed, nil, false, base, map[string]string{supID: supHost}, time.Now())
-	measured := int64(proto.Size(write.out))
-	exact := validate.AssignmentBound(base.GetComponentExecutors(), base.GetNumWorkers(), len(supID), len(supHost))
+	// The scheduler's own assignment of it is over the budget and within
+	// this bound (package leading's TestBudgetBoundsTheSchedulersAssignment).
+	spec := bigSpec()
+	base := topology.NewStormBase(spec, make([]byte, 32), term.Epoch(), time.Now())
 	budget := s.svc.zkBudget()
-	bound := validate.AssignmentBound(base.GetComponentExecutors(), base.GetNumWorkers(), budget.supervisorIDLen, budget.hostLen)
-	t.Logf("E5: spec %d bytes, StormBase %d, assignment as scheduled %d bytes; bound %d with these supervisors' ids and hosts, %d as checked (ids %d, hosts %d bytes); budget %d",
-		proto.Size(spec), proto.Size(base), measured, exact, bound, budget.supervisorIDLen, budget.hostLen, budget.limit)
-	switch {
-	case measured <= int64(budget.limit):
-		t.Fatalf("E5's assignment (%d bytes) fits the budget (%d): the test proves nothing", measured, budget.limit)
-	case measured > exact || exact > bound:
-		t.Fatalf("the bound does not hold: measured %d, bound %d with the real lengths, %d as checked", measured, exact, bound)
-	}
+	bound := validate.AssignmentBound(base.GetComponentExecutors(), base.GetNumWorkers(), budget.SupervisorIDLen, budget.HostLen)
 
 	before := scheduleRounds(t, s)
 	artifact := []byte("#!/bin/sh\nexit 0\n")
@@ -174,7 +159,7 @@ func TestInProcessOversizeSubmitIsRefusedAndTheLeaderStays(t *testing.T) {
 func TestInProcessOversizeRebalanceIsRefused(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
 	s := startWith(t, z.Addr(), t.TempDir(), nil)
-	leading(t, s)
+	awaitLeading(t, s)
 	cl := sdk(t, s)
 	id := submitSpec(t, cl, "grows")
 	before, err := storm(t, s, id)
@@ -199,42 +184,3 @@ func TestInProcessOversizeRebalanceIsRefused(t *testing.T) {
 	}
 }
 
-// The margin is enough: under a root of 1 KiB, the leader's write of an
-// assignment of exactly the budget, at the longest topology id, as the
-// scheduler sends it (assignmentWrite: the fence, the StormBase's check,
-// the create), is accepted by ZooKeeper (3.8, jute.maxbuffer at its
-// default, as storm.zookeeper.jute.maxbuffer's default says).
-func TestZooKeeperAcceptsABudgetSizedWrite(t *testing.T) {
-	z := testcluster.StartZooKeeper(t)
-	root := "/" + strings.Repeat("r", 1023)
-	s := startWith(t, z.Addr(), t.TempDir(), func(c *configs.Config) { c.ZKRoot = root })
-	leading(t, s)
-	term := s.election.Current()
-	id := validate.NewTopologyID(strings.Repeat("n", 128), 1<<63-1, time.Unix(1<<62, 0))
-	if err := validate.TopologyID("id", id); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.sess.Conn().Create(s.sess.Paths().Storm(id), nil, 0, s.sess.ACL()); err != nil {
-		t.Fatal(err)
-	}
-	limit := validate.ZKNodeBudget(s.cfg.ZKMaxBuffer)
-	placed := assign.Assignment{{Component: "c", TaskStart: 1, TaskEnd: 1}: {SupervisorID: "s", Port: 1}}
-	base := &clusterv1.StormBase{CodeMetaDigest: make([]byte, 32)}
-	var w assignmentWrite
-	for pad := limit - 200; proto.Size(w.out) < limit; pad++ {
-		w = s.assignmentWrite(term, id, placed, nil, false, base, map[string]string{"s": strings.Repeat("h", pad)}, time.Unix(0, 0))
-	}
-	if proto.Size(w.out) != limit {
-		t.Fatalf("payload %d bytes, want %d", proto.Size(w.out), limit)
-	}
-	if err := writeAll(term, []assignmentWrite{w})[0]; err != nil {
-		t.Fatalf("a budget-sized write (%d bytes, path %d bytes): %v", limit, len(s.sess.Paths().Assignment(id)), err)
-	}
-	data, _, err := s.sess.Conn().Get(s.sess.Paths().Assignment(id))
-	if err != nil || len(data) != limit {
-		t.Fatalf("read back %d bytes (%v)", len(data), err)
-	}
-	if term.Context().Err() != nil {
-		t.Fatal("the term ended")
-	}
-}

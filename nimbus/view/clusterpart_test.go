@@ -1,4 +1,4 @@
-package nimbus
+package view
 
 import (
 	"errors"

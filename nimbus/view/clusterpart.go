@@ -1,4 +1,4 @@
-package nimbus
+package view
 
 import (
 	"cmp"
@@ -51,7 +51,7 @@ func add(m map[string][]int, i int, keys ...string) {
 }
 
 // index returns the index of c, building it once per summary built.
-func (v *view) index(c *nimbusv1.ClusterSummary) *clusterIndex {
+func (v *View) index(c *nimbusv1.ClusterSummary) *clusterIndex {
 	if x := v.clusterIdx.Load(); x != nil && x.of == c {
 		return x
 	}
@@ -62,8 +62,8 @@ func (v *view) index(c *nimbusv1.ClusterSummary) *clusterIndex {
 
 // clusterPart answers a GetClusterInfo request (validated) from the
 // shared whole: the whole itself when req asks for it all.
-func (v *view) clusterPart(req *nimbusv1.GetClusterInfoRequest) (*nimbusv1.GetClusterInfoResponse, error) {
-	whole := v.clusterInfo()
+func (v *View) ClusterPart(req *nimbusv1.GetClusterInfoRequest) (*nimbusv1.GetClusterInfoResponse, error) {
+	whole := v.ClusterInfo()
 	if wantsWhole(req) {
 		return whole, nil
 	}

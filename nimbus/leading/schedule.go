@@ -1,4 +1,4 @@
-package nimbus
+package leading
 
 import (
 	"cmp"
@@ -14,9 +14,58 @@ import (
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/configs"
 	"github.com/nimbusha/nimbus/leader"
+	"github.com/nimbusha/nimbus/nimbus/view"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	"github.com/nimbusha/nimbus/validate"
 )
+
+// scheduling places the topologies' executors on live slots, every round
+// (the scheduler decides), writes what changed, and exports what could
+// not be placed until its term ends.
+type scheduling struct {
+	term    *leader.Term
+	ops     cluster.Ops   // the assignment writes
+	view    *view.View    // /storms, /assignments, /lost, /supervisors
+	timeout time.Duration // nimbus.supervisor.timeout.secs
+	monitor time.Duration // nimbus.monitor.freq.secs: rounds at least this often, to find silent supervisors
+	budget  int           // what one node may hold (validate.ZKNodeBudget)
+	metrics *Metrics
+	log     *slog.Logger
+	sch     *scheduler
+	// scheduledOnce is set after the term's first round, which logs its
+	// latency from lock to schedule: the cost of a failover at scale.
+	scheduledOnce bool
+}
+
+func newScheduling(term *leader.Term, cfg Config, log *slog.Logger) *scheduling {
+	return &scheduling{term: term, ops: cfg.Session.Ops(), view: cfg.View, timeout: cfg.Nimbus.SupervisorTimeout,
+		monitor: cfg.Nimbus.MonitorFreq, budget: validate.ZKNodeBudget(cfg.Nimbus.ZKMaxBuffer), metrics: cfg.Metrics,
+		log: log, sch: newScheduler()}
+}
+
+// round schedules and logs what it wrote.
+func (s *scheduling) round(r round) time.Time {
+	began := time.Now()
+	n, err := s.schedule(r.now)
+	s.metrics.scheduleSeconds.Observe(time.Since(began).Seconds())
+	switch {
+	case err != nil:
+		s.log.Warn("scheduling failed; will retry", "err", err)
+	case !s.scheduledOnce:
+		s.log.Info("term's first schedule done", "elapsed_ms", time.Since(s.term.Began()).Milliseconds(),
+			"topologies", len(r.storms), "supervisors", len(s.view.Supervisors.Snapshot()), "assignments_written", n)
+		s.scheduledOnce = true
+	case n > 0:
+		s.log.Info("assignments written", "topologies", n, "elapsed_ms", time.Since(began).Milliseconds())
+	}
+	return r.now.Add(s.monitor) // heartbeats going stale wake nothing else
+}
+
+// stop takes back what the leader exports about placement.
+func (s *scheduling) stop() {
+	s.metrics.unplacedSlots.Set(0)
+	s.metrics.unplacedTopologies.Set(0)
+}
 
 // scheduler is one term's scheduling state: the Placer (package assign),
 // which holds every topology, live supervisor and assignment it was told
@@ -80,11 +129,10 @@ func newScheduler() *scheduler {
 // and rebalancing topologies keep their assignment (and slots) until their
 // wait ends; so does a topology whose StormBase is unreadable, or that is
 // LOST. It returns how many assignments it wrote.
-func (s *Server) schedule(term *leader.Term, sch *scheduler) (int, error) {
-	now := time.Now()
-	v := s.view
-	sch.observeSupervisors(v.supervisors, now, s.cfg.SupervisorTimeout)
-	sch.observeTopologies(v.storms, v.assignments, v.lost)
+func (s *scheduling) schedule(now time.Time) (int, error) {
+	sch, v := s.sch, s.view
+	sch.observeSupervisors(v.Supervisors, now, s.timeout)
+	sch.observeTopologies(v.Storms, v.Assignments, v.Lost)
 	decided := sch.placer.Place()
 	sch.noteShortfall(decided, s.metrics, s.log)
 
@@ -102,15 +150,15 @@ func (s *Server) schedule(term *leader.Term, sch *scheduler) (int, error) {
 			continue // written already
 		}
 		if told.garbage {
-			s.log.Warn("rewriting an unreadable assignment", "topology", id, "epoch", term.Epoch())
+			s.log.Warn("rewriting an unreadable assignment", "topology", id)
 		}
-		w := s.assignmentWrite(term, id, a, told.current, told.current != nil || told.garbage, told.base, sch.hosts, now)
-		if !sch.fits(w, validate.ZKNodeBudget(s.cfg.ZKMaxBuffer), s.log) {
+		w := s.assignmentWrite(id, a, told.current, told.current != nil || told.garbage, told.base, sch.hosts, now)
+		if !sch.fits(w, s.budget, s.log) {
 			continue
 		}
 		writes = append(writes, w)
 	}
-	return sch.wrote(writes, writeAll(term, writes))
+	return sch.wrote(writes, writeAll(s.term, writes))
 }
 
 // frozen reports whether a topology's assignment must not be written: its
@@ -244,7 +292,7 @@ func equalAssignment(a, b assign.Assignment) bool {
 // still exists: the caches lag each other, and a topology forgotten from
 // another nimbus can look, for a round, unmarked but still there; its
 // assignment must not outlive it.
-func (s *Server) assignmentWrite(term *leader.Term, id string, a assign.Assignment, old *clusterv1.Assignment, exists bool,
+func (s *scheduling) assignmentWrite(id string, a assign.Assignment, old *clusterv1.Assignment, exists bool,
 	base *clusterv1.StormBase, hosts map[string]string, now time.Time) assignmentWrite {
 	started := map[assign.Executor]int64{}
 	prev := map[assign.Executor]assign.Slot{}
@@ -254,7 +302,7 @@ func (s *Server) assignmentWrite(term *leader.Term, id string, a assign.Assignme
 		started[k] = ea.GetStartTimeUnixSecs()
 		prev[k] = assign.Slot{SupervisorID: ea.GetSlot().GetSupervisorId(), Port: ea.GetSlot().GetPort()}
 	}
-	out := &clusterv1.Assignment{SupervisorHosts: map[string]string{}, CodeMetaDigest: base.GetCodeMetaDigest(), Epoch: term.Epoch()}
+	out := &clusterv1.Assignment{SupervisorHosts: map[string]string{}, CodeMetaDigest: base.GetCodeMetaDigest(), Epoch: s.term.Epoch()}
 	keys := make([]assign.Executor, 0, len(a))
 	for e := range a {
 		keys = append(keys, e)
@@ -278,10 +326,9 @@ func (s *Server) assignmentWrite(term *leader.Term, id string, a assign.Assignme
 		})
 		out.SupervisorHosts[slot.SupervisorID] = hosts[slot.SupervisorID]
 	}
-	ops := s.sess.Ops()
-	write := ops.SetAssignment(id, out)
+	write := s.ops.SetAssignment(id, out)
 	if !exists {
-		write = ops.CreateAssignment(id, out)
+		write = s.ops.CreateAssignment(id, out)
 	}
-	return assignmentWrite{id: id, out: out, ops: []cluster.Op{ops.CheckStorm(id, cluster.AnyVersion), write}}
+	return assignmentWrite{id: id, out: out, ops: []cluster.Op{s.ops.CheckStorm(id, cluster.AnyVersion), write}}
 }

@@ -1,4 +1,4 @@
-package nimbus
+package view
 
 import (
 	"bytes"
@@ -21,19 +21,21 @@ import (
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
-// view answers read RPCs from the watch-maintained caches: no request
-// costs a ZooKeeper read. The cluster and leader summaries are built once
-// per change of the caches (and per second, for uptimes) and shared by
-// every request until then: thousands of requests a second cost one build.
-type view struct {
-	nimbuses *cluster.DirCache[*clusterv1.NimbusInfo] // /nimbuses, by host:port
-	locks    *cluster.DirCache[*clusterv1.NimbusInfo] // /leader-lock, by node name
-	storms   *cluster.DirCache[*clusterv1.StormBase]  // /storms, by topology id
-	replicas *cluster.ReplicaCache                    // /code-distributor
+// View answers reads from the watch-maintained caches: no request costs a
+// ZooKeeper read. The cluster and leader summaries are built once per
+// change of the caches (and per second, for uptimes) and shared by every
+// request until then: thousands of requests a second cost one build. The
+// caches are exported for the nimbus's other readers (its health, the
+// leader's duties, codesync's gate); nothing but their Run writes them.
+type View struct {
+	Nimbuses *cluster.DirCache[*clusterv1.NimbusInfo] // /nimbuses, by host:port
+	Locks    *cluster.DirCache[*clusterv1.NimbusInfo] // /leader-lock, by node name
+	Storms   *cluster.DirCache[*clusterv1.StormBase]  // /storms, by topology id
+	Replicas *cluster.ReplicaCache                    // /code-distributor
 	// /supervisors and /assignments, by supervisor and topology id.
-	supervisors *cluster.DirCache[*clusterv1.SupervisorInfo]
-	assignments *cluster.DirCache[*clusterv1.Assignment]
-	lost        *cluster.DirCache[*clusterv1.LostMark] // codesync/lost.go
+	Supervisors *cluster.DirCache[*clusterv1.SupervisorInfo]
+	Assignments *cluster.DirCache[*clusterv1.Assignment]
+	Lost        *cluster.DirCache[*clusterv1.LostMark] // codesync/lost.go
 	now         func() time.Time
 	// beats has reads refresh the supervisors' payloads (workers.go).
 	beats *heartbeatReads
@@ -79,22 +81,22 @@ type viewKey struct {
 // leaderKey is key without the caches that the leader's summary and
 // failover do not read: a heartbeat read or an assignment written does not
 // rebuild them.
-func (v *view) leaderKey() viewKey {
+func (v *View) leaderKey() viewKey {
 	k := v.key()
 	k.supervisors, k.assignments = 0, 0
 	return k
 }
 
-func (v *view) key() viewKey {
+func (v *View) key() viewKey {
 	return viewKey{
-		nimbuses: v.nimbuses.Gen(), locks: v.locks.Gen(), storms: v.storms.Gen(), replicas: v.replicas.Gen(),
-		supervisors: v.supervisors.Gen(), assignments: v.assignments.Gen(), lost: v.lost.Gen(), second: v.now().Unix(),
+		nimbuses: v.Nimbuses.Gen(), locks: v.Locks.Gen(), storms: v.Storms.Gen(), replicas: v.Replicas.Gen(),
+		supervisors: v.Supervisors.Gen(), assignments: v.Assignments.Gen(), lost: v.Lost.Gen(), second: v.now().Unix(),
 	}
 }
 
 // cached returns b's answer if it was built from state k, else builds and
 // keeps it.
-func cached[M proto.Message](v *view, b *built[M], k viewKey, build func() (M, error)) (M, error) {
+func cached[M proto.Message](v *View, b *built[M], k viewKey, build func() (M, error)) (M, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.done && b.key == k {
@@ -117,42 +119,42 @@ func cached[M proto.Message](v *view, b *built[M], k viewKey, build func() (M, e
 	return b.msg, b.err
 }
 
-// newView makes the caches of every directory the view reads; share, if
+// New makes the caches of every directory the view reads; share, if
 // not nil, hears of each answer built (see view.share). The directories of
 // the layout are re-created if deleted by hand (the whole root, say): a
 // cluster without them could not elect or submit.
-func newView(sess *cluster.Session, heartbeat time.Duration, share func(m, old proto.Message), log *slog.Logger) *view {
+func New(sess *cluster.Session, heartbeat time.Duration, share func(m, old proto.Message), log *slog.Logger) *View {
 	paths := sess.Paths()
-	v := &view{
-		nimbuses: cluster.NewNimbusInfoCache(sess, paths.Nimbuses(), log).Recreate(),
-		locks:    cluster.NewNimbusInfoCache(sess, paths.LeaderLock(), log).Recreate(),
-		storms:   cluster.NewDirCache(sess, paths.Storms(), func() *clusterv1.StormBase { return new(clusterv1.StormBase) }, log).Recreate(),
-		replicas: cluster.NewReplicaCache(sess, log),
+	v := &View{
+		Nimbuses: cluster.NewNimbusInfoCache(sess, paths.Nimbuses(), log).Recreate(),
+		Locks:    cluster.NewNimbusInfoCache(sess, paths.LeaderLock(), log).Recreate(),
+		Storms:   cluster.NewDirCache(sess, paths.Storms(), func() *clusterv1.StormBase { return new(clusterv1.StormBase) }, log).Recreate(),
+		Replicas: cluster.NewReplicaCache(sess, log),
 		// Heartbeats rewrite supervisors' nodes every few seconds: watching
 		// them would cost every nimbus a read per heartbeat. Membership is
-		// watched; the leader refreshes the payloads (see lead).
-		supervisors: cluster.NewDirCache(sess, paths.Supervisors(),
+		// watched; the leader refreshes the payloads (the leader's duties).
+		Supervisors: cluster.NewDirCache(sess, paths.Supervisors(),
 			func() *clusterv1.SupervisorInfo { return new(clusterv1.SupervisorInfo) }, log).Recreate().MembersOnly(),
-		assignments: cluster.NewDirCache(sess, paths.Assignments(),
+		Assignments: cluster.NewDirCache(sess, paths.Assignments(),
 			func() *clusterv1.Assignment { return new(clusterv1.Assignment) }, log).Recreate(),
-		lost: cluster.NewDirCache(sess, paths.LostDir(),
+		Lost: cluster.NewDirCache(sess, paths.LostDir(),
 			func() *clusterv1.LostMark { return new(clusterv1.LostMark) }, log).Recreate(),
 		now:   time.Now,
 		beats: &heartbeatReads{every: heartbeat},
 		share: share,
 	}
-	v.replicas.Distributions.Recreate()
+	v.Replicas.Distributions.Recreate()
 	v.standby.unsent = true
 	return v
 }
 
 // caches are the view's caches, to Run.
-func (v *view) caches() []interface{ Run(context.Context) error } {
-	return []interface{ Run(context.Context) error }{v.nimbuses, v.locks, v.storms, v.replicas, v.supervisors, v.assignments, v.lost}
+func (v *View) Caches() []interface{ Run(context.Context) error } {
+	return []interface{ Run(context.Context) error }{v.Nimbuses, v.Locks, v.Storms, v.Replicas, v.Supervisors, v.Assignments, v.Lost}
 }
 
 // leaderInfo is GetLeader's answer, shared: callers must not modify it.
-func (v *view) leaderInfo() (*nimbusv1.GetLeaderResponse, error) {
+func (v *View) LeaderInfo() (*nimbusv1.GetLeaderResponse, error) {
 	return cached(v, &v.leading, v.leaderKey(), func() (*nimbusv1.GetLeaderResponse, error) {
 		l, err := v.leaderSummary()
 		if err != nil {
@@ -164,7 +166,7 @@ func (v *view) leaderInfo() (*nimbusv1.GetLeaderResponse, error) {
 
 // clusterInfo is GetClusterInfo's answer, shared: callers must not modify
 // it.
-func (v *view) clusterInfo() *nimbusv1.GetClusterInfoResponse {
+func (v *View) ClusterInfo() *nimbusv1.GetClusterInfoResponse {
 	v.freshenHeartbeats()
 	c, _ := cached(v, &v.cluster, v.key(), func() (*nimbusv1.GetClusterInfoResponse, error) {
 		return &nimbusv1.GetClusterInfoResponse{Cluster: v.clusterSummary()}, nil
@@ -175,15 +177,15 @@ func (v *view) clusterInfo() *nimbusv1.GetClusterInfoResponse {
 // freshenHeartbeats asks the supervisors' cache to read their payloads
 // again if a period passed since it last asked (heartbeatReads). It does
 // not wait for the read.
-func (v *view) freshenHeartbeats() {
+func (v *View) freshenHeartbeats() {
 	if v.beats.due(v.now()) {
-		v.supervisors.Refresh()
+		v.Supervisors.Refresh()
 	}
 }
 
 // leader returns the head of the lock queue and its epoch.
-func (v *view) leader() (*clusterv1.NimbusInfo, int64, bool) {
-	q := cluster.Queue(v.locks.Snapshot())
+func (v *View) Leader() (*clusterv1.NimbusInfo, int64, bool) {
+	q := cluster.Queue(v.Locks.Snapshot())
 	if len(q) == 0 || q[0].Info == nil {
 		return nil, 0, false // none, or the head's payload is unreadable
 	}
@@ -191,12 +193,12 @@ func (v *view) leader() (*clusterv1.NimbusInfo, int64, bool) {
 }
 
 // leaderSummary describes the leader.
-func (v *view) leaderSummary() (*nimbusv1.NimbusSummary, error) {
-	head, epoch, ok := v.leader()
+func (v *View) leaderSummary() (*nimbusv1.NimbusSummary, error) {
+	head, epoch, ok := v.Leader()
 	if !ok {
 		return nil, apierr.ErrNoLeader
 	}
-	reg := v.nimbuses.Snapshot()[cluster.HostPort(head)]
+	reg := v.Nimbuses.Snapshot()[cluster.HostPort(head)]
 	s := v.summary(head, reg, v.holdings())
 	s.IsLeader, s.Epoch = true, epoch
 	return s, nil
@@ -208,7 +210,7 @@ func (v *view) leaderSummary() (*nimbusv1.NimbusSummary, error) {
 // once a second for the nimbuses' uptimes, it takes who holds what from
 // holdings, which only changes with what it reads. Shared: callers must
 // not modify it.
-func (v *view) failover() *nimbusv1.ClusterSummary {
+func (v *View) Failover() *nimbusv1.ClusterSummary {
 	c, _ := cached(v, &v.standby, v.leaderKey(), func() (*nimbusv1.ClusterSummary, error) {
 		h := v.holdings()
 		c := &nimbusv1.ClusterSummary{Nimbuses: v.nimbusSummaries(h), LeadershipBlockedBy: h.blocked, LostTopologies: h.lost}
@@ -234,7 +236,7 @@ type holdings struct {
 // holdings returns who holds which code as of the caches now, built again
 // only when /storms, the replica lists, /lost or the nimbuses changed: a
 // pass over every topology, looking up its replicas once.
-func (v *view) holdings() *holdings {
+func (v *View) holdings() *holdings {
 	k := v.leaderKey()
 	k.second = 0
 	v.holdMu.Lock()
@@ -242,15 +244,15 @@ func (v *view) holdings() *holdings {
 	if v.holding != nil && v.holdKey == k {
 		return v.holding
 	}
-	storms := v.storms.Snapshot()
-	lost := codesync.LostMarks(storms, v.lost.Snapshot())
+	storms := v.Storms.Snapshot()
+	lost := codesync.LostMarks(storms, v.Lost.Snapshot())
 	addrs := v.nimbusAddrs()
 	h := &holdings{missing: map[string][]string{}}
 	for id, base := range storms {
 		if base == nil {
 			continue // unreadable: no code to hold (codesync skips it too)
 		}
-		replicas := v.replicas.Replicas(id)
+		replicas := v.Replicas.Replicas(id)
 		for _, addr := range addrs {
 			if r := replicas[addr]; r == nil || !bytes.Equal(r.GetCodeMetaDigest(), base.GetCodeMetaDigest()) {
 				h.missing[addr] = append(h.missing[addr], id)
@@ -259,7 +261,7 @@ func (v *view) holdings() *holdings {
 		switch {
 		case lost[id] != nil: // blocks nothing (codesync)
 			h.lost = append(h.lost, id)
-		case countHolding(replicas, base.GetCodeMetaDigest()) == 0:
+		case cluster.CountHolding(replicas, base.GetCodeMetaDigest()) == 0:
 			h.blocked = append(h.blocked, id)
 		}
 	}
@@ -272,43 +274,32 @@ func (v *view) holdings() *holdings {
 	return h
 }
 
-// countHolding counts the replicas that hold digest.
-func countHolding(replicas map[string]*clusterv1.ReplicaInfo, digest []byte) int {
-	n := 0
-	for _, r := range replicas {
-		if r != nil && bytes.Equal(r.GetCodeMetaDigest(), digest) {
-			n++
-		}
-	}
-	return n
-}
-
 // nimbusAddrs are the addresses of the registered nimbuses and of the
 // leader.
-func (v *view) nimbusAddrs() []string {
+func (v *View) nimbusAddrs() []string {
 	var addrs []string
-	for addr, reg := range v.nimbuses.Snapshot() {
+	for addr, reg := range v.Nimbuses.Snapshot() {
 		if reg != nil {
 			addrs = append(addrs, addr)
 		}
 	}
-	if head, _, ok := v.leader(); ok && !slices.Contains(addrs, cluster.HostPort(head)) {
+	if head, _, ok := v.Leader(); ok && !slices.Contains(addrs, cluster.HostPort(head)) {
 		addrs = append(addrs, cluster.HostPort(head))
 	}
 	return addrs
 }
 
 // clusterSummary describes the cluster.
-func (v *view) clusterSummary() *nimbusv1.ClusterSummary {
-	f := v.failover()
-	storms := v.storms.Snapshot()
-	sups, assignments := v.supervisors.Snapshot(), v.assignments.Snapshot()
+func (v *View) clusterSummary() *nimbusv1.ClusterSummary {
+	f := v.Failover()
+	storms := v.Storms.Snapshot()
+	sups, assignments := v.Supervisors.Snapshot(), v.Assignments.Snapshot()
 	idx := indexWorkers(sups)
 	c := &nimbusv1.ClusterSummary{
 		Nimbuses: f.GetNimbuses(), EligibleStandbys: f.GetEligibleStandbys(),
 		LeadershipBlockedBy: f.GetLeadershipBlockedBy(), LostTopologies: f.GetLostTopologies(),
 	}
-	lost := codesync.LostMarks(storms, v.lost.Snapshot())
+	lost := codesync.LostMarks(storms, v.Lost.Snapshot())
 	for id, base := range storms {
 		t := v.topologySummary(id, base, lost)
 		if base != nil {
@@ -359,13 +350,13 @@ func usedSlots(assignments map[string]*clusterv1.Assignment) map[string]int32 {
 
 // nimbusSummaries lists every registered nimbus, by address, and the
 // leader even if its registration is not visible yet.
-func (v *view) nimbusSummaries(h *holdings) []*nimbusv1.NimbusSummary {
-	head, epoch, hasLeader := v.leader()
+func (v *View) nimbusSummaries(h *holdings) []*nimbusv1.NimbusSummary {
+	head, epoch, hasLeader := v.Leader()
 	leaderAddr := ""
 	if hasLeader {
 		leaderAddr = cluster.HostPort(head)
 	}
-	regs := v.nimbuses.Snapshot()
+	regs := v.Nimbuses.Snapshot()
 	out := make([]*nimbusv1.NimbusSummary, 0, len(regs)+1)
 	for addr, reg := range regs {
 		if reg == nil {
@@ -393,7 +384,7 @@ func (v *view) nimbusSummaries(h *holdings) []*nimbusv1.NimbusSummary {
 
 // summary describes the nimbus at id's address; reg, its registration,
 // may be nil. Whether it holds all code comes from h.
-func (v *view) summary(id, reg *clusterv1.NimbusInfo, h *holdings) *nimbusv1.NimbusSummary {
+func (v *View) summary(id, reg *clusterv1.NimbusInfo, h *holdings) *nimbusv1.NimbusSummary {
 	s := &nimbusv1.NimbusSummary{Host: id.GetHost(), Port: id.GetPort()}
 	if reg != nil {
 		s.Version = reg.GetVersion()
@@ -407,8 +398,8 @@ func (v *view) summary(id, reg *clusterv1.NimbusInfo, h *holdings) *nimbusv1.Nim
 }
 
 // replicaAddrs lists the replicas of id that hold digest, by address.
-func (v *view) replicaAddrs(id string, digest []byte) []*clusterv1.ReplicaInfo {
-	replicas := v.replicas.Replicas(id)
+func (v *View) replicaAddrs(id string, digest []byte) []*clusterv1.ReplicaInfo {
+	replicas := v.Replicas.Replicas(id)
 	addrs := make([]string, 0, len(replicas))
 	for addr, r := range replicas {
 		if r != nil && bytes.Equal(r.GetCodeMetaDigest(), digest) {
@@ -425,7 +416,7 @@ func (v *view) replicaAddrs(id string, digest []byte) []*clusterv1.ReplicaInfo {
 
 // topologySummary describes topology id; lost are the LOST marks that
 // apply (codesync.LostMarks).
-func (v *view) topologySummary(id string, base *clusterv1.StormBase, lost map[string]*clusterv1.LostMark) *nimbusv1.TopologySummary {
+func (v *View) topologySummary(id string, base *clusterv1.StormBase, lost map[string]*clusterv1.LostMark) *nimbusv1.TopologySummary {
 	t := &nimbusv1.TopologySummary{Id: id}
 	if base == nil {
 		return t // undecodable: shown by id only
@@ -452,8 +443,8 @@ func (v *view) topologySummary(id string, base *clusterv1.StormBase, lost map[st
 }
 
 // byName finds a topology in /storms by name.
-func (v *view) byName(name string) (string, *clusterv1.StormBase, error) {
-	for id, base := range v.storms.Snapshot() {
+func (v *View) ByName(name string) (string, *clusterv1.StormBase, error) {
+	for id, base := range v.Storms.Snapshot() {
 		if base != nil && base.GetName() == name {
 			return id, base, nil
 		}
@@ -463,16 +454,16 @@ func (v *view) byName(name string) (string, *clusterv1.StormBase, error) {
 
 // topologyInfo is GetTopologyInfo's answer, with each worker's log tail
 // if tails.
-func (v *view) topologyInfo(name string, tails bool) (*nimbusv1.GetTopologyInfoResponse, error) {
+func (v *View) TopologyInfo(name string, tails bool) (*nimbusv1.GetTopologyInfoResponse, error) {
 	v.freshenHeartbeats()
-	id, base, err := v.byName(name)
+	id, base, err := v.ByName(name)
 	if err != nil {
 		return nil, err
 	}
-	sups := v.supervisors.Snapshot()
-	a := v.assignments.Snapshot()[id]
+	sups := v.Supervisors.Snapshot()
+	a := v.Assignments.Snapshot()[id]
 	resp := &nimbusv1.GetTopologyInfoResponse{
-		Topology:             v.topologySummary(id, base, codesync.LostMarks(map[string]*clusterv1.StormBase{id: base}, v.lost.Snapshot())),
+		Topology:             v.topologySummary(id, base, codesync.LostMarks(map[string]*clusterv1.StormBase{id: base}, v.Lost.Snapshot())),
 		CodeMetaDigest:       base.GetCodeMetaDigest(),
 		ComponentParallelism: base.GetComponentExecutors(),
 		SpoutIds:             base.GetSpoutIds(),

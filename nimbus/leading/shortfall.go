@@ -1,21 +1,22 @@
-package nimbus
+package leading
 
 import (
 	"log/slog"
 	"sort"
 
 	"github.com/nimbusha/nimbus/assign"
+	"github.com/nimbusha/nimbus/nimbus/view"
 )
 
 // The shortfall is what the leader's decisions leave unplaced: per
-// topology, the slots it lacks (missingSlots, the same rule the read path
+// topology, the slots it lacks (view.MissingSlots, the same rule the read path
 // shows). It is kept as rounds decide, topology by topology, and exported
 // as nimbus_unplaced_slots and nimbus_unplaced_topologies.
 
 // noteShortfall updates the shortfall of the topologies the round decided,
 // exports the sums, and logs, once per spell and term, each topology that
 // starts lacking slots and each that stops.
-func (sch *scheduler) noteShortfall(decided []string, m *metrics, log *slog.Logger) {
+func (sch *scheduler) noteShortfall(decided []string, m *Metrics, log *slog.Logger) {
 	var started []string
 	for _, id := range decided {
 		base := sch.told[id].base
@@ -23,7 +24,7 @@ func (sch *scheduler) noteShortfall(decided []string, m *metrics, log *slog.Logg
 		for _, s := range sch.placer.Result(id) {
 			slots[s] = true
 		}
-		n := missingSlots(base, int32(len(slots)))
+		n := view.MissingSlots(base, int32(len(slots)))
 		if n > 0 && sch.short[id] == 0 {
 			started = append(started, id)
 		}

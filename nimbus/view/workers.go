@@ -1,4 +1,4 @@
-package nimbus
+package view
 
 import (
 	"sort"
@@ -119,7 +119,7 @@ func countWorkers(t *nimbusv1.TopologySummary, base *clusterv1.StormBase, worker
 			t.NumWorkersFailing++
 		}
 	}
-	t.MissingSlots = missingSlots(base, t.NumWorkersAssigned)
+	t.MissingSlots = MissingSlots(base, t.NumWorkersAssigned)
 }
 
 // missingSlots is how many of the workers a topology should have its
@@ -127,7 +127,7 @@ func countWorkers(t *nimbusv1.TopologySummary, base *clusterv1.StormBase, worker
 // it uses. The scheduler keeps executors where they are (6.1), so a
 // topology placed short stays short until a rebalance; killed and
 // rebalancing topologies are not placed and lack nothing.
-func missingSlots(base *clusterv1.StormBase, assigned int32) int32 {
+func MissingSlots(base *clusterv1.StormBase, assigned int32) int32 {
 	switch base.GetStatus() {
 	case clusterv1.TopologyStatus_TOPOLOGY_STATUS_ACTIVE, clusterv1.TopologyStatus_TOPOLOGY_STATUS_INACTIVE:
 	default:
@@ -153,7 +153,7 @@ func supervisorWorkers(id string, info *clusterv1.SupervisorInfo) []*nimbusv1.Wo
 
 // heartbeatReads has the view read supervisors' heartbeats when a read
 // asks for them, at most once per heartbeat period: the /supervisors cache
-// watches membership only (newView), and only the leader reads payloads
+// watches membership only (New), and only the leader reads payloads
 // on its own schedule. An idle nimbus reads nothing; one answering reads
 // reads each supervisor's node at most once per period, however many
 // requests it answers. The answer that asks comes from the cache as it is:

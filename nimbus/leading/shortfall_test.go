@@ -1,4 +1,4 @@
-package nimbus
+package leading
 
 import (
 	"bytes"
@@ -24,7 +24,7 @@ func TestShortfallIsExportedAndLoggedOncePerSpell(t *testing.T) {
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	reg := prometheus.NewRegistry()
-	m := newMetrics(reg)
+	m := NewMetrics(reg)
 	gauge := func(name string) float64 {
 		families, err := reg.Gather()
 		if err != nil {

@@ -1,4 +1,4 @@
-package nimbus
+package leading
 
 import (
 	"container/heap"

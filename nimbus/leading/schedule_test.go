@@ -1,7 +1,8 @@
-package nimbus
+package leading
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"log/slog"
 	"strings"
@@ -12,7 +13,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nimbusha/nimbus/assign"
+	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
+	"github.com/nimbusha/nimbus/leader"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 )
 
@@ -41,15 +44,13 @@ func TestOversizeAssignmentIsNotWrittenAndLoggedOnce(t *testing.T) {
 // whatever the caches still say: the write fails with NoNode and creates
 // nothing, and the round takes that as the cache lagging.
 func TestAssignmentIsNotWrittenForATopologyGone(t *testing.T) {
-	z := testcluster.StartZooKeeper(t)
-	s := startServer(t, z.Addr())
-	leading(t, s)
-	term := s.election.Current()
+	sess, term := leaderTerm(t, "/storm")
+	s := &scheduling{term: term, ops: sess.Ops()}
 	const id = "gone-1-1"
 	base := &clusterv1.StormBase{Name: "gone", Status: clusterv1.TopologyStatus_TOPOLOGY_STATUS_ACTIVE, NumWorkers: 1}
 	placed := assign.Assignment{{Component: "spout", TaskStart: 1, TaskEnd: 1}: {SupervisorID: "sup-a", Port: 6700}}
 	for _, exists := range []bool{false, true} {
-		w := s.assignmentWrite(term, id, placed, nil, exists, base, map[string]string{"sup-a": "127.0.0.1"}, time.Now())
+		w := s.assignmentWrite(id, placed, nil, exists, base, map[string]string{"sup-a": "127.0.0.1"}, time.Now())
 		errs := writeAll(term, []assignmentWrite{w})
 		if !errors.Is(errs[0], zk.ErrNoNode) {
 			t.Fatalf("assignment write (over a node: %v) for a topology without a StormBase: %v, want NoNode", exists, errs[0])
@@ -58,7 +59,36 @@ func TestAssignmentIsNotWrittenForATopologyGone(t *testing.T) {
 			t.Fatalf("wrote: %d, %v; want 0 and no failure (the cache lagged)", n, err)
 		}
 	}
-	if ok, _, err := s.sess.Conn().Exists(s.sess.Paths().Assignment(id)); err != nil || ok {
+	if ok, err := sess.Read().HasAssignment(id); err != nil || ok {
 		t.Fatalf("assignment of a topology without a StormBase exists: %v (%v)", ok, err)
 	}
+}
+
+// leaderTerm is a term of a real election on a ZooKeeper of its own, with
+// the layout's directories under root: the fence every duty writes behind.
+func leaderTerm(t *testing.T, root string) (*cluster.Session, *leader.Term) {
+	t.Helper()
+	z := testcluster.StartZooKeeper(t)
+	sess, err := cluster.Connect(t.Context(), cluster.SessionConfig{Servers: []string{z.Addr()}, Root: root, SessionTimeout: 4 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sess.Close)
+	p := sess.Paths()
+	if err := sess.EnsureDirs(p.LeaderLock(), p.Storms(), p.Assignments(), p.CodeDistributor()); err != nil {
+		t.Fatal(err)
+	}
+	e := leader.New(leader.Config{Session: sess, Self: &clusterv1.NimbusInfo{Host: "127.0.0.1", Port: 1}})
+	e.Queue()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = e.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	wait, stop := context.WithTimeout(t.Context(), 20*time.Second)
+	defer stop()
+	term, err := e.Await(wait)
+	if err != nil {
+		t.Fatalf("no term: %v", err)
+	}
+	return sess, term
 }
