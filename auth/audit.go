@@ -30,7 +30,7 @@ func Audit(ctx context.Context, log *slog.Logger, act Action, target string, err
 // audit is Audit with the id a submit was given, once known.
 func audit(ctx context.Context, log *slog.Logger, act Action, target, topologyID string, err error) {
 	attrs := []slog.Attr{
-		slog.String("principal", who(ctx)),
+		slog.String("principal", Who(ctx)),
 		slog.String("action", string(act)),
 		slog.String("target", target),
 	}
@@ -47,8 +47,9 @@ func audit(ctx context.Context, log *slog.Logger, act Action, target, topologyID
 	log.LogAttrs(ctx, slog.LevelInfo, "audit", attrs...)
 }
 
-// who names the caller of ctx for a log line.
-func who(ctx context.Context) string {
+// Who names the caller of ctx for a log line: its principal, or
+// Anonymous.
+func Who(ctx context.Context) string {
 	if p, ok := FromContext(ctx); ok {
 		return p
 	}

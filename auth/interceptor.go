@@ -134,7 +134,7 @@ func (a *Authorizer) finish(ctx context.Context, fullMethod string, m method, ta
 	default:
 		return
 	}
-	a.log.LogAttrs(ctx, level, "call refused", slog.String("principal", who(ctx)),
+	a.log.LogAttrs(ctx, level, "call refused", slog.String("principal", Who(ctx)),
 		slog.String("method", fullMethod), slog.String("target", target), slog.String("outcome", outcome(err)))
 }
 

@@ -1,14 +1,17 @@
-// Package nimbus is the nimbus daemon. It wires the parts together (the
-// ZooKeeper session and the caches of package cluster, the election of
-// package leader, codesync, the code distributor, the gRPC services) and
-// owns their lifecycle: Start, ReadyNotify, Err, Close. cmd/nimbus is a
-// thin main around it, and the tests of this package run the same Server
-// in-process against a real ZooKeeper (inprocess_test.go).
+// Package nimbus is the nimbus daemon. It wires the parts together and owns
+// their lifecycle (Start, ReadyNotify, Err, Close): the ZooKeeper session
+// (package cluster), the read model (nimbus/view), the election (package
+// leader) and the leader's duties in each term (nimbus/leading), codesync,
+// the code distributor, the gRPC services and the HTTP server of the REST
+// API and web UI. cmd/nimbus is a thin main around it, and the tests of
+// this package run the same Server in-process against a real ZooKeeper
+// (inprocess_test.go).
 //
-// Beyond the wiring it holds the NimbusService handlers, which validate
-// (package validate), call the domain code and end with an error of package
-// apierr, the one place errors become gRPC codes; the view, which answers
-// reads from the caches; the leader's duties for each term (leading.go);
-// the scheduling round (schedule.go); and the topology lifecycle
-// (lifecycle.go maps every status change to its code).
+// Beside the wiring (server.go, status.go, ui.go, metrics.go, codec.go) it
+// holds the NimbusService handlers (service.go and the files each names:
+// submit.go, receive.go, admission.go, idlestream.go, forget.go,
+// linearizable.go, topologyconf.go, nimbusconfig.go), which validate
+// (package validate), call the domain code, and end with
+// apistatus.ToStatus, the one place errors become gRPC codes. The edits of
+// a topology's StormBase they write are package nimbus/topology's.
 package nimbus

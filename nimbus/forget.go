@@ -14,7 +14,6 @@ import (
 	"github.com/nimbusha/nimbus/auth"
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
-	"github.com/nimbusha/nimbus/configs"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 	"github.com/nimbusha/nimbus/validate"
@@ -49,7 +48,7 @@ func (s *service) ForgetTopology(ctx context.Context, req *nimbusv1.ForgetTopolo
 	if err := s.dist.Cleanup(ctx, f.id); err != nil {
 		s.log.Warn("code cleanup after forget failed", "topology", f.id, "err", err)
 	}
-	s.log.Warn("topology forgotten", "topology", f.id, "principal", principal(ctx), "reason", req.GetReason(), "fenced", fenced)
+	s.log.Warn("topology forgotten", "topology", f.id, "principal", auth.Who(ctx), "reason", req.GetReason(), "fenced", fenced)
 	return &nimbusv1.ForgetTopologyResponse{TopologyId: f.id, Fenced: fenced}, nil
 }
 
@@ -244,21 +243,4 @@ func (s *service) forgetWrite(ctx context.Context, ops []cluster.Op) (fenced boo
 	}
 	res, err = s.sess.MultiFor(ctx, "forget", ops...)
 	return false, res, err
-}
-
-// principal names the caller for a log line.
-func principal(ctx context.Context) string {
-	if p, ok := auth.FromContext(ctx); ok {
-		return p
-	}
-	return auth.Anonymous
-}
-
-// lostGrace is nimbus.code.lost.grace.secs for codesync: 0 never marks.
-func lostGrace(cfg *configs.Config) time.Duration {
-	grace, never := cfg.CodeLostGrace()
-	if never {
-		return 0
-	}
-	return grace
 }

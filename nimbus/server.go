@@ -259,6 +259,15 @@ func (s *Server) build() (err error) {
 	return s.buildUI()
 }
 
+// lostGrace is nimbus.code.lost.grace.secs for codesync: 0 never marks.
+func lostGrace(cfg *configs.Config) time.Duration {
+	grace, never := cfg.CodeLostGrace()
+	if never {
+		return 0
+	}
+	return grace
+}
+
 // Keepalive on the gRPC server: it pings a connection silent for
 // keepaliveTime and closes it if the ping is not answered within
 // keepaliveTimeout, so a client that vanished (a host gone, a half-open TCP

@@ -17,16 +17,17 @@ import (
 	"github.com/nimbusha/nimbus/codesync"
 	"github.com/nimbusha/nimbus/configs"
 	"github.com/nimbusha/nimbus/leader"
-	"github.com/nimbusha/nimbus/nimbus/view"
 	"github.com/nimbusha/nimbus/nimbus/topology"
+	"github.com/nimbusha/nimbus/nimbus/view"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 	"github.com/nimbusha/nimbus/validate"
 )
 
 // service implements nimbus.v1.NimbusService. Handlers validate (package
-// validate), call the domain code and end with apistatus.ToStatus; RPCs that
-// later issues build answer Unimplemented through the embedded type.
+// validate), call the domain code and end with apistatus.ToStatus; an RPC
+// the proto declares and this nimbus does not implement answers
+// Unimplemented through the embedded type.
 type service struct {
 	nimbusv1.UnimplementedNimbusServiceServer
 	cfg      *configs.Config

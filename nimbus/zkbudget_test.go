@@ -183,4 +183,3 @@ func TestInProcessOversizeRebalanceIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 }
-

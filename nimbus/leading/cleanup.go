@@ -22,10 +22,10 @@ import (
 // or cleanup.
 type cleanup struct {
 	term       *leader.Term
-	sess       *cluster.Session                              // reads afresh; the ops of the term's writes
+	sess       *cluster.Session                               // reads afresh; the ops of the term's writes
 	dists      *cluster.DirCache[*clusterv1.CodeDistribution] // /code-distributor
-	dist       codedistributor.Distributor                   // what the backend stores (Lister) and its Cleanup
-	pending    func(id string) bool                          // a submission in progress here
+	dist       codedistributor.Distributor                    // what the backend stores (Lister) and its Cleanup
+	pending    func(id string) bool                           // a submission in progress here
 	sweepEvery time.Duration
 	nextSweep  time.Time
 	log        *slog.Logger
