@@ -168,8 +168,9 @@ const ZKAuthDigest = "digest"
 
 // Special values.
 const (
-	// MetricsDisabled as nimbus.metrics.port turns the metrics listener off.
-	MetricsDisabled = -1
+	// PortDisabled as a port (nimbus.metrics.port, ui.port,
+	// supervisor.metrics.port, supervisor.grpc.port) turns its listener off.
+	PortDisabled = -1
 	// WaitForever as topology.max.replication.wait.time.sec waits for
 	// topology.min.replication.count without a time limit.
 	WaitForever = -1

@@ -540,7 +540,7 @@ func TestValidateAccepts(t *testing.T) {
 	for name, mutate := range map[string]func(c *Config){
 		"IPv6 servers":                     func(c *Config) { c.ZKHosts = []string{"::1", "[::1]:2182", "10.0.0.1"} },
 		"free ports":                       func(c *Config) { c.NimbusGRPCPort = 0; c.NimbusMetricsPort = 0; c.BittorrentPort = 0 },
-		"metrics disabled":                 func(c *Config) { c.NimbusMetricsPort = MetricsDisabled },
+		"metrics disabled":                 func(c *Config) { c.NimbusMetricsPort = PortDisabled },
 		"wait forever":                     func(c *Config) { c.MaxReplicationWaitSecs = WaitForever },
 		"no wait":                          func(c *Config) { c.MaxReplicationWaitSecs = 0 },
 		"hdfs":                             func(c *Config) { c.CodeDistributorClass = "hdfs"; c.HDFSNamenodeAddresses = []string{"nn1:8020"} },

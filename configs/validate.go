@@ -48,11 +48,11 @@ func (c *Config) Validate() error {
 	// Nimbus.
 	add(checkHostName(KeyNimbusHost, c.NimbusHost))
 	add(inRange(KeyNimbusGRPCPort, c.NimbusGRPCPort, 0, 65535))
-	add(inRange(KeyNimbusMetricsPort, c.NimbusMetricsPort, MetricsDisabled, 65535))
+	add(inRange(KeyNimbusMetricsPort, c.NimbusMetricsPort, PortDisabled, 65535))
 	if c.NimbusMetricsPort > 0 && c.NimbusMetricsPort == c.NimbusGRPCPort {
 		add(invalid(KeyNimbusMetricsPort, "%d is also %s", c.NimbusMetricsPort, KeyNimbusGRPCPort))
 	}
-	add(inRange(KeyUIPort, c.UIPort, MetricsDisabled, 65535))
+	add(inRange(KeyUIPort, c.UIPort, PortDisabled, 65535))
 	for key, port := range map[string]int{KeyNimbusGRPCPort: c.NimbusGRPCPort, KeyNimbusMetricsPort: c.NimbusMetricsPort} {
 		if c.UIPort > 0 && c.UIPort == port {
 			add(invalid(KeyUIPort, "%d is also %s", c.UIPort, key))
@@ -95,8 +95,8 @@ func (c *Config) Validate() error {
 	add(checkSlots(c.SupervisorSlotsPorts))
 	add(positive(KeySupervisorHeartbeat, c.SupervisorHeartbeat))
 	add(positive(KeyWorkerShutdownSleep, c.WorkerShutdownSleep))
-	add(inRange(KeySupervisorMetricsPort, c.SupervisorMetricsPort, MetricsDisabled, 65535))
-	add(inRange(KeySupervisorGRPCPort, c.SupervisorGRPCPort, MetricsDisabled, 65535))
+	add(inRange(KeySupervisorMetricsPort, c.SupervisorMetricsPort, PortDisabled, 65535))
+	add(inRange(KeySupervisorGRPCPort, c.SupervisorGRPCPort, PortDisabled, 65535))
 	add(checkSupervisorGRPCPort(c))
 	add(checkHostName(KeyLocalHostname, c.LocalHostname))
 	// Otherwise every supervisor would look dead between two heartbeats.

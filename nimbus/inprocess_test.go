@@ -47,8 +47,8 @@ func startLogged(t *testing.T, zkAddr, localDir string, edit func(*configs.Confi
 	cfg.ZKSessionTimeout = 4 * time.Second
 	cfg.NimbusHost = "127.0.0.1"
 	cfg.NimbusGRPCPort = 0
-	cfg.NimbusMetricsPort = configs.MetricsDisabled
-	cfg.UIPort = configs.MetricsDisabled
+	cfg.NimbusMetricsPort = configs.PortDisabled
+	cfg.UIPort = configs.PortDisabled
 	cfg.LocalDir = localDir
 	cfg.NimbusDrainTimeout = time.Second
 	if edit != nil {

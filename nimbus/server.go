@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -72,18 +71,16 @@ type Server struct {
 	sightings   *sightings       // since when no leader, no session (ui.go)
 	deposer     *depose.Deposer  // deposes a leader that is certainly dead
 
-	lc    daemon.Lifecycle // what Start started, and how Close stops it
-	ready chan struct{}
+	lc daemon.Lifecycle // what Start started, and how Close stops it
 }
 
 // New returns a nimbus for cfg, which must be valid.
 func New(cfg *configs.Config, logger *slog.Logger) *Server {
 	s := &Server{
-		cfg:   cfg,
-		base:  logger,
-		log:   logger.With("component", "nimbus"),
-		reg:   prometheus.NewRegistry(),
-		ready: make(chan struct{}),
+		cfg:  cfg,
+		base: logger,
+		log:  logger.With("component", "nimbus"),
+		reg:  prometheus.NewRegistry(),
 	}
 	s.lc.OnClose(func() { s.log.Info("nimbus stopped") }) // the last stop
 	return s
@@ -141,7 +138,7 @@ func (s *Server) listen() (err error) {
 		StartTimeUnixMs: time.Now().UnixMilli(),
 		Version:         version.Version,
 	}
-	if cfg.NimbusMetricsPort != configs.MetricsDisabled {
+	if cfg.NimbusMetricsPort != configs.PortDisabled {
 		if s.metricsLn, err = net.Listen("tcp", net.JoinHostPort(bindHost, strconv.Itoa(cfg.NimbusMetricsPort))); err != nil {
 			return fmt.Errorf("nimbus: listen on nimbus.metrics.port %d: %w", cfg.NimbusMetricsPort, err)
 		}
@@ -345,12 +342,8 @@ func (s *Server) run() {
 // register keeps this nimbus's node under /nimbuses; the channel is closed
 // once it exists.
 func (s *Server) register(ctx context.Context) <-chan struct{} {
-	registered := make(chan struct{})
-	var once sync.Once
-	node := cluster.EphemeralNode{Path: s.sess.Paths().Nimbus(s.Addr()), Data: cluster.Encode(s.self), RecreateParent: true,
-		Ready: func() { once.Do(func() { close(registered) }) }}
-	s.lc.Go(func() { node.Keep(ctx, s.sess, s.log) })
-	return registered
+	node := cluster.EphemeralNode{Path: s.sess.Paths().Nimbus(s.Addr()), Data: cluster.Encode(s.self), RecreateParent: true}
+	return daemon.Register(ctx, &s.lc, s.sess, node, s.log)
 }
 
 // serveMetrics serves metrics (and pprof, if enabled) on the metrics port,
@@ -410,22 +403,16 @@ func (s *Server) joinElection(ctx context.Context) {
 // nimbus is registered and the caches that answer reads are loaded.
 func (s *Server) announceReady(ctx context.Context, registered <-chan struct{}) {
 	v := s.view
-	for _, c := range []<-chan struct{}{registered, v.Nimbuses.Loaded(), v.Locks.Loaded(), v.Storms.Loaded(), v.Replicas.Distributions.Loaded()} {
-		select {
-		case <-c:
-		case <-ctx.Done():
-			return
+	s.lc.Announce(ctx, s.log, "nimbus ready", func() []any {
+		attrs := []any{"addr", s.Addr(), "listen", s.listener.Addr().String(), "version", version.Version}
+		if s.metricsLn != nil {
+			attrs = append(attrs, "metrics", s.metricsLn.Addr().String())
 		}
-	}
-	attrs := []any{"addr", s.Addr(), "listen", s.listener.Addr().String(), "version", version.Version}
-	if s.metricsLn != nil {
-		attrs = append(attrs, "metrics", s.metricsLn.Addr().String())
-	}
-	if s.uiLn != nil {
-		attrs = append(attrs, "ui", s.uiLn.Addr().String())
-	}
-	s.log.Info("nimbus ready", attrs...)
-	close(s.ready)
+		if s.uiLn != nil {
+			attrs = append(attrs, "ui", s.uiLn.Addr().String())
+		}
+		return attrs
+	}, registered, v.Nimbuses.Loaded(), v.Locks.Loaded(), v.Storms.Loaded(), v.Replicas.Distributions.Loaded())
 }
 
 // Addr is the address other processes dial: nimbus.host and the bound
@@ -434,7 +421,7 @@ func (s *Server) Addr() string { return cluster.HostPort(s.self) }
 
 // ReadyNotify is closed once the nimbus is registered and its caches are
 // loaded.
-func (s *Server) ReadyNotify() <-chan struct{} { return s.ready }
+func (s *Server) ReadyNotify() <-chan struct{} { return s.lc.Ready() }
 
 // Err delivers a fatal error from a listener; the caller should Close.
 func (s *Server) Err() <-chan error { return s.lc.Err() }

@@ -30,7 +30,7 @@ import (
 // port is bound).
 func (s *Server) listenUI(bindHost string) (err error) {
 	cfg := s.cfg
-	if cfg.UIPort == configs.MetricsDisabled {
+	if cfg.UIPort == configs.PortDisabled {
 		return nil
 	}
 	if cfg.UIHost != "" {

@@ -20,7 +20,7 @@ import (
 // metrics port does: an IP literal in storm.local.hostname means that
 // interface only.
 func (s *Supervisor) listenCode() (err error) {
-	if s.cfg.SupervisorGRPCPort == configs.MetricsDisabled {
+	if s.cfg.SupervisorGRPCPort == configs.PortDisabled {
 		return nil
 	}
 	bindHost := ""

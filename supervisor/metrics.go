@@ -43,7 +43,7 @@ func (c workerCollector) Collect(ch chan<- prometheus.Metric) {
 
 // listenMetrics opens supervisor.metrics.port, unless it is -1.
 func (s *Supervisor) listenMetrics() (err error) {
-	if s.cfg.SupervisorMetricsPort == configs.MetricsDisabled {
+	if s.cfg.SupervisorMetricsPort == configs.PortDisabled {
 		return nil
 	}
 	// As a nimbus does: an IP literal binds that interface only; a host

@@ -51,11 +51,10 @@ type Supervisor struct {
 	codeSrv     *grpc.Server    // serves the store on codeLn
 	tls         *certs.Reloader // nil when nimbus.grpc.tls.enable is false
 
-	wake  chan struct{}
-	beat  chan struct{}
-	lost  chan struct{} // a heartbeat found the node gone
-	ready chan struct{}
-	lc    daemon.Lifecycle // what Start started, and how Close stops it
+	wake chan struct{}
+	beat chan struct{}
+	lost chan struct{}    // a heartbeat found the node gone
+	lc   daemon.Lifecycle // what Start started, and how Close stops it
 
 	mu      sync.Mutex
 	workers map[int32]*worker // by port
@@ -66,7 +65,7 @@ func New(cfg *configs.Config, logger *slog.Logger) *Supervisor {
 	s := &Supervisor{
 		cfg: cfg, base: logger, log: logger.With("component", "supervisor"),
 		wake: make(chan struct{}, 1), beat: make(chan struct{}, 1), lost: make(chan struct{}, 1),
-		ready: make(chan struct{}), workers: map[int32]*worker{},
+		workers: map[int32]*worker{},
 	}
 	s.lc.OnClose(func() { s.log.Info("supervisor stopped") }) // the last stop
 	return s
@@ -77,7 +76,7 @@ func (s *Supervisor) ID() string { return s.id }
 
 // ReadyNotify is closed once the supervisor is registered and has read
 // its assignments.
-func (s *Supervisor) ReadyNotify() <-chan struct{} { return s.ready }
+func (s *Supervisor) ReadyNotify() <-chan struct{} { return s.lc.Ready() }
 
 // Err delivers a fatal error from the metrics listener; the caller should
 // Close.
@@ -198,19 +197,14 @@ func (s *Supervisor) run() {
 // register keeps this supervisor's node under /supervisors, which its
 // heartbeats rewrite; the channel is closed once it exists.
 func (s *Supervisor) register(ctx context.Context) <-chan struct{} {
-	registered := make(chan struct{})
-	var once sync.Once
 	// The heartbeat rewrites the node; Keep (re)creates it, and its
 	// directory if the root was deleted by hand, when a heartbeat finds it
 	// gone.
 	node := cluster.EphemeralNode{Path: s.sess.Paths().Supervisor(s.id), Data: cluster.Encode(s.info()), RecreateParent: true,
 		OwnerWrites: true, Lost: s.lost,
-		Ready: func() {
-			once.Do(func() { close(registered) })
-			s.heartbeatSoon() // the node was (re)created with stale data
-		}}
-	s.lc.Go(func() { node.Keep(ctx, s.sess, s.log) })
-	return registered
+		Ready: s.heartbeatSoon, // the node was (re)created with stale data
+	}
+	return daemon.Register(ctx, &s.lc, s.sess, node, s.log)
 }
 
 // reconcile runs the reconcile loop; its stop waits until the loop has
@@ -231,20 +225,14 @@ func (s *Supervisor) reconcile(ctx context.Context) {
 // announceReady logs the ready line and closes ReadyNotify once this
 // supervisor is registered and has read its assignments.
 func (s *Supervisor) announceReady(ctx context.Context, registered <-chan struct{}) {
-	for _, c := range []<-chan struct{}{registered, s.assignments.Loaded()} {
-		select {
-		case <-c:
-		case <-ctx.Done():
-			return
+	s.lc.Announce(ctx, s.log, "supervisor ready", func() []any {
+		metrics := ""
+		if s.metricsLn != nil {
+			metrics = s.metricsLn.Addr().String()
 		}
-	}
-	metrics := ""
-	if s.metricsLn != nil {
-		metrics = s.metricsLn.Addr().String()
-	}
-	s.log.Info("supervisor ready", "id", s.id, "host", s.cfg.LocalHostname, "slots", s.cfg.SupervisorSlotsPorts,
-		"metrics", metrics, "code_port", s.codePort(), "version", version.Version)
-	close(s.ready)
+		return []any{"id", s.id, "host", s.cfg.LocalHostname, "slots", s.cfg.SupervisorSlotsPorts,
+			"metrics", metrics, "code_port", s.codePort(), "version", version.Version}
+	}, registered, s.assignments.Loaded())
 }
 
 // Close stops every worker (SIGTERM, then SIGKILL after

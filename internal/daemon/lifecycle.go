@@ -1,18 +1,25 @@
 package daemon
 
-import "sync"
+import (
+	"context"
+	"log/slog"
+	"sync"
+)
 
 // Lifecycle keeps what a daemon's Start started, so that its Close can stop
 // it: the goroutines (Go, Wait), and the stops, each registered beside the
 // start of what it stops (OnClose) and run by Close in the reverse order,
 // so that every part stops before what it depends on. It also carries the
-// daemon's fatal error (Fail, Err). The zero value is ready to use.
+// daemon's readiness (Announce, Ready) and fatal error (Fail, Err), which
+// its owner waits for. The zero value is ready to use.
 type Lifecycle struct {
 	wg      sync.WaitGroup
 	stops   []func()
 	once    sync.Once
 	errOnce sync.Once
 	errc    chan error
+	rdyOnce sync.Once
+	ready   chan struct{}
 }
 
 // Go runs f in a goroutine that Wait waits for.
@@ -33,6 +40,29 @@ func (l *Lifecycle) Close() {
 			l.stops[i]()
 		}
 	})
+}
+
+// Announce waits until every channel of waitFor is closed, then logs msg
+// with attrs (the ready line that scripts and tests wait for) and closes
+// Ready. It gives up when ctx ends. Run it with Go.
+func (l *Lifecycle) Announce(ctx context.Context, log *slog.Logger, msg string, attrs func() []any, waitFor ...<-chan struct{}) {
+	for _, c := range waitFor {
+		select {
+		case <-c:
+		case <-ctx.Done():
+			return
+		}
+	}
+	log.Info(msg, attrs()...)
+	close(l.readyChan())
+}
+
+// Ready is closed once Announce has logged the ready line.
+func (l *Lifecycle) Ready() <-chan struct{} { return l.readyChan() }
+
+func (l *Lifecycle) readyChan() chan struct{} {
+	l.rdyOnce.Do(func() { l.ready = make(chan struct{}) })
+	return l.ready
 }
 
 // Fail reports a fatal error on Err; only the first is kept.

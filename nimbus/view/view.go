@@ -2,6 +2,7 @@ package view
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -373,11 +374,8 @@ func (v *View) nimbusSummaries(h *holdings) []*nimbusv1.NimbusSummary {
 		s.IsLeader, s.Epoch = true, epoch
 		out = append(out, s)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Host != out[j].Host {
-			return out[i].Host < out[j].Host
-		}
-		return out[i].Port < out[j].Port
+	slices.SortFunc(out, func(a, b *nimbusv1.NimbusSummary) int {
+		return cmp.Or(cmp.Compare(a.GetHost(), b.GetHost()), cmp.Compare(a.GetPort(), b.GetPort()))
 	})
 	return out
 }

@@ -1,7 +1,8 @@
 package view
 
 import (
-	"sort"
+	"cmp"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -98,11 +99,8 @@ func assignedWorkers(id string, a *clusterv1.Assignment, sups map[string]*cluste
 		w.NumExecutors = n
 		out = append(out, w)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].SupervisorId != out[j].SupervisorId {
-			return out[i].SupervisorId < out[j].SupervisorId
-		}
-		return out[i].Port < out[j].Port
+	slices.SortFunc(out, func(a, b *nimbusv1.WorkerSummary) int {
+		return cmp.Or(cmp.Compare(a.GetSupervisorId(), b.GetSupervisorId()), cmp.Compare(a.GetPort(), b.GetPort()))
 	})
 	return out
 }
