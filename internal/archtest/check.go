@@ -59,8 +59,37 @@ func check(rows []row, pkgs map[string][]importSite) []string {
 		case !exists:
 			problems = append(problems, fmt.Sprintf("%s: section 9 has a row for %s, but there is no such package", r.pos, pkg))
 		default:
-			problems = append(problems, checkPackage(r, sites)...)
+			problems = append(problems, checkPackage(r, ours(sites))...)
 		}
+		problems = append(problems, checkRestricted(pkg, sites)...)
+	}
+	return problems
+}
+
+// ours are the sites that import a package of this module.
+func ours(sites []importSite) []importSite {
+	var out []importSite
+	for _, s := range sites {
+		if !s.isForeign {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// checkRestricted refuses a non-test import of a restricted package by a
+// package it does not list. The test kit, under internal/testkit, may.
+func checkRestricted(pkg string, sites []importSite) []string {
+	if pkg == "internal/testkit" || strings.HasPrefix(pkg, "internal/testkit/") {
+		return nil
+	}
+	var problems []string
+	for _, s := range sites {
+		if !s.isForeign || s.isTest || slices.Contains(restricted[s.path], pkg) {
+			continue
+		}
+		problems = append(problems, fmt.Sprintf("%s:%d: %s imports %s, which only %s may (their typed operations are the way in)",
+			s.file, s.line, pkg, s.path, strings.Join(restricted[s.path], " and ")))
 	}
 	return problems
 }
@@ -152,6 +181,7 @@ func rowsFromCode(pkgs map[string][]importSite, rows []row) []row {
 	}
 	var out []row
 	for pkg, sites := range pkgs {
+		sites = ours(sites)
 		r := row{pkg: pkg, owns: owns[pkg]}
 		for _, s := range sites {
 			if !s.isTest {

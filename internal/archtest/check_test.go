@@ -47,6 +47,21 @@ func TestCheck(t *testing.T) {
 		},
 		want: []string{"a/up.go:17: a imports c, which section 9 does not allow (allowed: none)"},
 	}, {
+		name: "ZooKeeper imported outside cluster and leader",
+		edit: func(rows []row, pkgs map[string][]importSite) []row {
+			pkgs["b"] = append(pkgs["b"], importSite{file: "b/zk.go", line: 5, path: "github.com/go-zookeeper/zk", isForeign: true},
+				importSite{file: "b/zk_test.go", line: 6, path: "github.com/go-zookeeper/zk", isTest: true, isForeign: true})
+			return rows
+		},
+		want: []string{"b/zk.go:5: b imports github.com/go-zookeeper/zk, which only cluster and leader may (their typed operations are the way in)"},
+	}, {
+		name: "ZooKeeper imported by cluster and the test kit",
+		edit: func(rows []row, pkgs map[string][]importSite) []row {
+			pkgs["cluster"] = []importSite{{file: "cluster/s.go", line: 5, path: "github.com/go-zookeeper/zk", isForeign: true}}
+			pkgs["internal/testkit/zkt"] = []importSite{{file: "internal/testkit/zkt/z.go", line: 5, path: "github.com/go-zookeeper/zk", isForeign: true}}
+			return append(rows, row{pos: "A.md:10", pkg: "cluster"}, row{pos: "A.md:11", pkg: "internal/testkit/zkt"})
+		},
+	}, {
 		name: "a test imports what neither column lists",
 		edit: func(rows []row, pkgs map[string][]importSite) []row {
 			pkgs["c"] = append(pkgs["c"], site("c/c_test.go:9", "a"))

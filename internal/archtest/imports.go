@@ -14,12 +14,21 @@ import (
 
 const modulePath = "github.com/nimbusha/nimbus"
 
-// importSite is one import of one of this module's packages.
+// importSite is one import of one of this module's packages, or of a
+// package outside it that only some of ours may import (restricted).
 type importSite struct {
-	file   string // slash-separated, relative to the module's root
-	line   int
-	path   string // the imported package, relative to the module
-	isTest bool   // in a _test.go file, of the package or of its external test package
+	file      string // slash-separated, relative to the module's root
+	line      int
+	path      string // the imported package, relative to the module; its whole path if foreign
+	isTest    bool   // in a _test.go file, of the package or of its external test package
+	isForeign bool   // a package outside the module (restricted)
+}
+
+// restricted are packages outside the module that only the packages listed
+// may import in non-test files: ZooKeeper is touched only through the
+// typed state of package cluster and by the election.
+var restricted = map[string][]string{
+	"github.com/go-zookeeper/zk": {"cluster", "leader"},
 }
 
 // scanModule reads the imports of every .go file under root, whatever its
@@ -85,9 +94,12 @@ func addFile(pkgs map[string][]importSite, fset *token.FileSet, root, p string) 
 		if err != nil {
 			return err
 		}
+		line := fset.Position(spec.Pos()).Line
+		isTest := strings.HasSuffix(file, "_test.go")
 		if ours, ok := relative(imported); ok {
-			line := fset.Position(spec.Pos()).Line
-			sites = append(sites, importSite{file, line, ours, strings.HasSuffix(file, "_test.go")})
+			sites = append(sites, importSite{file: file, line: line, path: ours, isTest: isTest})
+		} else if _, ok := restricted[imported]; ok {
+			sites = append(sites, importSite{file: file, line: line, path: imported, isTest: isTest, isForeign: true})
 		}
 	}
 	pkgs[pkg] = sites
