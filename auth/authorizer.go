@@ -84,7 +84,7 @@ func (a *Authorizer) Topology(ctx context.Context, act Action, topology, owner s
 
 // Owner is who owns what the caller of ctx submits: its principal, never
 // the owner the client claimed (the spec's owner field), which counts only
-// with authentication off, as before there was security. With
+// with authentication off. With
 // authentication on and no principal in ctx (the interceptors were not
 // installed) it returns an error wrapping apierr.ErrUnauthenticated.
 func (a *Authorizer) Owner(ctx context.Context, claimed string) (string, error) {

@@ -45,7 +45,7 @@ func TestNewRejectsUnknownField(t *testing.T) {
 }
 
 // TestTopologyOff: with authentication off every check passes and no one is
-// named, as before there was security.
+// named.
 func TestTopologyOff(t *testing.T) {
 	cfg := secureConfig(nimbusUser)
 	cfg.TLSClientAuthRequired = false

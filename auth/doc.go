@@ -1,14 +1,14 @@
 // Package auth decides who a gRPC caller is and what it may do, so that a
 // rule lives in one place and one table of tests: the gRPC interceptors, the
-// handlers' topology checks, the CodeService and (later) the HTTP API all
-// ask it.
+// handlers' topology checks, the CodeService and the REST API (package
+// stormapi) all ask it.
 //
 // Who: a caller's principal comes from its verified client certificate
 // (the leaf of the first chain the TLS handshake verified), read by
 // nimbus.grpc.tls.principal (cn, san.email, san.dns or san.uri); never from
 // a field the client fills in. With authentication off
-// (configs.Config.SecureGRPC false) every call is allowed, as before there
-// was security, and the principal is empty.
+// (configs.Config.SecureGRPC false) every call is allowed and the
+// principal is empty.
 //
 // What: Decide is the rule, one pure function over a table of actions and
 // the roles that may take them, with Storm's SimpleACLAuthorizer semantics:

@@ -430,8 +430,8 @@ func TestUncheckedHandler(t *testing.T) {
 }
 
 // TestOff: with authentication off (TLS, no client authentication) every
-// call is served as before security, callers are anonymous, and mutating
-// calls are still audited.
+// call is served, callers are anonymous, and mutating calls are still
+// audited.
 func TestOff(t *testing.T) {
 	cfg := secureConfig(nimbusUser)
 	cfg.TLSClientAuthRequired = false

@@ -1,7 +1,7 @@
 // Package certs owns a process's TLS material: its certificate (chain
 // allowed) and key, and the CA bundle (truststore) that verifies its peers,
 // loaded from PEM files and re-read when they change, so that rotating a
-// certificate needs no restart (issue 17). It also makes a throwaway CA and
+// certificate needs no restart. It also makes a throwaway CA and
 // certificates for the quickstart and for tests.
 //
 // # Loading and reloading

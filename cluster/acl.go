@@ -29,7 +29,7 @@ type access struct {
 // newAccess checks cfg's authentication settings and builds the ACL.
 //
 // Without authentication every node is open to anyone (world:anyone, all
-// permissions), as before ACLs existed; a super ACL then adds nothing.
+// permissions); a super ACL then adds nothing.
 //
 // With digest authentication a node gives the cluster's identity every
 // permission, the super ACL's identity (an operator's, say) every

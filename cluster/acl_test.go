@@ -95,7 +95,7 @@ func topology(name string) (*clusterv1.StormBase, *clusterv1.CodeDistribution, *
 // the leader's lock node, a registration kept by EphemeralNode.Keep, a
 // directory made through the package's EnsurePath, and a topology written
 // by the leader through Session.Ops) gives anyone READ only: an anonymous
-// client (E3 of issue 17) or one with a wrong password can read
+// client or one with a wrong password can read
 // everything and change nothing, while the cluster's identity and the
 // super ACL's can.
 func TestDigestACLProtectsEveryNode(t *testing.T) {

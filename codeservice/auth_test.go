@@ -140,7 +140,7 @@ func getMeta(c nimbusv1.CodeServiceClient) error {
 // TestAuthorizedDownload: the owner, its topology.users, supervisors,
 // daemons and admins fetch a topology's code; anyone else, and a caller
 // without a certificate, gets nothing: not the meta, not a byte of the
-// artifact, not the spec and its conf (issue 17, E2).
+// artifact, not the spec and its conf.
 func TestAuthorizedDownload(t *testing.T) {
 	store := install(t)
 	ca, addr := serve(t, secure(), store, true)
@@ -201,7 +201,7 @@ func TestUnwiredService(t *testing.T) {
 	}
 }
 
-// TestAuthenticationOff: with authentication off anyone fetches, as before.
+// TestAuthenticationOff: with authentication off anyone fetches.
 func TestAuthenticationOff(t *testing.T) {
 	cfg := secure()
 	cfg.TLSClientAuthRequired = false
@@ -258,7 +258,7 @@ func TestReadSpecNotHeld(t *testing.T) {
 
 // TestRecoverCode: a supervisor's store, served with ActionRecoverCode,
 // answers nimbuses and admins only; not the owner, its topology.users or
-// other supervisors (issue 21).
+// other supervisors: a supervisor's copy is for recovery only.
 func TestRecoverCode(t *testing.T) {
 	ca, addr := serve(t, secure(), install(t), true, codeservice.WithAction(auth.ActionRecoverCode))
 	for who, want := range map[string]codes.Code{

@@ -13,6 +13,6 @@
 // only nimbus.supervisor.users, nimbus.daemon.users, nimbus.admins, and the
 // topology's owner and topology.users as the spec stored with the code says
 // (ReadSpec, checked against the meta): the code and its conf are the
-// owner's, and nobody else's to read (issue 17, E2). The check comes before
-// the first byte.
+// owner's, and nobody else's to read. The check comes before the first
+// byte.
 package codeservice

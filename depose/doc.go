@@ -9,8 +9,7 @@
 // which it does within a millisecond when the process is gone (a panic, an
 // OOM kill, SIGKILL) but the host is up. A timeout, an unreachable host,
 // a partition, a stopped process (SIGSTOP: the kernel still accepts on its
-// port) or anything else deposes nothing: the session's expiry decides,
-// as before.
+// port) or anything else deposes nothing: the session's expiry decides.
 //
 // Deposing deletes exactly the dead term's lock node, by path and version
 // (a new term is a new sequential node, never touched). One follower's

@@ -71,8 +71,8 @@ func TestSecureCluster(t *testing.T) {
 		sup: sup, zk: testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr()), dir: t.TempDir()}
 
 	t.Run("TLS refusals", s.tlsRefusals)
-	t.Run("authorization E2", s.authorization)
-	t.Run("ZooKeeper ACLs E3", s.zooKeeperACLs)
+	t.Run("authorization", s.authorization)
+	t.Run("ZooKeeper ACLs", s.zooKeeperACLs)
 	t.Run("metrics over TLS", s.metrics)
 	t.Run("certificate rotation", s.rotation)
 	t.Run("REST API over HTTPS", s.restAPI)
@@ -131,7 +131,7 @@ func (s *secureCluster) authorization(t *testing.T) {
 
 	spec := sleepSpec("alicejob", 1)
 	spec.Owner = "alice"
-	spec.Config = map[string]string{"topology.users": "bob", "db.password": "hunter2-E2"}
+	spec.Config = map[string]string{"topology.users": "bob", "db.password": "hunter2-conf-secret"}
 	resp, err := sdkClient(t, alice, s.nimbuses...).SubmitTopology(ctx, spec, strings.NewReader("code"), 4, nil)
 	if err != nil {
 		t.Fatalf("alice submits: %v", err)
@@ -274,7 +274,7 @@ func (s *secureCluster) authorization(t *testing.T) {
 		t.Errorf("the follower wrote %d audit lines", n-followerAudits)
 	}
 	for _, p := range s.nimbuses {
-		if strings.Contains(logText(t, p), "hunter2-E2") {
+		if strings.Contains(logText(t, p), "hunter2-conf-secret") {
 			t.Errorf("%s logged alicejob's conf value", p.Name)
 		}
 	}

@@ -181,7 +181,7 @@ func TestWorkersRunAsTheirOwnersUser(t *testing.T) {
 	c.WaitLeader(t, ps, 10*time.Second)
 	sup, err := c.StartSupervisor(testcluster.WithSlots(testcluster.FreePorts(t, 3)...),
 		testcluster.WithArgs("--config", conf),
-		testcluster.WithEnv("NIMBUS_TEST_ALLOWED=allowed value", "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI-E1-secret"))
+		testcluster.WithEnv("NIMBUS_TEST_ALLOWED=allowed value", "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI-env-secret"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestWorkersRunAsTheirOwnersUser(t *testing.T) {
 		}
 	}
 	if _, ok := vars["AWS_SECRET_ACCESS_KEY"]; ok {
-		t.Error("AWS_SECRET_ACCESS_KEY reached the worker (E1)")
+		t.Error("AWS_SECRET_ACCESS_KEY reached the worker")
 	}
 
 	// Its code and log: root's, the user's group, nothing for others.

@@ -72,7 +72,7 @@ func TestSubmitOverZooKeeperNodeSizeIsRefusedAndLeadershipHolds(t *testing.T) {
 		return nil
 	})
 
-	spec := testSpec("e5")
+	spec := testSpec("oversize")
 	spec.Components = nil
 	for i := range 85 {
 		id := fmt.Sprintf("component-%03d-%s", i, strings.Repeat("x", 96))

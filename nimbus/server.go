@@ -282,9 +282,9 @@ const (
 // write to the socket. gRPC's 32 KiB default makes a 440 KB GetClusterInfo
 // (5,000 topologies and supervisors) about fourteen writes, each waking the
 // reader; with 512 KiB, gRPC alone served 10-15% more calls a second of
-// 86 KB and of 443 KB (bench/RESULTS.md, issue 22). The buffer is shared:
-// a connection takes one from a pool to write and gives it back after, so
-// idle connections hold none.
+// 86 KB and of 443 KB (bench/RESULTS.md, the scale benchmark). The buffer
+// is shared: a connection takes one from a pool to write and gives it back
+// after, so idle connections hold none.
 const writeBufferBytes = 512 << 10
 
 // grpcOptions are the gRPC server's options, each set on purpose

@@ -12,7 +12,7 @@ import (
 	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
 )
 
-// Issue 18, item 8: normal operation is quiet. A follower catching up on a
+// Normal operation is quiet. A follower catching up on a
 // topology just submitted says so at INFO; WARN is kept for code still
 // missing after topology.max.replication.wait.time.sec, and for the
 // leader's "no standby" only once that condition has outlived the wait.

@@ -148,7 +148,7 @@ func checkRefused(t *testing.T, err error, code codes.Code, says ...string) {
 	}
 }
 
-// E6 of issue 17. Submit streams that send the spec and then stall: beyond
+// Submit streams that send the spec and then stall: beyond
 // nimbus.max.concurrent.uploads they are refused at once with
 // RESOURCE_EXHAUSTED, before any of the artifact is read; the ones let in
 // hold their names until nimbus.upload.idle.timeout.secs passes, then are
@@ -301,7 +301,7 @@ func fill(t *testing.T, path string, n int64) {
 	}
 }
 
-// E7 of issue 17, on a real 16 MiB filesystem. An artifact the store has
+// On a real 16 MiB filesystem: an artifact the store has
 // no room for is refused before the upload (RESOURCE_EXHAUSTED, health
 // unchanged). A disk that fills during an upload answers
 // RESOURCE_EXHAUSTED, nothing left behind, and health goes NOT_SERVING

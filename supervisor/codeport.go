@@ -16,7 +16,7 @@ import (
 
 // listenCode binds supervisor.grpc.port, where this supervisor serves the
 // verified code in its store, read-only, to nimbuses that lost every copy
-// of a topology (docs/ARCHITECTURE.md section 5.5). It binds as the
+// of a topology (docs/ARCHITECTURE.md section 5.9). It binds as the
 // metrics port does: an IP literal in storm.local.hostname means that
 // interface only.
 func (s *Supervisor) listenCode() (err error) {

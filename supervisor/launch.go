@@ -92,7 +92,7 @@ func (w *worker) command() (cmd *exec.Cmd, logFile *os.File, as *account, err er
 // openLog opens a worker's log for appending. A worker run as a user gets
 // it as its code: owned by root, group the user's, mode 0640, so the user
 // reads it and nobody else does; the process writes through the
-// descriptor it inherits. Without a user it is 0644, as before.
+// descriptor it inherits. Without a user it is 0644.
 func openLog(path string, as *account) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o644)
 	if err != nil || as == nil {
