@@ -59,7 +59,7 @@ func SetStatus(to clusterv1.TopologyStatus) Change {
 }
 
 // Kill marks a topology KILLED, to be removed once wait has passed (from
-// when the Change is made: now is read then). A topology being killed keeps
+// when the edit is applied: now is read then). A topology being killed keeps
 // its first deadline.
 func Kill(wait time.Duration, now func() time.Time) Change {
 	return func(base *clusterv1.StormBase) (bool, error) {
@@ -74,7 +74,7 @@ func Kill(wait time.Duration, now func() time.Time) Change {
 }
 
 // Rebalance puts an active or inactive topology in REBALANCING with the
-// request's plan, applied once wait has passed (from when the Change is
+// request's plan, applied once wait has passed (from when the edit is
 // made). An identical retry is a no-op; another plan while one waits is
 // refused.
 func Rebalance(req *nimbusv1.RebalanceTopologyRequest, wait time.Duration, now func() time.Time) Change {

@@ -1,0 +1,119 @@
+package topology
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/nimbusha/nimbus/apierr"
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
+	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
+	"github.com/nimbusha/nimbus/validate"
+)
+
+const (
+	active      = clusterv1.TopologyStatus_TOPOLOGY_STATUS_ACTIVE
+	inactive    = clusterv1.TopologyStatus_TOPOLOGY_STATUS_INACTIVE
+	killed      = clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED
+	rebalancing = clusterv1.TopologyStatus_TOPOLOGY_STATUS_REBALANCING
+)
+
+// Every edit from every status: whether it changes the StormBase, what
+// status it leaves, and which it refuses as the wrong status.
+func TestEditsByStatus(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	clock := func() time.Time { return now }
+	plan := &nimbusv1.RebalanceTopologyRequest{NumWorkers: proto.Int32(3)}
+	edits := map[string]Change{
+		"activate":   SetStatus(active),
+		"deactivate": SetStatus(inactive),
+		"kill":       Kill(time.Minute, clock),
+		"rebalance":  Rebalance(plan, time.Minute, clock),
+	}
+	type outcome struct {
+		changed bool
+		status  clusterv1.TopologyStatus
+		refused bool
+	}
+	want := map[clusterv1.TopologyStatus]map[string]outcome{
+		active:      {"activate": {false, active, false}, "deactivate": {true, inactive, false}, "kill": {true, killed, false}, "rebalance": {true, rebalancing, false}},
+		inactive:    {"activate": {true, active, false}, "deactivate": {false, inactive, false}, "kill": {true, killed, false}, "rebalance": {true, rebalancing, false}},
+		killed:      {"activate": {false, killed, true}, "deactivate": {false, killed, true}, "kill": {false, killed, false}, "rebalance": {false, killed, true}},
+		rebalancing: {"activate": {false, rebalancing, true}, "deactivate": {false, rebalancing, true}, "kill": {true, killed, false}, "rebalance": {false, rebalancing, true}},
+	}
+	for from, byEdit := range want {
+		for name, w := range byEdit {
+			base := &clusterv1.StormBase{Name: "t", Status: from, NumWorkers: 1, ComponentExecutors: map[string]int32{"c": 1},
+				PendingRebalance: &clusterv1.RebalancePlan{NumWorkers: 2}}
+			changed, err := edits[name](base)
+			if changed != w.changed || base.GetStatus() != w.status || errors.Is(err, apierr.ErrWrongStatus) != w.refused {
+				t.Errorf("%s from %s: changed %v, status %s, err %v; want changed %v, status %s, refused %v",
+					name, from, changed, base.GetStatus(), err, w.changed, w.status, w.refused)
+			}
+		}
+	}
+}
+
+// A kill keeps the status it ended and sets its deadline once; killing a
+// killed topology keeps the first deadline.
+func TestKillKeepsTheFirstDeadline(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	base := &clusterv1.StormBase{Status: inactive}
+	if changed, err := Kill(time.Minute, func() time.Time { return now })(base); !changed || err != nil {
+		t.Fatalf("kill: %v, %v", changed, err)
+	}
+	first := base.GetActionDeadlineUnixMs()
+	if first != now.Add(time.Minute).UnixMilli() || base.GetPreviousStatus() != inactive {
+		t.Fatalf("deadline %d, previous %s", first, base.GetPreviousStatus())
+	}
+	if changed, _ := Kill(time.Hour, func() time.Time { return now.Add(time.Second) })(base); changed || base.GetActionDeadlineUnixMs() != first {
+		t.Fatalf("a second kill moved the deadline to %d (changed %v)", base.GetActionDeadlineUnixMs(), changed)
+	}
+}
+
+// The same rebalance again is a no-op; one naming a component the topology
+// lacks is refused naming the field; FinishRebalance applies the plan and
+// restores the status the rebalance interrupted.
+func TestRebalanceAndFinish(t *testing.T) {
+	now := func() time.Time { return time.Unix(1_700_000_000, 0) }
+	base := &clusterv1.StormBase{Status: inactive, NumWorkers: 1, ComponentExecutors: map[string]int32{"c": 1}}
+	req := &nimbusv1.RebalanceTopologyRequest{NumWorkers: proto.Int32(4), ComponentParallelism: map[string]int32{"c": 8}}
+	if changed, err := Rebalance(req, time.Minute, now)(base); !changed || err != nil {
+		t.Fatalf("rebalance: %v, %v", changed, err)
+	}
+	if changed, err := Rebalance(proto.CloneOf(req), time.Minute, now)(base); changed || err != nil {
+		t.Fatalf("the same rebalance again: %v, %v; want a no-op", changed, err)
+	}
+	bad := &clusterv1.StormBase{Status: active, ComponentExecutors: map[string]int32{"c": 1}}
+	var verr *validate.Error
+	if _, err := Rebalance(&nimbusv1.RebalanceTopologyRequest{ComponentParallelism: map[string]int32{"x": 2}}, 0, now)(bad); !errors.As(err, &verr) || verr.Field != `component_parallelism["x"]` {
+		t.Fatalf("an unknown component: %v", err)
+	}
+	if !FinishRebalance(base, 7) {
+		t.Fatal("FinishRebalance of a rebalancing topology: false")
+	}
+	if base.GetStatus() != inactive || base.GetNumWorkers() != 4 || base.GetComponentExecutors()["c"] != 8 ||
+		base.GetPendingRebalance() != nil || base.GetActionDeadlineUnixMs() != 0 || base.GetEpoch() != 7 {
+		t.Fatalf("after finishing: %v", base)
+	}
+	if FinishRebalance(base, 8) {
+		t.Fatal("FinishRebalance of a topology not rebalancing: true")
+	}
+}
+
+// Budget.Check refuses, naming the field, a topology whose assignment
+// could not fit a node, and passes a small one.
+func TestBudgetCheck(t *testing.T) {
+	b := NewBudget(1<<20, nil)
+	small := &clusterv1.StormBase{Name: "s", Status: active, NumWorkers: 1, ComponentExecutors: map[string]int32{"c": 4}}
+	if err := b.Check("spec.components", small); err != nil {
+		t.Fatalf("a small topology: %v", err)
+	}
+	big := &clusterv1.StormBase{Name: "b", Status: active, NumWorkers: 4, ComponentExecutors: map[string]int32{"c": 50_000}}
+	var verr *validate.Error
+	if err := b.Check("spec.components", big); !errors.As(err, &verr) || verr.Field != "spec.components" {
+		t.Fatalf("50,000 executors: %v; want a validation error naming spec.components", err)
+	}
+}
