@@ -31,6 +31,11 @@ type cleanup struct {
 	log        *slog.Logger
 }
 
+func newCleanup(term *leader.Term, cfg Config, log *slog.Logger) *cleanup {
+	return &cleanup{term: term, sess: cfg.Session, dists: cfg.View.Replicas.Distributions, dist: cfg.Dist, pending: cfg.Pending,
+		sweepEvery: cfg.Nimbus.CodeSyncFreq, nextSweep: time.Now().Add(cfg.Nimbus.CodeSyncFreq), log: log}
+}
+
 func (c *cleanup) round(r round) time.Time {
 	c.collectAbandonedDistributions(r.storms)
 	if !r.now.Before(c.nextSweep) {

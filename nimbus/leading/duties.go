@@ -115,17 +115,16 @@ func (d *Duties) runTerm(term *leader.Term) {
 	}
 }
 
-// start makes the term's duties, in round order.
+// start starts the term's duties, in round order; each one's start is
+// beside its round and its stop.
 func (d *Duties) start(term *leader.Term, log *slog.Logger) []duty {
-	cfg, sess := d.cfg, d.cfg.Session
-	sched := newScheduling(term, cfg, log)
+	sched := newScheduling(term, d.cfg, log)
 	return []duty{
-		newHeartbeats(cfg.View.Supervisors, heartbeatReadEvery(cfg.Nimbus.SupervisorTimeout, cfg.Nimbus.SupervisorHeartbeat)),
-		&timedActions{term: term, sess: sess, dist: cfg.Dist, cleared: sched.sch.cleared, log: log},
-		&cleanup{term: term, sess: sess, dists: cfg.View.Replicas.Distributions, dist: cfg.Dist, pending: cfg.Pending,
-			sweepEvery: cfg.Nimbus.CodeSyncFreq, nextSweep: time.Now().Add(cfg.Nimbus.CodeSyncFreq), log: log},
+		newHeartbeats(d.cfg),
+		newTimedActions(term, d.cfg, sched.sch.cleared, log),
+		newCleanup(term, d.cfg, log),
 		sched,
-		&standbys{view: cfg.View, metrics: cfg.Metrics, wait: cfg.Nimbus.ReplicationLogWait(), log: log},
+		newStandbys(d.cfg, log),
 	}
 }
 
@@ -161,8 +160,9 @@ type heartbeats struct {
 	next        time.Time
 }
 
-func newHeartbeats(supervisors interface{ Refresh() }, every time.Duration) *heartbeats {
-	return &heartbeats{supervisors: supervisors, every: every}
+func newHeartbeats(cfg Config) *heartbeats {
+	return &heartbeats{supervisors: cfg.View.Supervisors,
+		every: heartbeatReadEvery(cfg.Nimbus.SupervisorTimeout, cfg.Nimbus.SupervisorHeartbeat)}
 }
 
 func (h *heartbeats) round(r round) time.Time {

@@ -23,6 +23,10 @@ type standbys struct {
 	looked    time.Time // when it last looked
 }
 
+func newStandbys(cfg Config, log *slog.Logger) *standbys {
+	return &standbys{view: cfg.View, metrics: cfg.Metrics, wait: cfg.Nimbus.ReplicationLogWait(), log: log}
+}
+
 // standbysLookEvery is how often, at most, the leader looks at which
 // nimbuses could take over: a look passes over every topology, and rounds
 // come with every change.

@@ -26,6 +26,10 @@ type timedActions struct {
 	log     *slog.Logger
 }
 
+func newTimedActions(term *leader.Term, cfg Config, cleared func(id string), log *slog.Logger) *timedActions {
+	return &timedActions{term: term, sess: cfg.Session, dist: cfg.Dist, cleared: cleared, log: log}
+}
+
 // round completes the actions whose wait is over, and returns when the
 // next wait ends (zero if none is waiting). A failure is retried a second
 // later.
