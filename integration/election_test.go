@@ -283,7 +283,19 @@ func TestFalseDepositionLosesNothing(t *testing.T) {
 	ps := c.StartNimbuses(t, 2)
 	epoch, old := c.WaitLeader(t, ps, 10*time.Second)
 	c.WaitQueued(t, 2, 10*time.Second)
-	id := submit(t, newClient(t, c, ps...), "acked", randomBytes(t, 1000)).GetTopologyId()
+	data := randomBytes(t, 1000)
+	id := submit(t, newClient(t, c, ps...), "acked", data).GetTopologyId()
+	// The follower takes over only once it holds the code: until then it
+	// is out of the queue, and the deposed leader would simply lead again.
+	testcluster.WaitFor(t, 10*time.Second, "every nimbus to hold the code", func() error {
+		for _, p := range ps {
+			if err := holds(p, id, data); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	c.WaitQueued(t, 2, 10*time.Second)
 
 	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
 	order := cluster.LockOrder(zkChildren(t, conn, "/storm/leader-lock"))

@@ -43,7 +43,7 @@ type service struct {
 	peers    *codedistributor.Peers // connections to other nodes' code ports, with this nimbus's TLS identity
 	// actionsChanged wakes the leader loop after a kill.
 	actionsChanged func()
-	uploads        *uploadGate // admits submissions' uploads (submit.go)
+	uploads        *uploadGate // admits submissions' uploads (admission.go)
 
 	mu       sync.Mutex
 	inFlight map[string]bool // names being submitted through this nimbus

@@ -150,7 +150,7 @@ func NewBudget(maxBuffer int, supervisors map[string]*clusterv1.SupervisorInfo) 
 	return b
 }
 
-// check refuses, as an error for field, a StormBase whose node, or whose
+// Check refuses, as an error for field, a StormBase whose node, or whose
 // assignment once scheduled, could exceed the budget. A rebalancing
 // StormBase is checked as it is (the plan included) and as its Rebalance
 // will leave it.

@@ -12,7 +12,7 @@ import (
 
 // A GetClusterInfo that asks for part of the cluster (some lists left
 // out, some topologies or supervisors, a page) is picked from the shared
-// whole (view.clusterInfo), so its cost is what it returns plus a look-up,
+// whole (View.ClusterInfo), so its cost is what it returns plus a look-up,
 // not the cluster's size: at five thousand topologies, one of them is a
 // few hundred bytes instead of megabytes.
 
@@ -60,7 +60,7 @@ func (v *View) index(c *nimbusv1.ClusterSummary) *clusterIndex {
 	return x
 }
 
-// clusterPart answers a GetClusterInfo request (validated) from the
+// ClusterPart answers a GetClusterInfo request (validated) from the
 // shared whole: the whole itself when req asks for it all.
 func (v *View) ClusterPart(req *nimbusv1.GetClusterInfoRequest) (*nimbusv1.GetClusterInfoResponse, error) {
 	whole := v.ClusterInfo()

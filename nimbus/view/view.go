@@ -149,12 +149,12 @@ func New(sess *cluster.Session, heartbeat time.Duration, share func(m, old proto
 	return v
 }
 
-// caches are the view's caches, to Run.
+// Caches are the view's caches, to Run.
 func (v *View) Caches() []interface{ Run(context.Context) error } {
 	return []interface{ Run(context.Context) error }{v.Nimbuses, v.Locks, v.Storms, v.Replicas, v.Supervisors, v.Assignments, v.Lost}
 }
 
-// leaderInfo is GetLeader's answer, shared: callers must not modify it.
+// LeaderInfo is GetLeader's answer, shared: callers must not modify it.
 func (v *View) LeaderInfo() (*nimbusv1.GetLeaderResponse, error) {
 	return cached(v, &v.leading, v.leaderKey(), func() (*nimbusv1.GetLeaderResponse, error) {
 		l, err := v.leaderSummary()
@@ -165,7 +165,7 @@ func (v *View) LeaderInfo() (*nimbusv1.GetLeaderResponse, error) {
 	})
 }
 
-// clusterInfo is GetClusterInfo's answer, shared: callers must not modify
+// ClusterInfo is GetClusterInfo's answer, shared: callers must not modify
 // it.
 func (v *View) ClusterInfo() *nimbusv1.GetClusterInfoResponse {
 	v.freshenHeartbeats()
@@ -184,7 +184,7 @@ func (v *View) freshenHeartbeats() {
 	}
 }
 
-// leader returns the head of the lock queue and its epoch.
+// Leader returns the head of the lock queue and its epoch.
 func (v *View) Leader() (*clusterv1.NimbusInfo, int64, bool) {
 	q := cluster.Queue(v.Locks.Snapshot())
 	if len(q) == 0 || q[0].Info == nil {
@@ -205,7 +205,7 @@ func (v *View) leaderSummary() (*nimbusv1.NimbusSummary, error) {
 	return s, nil
 }
 
-// failover is the part of the cluster summary that says who can lead:
+// Failover is the part of the cluster summary that says who can lead:
 // the nimbuses, the eligible standbys, and the topologies that block
 // leadership or are LOST. It reads no supervisor or assignment; built
 // once a second for the nimbuses' uptimes, it takes who holds what from
@@ -440,7 +440,7 @@ func (v *View) topologySummary(id string, base *clusterv1.StormBase, lost map[st
 	return t
 }
 
-// byName finds a topology in /storms by name.
+// ByName finds a topology in /storms by name.
 func (v *View) ByName(name string) (string, *clusterv1.StormBase, error) {
 	for id, base := range v.Storms.Snapshot() {
 		if base != nil && base.GetName() == name {
@@ -450,7 +450,7 @@ func (v *View) ByName(name string) (string, *clusterv1.StormBase, error) {
 	return "", nil, fmt.Errorf("%w: %q", apierr.ErrNotFound, name)
 }
 
-// topologyInfo is GetTopologyInfo's answer, with each worker's log tail
+// TopologyInfo is GetTopologyInfo's answer, with each worker's log tail
 // if tails.
 func (v *View) TopologyInfo(name string, tails bool) (*nimbusv1.GetTopologyInfoResponse, error) {
 	v.freshenHeartbeats()

@@ -120,7 +120,7 @@ func countWorkers(t *nimbusv1.TopologySummary, base *clusterv1.StormBase, worker
 	t.MissingSlots = MissingSlots(base, t.NumWorkersAssigned)
 }
 
-// missingSlots is how many of the workers a topology should have its
+// MissingSlots is how many of the workers a topology should have its
 // assignment lacks a slot for: min(num_workers, executors) less the slots
 // it uses. The scheduler keeps executors where they are (6.1), so a
 // topology placed short stays short until a rebalance; killed and
