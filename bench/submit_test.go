@@ -113,7 +113,7 @@ func benchSubmit(b *testing.B, zkAddr, backend string, env []string, sizes []int
 }
 
 // awaitReplicas waits, by a watch on the replica list, until n replicas of
-// topology id hold digest: what a submission's replication wait sees.
+// topology id hold digest (the nimbuses' caches see them a watch later).
 func awaitReplicas(sess *cluster.Session, id string, digest []byte, n int) error {
 	for {
 		_, _, watch, err := sess.Conn().ChildrenW(sess.Paths().Distribution(id))

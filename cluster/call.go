@@ -51,8 +51,8 @@ const (
 //     receive timeout, or on Close);
 //   - with ctx's error, wrapped in ErrUnavailable, when ctx is cancelled;
 //   - with ErrUnavailable when the connection closed before the answer
-//     (zk.ErrConnectionClosed): a read wrote nothing; and for no server, an
-//     expired session or a closing client (failure).
+//     (zk.ErrConnectionClosed): a read wrote nothing (failure says what
+//     the other transport errors mean).
 //
 // what names the call in errors ("read /storm/storms/x").
 func Call[T any](ctx context.Context, s *Session, what string, fn func(*zk.Conn) (T, error)) (T, error) {
@@ -153,19 +153,22 @@ func call[T any](ctx context.Context, s *Session, what string, write bool, fn fu
 	return zero, fmt.Errorf("%w: %w", ErrUnavailable, cause)
 }
 
-// failure says what a call's error means for the request: no server, an
-// expired session or a closing client wrote nothing (ErrUnavailable); an
-// answer lost with its connection is ErrUnavailable for a read, which wrote
-// nothing, and ErrOutcomeUnknown for a write, which may have applied. Any
-// other error is ZooKeeper's answer (NoNode, BadVersion, ...) and stays as
-// it is.
+// failure says what a call's error means for the request. An answer lost
+// with its connection is ErrUnavailable for a read, which wrote nothing,
+// and ErrOutcomeUnknown for a write, which may have applied. No server, an
+// expired session or a closing client mean apierr.ErrUnavailable (retry
+// later) but not ErrUnavailable: go-zookeeper fails requests already sent
+// with them too, so a caller that must know whether a write was sent (a
+// submission's commit) does not take them for "nothing written". Any other
+// error is ZooKeeper's answer (NoNode, BadVersion, ...) and stays as it is.
 func failure(write bool, what string, err error) error {
 	switch {
-	case write && errors.Is(err, zk.ErrConnectionClosed):
+	case errors.Is(err, zk.ErrConnectionClosed) && write:
 		return fmt.Errorf("%w: %s: %w", ErrOutcomeUnknown, what, err)
-	case errors.Is(err, zk.ErrConnectionClosed), errors.Is(err, zk.ErrNoServer),
-		errors.Is(err, zk.ErrSessionExpired), errors.Is(err, zk.ErrClosing):
+	case errors.Is(err, zk.ErrConnectionClosed):
 		return fmt.Errorf("%w: %s: %v", ErrUnavailable, what, err)
+	case errors.Is(err, zk.ErrNoServer), errors.Is(err, zk.ErrSessionExpired), errors.Is(err, zk.ErrClosing):
+		return fmt.Errorf("%w: %s: %w", apierr.ErrUnavailable, what, err)
 	}
 	return err
 }

@@ -175,10 +175,10 @@ func (c *DirCache[M]) AwaitVersion(ctx context.Context, stop <-chan struct{}, na
 //
 // The cache is as new once its own last listing is: of the same directory
 // (the listing's czxid) with at least its cversion, which counts every
-// child created or deleted, or of a directory created since. Each child of want that the
-// cache still lists must then be read at its version there or later; one
-// it no longer lists was deleted after the caller's listing, and is not
-// waited for. A reader that synced and listed afresh waits with it to
+// child created or deleted, or of a directory created since. Each child
+// the listing read that the cache still lists must then be read at its
+// version there or later; one it no longer lists was deleted after the
+// caller's listing, and is not waited for. A reader that synced and listed afresh waits with it to
 // answer linearizably.
 func (c *DirCache[M]) AwaitVersions(ctx context.Context, stop <-chan struct{}, l Listing) bool {
 	dir, want := l.stat, l.Versions

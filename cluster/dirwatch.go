@@ -40,7 +40,7 @@ func (c *DirCache[M]) Run(ctx context.Context) error {
 		var retry <-chan time.Time
 		switch {
 		case missing && c.recreate:
-			rerr := c.sess.Restore(c.dir, c.log)
+			rerr := c.sess.restore(c.dir, c.log)
 			if rerr == nil {
 				continue // list it at once
 			}

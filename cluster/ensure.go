@@ -93,10 +93,10 @@ func (s *Session) EnsureDirs(dirs ...string) error {
 	return nil
 }
 
-// Restore re-creates dir, which a daemon owns and found missing while it
+// restore re-creates dir, which a daemon owns and found missing while it
 // runs: someone deleted it, or the whole root, by hand. It logs that at
 // warning level, and the root's deletion at error level (see NoticeRoot).
-func (s *Session) Restore(dir string, log *slog.Logger) error {
+func (s *Session) restore(dir string, log *slog.Logger) error {
 	if err := s.EnsurePath(dir); err != nil {
 		return fmt.Errorf("cluster: re-create %s: %w", dir, err)
 	}

@@ -64,7 +64,7 @@ func (n EphemeralNode) Keep(ctx context.Context, sess *Session, log *slog.Logger
 		created, err := createOwned(conn, n, acl, sid, log)
 		switch {
 		case errors.Is(err, errNoParent) && n.RecreateParent:
-			if err = sess.Restore(parentOf(p), log); err == nil {
+			if err = sess.restore(parentOf(p), log); err == nil {
 				continue
 			}
 		case errors.Is(err, errNoParent):

@@ -11,6 +11,8 @@ import (
 
 // What a call's error means to the request: go-zookeeper's transport
 // failures become apierr's meanings; ZooKeeper's answers stay as they are.
+// Only a read whose connection closed is surely "nothing written"
+// (ErrUnavailable).
 func TestFailureMeaning(t *testing.T) {
 	for _, tc := range []struct {
 		err   error
@@ -27,6 +29,9 @@ func TestFailureMeaning(t *testing.T) {
 		{zk.ErrBadVersion, true, nil},
 	} {
 		got := failure(tc.write, "op", tc.err)
+		if tc.want == apierr.ErrUnavailable && tc.err != zk.ErrConnectionClosed && errors.Is(got, ErrUnavailable) {
+			t.Errorf("failure(write=%v, %v) = %v: it may have been sent, so not cluster.ErrUnavailable (nothing written)", tc.write, tc.err, got)
+		}
 		switch {
 		case tc.want == nil && got != tc.err:
 			t.Errorf("failure(write=%v, %v) = %v; want it unchanged", tc.write, tc.err, got)

@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/go-zookeeper/zk"
 	"golang.org/x/sync/errgroup"
@@ -97,7 +96,7 @@ func (r Reader) HasDistribution(id string) (bool, error) {
 // nil payload, one gone since the listing is left out. A topology without
 // a distribution is ErrNoNode.
 func (r Reader) Replicas(id string) (map[string]*clusterv1.ReplicaInfo, error) {
-	names, err := children(r, r.s.paths.Distribution(id))
+	names, err := r.ReplicaNames(id)
 	if err != nil {
 		return nil, err
 	}
@@ -117,16 +116,21 @@ func (r Reader) Replicas(id string) (map[string]*clusterv1.ReplicaInfo, error) {
 	return replicas, nil
 }
 
+// ReplicaNames lists the replicas registered under topology id's
+// distribution (host:port) without reading them. A topology without a
+// distribution is ErrNoNode.
+func (r Reader) ReplicaNames(id string) ([]string, error) {
+	return children(r, r.s.paths.Distribution(id))
+}
+
 // DistributionCounter is the child version of /code-distributor: it grows
 // with every distribution created or deleted there, and only the leader
-// changes it, so it numbers submissions across leaders.
+// changes it, so it numbers submissions across leaders. A missing
+// directory (deleted by hand; the caches create it again) counts 0.
 func (r Reader) DistributionCounter() (int64, error) {
 	dir := r.s.paths.CodeDistributor()
 	stat, err := run(r, "stat "+dir, func(conn *zk.Conn) (*zk.Stat, error) {
-		ok, stat, err := conn.Exists(dir)
-		if err == nil && !ok {
-			err = fmt.Errorf("%w: %s", ErrNoNode, dir)
-		}
+		_, stat, err := conn.Exists(dir)
 		return stat, err
 	})
 	if err != nil {

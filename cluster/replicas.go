@@ -90,9 +90,9 @@ func (r *ReplicaCache) Run(ctx context.Context) error {
 			r.mu.Lock()
 			r.replicas[id] = c
 			r.mu.Unlock()
+			changed := c.Changed() // before it runs: its first listing is a change too
 			wg.Go(func() { _ = c.Run(cctx) })
 			wg.Go(func() { // forward the child's changes
-				changed := c.Changed()
 				for {
 					select {
 					case <-changed:
@@ -153,7 +153,7 @@ func (r *ReplicaCache) AwaitReplicas(ctx context.Context, id string, digest []by
 		case <-ctx.Done():
 			return n, false, ctx.Err()
 		case <-ended:
-			return n, true, nil
+			return CountHolding(r.Replicas(id), digest), true, nil
 		case <-changed:
 		}
 	}
@@ -163,9 +163,15 @@ func (r *ReplicaCache) AwaitReplicas(ctx context.Context, id string, digest []by
 func CountHolding(replicas map[string]*clusterv1.ReplicaInfo, digest []byte) int {
 	n := 0
 	for _, r := range replicas {
-		if r != nil && bytes.Equal(r.GetCodeMetaDigest(), digest) {
+		if Holds(r, digest) {
 			n++
 		}
 	}
 	return n
+}
+
+// Holds reports whether replica r (nil: unreadable) registers the code of
+// digest: a replica of other code counts for nothing.
+func Holds(r *clusterv1.ReplicaInfo, digest []byte) bool {
+	return r != nil && bytes.Equal(r.GetCodeMetaDigest(), digest)
 }

@@ -69,7 +69,7 @@ func (s *Session) DeleteLock(name string) error {
 func (s *Session) CreateSwarm(id string, log *slog.Logger) error {
 	_, err := s.Conn().Create(s.paths.Swarm(id), nil, 0, s.access.acl)
 	if errors.Is(err, zk.ErrNoNode) {
-		if err := s.Restore(s.paths.Swarms(), log); err != nil {
+		if err := s.restore(s.paths.Swarms(), log); err != nil {
 			return err
 		}
 		_, err = s.Conn().Create(s.paths.Swarm(id), nil, 0, s.access.acl)

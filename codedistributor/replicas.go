@@ -1,7 +1,6 @@
 package codedistributor
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -27,7 +26,7 @@ func Sources(sess *cluster.Session, topologyID string, digest []byte, self strin
 	}
 	var addrs []string
 	for addr, r := range replicas {
-		if addr != self && r != nil && bytes.Equal(r.GetCodeMetaDigest(), digest) {
+		if addr != self && cluster.Holds(r, digest) {
 			addrs = append(addrs, addr)
 		}
 	}

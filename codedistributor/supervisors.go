@@ -82,7 +82,11 @@ func supervisorSources(read cluster.Reader, topologyID string, digest []byte, li
 		if limit > 0 && len(out) == limit {
 			break
 		}
-		if src, ok := supervisorSource(read, id); ok {
+		src, ok, err := supervisorSource(read, id)
+		if err != nil {
+			return nil, err // not knowing whether it serves the code is no answer
+		}
+		if ok {
 			out = append(out, src)
 		}
 	}
@@ -110,14 +114,21 @@ func assignedSupervisors(read cluster.Reader, topologyID string, digest []byte) 
 }
 
 // supervisorSource reads one supervisor's registration: its code port, if
-// it serves one.
-func supervisorSource(read cluster.Reader, id string) (Source, bool) {
+// it serves one. A registration gone or unreadable is none; a read that
+// failed is an error, never taken for "not a source".
+func supervisorSource(read cluster.Reader, id string) (Source, bool, error) {
 	info, err := read.Supervisor(id)
-	if err != nil || info.GetCodePort() <= 0 || info.GetHost() == "" {
-		return Source{}, false
+	if errors.Is(err, cluster.ErrNoNode) || errors.Is(err, cluster.ErrInvalidPayload) {
+		return Source{}, false, nil // gone meanwhile; junk
+	}
+	if err != nil {
+		return Source{}, false, err
+	}
+	if info.GetCodePort() <= 0 || info.GetHost() == "" {
+		return Source{}, false, nil
 	}
 	addr := net.JoinHostPort(info.GetHost(), strconv.Itoa(int(info.GetCodePort())))
-	return Source{Addr: addr, Supervisor: info.GetSupervisorId()}, true
+	return Source{Addr: addr, Supervisor: info.GetSupervisorId()}, true, nil
 }
 
 func shuffled(set map[string]bool) []string {

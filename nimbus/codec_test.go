@@ -61,3 +61,17 @@ func TestSharedEncodings(t *testing.T) {
 		t.Fatalf("round trip: %v, %v", &into, err)
 	}
 }
+
+// A build that failed shares none (share(nil, old)): the codec forgets the
+// old answer, so leaderless spells leak nothing.
+func TestSharedEncodingsForgetOnAFailedBuild(t *testing.T) {
+	c := newSharedEncodings()
+	for range 5 {
+		answer := &nimbusv1.GetLeaderResponse{Leader: &nimbusv1.NimbusSummary{Host: "a", Port: 1}}
+		c.share(answer, nil)
+		c.share(nil, answer)
+	}
+	if len(c.encoded) != 0 {
+		t.Fatalf("%d encodings kept after the last build failed, want 0", len(c.encoded))
+	}
+}

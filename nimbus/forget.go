@@ -133,7 +133,7 @@ func (s *service) readHolders(ctx context.Context, id string, digest []byte) (ho
 	h.distributed = err == nil
 	for _, name := range slices.Sorted(maps.Keys(replicas)) {
 		h.replicas = append(h.replicas, name)
-		if info := replicas[name]; info != nil && bytes.Equal(info.GetCodeMetaDigest(), digest) {
+		if cluster.Holds(replicas[name], digest) {
 			h.holders = append(h.holders, name)
 		}
 	}

@@ -62,7 +62,7 @@ type Server struct {
 	svc       *service
 	health    *health.Server
 	grpc      *grpc.Server
-	actions   chan struct{} // wakes the leader loop
+	actions   chan struct{} // wakes a round of the leader's duties (nimbus/leading)
 	// storeHealth is whether the code store can be written (status.go).
 	storeHealth *storeHealth
 	tls         *certs.Reloader  // nil when nimbus.grpc.tls.enable is false

@@ -41,7 +41,8 @@ type service struct {
 	dist     codedistributor.Distributor
 	syncer   *codesync.Syncer
 	peers    *codedistributor.Peers // connections to other nodes' code ports, with this nimbus's TLS identity
-	// actionsChanged wakes the leader loop after a kill.
+	// actionsChanged wakes a round of the leader's duties after a kill, a
+	// rebalance or a submission that ended.
 	actionsChanged func()
 	uploads        *uploadGate // admits submissions' uploads (admission.go)
 

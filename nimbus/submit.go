@@ -36,7 +36,7 @@ func (s *service) SubmitTopology(stream nimbusv1.NimbusService_SubmitTopologySer
 // submit is SubmitTopology as a list of steps. Until step 8 commits the
 // topology nothing is acknowledged, and a failure before it answers
 // ABORTED (nothing committed: submitting again is safe) and leaves nothing
-// that the leader loop does not remove.
+// that the leader's cleanup (nimbus/leading) does not remove.
 //
 // A client that sends nothing for nimbus.upload.idle.timeout.secs while a
 // message is awaited (the spec, a chunk, the trailer) ends its submission:
@@ -85,7 +85,8 @@ func (s *service) submit(stream nimbusv1.NimbusService_SubmitTopologyServer) (*n
 	}
 	defer os.RemoveAll(tmp) // a no-op once installed
 	// 5. An id. The submission is pending from here until the commit: the
-	// leader loop removes the distribution of any submission that is not.
+	// leader's cleanup (nimbus/leading) removes the distribution of any
+	// submission that is not.
 	id, err := s.newTopologyID(ctx, spec.GetName())
 	if err != nil {
 		return nil, apierr.NotCommitted(err)
@@ -150,8 +151,8 @@ func (s *service) distribute(ctx context.Context, term *leader.Term, spec *nimbu
 	if _, err := term.MultiCtx(ctx, s.sess.Ops().CreateDistribution(id, dist)); err != nil {
 		// Nothing in ZooKeeper will lead anyone to the stored code. A
 		// create ZooKeeper did not answer in time may still apply; the
-		// leader loop removes it once this submission is no longer
-		// pending, so ABORTED stays true.
+		// leader's cleanup (nimbus/leading) removes it once this submission
+		// is no longer pending, so ABORTED stays true.
 		s.cleanupBackend(id, log)
 		return 0, false, apierr.NotCommitted(err)
 	}
@@ -172,7 +173,8 @@ func (s *service) commit(ctx context.Context, term *leader.Term, spec *nimbusv1.
 			return apierr.NotCommitted(err)
 		}
 		// The commit may have been applied (a lost answer): say so, and
-		// leave the distribution to the leader loop, which checks.
+		// leave the distribution to the leader's cleanup (nimbus/leading),
+		// which checks.
 		return fmt.Errorf("nimbus: commit of %s: outcome unknown (check with GetTopologyInfo): %w", id, err)
 	}
 	return nil

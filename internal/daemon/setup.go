@@ -1,8 +1,3 @@
-// Package daemon holds what every daemon shares: what its main does
-// before it starts (flags, configuration with flags > env > file >
-// defaults, checked against the registered code distributors, the logger;
-// --help, --version, and errors told so that the operator can act on
-// them) and what its metrics port serves.
 package daemon
 
 import (

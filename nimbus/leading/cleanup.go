@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/nimbusha/nimbus/cluster"
@@ -36,7 +34,7 @@ func newCleanup(term *leader.Term, cfg Config, log *slog.Logger) *cleanup {
 		sweepEvery: cfg.Nimbus.CodeSyncFreq, nextSweep: time.Now().Add(cfg.Nimbus.CodeSyncFreq), log: log}
 }
 
-func (c *cleanup) round(r round) time.Time {
+func (c *cleanup) round(r roundState) time.Time {
 	c.collectAbandonedDistributions(r.storms)
 	if !r.now.Before(c.nextSweep) {
 		c.sweepStoredCode()
@@ -118,13 +116,13 @@ func (c *cleanup) sweepStoredCode() {
 func deleteDistribution(term *leader.Term, sess *cluster.Session, id string, extra ...cluster.Op) error {
 	for range 5 {
 		var ops []cluster.Op
-		replicas, err := sess.Read().Replicas(id)
+		replicas, err := sess.Read().ReplicaNames(id)
 		switch {
 		case errors.Is(err, cluster.ErrNoNode): // gone already
 		case err != nil:
 			return err
 		default:
-			ops = sess.Ops().DeleteDistribution(id, slices.Collect(maps.Keys(replicas)))
+			ops = sess.Ops().DeleteDistribution(id, replicas)
 		}
 		ops = append(ops, extra...)
 		if len(ops) == 0 {

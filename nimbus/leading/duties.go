@@ -57,14 +57,14 @@ func (d *Duties) Run(ctx context.Context, election *leader.Election) {
 type duty interface {
 	// round does its part of one round and returns when it needs the
 	// next (zero: only when something changes).
-	round(r round) time.Time
+	round(r roundState) time.Time
 	// stop ends the duty with its term: what it exported as the leader's
 	// is taken back.
 	stop()
 }
 
-// round is what every duty of one round reads.
-type round struct {
+// roundState is what every duty of one round reads.
+type roundState struct {
 	now    time.Time
 	storms map[string]*clusterv1.StormBase // one snapshot per round
 }
@@ -91,7 +91,7 @@ func (d *Duties) runTerm(term *leader.Term) {
 		storms, dists, nimbuses := v.Storms.Changed(), v.Replicas.Changed(), v.Nimbuses.Changed()
 		supervisors, assignments := v.Supervisors.Changed(), v.Assignments.Changed()
 
-		r := round{now: time.Now(), storms: v.Storms.Snapshot()}
+		r := roundState{now: time.Now(), storms: v.Storms.Snapshot()}
 		var next time.Time
 		for _, du := range duties {
 			next = earliest(next, du.round(r))
@@ -165,7 +165,7 @@ func newHeartbeats(cfg Config) *heartbeats {
 		every: heartbeatReadEvery(cfg.Nimbus.SupervisorTimeout, cfg.Nimbus.SupervisorHeartbeat)}
 }
 
-func (h *heartbeats) round(r round) time.Time {
+func (h *heartbeats) round(r roundState) time.Time {
 	if !r.now.Before(h.next) {
 		h.supervisors.Refresh()
 		h.next = r.now.Add(h.every)

@@ -44,9 +44,9 @@ func newScheduling(term *leader.Term, cfg Config, log *slog.Logger) *scheduling 
 }
 
 // round schedules and logs what it wrote.
-func (s *scheduling) round(r round) time.Time {
+func (s *scheduling) round(r roundState) time.Time {
 	began := time.Now()
-	n, err := s.schedule(r.now)
+	n, err := s.schedule(began) // now, not the round's start: the duties before may have taken a while
 	s.metrics.scheduleSeconds.Observe(time.Since(began).Seconds())
 	switch {
 	case err != nil:

@@ -34,7 +34,7 @@ const standbysLookEvery = time.Second
 
 // round sets the gauge and warns when due; it returns when to look again
 // for both to be on time (zero if nothing is due).
-func (s *standbys) round(r round) time.Time {
+func (s *standbys) round(r roundState) time.Time {
 	now := r.now
 	if next := s.looked.Add(standbysLookEvery); now.Before(next) {
 		return next

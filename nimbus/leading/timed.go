@@ -33,7 +33,7 @@ func newTimedActions(term *leader.Term, cfg Config, cleared func(id string), log
 // round completes the actions whose wait is over, and returns when the
 // next wait ends (zero if none is waiting). A failure is retried a second
 // later.
-func (t *timedActions) round(r round) time.Time {
+func (t *timedActions) round(r roundState) time.Time {
 	var next time.Time
 	for id, base := range r.storms {
 		status := base.GetStatus()

@@ -103,7 +103,7 @@ func Rebalance(req *nimbusv1.RebalanceTopologyRequest, wait time.Duration, now f
 	}
 }
 
-// FinishRebalance ends a Rebalance's wait: the plan's workers and
+// FinishRebalance ends a rebalance's wait: the plan's workers and
 // parallelism become the topology's, and its status returns to what it
 // was. It reports false for a topology that is not rebalancing.
 func FinishRebalance(base *clusterv1.StormBase, epoch int64) bool {
@@ -125,7 +125,7 @@ func FinishRebalance(base *clusterv1.StormBase, epoch int64) bool {
 // Budget is the size ZooKeeper accepts for one node the leader writes
 // (validate.ZKNodeBudget of storm.zookeeper.jute.maxbuffer), and the
 // longest supervisor id and host an assignment may name. A submission or a
-// Rebalance is checked against it before anything is written: a StormBase
+// rebalance is checked against it before anything is written: a StormBase
 // or an assignment over it would have ZooKeeper close the leader's
 // connection at every attempt to write it (docs/ARCHITECTURE.md section
 // 14).
@@ -152,7 +152,7 @@ func NewBudget(maxBuffer int, supervisors map[string]*clusterv1.SupervisorInfo) 
 
 // Check refuses, as an error for field, a StormBase whose node, or whose
 // assignment once scheduled, could exceed the budget. A rebalancing
-// StormBase is checked as it is (the plan included) and as its Rebalance
+// StormBase is checked as it is (the plan included) and as its rebalance
 // will leave it.
 func (b Budget) Check(field string, base *clusterv1.StormBase) error {
 	if err := b.fits(field, "StormBase", int64(widestStormBase(base))); err != nil {
@@ -180,7 +180,7 @@ func (b Budget) fits(field, node string, size int64) error {
 }
 
 // widestStormBase is the size of base at its largest through the edits it
-// may still see: a Kill adds a previous status and a deadline, every write
+// may still see: a kill adds a previous status and a deadline, every write
 // sets the epoch; each is counted at its widest encoding.
 func widestStormBase(base *clusterv1.StormBase) int {
 	b := proto.CloneOf(base)

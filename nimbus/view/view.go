@@ -1,7 +1,6 @@
 package view
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -121,7 +120,7 @@ func cached[M proto.Message](v *View, b *built[M], k viewKey, build func() (M, e
 }
 
 // New makes the caches of every directory the view reads; share, if
-// not nil, hears of each answer built (see view.share). The directories of
+// not nil, hears of each answer built (see View.share). The directories of
 // the layout are re-created if deleted by hand (the whole root, say): a
 // cluster without them could not elect or submit.
 func New(sess *cluster.Session, heartbeat time.Duration, share func(m, old proto.Message), log *slog.Logger) *View {
@@ -255,7 +254,7 @@ func (v *View) holdings() *holdings {
 		}
 		replicas := v.Replicas.Replicas(id)
 		for _, addr := range addrs {
-			if r := replicas[addr]; r == nil || !bytes.Equal(r.GetCodeMetaDigest(), base.GetCodeMetaDigest()) {
+			if !cluster.Holds(replicas[addr], base.GetCodeMetaDigest()) {
 				h.missing[addr] = append(h.missing[addr], id)
 			}
 		}
@@ -400,7 +399,7 @@ func (v *View) replicaAddrs(id string, digest []byte) []*clusterv1.ReplicaInfo {
 	replicas := v.Replicas.Replicas(id)
 	addrs := make([]string, 0, len(replicas))
 	for addr, r := range replicas {
-		if r != nil && bytes.Equal(r.GetCodeMetaDigest(), digest) {
+		if cluster.Holds(r, digest) {
 			addrs = append(addrs, addr)
 		}
 	}
