@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"google.golang.org/grpc"
 
 	"github.com/nimbusha/nimbus/cluster"
@@ -107,7 +106,7 @@ func (e *Env) PublishData(n *Node, id string, data []byte) codedistributor.Code 
 	t := e.t
 	code := e.Install(n, codedistributor.Code{TopologyID: id}, data)
 	if _, err := e.Session.Conn().Create(e.Session.Paths().Distribution(id),
-		cluster.Encode(&clusterv1.CodeDistribution{CodeMetaDigest: code.Digest}), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		cluster.Encode(&clusterv1.CodeDistribution{CodeMetaDigest: code.Digest}), 0, e.Session.ACL()); err != nil {
 		t.Fatal(err)
 	}
 	e.Register(n, code)
@@ -155,7 +154,7 @@ func (e *Env) Register(n *Node, code codedistributor.Code) {
 	host, port, _ := net.SplitHostPort(n.Addr)
 	p, _ := strconv.Atoi(port)
 	info := &clusterv1.ReplicaInfo{Host: host, Port: int32(p), CodeMetaDigest: code.Digest}
-	if _, err := e.Session.Conn().Create(e.Session.Paths().Replica(code.TopologyID, n.Addr), cluster.Encode(info), 0, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, err := e.Session.Conn().Create(e.Session.Paths().Replica(code.TopologyID, n.Addr), cluster.Encode(info), 0, e.Session.ACL()); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -169,7 +168,7 @@ func (e *Env) RegisterSupervisor(n *Node, id string) {
 	if err := e.Session.EnsurePath(e.Session.Paths().Supervisors()); err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.Session.Conn().Create(e.Session.Paths().Supervisor(id), cluster.Encode(info), 0, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, err := e.Session.Conn().Create(e.Session.Paths().Supervisor(id), cluster.Encode(info), 0, e.Session.ACL()); err != nil {
 		e.t.Fatal(err)
 	}
 }
