@@ -156,7 +156,9 @@ func (k *Conn) read(sc *bufio.Scanner) {
 func (k *Conn) Ping() error { return k.send(request{Op: opPing}) }
 
 // Signal sends sig to the worker, if it still runs.
-func (k *Conn) Signal(sig syscall.Signal) error { return k.send(request{Op: opSignal, Signal: int(sig)}) }
+func (k *Conn) Signal(sig syscall.Signal) error {
+	return k.send(request{Op: opSignal, Signal: int(sig)})
+}
 
 // Stop ends the worker: SIGTERM, then SIGKILL after grace. Its end comes
 // on Exits.

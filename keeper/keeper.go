@@ -68,7 +68,7 @@ type keeper struct {
 	exited   chan syscall.WaitStatus
 	signals  chan os.Signal
 
-	done     chan struct{} // closed when run ends
+	done chan struct{} // closed when run ends
 
 	peer     *peer     // the supervisor connected now, if any
 	contact  time.Time // the last request received, or the start
