@@ -30,6 +30,10 @@ type EphemeralNode struct {
 	// (garbage, say) is put back.
 	OwnerWrites bool
 	Lost        <-chan struct{}
+	// Leave leaves the node to the session's expiry when ctx ends, instead
+	// of deleting it: a supervisor whose workers outlive it must not look
+	// gone before they are (docs/ARCHITECTURE.md section 17).
+	Leave bool
 	// Ready, if not nil, is called each time the node is (re)established:
 	// created, or found ours after it was lost or a create's answer was.
 	Ready func()
@@ -44,7 +48,7 @@ func KeepEphemeral(ctx context.Context, sess *Session, p string, data []byte, lo
 
 // Keep creates the node, re-creates it after a session expiry or a
 // deletion by hand, puts its data back when someone else changes it, and
-// deletes it when ctx ends. A node left at the path by an earlier session
+// deletes it when ctx ends (unless Leave). A node left at the path by an earlier session
 // (a previous run of this process that has not expired yet) is replaced,
 // so a restarted daemon rejoins at once. Keep returns when ctx ends.
 func (n EphemeralNode) Keep(ctx context.Context, sess *Session, log *slog.Logger) {
@@ -117,7 +121,7 @@ func (n EphemeralNode) Keep(ctx context.Context, sess *Session, log *slog.Logger
 	// Only while connected: a request to an unreachable ZooKeeper can
 	// block for several session timeouts. The node goes with the session
 	// anyway.
-	if state, _, _ := sess.State(); state == zk.StateHasSession {
+	if state, _, _ := sess.State(); state == zk.StateHasSession && !n.Leave {
 		if err := conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			log.Debug("cannot delete ephemeral node", "path", p, "err", err)
 		}

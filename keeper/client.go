@@ -26,10 +26,11 @@ var ErrGone = errors.New("keeper: gone")
 const startTimeout = 30 * time.Second
 
 // Start starts a keeper of l from exe (a binary that runs Main when given
-// Command) with out, the worker's log, as its stdout and stderr, and waits
-// until it has started the worker. It returns the keeper's process, to be
-// reaped with Wait, or why the worker could not be started.
-func Start(exe string, l Launch, out *os.File) (*os.Process, error) {
+// Command), with out, the worker's log, for the worker's output and log,
+// its own, for the keeper's, and waits until it has started the worker.
+// It returns the keeper's process, to be reaped with Wait, or why the
+// worker could not be started.
+func Start(exe string, l Launch, out, log *os.File) (*os.Process, error) {
 	if err := l.check(); err != nil {
 		return nil, err
 	}
@@ -44,8 +45,8 @@ func Start(exe string, l Launch, out *os.File) (*os.Process, error) {
 	defer r.Close()
 	cmd := exec.Command(exe, Command)
 	cmd.Stdin = bytes.NewReader(launch)
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.ExtraFiles = []*os.File{w}
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.ExtraFiles = []*os.File{w, out} // files 3 and 4
 	cmd.Env = []string{} // the keeper needs none; the worker's is in the launch
 	// A session of its own: the supervisor's signals, its terminal's and
 	// its process group's do not reach it.
@@ -97,8 +98,13 @@ type Conn struct {
 
 // Dial connects to the keeper at socket and reads its Hello, within ctx.
 func Dial(ctx context.Context, socket string) (*Conn, error) {
+	addr, done, err := socketAddr(socket)
+	if err != nil {
+		return nil, err
+	}
 	var d net.Dialer
-	nc, err := d.DialContext(ctx, "unix", socket)
+	nc, err := d.DialContext(ctx, "unix", addr)
+	done()
 	if err != nil {
 		return nil, err
 	}

@@ -7,9 +7,9 @@
 //
 // Process. A supervisor starts a keeper from its own binary, with the
 // argument Command, in a session of its own, so that neither its signals
-// nor its exit reach the keeper; with the worker's log open as the keeper's
-// stdout and stderr, a pipe as its file 3, and a Launch, JSON, on its
-// stdin. The keeper binds its socket (Launch.Socket), starts the worker
+// nor its exit reach the keeper; with the keeper's own log as its stdout
+// and stderr, a pipe as its file 3, the worker's log as its file 4 (the
+// worker's stdout and stderr), and a Launch, JSON, on its stdin. The keeper binds its socket (Launch.Socket), starts the worker
 // (Launch.Path and Argv, in Launch.Dir, with Launch.Env and, if set,
 // Launch.Credential) in a process group of its own and with the
 // parent-death signal SIGKILL, so that a keeper that dies takes its worker

@@ -34,8 +34,8 @@ func Main(stdin io.Reader, stderr io.Writer) int {
 	// to the end.
 	runtime.LockOSThread()
 	log := slog.New(slog.NewTextHandler(stderr, nil)).With("component", "keeper")
-	ready := os.NewFile(3, "ready")
-	k, err := start(stdin, log)
+	ready, out := os.NewFile(3, "ready"), os.NewFile(4, "worker output")
+	k, err := start(stdin, out, log)
 	if ready != nil {
 		if err != nil {
 			fmt.Fprintf(ready, "%v\n", err)
@@ -79,7 +79,7 @@ type keeper struct {
 }
 
 // start reads the launch, binds the socket and starts the worker.
-func start(stdin io.Reader, log *slog.Logger) (*keeper, error) {
+func start(stdin io.Reader, out *os.File, log *slog.Logger) (*keeper, error) {
 	var l Launch
 	if err := json.NewDecoder(io.LimitReader(stdin, maxLaunch)).Decode(&l); err != nil {
 		return nil, fmt.Errorf("keeper: read the launch: %w", err)
@@ -87,17 +87,26 @@ func start(stdin io.Reader, log *slog.Logger) (*keeper, error) {
 	if err := l.check(); err != nil {
 		return nil, err
 	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: l.Socket, Net: "unix"})
+	addr, done, err := socketAddr(l.Socket)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: addr, Net: "unix"})
+	done()
 	if err != nil {
 		return nil, fmt.Errorf("keeper: %w", err)
 	}
+	ln.SetUnlinkOnClose(false) // by its path, in close: addr may name another file by then
 	if err := os.Chmod(l.Socket, 0o600); err != nil {
 		ln.Close()
 		return nil, fmt.Errorf("keeper: %w", err)
 	}
 	k := &keeper{launch: l, log: log.With("socket", l.Socket), ln: ln, accepted: make(chan *peer), requests: make(chan peerRequest),
 		gone: make(chan *peer), exited: make(chan syscall.WaitStatus, 1), signals: make(chan os.Signal, 1), done: make(chan struct{})}
-	if err := k.startWorker(); err != nil {
+	if out == nil {
+		out = os.Stderr
+	}
+	if err := k.startWorker(out); err != nil {
 		ln.Close()
 		return nil, err
 	}
@@ -105,10 +114,10 @@ func start(stdin io.Reader, log *slog.Logger) (*keeper, error) {
 }
 
 // startWorker starts the worker in a process group of its own, with the
-// parent-death signal, from this locked thread.
-func (k *keeper) startWorker() error {
+// parent-death signal, from this locked thread, its output to out.
+func (k *keeper) startWorker(out *os.File) error {
 	l := k.launch
-	cmd := &exec.Cmd{Path: l.Path, Args: l.Argv, Dir: l.Dir, Env: l.Env, Stdout: os.Stdout, Stderr: os.Stderr}
+	cmd := &exec.Cmd{Path: l.Path, Args: l.Argv, Dir: l.Dir, Env: l.Env, Stdout: out, Stderr: out}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if c := l.Credential; c != nil {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: c.UID, Gid: c.GID, Groups: c.Groups}

@@ -37,7 +37,12 @@ type kept struct {
 // keep starts a keeper of a shell script as the worker, with bound.
 func keep(t *testing.T, script string, bound time.Duration) *kept {
 	t.Helper()
-	dir := t.TempDir()
+	return keepIn(t, t.TempDir(), script, bound)
+}
+
+// keepIn is keep with the socket, the log and the worker's files in dir.
+func keepIn(t *testing.T, dir, script string, bound time.Duration) *kept {
+	t.Helper()
 	k := &kept{t: t, socket: filepath.Join(dir, "k.sock"), log: filepath.Join(dir, "worker.log"), dir: dir}
 	out, err := os.Create(k.log)
 	if err != nil {
@@ -46,7 +51,7 @@ func keep(t *testing.T, script string, bound time.Duration) *kept {
 	defer out.Close()
 	l := keeper.Launch{Path: "/bin/sh", Argv: []string{"sh", "-c", script}, Dir: dir, Env: []string{"PATH=/usr/bin:/bin"},
 		Socket: k.socket, BoundMs: bound.Milliseconds(), GraceMs: 200, State: []byte(`{"mine":1}`)}
-	k.proc, err = keeper.Start(os.Args[0], l, out)
+	k.proc, err = keeper.Start(os.Args[0], l, out, out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,6 +224,22 @@ func TestWorkerDiesWithItsKeeper(t *testing.T) {
 	waitFor(t, 5*time.Second, "the worker to die with its keeper", func() bool { return !alive(pid) || zombie(pid) })
 }
 
+// A socket whose path is longer than a Unix socket's address may hold
+// (a long storm.local.dir) is bound and reached all the same.
+func TestALongSocketPath(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), strings.Repeat("d", 120))
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	k := keepIn(t, dir, "exec sleep 60", time.Minute)
+	if len(k.socket) <= 107 {
+		t.Fatalf("socket path of %d bytes: the test proves nothing", len(k.socket))
+	}
+	if pid := k.dial().Hello().Pid; !alive(pid) {
+		t.Fatalf("worker %d not running", pid)
+	}
+}
+
 // A worker that cannot start is an error from Start, with the reason.
 func TestStartSaysWhyTheWorkerDidNotStart(t *testing.T) {
 	dir := t.TempDir()
@@ -228,11 +249,11 @@ func TestStartSaysWhyTheWorkerDidNotStart(t *testing.T) {
 	}
 	defer out.Close()
 	_, err = keeper.Start(os.Args[0], keeper.Launch{Path: filepath.Join(dir, "nothing"), Argv: []string{"nothing"},
-		Socket: filepath.Join(dir, "k.sock"), BoundMs: 1000}, out)
+		Socket: filepath.Join(dir, "k.sock"), BoundMs: 1000}, out, out)
 	if err == nil || !strings.Contains(err.Error(), "no such file") {
 		t.Fatalf("Start of a missing program: %v", err)
 	}
-	if _, err := keeper.Start(os.Args[0], keeper.Launch{Path: "/bin/true", Argv: []string{"true"}, Socket: filepath.Join(dir, "k2.sock")}, out); err == nil {
+	if _, err := keeper.Start(os.Args[0], keeper.Launch{Path: "/bin/true", Argv: []string{"true"}, Socket: filepath.Join(dir, "k2.sock")}, out, out); err == nil {
 		t.Fatal("a launch without a bound was accepted")
 	}
 }

@@ -5,10 +5,9 @@ import (
 	"errors"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 
+	"github.com/nimbusha/nimbus/keeper"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 )
 
@@ -27,6 +26,19 @@ const (
 // until stopped, so it is restarted like any other exit.
 var errCleanExit = errors.New("exited with status 0")
 
+// runExit is how a run ended, as its keeper reported it.
+type runExit struct{ exit *keeper.Exit }
+
+func (e *runExit) Error() string { return e.exit.String() }
+
+// exitError is the error a run ended with, by its keeper's report.
+func exitError(e *keeper.Exit) error {
+	if e.Code != nil && *e.Code == 0 {
+		return errCleanExit
+	}
+	return &runExit{e}
+}
+
 // exitOf is how a run ended: its exit status, or the signal that ended it.
 // Both are empty when no process ran or its end is unknown.
 func exitOf(err error) (code *int32, signal string) {
@@ -34,14 +46,14 @@ func exitOf(err error) (code *int32, signal string) {
 		zero := int32(0)
 		return &zero, ""
 	}
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) {
+	var re *runExit
+	if !errors.As(err, &re) {
 		return nil, ""
 	}
-	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return nil, ws.Signal().String()
+	if re.exit.Code == nil {
+		return nil, re.exit.Signal
 	}
-	c := int32(ee.ExitCode())
+	c := int32(*re.exit.Code)
 	return &c, ""
 }
 

@@ -3,28 +3,31 @@ package supervisor
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nimbusha/nimbus/configs"
+	"github.com/nimbusha/nimbus/keeper"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	"github.com/nimbusha/nimbus/validate"
 )
 
 func TestExitOf(t *testing.T) {
-	code, sig := exitOf(exec.Command("sh", "-c", "exit 3").Run())
+	three := 3
+	code, sig := exitOf(exitError(&keeper.Exit{Code: &three}))
 	if code == nil || *code != 3 || sig != "" {
 		t.Fatalf("exit 3: code %v, signal %q", code, sig)
 	}
-	code, sig = exitOf(exec.Command("sh", "-c", "kill -KILL $$").Run())
+	code, sig = exitOf(exitError(&keeper.Exit{Signal: syscall.SIGKILL.String()}))
 	if code != nil || sig != "killed" {
 		t.Fatalf("SIGKILL: code %v, signal %q", code, sig)
 	}
-	code, _ = exitOf(errCleanExit)
+	zero := 0
+	code, _ = exitOf(exitError(&keeper.Exit{Code: &zero}))
 	if code == nil || *code != 0 {
 		t.Fatalf("clean exit: code %v", code)
 	}

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/nimbusha/nimbus/configs"
+	"github.com/nimbusha/nimbus/keeper"
 	"github.com/nimbusha/nimbus/workerproto"
 )
 
@@ -28,14 +29,16 @@ func newLaunchPolicy(cfg *configs.Config) launchPolicy {
 // as (workerAccount: with supervisor.run.worker.as.user, its owner's
 // user, never root), its environment (workerEnv), its code's ownership
 // and modes (grantCode) and that the user can reach it, its directory
-// with the worker protocol's files (prepareFiles), its log file.
-// A refusal comes before anything is touched. as is the user it runs as,
-// nil for the supervisor's own; the caller closes logFile once the
-// process started, or failed to.
-func (w *worker) command() (cmd *exec.Cmd, logFile *os.File, as *account, err error) {
+// with the worker protocol's files (prepareFiles), its log file, and the
+// program (found on the supervisor's PATH, as exec.Command finds it). A
+// refusal comes before anything is touched. It returns the keeper's
+// launch (keep.go fills in the keeper's own part), the log file, which the
+// caller closes once the keeper started, or failed to, and as, the user
+// the worker runs as (nil: the supervisor's own).
+func (w *worker) command() (l keeper.Launch, logFile *os.File, as *account, err error) {
 	p := w.policy
 	if as, err = workerAccount(p.cfg, w.spec.Owner, p.lookup); err != nil {
-		return nil, nil, nil, err
+		return keeper.Launch{}, nil, nil, err
 	}
 	who := as
 	if who == nil {
@@ -53,40 +56,39 @@ func (w *worker) command() (cmd *exec.Cmd, logFile *os.File, as *account, err er
 		User: who, Pass: p.cfg.SupervisorWorkerEnv, Lookup: p.environ, Topology: w.spec.Env,
 	})
 	if err != nil {
-		return nil, nil, nil, err
+		return keeper.Launch{}, nil, nil, err
 	}
 	if err := grantCode(w.spec.CodeDir, as); err != nil {
-		return nil, nil, nil, fmt.Errorf("supervisor: code of %s: %w", w.spec.TopologyID, err)
+		return keeper.Launch{}, nil, nil, fmt.Errorf("supervisor: code of %s: %w", w.spec.TopologyID, err)
 	}
 	if as != nil {
 		if err := reachable(w.spec.CodeDir, as); err != nil {
-			return nil, nil, nil, err
+			return keeper.Launch{}, nil, nil, err
 		}
 	}
 	if err := w.prepareFiles(as); err != nil {
-		return nil, nil, nil, fmt.Errorf("supervisor: files of worker %s-%d: %w", w.spec.TopologyID, w.spec.Port, err)
+		return keeper.Launch{}, nil, nil, fmt.Errorf("supervisor: files of worker %s-%d: %w", w.spec.TopologyID, w.spec.Port, err)
 	}
 	if as != nil {
 		if err := reachable(w.spec.Dir, as); err != nil {
-			return nil, nil, nil, err
+			return keeper.Launch{}, nil, nil, err
 		}
 	}
+	cmd := exec.Command(w.spec.Argv[0], w.spec.Argv[1:]...)
+	if cmd.Err != nil {
+		return keeper.Launch{}, nil, nil, cmd.Err
+	}
 	if logFile, err = openLog(w.spec.LogPath, as); err != nil {
-		return nil, nil, nil, err
+		return keeper.Launch{}, nil, nil, err
 	}
-	cmd = exec.Command(w.spec.Argv[0], w.spec.Argv[1:]...)
-	cmd.Dir = w.spec.CodeDir
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.Env = env
-	// Its own process group, so stopping it stops its children too; and it
-	// dies with this supervisor. Go sets the parent-death signal after
-	// switching credentials (a switch clears it), so it holds for workers
-	// run as users too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// Its keeper starts it in its own process group, so stopping it stops
+	// its children too, and with the parent-death signal: it dies with its
+	// keeper (package keeper).
+	l = keeper.Launch{Path: cmd.Path, Argv: w.spec.Argv, Dir: w.spec.CodeDir, Env: env}
 	if as != nil {
-		cmd.SysProcAttr.Credential = as.credential()
+		l.Credential = as.credential()
 	}
-	return cmd, logFile, as, nil
+	return l, logFile, as, nil
 }
 
 // openLog opens a worker's log for appending. A worker run as a user gets

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/nimbusha/nimbus/codedistributor"
@@ -58,12 +57,13 @@ func TestCommandAsTheOwnersUser(t *testing.T) {
 	if as != alice {
 		t.Fatalf("runs as %+v, want alice", as)
 	}
-	attr := cmd.SysProcAttr
-	if c := attr.Credential; c == nil || c.Uid != 1001 || c.Gid != 1001 || !slices.Equal(c.Groups, alice.Groups) || c.NoSetGroups {
+	if c := cmd.Credential; c == nil || c.UID != 1001 || c.GID != 1001 || !slices.Equal(c.Groups, alice.Groups) {
 		t.Fatalf("credential %+v, want alice's uid, gid and groups", c)
 	}
-	if !attr.Setpgid || attr.Pdeathsig != syscall.SIGKILL {
-		t.Fatalf("SysProcAttr %+v lost its process group or parent-death signal", attr)
+	// Its process group and parent-death signal are its keeper's to set
+	// (package keeper's tests).
+	if cmd.Path != w.spec.Argv[0] || !slices.Equal(cmd.Argv, w.spec.Argv) {
+		t.Fatalf("program %s %q, want %q", cmd.Path, cmd.Argv, w.spec.Argv)
 	}
 	want := []string{"GREETING=hello", "HOME=/home/alice", "JAVA_HOME=/opt/java", "LOGNAME=alice", "PATH=/usr/bin:/bin",
 		"STORM_CODE_DIR=" + w.spec.CodeDir, "STORM_ERROR_FILE=" + filepath.Join(w.spec.Dir, "errors"), "STORM_EXECUTORS=a[1-1]",
@@ -148,8 +148,8 @@ func TestCommandAsTheSupervisor(t *testing.T) {
 		t.Fatal(err)
 	}
 	logFile.Close()
-	if as != nil || cmd.SysProcAttr.Credential != nil {
-		t.Fatalf("runs as %+v, credential %+v: want the supervisor's own", as, cmd.SysProcAttr.Credential)
+	if as != nil || cmd.Credential != nil {
+		t.Fatalf("runs as %+v, credential %+v: want the supervisor's own", as, cmd.Credential)
 	}
 	for _, kv := range cmd.Env {
 		if strings.HasPrefix(kv, "AWS_SECRET_ACCESS_KEY=") {

@@ -85,10 +85,9 @@ func (w *worker) setTopologyStatus(st workerproto.Status) {
 	w.mu.Lock()
 	pid := int(w.state.GetPid())
 	w.mu.Unlock()
-	signalled := pid > 0 && catches(pid, workerproto.StatusSignal)
-	if signalled {
-		_ = syscall.Kill(pid, workerproto.StatusSignal)
-	}
+	// Through its keeper, which signals only while the worker it holds
+	// runs: a pid this supervisor read may be another process's by now.
+	signalled := pid > 0 && catches(pid, workerproto.StatusSignal) && w.signal(workerproto.StatusSignal)
 	w.log.Info("worker status changed", "status", st, "pid", pid, "signalled", signalled)
 }
 

@@ -12,8 +12,8 @@ import (
 // reconcileLoop makes the running workers match the assignments: it
 // fetches missing code, stops workers whose slot changed hands or
 // executors, starts the missing ones, and removes the code of topologies
-// that no longer live. When it returns (the supervisor closing) it stops
-// every worker.
+// that no longer live. When it returns (the supervisor closing) it leaves
+// every worker to its keeper, for the next supervisor to adopt.
 func (s *Supervisor) reconcileLoop(ctx context.Context) {
 	// Act only on loaded assignments: an empty first read would delete
 	// every bundle and start nothing. The statuses too: a worker starts
@@ -28,7 +28,7 @@ func (s *Supervisor) reconcileLoop(ctx context.Context) {
 	f := &fetches{s: s, ctx: ctx, running: map[string]context.CancelFunc{}, done: make(chan string, 16)}
 	defer func() {
 		f.stopAll()
-		s.stopWorkers(func(int32, *worker) bool { return true })
+		s.detachWorkers()
 	}()
 	tick := time.NewTicker(resync)
 	defer tick.Stop()
@@ -142,7 +142,7 @@ func (s *Supervisor) startMissing(ctx context.Context, desired map[int32]desired
 		if !ok {
 			status = workerproto.Active // not in /storms (yet): as submitted by default
 		}
-		w := startWorker(ctx, spec, status, newLaunchPolicy(s.cfg), s.spawn, s.cfg.WorkerShutdownSleep, s.log, s.heartbeatSoon)
+		w := startWorker(s.wctx, spec, status, newLaunchPolicy(s.cfg), s.keepers, s.cfg.WorkerShutdownSleep, s.log, s.heartbeatSoon)
 		s.mu.Lock()
 		s.workers[port] = w
 		s.mu.Unlock()
@@ -178,6 +178,19 @@ func (s *Supervisor) stopWorkers(stop func(int32, *worker) bool) {
 	if len(victims) > 0 {
 		s.heartbeatSoon()
 	}
+}
+
+// detachWorkers leaves every worker to its keeper and forgets it.
+func (s *Supervisor) detachWorkers() {
+	s.mu.Lock()
+	ws := s.workers
+	s.workers = map[int32]*worker{}
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, w := range ws {
+		wg.Go(w.detach)
+	}
+	wg.Wait()
 }
 
 // removeDeadCode deletes the code of topologies that no longer live. The

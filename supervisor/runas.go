@@ -13,6 +13,7 @@ import (
 
 	"github.com/nimbusha/nimbus/codedistributor"
 	"github.com/nimbusha/nimbus/configs"
+	"github.com/nimbusha/nimbus/keeper"
 )
 
 // Why a worker is refused before it starts. The slot stays empty and the
@@ -34,9 +35,9 @@ type account struct {
 	Home   string
 }
 
-// credential is the SysProcAttr.Credential of a process run as a.
-func (a *account) credential() *syscall.Credential {
-	return &syscall.Credential{Uid: a.UID, Gid: a.GID, Groups: a.Groups}
+// credential is what a keeper starts a worker run as a with.
+func (a *account) credential() *keeper.Credential {
+	return &keeper.Credential{UID: a.UID, GID: a.GID, Groups: a.Groups}
 }
 
 // inGroup reports whether gid is one of a's groups.

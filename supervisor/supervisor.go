@@ -45,7 +45,10 @@ type Supervisor struct {
 	fetcher     *codedistributor.Fetcher
 	assignments *cluster.DirCache[*clusterv1.Assignment]
 	storms      *cluster.DirCache[*clusterv1.StormBase] // the topologies' statuses, for the worker protocol
-	spawn       *spawner
+	keepers     keepers                                 // what holds each worker's run (keep.go)
+	// wctx is every worker's: never cancelled by Close, which leaves the
+	// workers to their keepers; a worker's own stop ends it.
+	wctx context.Context
 	metricsLn   net.Listener    // nil when supervisor.metrics.port is -1
 	codeLn      net.Listener    // nil when supervisor.grpc.port is -1
 	codeSrv     *grpc.Server    // serves the store on codeLn
@@ -105,6 +108,7 @@ func (s *Supervisor) Start(ctx context.Context) (err error) {
 	if err := s.claimDir(); err != nil {
 		return err
 	}
+	s.adopt() // first: its keepers count their bound until they hear from it
 	// Its certificate identifies it to the nimbuses it fetches code from.
 	if s.tls, err = certs.FromConfig(s.cfg, s.base); err != nil {
 		return fmt.Errorf("supervisor: %w", err)
@@ -143,8 +147,38 @@ func (s *Supervisor) claimDir() (err error) {
 		return err
 	}
 	s.log = s.log.With("supervisor_id", s.id)
-	s.store, err = codedistributor.OpenStore(s.dir)
+	if s.store, err = codedistributor.OpenStore(s.dir); err != nil {
+		return err
+	}
+	s.keepers, err = newKeepers(s.dir, s.cfg)
 	return err
+}
+
+// adopt takes on the workers that the keepers in its directory hold: left
+// by the supervisor process before this one (an upgrade, a crash), they
+// run on with the same pids and state. The reconcile loop then stops those
+// the assignments no longer place here.
+func (s *Supervisor) adopt() {
+	s.wctx = context.Background()
+	for _, f := range s.keepers.adopt(s.log) {
+		w, err := adoptWorker(s.wctx, f, newLaunchPolicy(s.cfg), s.keepers, s.log, s.heartbeatSoon)
+		if err != nil {
+			s.log.Warn("cannot adopt a worker: stopping it", "err", err)
+			_ = f.conn.Stop(s.keepers.grace)
+			f.conn.Close()
+			continue
+		}
+		s.mu.Lock()
+		if old := s.workers[w.spec.Port]; old != nil {
+			s.mu.Unlock()
+			w.stop() // two keepers for one port: keep one
+			continue
+		}
+		s.workers[w.spec.Port] = w
+		s.mu.Unlock()
+		s.log.Info("worker adopted", "topology", w.spec.TopologyID, "port", w.spec.Port, "pid", f.conn.Hello().Pid,
+			"restarts", w.status().GetRestarts())
+	}
 }
 
 // connect opens the ZooKeeper session and builds what reads and fetches
@@ -155,7 +189,9 @@ func (s *Supervisor) connect(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	s.lc.OnClose(s.sess.Close)
+	// The session is not closed: its registration must outlive this
+	// process until its workers' keepers end them (section 17), so it
+	// expires with the process instead.
 	paths := s.sess.Paths()
 	if err := s.sess.EnsureDirs(paths.Supervisors()); err != nil {
 		return fmt.Errorf("supervisor: %w", err)
@@ -170,8 +206,6 @@ func (s *Supervisor) connect(ctx context.Context) (err error) {
 	s.fetcher = &codedistributor.Fetcher{Params: params, Dist: s.dist, Store: s.store}
 	s.assignments = cluster.NewDirCache(s.sess, paths.Assignments(), func() *clusterv1.Assignment { return new(clusterv1.Assignment) }, s.base)
 	s.storms = cluster.NewDirCache(s.sess, paths.Storms(), func() *clusterv1.StormBase { return new(clusterv1.StormBase) }, s.base)
-	s.spawn = newSpawner()
-	s.lc.OnClose(s.spawn.close) // after every worker has exited
 	return nil
 }
 
@@ -201,7 +235,7 @@ func (s *Supervisor) register(ctx context.Context) <-chan struct{} {
 	// directory if the root was deleted by hand, when a heartbeat finds it
 	// gone.
 	node := cluster.EphemeralNode{Path: s.sess.Paths().Supervisor(s.id), Data: cluster.Encode(s.info()), RecreateParent: true,
-		OwnerWrites: true, Lost: s.lost,
+		OwnerWrites: true, Lost: s.lost, Leave: true,
 		Ready: s.heartbeatSoon, // the node was (re)created with stale data
 	}
 	return daemon.Register(ctx, &s.lc, s.sess, node, s.log)

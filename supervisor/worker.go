@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/nimbusha/nimbus/keeper"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	"github.com/nimbusha/nimbus/workerproto"
 )
@@ -36,16 +38,20 @@ type workerSpec struct {
 }
 
 // worker runs one workerSpec until stopped, restarting it with backoff.
+// Each run is held by a keeper process (keep.go), which outlives this
+// supervisor: detach leaves the run to its keeper, stop ends it.
 type worker struct {
 	spec    workerSpec
 	policy  launchPolicy
-	spawn   *spawner
+	keepers keepers
 	grace   time.Duration
 	log     *slog.Logger
 	changed func() // state changed: heartbeat soon
 
-	cancel context.CancelFunc
-	done   chan struct{}
+	cancel   context.CancelFunc
+	detached chan struct{} // closed by detach
+	once     sync.Once
+	done     chan struct{}
 
 	logStart int64 // where the current run's output starts in its log (run's goroutine only)
 
@@ -59,21 +65,29 @@ type worker struct {
 
 	mu    sync.Mutex
 	state *clusterv1.WorkerState
+	conn  *keeper.Conn // the current run's keeper; nil between runs
 }
 
-// startWorker starts running spec in the background; status is its
-// topology's status, which its first start writes into its status file.
-func startWorker(ctx context.Context, spec workerSpec, status workerproto.Status, policy launchPolicy, sp *spawner, grace time.Duration, log *slog.Logger, changed func()) *worker {
+// newWorker is a worker of spec, not yet running; status is its topology's
+// status, which its first start writes into its status file.
+func newWorker(ctx context.Context, spec workerSpec, status workerproto.Status, policy launchPolicy, k keepers, grace time.Duration,
+	log *slog.Logger, changed func()) (*worker, context.Context) {
 	ctx, cancel := context.WithCancel(ctx)
-	w := &worker{
-		spec: spec, policy: policy, spawn: sp, grace: grace, changed: changed, cancel: cancel, done: make(chan struct{}),
-		topoStatus: status,
-		log:        log.With("topology", spec.TopologyID, "port", spec.Port),
-		state:      &clusterv1.WorkerState{TopologyId: spec.TopologyID, Port: spec.Port, State: "starting"},
-	}
+	return &worker{
+		spec: spec, policy: policy, keepers: k, grace: grace, changed: changed, cancel: cancel,
+		detached: make(chan struct{}), done: make(chan struct{}), topoStatus: status,
+		log:   log.With("topology", spec.TopologyID, "port", spec.Port),
+		state: &clusterv1.WorkerState{TopologyId: spec.TopologyID, Port: spec.Port, State: "starting"},
+	}, ctx
+}
+
+// startWorker starts running spec in the background.
+func startWorker(ctx context.Context, spec workerSpec, status workerproto.Status, policy launchPolicy, k keepers, grace time.Duration,
+	log *slog.Logger, changed func()) *worker {
+	w, ctx := newWorker(ctx, spec, status, policy, k, grace, log, changed)
 	go func() {
 		defer close(w.done)
-		w.run(ctx)
+		w.run(ctx, nil)
 	}()
 	return w
 }
@@ -86,6 +100,13 @@ func (w *worker) stop() {
 	if w.spec.Dir != "" {
 		_ = os.RemoveAll(w.spec.Dir)
 	}
+}
+
+// detach leaves the worker's run to its keeper (this supervisor stops;
+// the next one adopts it) and waits until its goroutine returned.
+func (w *worker) detach() {
+	w.once.Do(func() { close(w.detached) })
+	<-w.done
 }
 
 // status is the worker's state for heartbeats.
@@ -102,12 +123,15 @@ func (w *worker) set(f func(*clusterv1.WorkerState)) {
 	w.changed()
 }
 
-func (w *worker) run(ctx context.Context) {
+// run runs the worker, adopted first if conn is not nil, and again after
+// each exit, with backoff, until it is stopped or detached.
+func (w *worker) run(ctx context.Context, conn *keeper.Conn) {
 	backoff := minRestart
 	for {
 		started := time.Now()
-		ran, err := w.runOnce(ctx)
-		if ctx.Err() != nil {
+		ran, err := w.runOnce(ctx, conn)
+		conn = nil
+		if ctx.Err() != nil || errors.Is(err, errDetached) {
 			return
 		}
 		if time.Since(started) > stableAfter {
@@ -132,62 +156,131 @@ func (w *worker) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-w.detached:
+			return
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, maxRestart)
 	}
 }
 
-// runOnce runs the process until it exits or ctx ends (then stops it).
-// ran is false when no process started: the worker was refused
-// (launch.go) or could not be started.
-func (w *worker) runOnce(ctx context.Context) (ran bool, err error) {
-	cmd, logFile, as, err := w.command()
+// errDetached ends a run left to its keeper.
+var errDetached = errors.New("supervisor: worker left to its keeper")
+
+// runOnce runs the worker once, through a keeper: conn's, adopted, or a new
+// one's. It returns when the worker ended (its exit as the error, nil for
+// one this supervisor stopped), when it was detached (errDetached), or when
+// no keeper could start it (ran false).
+func (w *worker) runOnce(ctx context.Context, conn *keeper.Conn) (ran bool, err error) {
+	if conn == nil {
+		if conn, err = w.launch(); err != nil {
+			return false, err
+		}
+	}
+	w.mu.Lock()
+	w.conn = conn
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		w.conn = nil
+		w.mu.Unlock()
+		conn.Close()
+	}()
+	return true, w.hold(ctx, conn)
+}
+
+// launch starts a keeper of the worker and connects to it.
+func (w *worker) launch() (*keeper.Conn, error) {
+	l, logFile, as, err := w.command()
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	defer logFile.Close()
 	w.logStart = 0
 	if fi, err := logFile.Stat(); err == nil {
 		w.logStart = fi.Size() // this run's output starts here
 	}
-	if err := w.spawn.start(cmd); err != nil {
-		return false, err
+	l.State, err = w.keptState()
+	if err != nil {
+		return nil, err
 	}
-	pid := cmd.Process.Pid
+	conn, err := w.keepers.start(l, logFile, w.spec.Port)
+	if err != nil {
+		return nil, err
+	}
+	pid := conn.Hello().Pid
 	// Not the argv: a command line may carry the topology's conf values
 	// (passwords, tokens), and this log is the operator's, not the owner's.
-	attrs := []any{"pid", pid, "program", cmd.Path, "args", len(cmd.Args) - 1}
+	attrs := []any{"pid", pid, "program", l.Path, "args", len(l.Argv) - 1}
 	if as != nil {
 		attrs = append(attrs, "user", as.Name, "uid", as.UID)
 	}
 	w.log.Info("worker started", attrs...)
+	return conn, nil
+}
+
+// hold keeps the run its keeper holds until it ends, is stopped (ctx) or
+// is detached, pinging the keeper so that it knows its supervisor is here.
+func (w *worker) hold(ctx context.Context, conn *keeper.Conn) error {
+	pid := conn.Hello().Pid
 	// The tail told of the last exit; a running worker's output is its log's.
 	w.set(func(s *clusterv1.WorkerState) { s.State, s.Pid, s.LogTail = "running", int32(pid), "" })
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	// Whatever ends the worker, its whole process group goes with it: a
-	// child left behind (a shell's, a launcher's) would run beside the
-	// worker's replacement. The group id stays reserved while any member
-	// lives, so the kill cannot reach an unrelated process.
-	defer func() { _ = syscall.Kill(-pid, syscall.SIGKILL) }()
-	select {
-	case err := <-exited:
-		if err == nil {
-			err = errCleanExit
+	ping := time.NewTicker(w.keepers.pingEvery())
+	defer ping.Stop()
+	for {
+		select {
+		case e, ok := <-conn.Exits():
+			return w.ended(conn, e, ok)
+		case <-ping.C:
+			_ = conn.Ping() // a keeper gone says so on Exits
+		case <-w.detached:
+			return errDetached
+		case <-ctx.Done():
+			return w.stopRun(conn, pid)
 		}
-		return true, err
-	case <-ctx.Done():
 	}
+}
+
+// stopRun ends a run this supervisor no longer wants: SIGTERM, SIGKILL
+// after the grace, then waits for the keeper to say it ended.
+func (w *worker) stopRun(conn *keeper.Conn, pid int) error {
 	w.set(func(s *clusterv1.WorkerState) { s.State = "stopping" })
-	_ = syscall.Kill(-pid, syscall.SIGTERM)
-	select {
-	case <-exited:
-	case <-time.After(w.grace):
-		w.log.Warn("worker did not stop in time; killing it", "grace", w.grace)
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-		<-exited
+	if err := conn.Stop(w.grace); err == nil {
+		select {
+		case e, ok := <-conn.Exits():
+			if ok {
+				_ = conn.Release()
+				if e.Signal == syscall.SIGKILL.String() {
+					w.log.Warn("worker did not stop in time; killed", "grace", w.grace)
+				}
+			}
+		case <-time.After(w.grace + stopSlack):
+			w.log.Warn("worker's keeper did not report its end in time", "pid", pid)
+		}
 	}
 	w.log.Info("worker stopped", "pid", pid)
-	return true, nil
+	return nil
+}
+
+// stopSlack is how long, past the grace, a stop waits for the keeper to
+// report the end it forced.
+const stopSlack = 5 * time.Second
+
+// ended is how a run ended that this supervisor did not stop: the keeper
+// reported the worker's exit (ok), which is then released, or the keeper
+// itself is gone.
+func (w *worker) ended(conn *keeper.Conn, e *keeper.Exit, ok bool) error {
+	if !ok {
+		return keeper.ErrGone
+	}
+	_ = conn.Release()
+	return exitError(e)
+}
+
+// signal sends sig to the worker through its keeper, if it runs.
+func (w *worker) signal(sig syscall.Signal) bool {
+	w.mu.Lock()
+	conn := w.conn
+	w.mu.Unlock()
+	return conn != nil && conn.Signal(sig) == nil
 }

@@ -136,8 +136,9 @@ func (c *Cluster) Live() []*Process {
 }
 
 // Close stops every live process, one after the other, with SIGTERM and
-// SIGKILL 10 s later (see Process.Stop), then closes the gRPC connections.
-// It returns when all have exited. New calls it at the end of the test; an
+// SIGKILL 10 s later (see Process.Stop), ends the workers the supervisors'
+// keepers still hold (StopKeepers), then closes the gRPC connections. It
+// returns when all have exited. New calls it at the end of the test; an
 // earlier call is allowed, and a later one does nothing more.
 func (c *Cluster) Close() {
 	for _, p := range c.Live() {
@@ -145,6 +146,11 @@ func (c *Cluster) Close() {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for _, p := range c.started {
+		if p.supervisor {
+			StopKeepers(p.LocalDir)
+		}
+	}
 	for _, cc := range c.conns {
 		cc.Close()
 	}

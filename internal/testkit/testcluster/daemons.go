@@ -155,6 +155,7 @@ func (c *Cluster) launch(cfg daemonConfig, binary string, args []string) (*Proce
 	}
 	p.LocalDir = cfg.localDir
 	p.Identity = id
+	p.supervisor = binary == "supervisor"
 	if c.Security != nil {
 		p.metricsTLS = c.Security.MetricsTLS()
 	}

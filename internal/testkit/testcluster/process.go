@@ -29,6 +29,7 @@ type Process struct {
 	Identity Identity
 
 	metricsTLS *tls.Config // non-nil: the metrics port speaks HTTPS
+	supervisor bool        // its keepers outlive it (Cluster.Close ends them)
 
 	cmd    *exec.Cmd
 	ready  chan struct{}
