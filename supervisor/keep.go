@@ -80,7 +80,7 @@ func (k keepers) socket(port int32) string {
 // with out as its output and the worker's, and connects to it.
 func (k keepers) start(l keeper.Launch, out *os.File, port int32) (*keeper.Conn, error) {
 	l.Socket, l.BoundMs, l.GraceMs = k.socket(port), k.bound.Milliseconds(), k.grace.Milliseconds()
-	_ = os.Remove(l.Socket) // a dead keeper's; a live one was adopted or stopped
+	k.endLeftover(l.Socket)
 	// The keeper's own lines (a worker ended, killed at the bound) go to a
 	// log of its own, one per port, so that the worker's log and its tail
 	// hold the worker's output only.
@@ -104,6 +104,29 @@ func (k keepers) start(l keeper.Launch, out *os.File, port int32) (*keeper.Conn,
 		return nil, err
 	}
 	return conn, nil
+}
+
+// endLeftover makes sure no keeper holds a worker on socket's port before
+// another is started there: one that still answers (its connection to this
+// supervisor was lost) has its worker stopped first, so a slot never runs
+// two; a dead one's socket is removed.
+func (k keepers) endLeftover(socket string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	conn, err := keeper.Dial(ctx, socket)
+	cancel()
+	if err == nil {
+		if conn.Stop(k.grace) == nil {
+			select {
+			case _, ok := <-conn.Exits():
+				if ok {
+					_ = conn.Release()
+				}
+			case <-time.After(k.grace + stopSlack):
+			}
+		}
+		conn.Close()
+	}
+	_ = os.Remove(socket)
 }
 
 // found is a keeper found at start, and what its supervisor started.
@@ -181,6 +204,9 @@ func adoptWorker(ctx context.Context, f found, policy launchPolicy, k keepers, l
 		return nil, fmt.Errorf("supervisor: the state of worker %s-%d: %w", f.kept.Spec.TopologyID, f.kept.Spec.Port, err)
 	}
 	w, ctx := newWorker(ctx, f.kept.Spec, f.kept.Status, policy, k, k.grace, log, changed)
+	if h := f.conn.Hello(); h.Exit == nil {
+		state.State, state.Pid = "running", int32(h.Pid) // in the first heartbeat already
+	}
 	w.state = state
 	w.logStart = f.kept.LogStart
 	w.prepared = true

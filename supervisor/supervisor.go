@@ -160,6 +160,7 @@ func (s *Supervisor) claimDir() (err error) {
 // the assignments no longer place here.
 func (s *Supervisor) adopt() {
 	s.wctx = context.Background()
+	s.lc.OnClose(s.detachWorkers) // a Start that fails later leaves them too
 	for _, f := range s.keepers.adopt(s.log) {
 		w, err := adoptWorker(s.wctx, f, newLaunchPolicy(s.cfg), s.keepers, s.log, s.heartbeatSoon)
 		if err != nil {

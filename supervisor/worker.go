@@ -222,6 +222,9 @@ func (w *worker) launch() (*keeper.Conn, error) {
 // hold keeps the run its keeper holds until it ends, is stopped (ctx) or
 // is detached, pinging the keeper so that it knows its supervisor is here.
 func (w *worker) hold(ctx context.Context, conn *keeper.Conn) error {
+	if e := conn.Hello().Exit; e != nil { // ended while no supervisor was there
+		return w.ended(conn, e, true)
+	}
 	pid := conn.Hello().Pid
 	// The tail told of the last exit; a running worker's output is its log's.
 	w.set(func(s *clusterv1.WorkerState) { s.State, s.Pid, s.LogTail = "running", int32(pid), "" })
