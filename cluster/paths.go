@@ -56,6 +56,10 @@ func (p Paths) Supervisors() string { return p.Root + "/supervisors" }
 // Supervisor is one supervisor's registration and heartbeat node.
 func (p Paths) Supervisor(id string) string { return p.Supervisors() + "/" + id }
 
+// Challenges is where a follower that found the leader's port refusing
+// asks it, through ZooKeeper, whether it is alive (package depose).
+func (p Paths) Challenges() string { return p.Root + "/challenges" }
+
 // LostDir is the directory of LOST marks, by topology: topologies whose
 // code no nimbus and no supervisor holds, which block no leadership.
 func (p Paths) LostDir() string { return p.Root + "/lost" }

@@ -32,6 +32,15 @@ const (
 	// probe then proves nothing, and the session decides.
 	keepaliveTime    = 10 * time.Second
 	keepaliveTimeout = 5 * time.Second
+	// refusalWindow is how long a leader's port must go on refusing, from
+	// the first refusal, before the leader is challenged: a process that
+	// died refuses for good, a port being re-bound does not.
+	refusalWindow = 50 * time.Millisecond
+	// challengeTimeout is how long a challenged leader has to answer
+	// through ZooKeeper: a live one does within a watch's round trip.
+	challengeTimeout = 250 * time.Millisecond
+	// answerRetry paces a leader's answering after a ZooKeeper error.
+	answerRetry = 250 * time.Millisecond
 )
 
 // Config is what a Deposer needs.
@@ -41,6 +50,9 @@ type Config struct {
 	Locks *cluster.DirCache[*clusterv1.NimbusInfo]
 	Self  string                           // this nimbus's host:port, never watched
 	Creds credentials.TransportCredentials // for the stream (TLS as this nimbus)
+	// SessionTimeout (storm.zookeeper.session.timeout) is how long this
+	// nimbus waits before it deposes a leader it deposed once again.
+	SessionTimeout time.Duration
 	// Metrics registers nimbus_depositions_total; nil registers nothing.
 	Metrics prometheus.Registerer
 	Logger  *slog.Logger
@@ -52,6 +64,8 @@ type Deposer struct {
 	cfg         Config
 	log         *slog.Logger
 	depositions *prometheus.CounterVec
+	challenges  *prometheus.CounterVec
+	deposed     map[string]time.Time // when Run last deposed each leader, by address
 }
 
 // New returns a Deposer for cfg; it starts nothing.
@@ -63,38 +77,68 @@ func New(cfg Config) *Deposer {
 			Name: "nimbus_depositions_total",
 			Help: "Dead leaders this nimbus deposed (deleted their lock node), by the evidence of death.",
 		}, []string{"reason"}),
+		challenges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "nimbus_deposition_challenges_total",
+			Help: "Leaders whose port refused this nimbus, challenged through ZooKeeper, by outcome: answered (alive: a network fault, not a death), unanswered (deposed), recent (deposed by this nimbus within a session timeout: left to the session).",
+		}, []string{"outcome"}),
+		deposed: map[string]time.Time{},
 	}
 	if cfg.Metrics != nil {
-		cfg.Metrics.MustRegister(d.depositions)
+		cfg.Metrics.MustRegister(d.depositions, d.challenges)
 	}
 	return d
 }
 
-// Run watches each leader in turn until ctx ends: it waits for a leader
-// other than this nimbus, guards it until it changes, and starts again.
+// Run takes this nimbus's part until ctx ends: while another nimbus leads
+// it guards that leader until the queue changes; while this one heads the
+// queue it answers the challenges made to it.
 func (d *Deposer) Run(ctx context.Context) {
 	for ctx.Err() == nil {
 		changed := d.cfg.Locks.Changed() // before reading: no change unseen
-		head, ok := d.leader()
-		if ok {
+		head, ok := d.head()
+		switch {
+		case ok && cluster.HostPort(head.Info) == d.cfg.Self:
+			d.answer(ctx, head, changed)
+		case ok:
 			d.guard(ctx, head, changed)
-			continue
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
+		default:
+			select {
+			case <-changed:
+			case <-ctx.Done():
+			}
 		}
 	}
 }
 
-// leader is the head of the lock queue, unless it is this nimbus or its
-// payload is unreadable.
-func (d *Deposer) leader() (cluster.LockEntry, bool) {
+// head is the head of the lock queue, unless its payload is unreadable.
+func (d *Deposer) head() (cluster.LockEntry, bool) {
 	q := cluster.Queue(d.cfg.Locks.Snapshot())
-	if len(q) == 0 || q[0].Info == nil || cluster.HostPort(q[0].Info) == d.cfg.Self {
+	if len(q) == 0 || q[0].Info == nil {
 		return cluster.LockEntry{}, false
 	}
 	return q[0], true
+}
+
+// answer answers the challenges made to head, this nimbus, until the queue
+// changes or ctx ends: proof, through ZooKeeper, that it is alive whatever
+// its port does to a follower.
+func (d *Deposer) answer(ctx context.Context, head cluster.LockEntry, changed <-chan struct{}) {
+	for {
+		watch, err := d.cfg.Session.AnswerChallenges(head.Name)
+		var retry <-chan time.Time
+		if err != nil {
+			d.log.Debug("cannot answer challenges; retrying", "err", err)
+			retry = time.After(answerRetry)
+		}
+		select {
+		case <-watch:
+		case <-retry:
+		case <-changed:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // guard keeps a stream open to head's nimbus until the queue changes (or
@@ -129,7 +173,7 @@ func (d *Deposer) guard(ctx context.Context, head cluster.LockEntry, changed <-c
 			return
 		}
 		evidence := probeDying(ctx, addr)
-		if evidence == Dead {
+		if evidence == Dead && d.deadAfterAll(ctx, head) {
 			d.depose(head, evidence, broke)
 			return
 		}
@@ -149,8 +193,9 @@ func (d *Deposer) guard(ctx context.Context, head cluster.LockEntry, changed <-c
 var reprobeDelays = []time.Duration{5 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond}
 
 // probeDying probes addr right after its stream broke, and again after
-// each of reprobeDelays until it is refused: Dead, or what the last probe
-// found.
+// each of reprobeDelays until it is refused; a refusal counts (Dead) only
+// if the port goes on refusing for refusalWindow. It returns what the
+// probes found.
 func probeDying(ctx context.Context, addr string) Evidence {
 	evidence := Probe(ctx, addr, probeTimeout)
 	for _, delay := range reprobeDelays {
@@ -164,7 +209,52 @@ func probeDying(ctx context.Context, addr string) Evidence {
 		}
 		evidence = Probe(ctx, addr, probeTimeout)
 	}
-	return evidence
+	if evidence != Dead {
+		return evidence
+	}
+	select {
+	case <-time.After(refusalWindow):
+	case <-ctx.Done():
+		return Unknown
+	}
+	return Probe(ctx, addr, probeTimeout)
+}
+
+// deadAfterAll is the evidence that the probes cannot give: a port that
+// refuses may belong to a live leader behind a network fault (a firewall
+// rule resetting connections, a follower's stale name for it). Unless this
+// nimbus deposed the same leader within a session timeout (it then leaves
+// it to the session), it challenges the leader through ZooKeeper: a
+// leader that answers within challengeTimeout is alive and is not
+// deposed.
+func (d *Deposer) deadAfterAll(ctx context.Context, head cluster.LockEntry) bool {
+	addr := cluster.HostPort(head.Info)
+	if at, ok := d.deposed[addr]; ok && time.Since(at) < d.cfg.SessionTimeout {
+		d.challenges.WithLabelValues("recent").Inc()
+		d.log.Warn("leader refuses connections again soon after this nimbus deposed it: leaving it to its session",
+			"leader", addr, "deposed_ago", time.Since(at).Round(time.Millisecond))
+		return false
+	}
+	path, err := d.cfg.Session.Challenge(head.Name)
+	if err != nil {
+		d.log.Debug("cannot challenge the leader; not deposing it", "leader", addr, "err", err)
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, challengeTimeout)
+	defer cancel()
+	answered, err := d.cfg.Session.AwaitAnswer(ctx, path)
+	switch {
+	case err != nil:
+		d.log.Debug("cannot tell whether the leader answered; not deposing it", "leader", addr, "err", err)
+		return false
+	case answered:
+		d.challenges.WithLabelValues("answered").Inc()
+		d.log.Warn("leader refuses connections but answers through ZooKeeper: alive, not deposed (a network fault or a firewall between the nimbuses?)",
+			"leader", addr)
+		return false
+	}
+	d.challenges.WithLabelValues("unanswered").Inc()
+	return true
 }
 
 // watch holds a health Watch stream on the leader's service open until it
@@ -194,7 +284,9 @@ func (d *Deposer) depose(head cluster.LockEntry, evidence Evidence, broke error)
 		d.log.Warn("cannot depose a dead leader; its session's expiry will", "leader", addr, "node", head.Name, "err", err)
 		return
 	}
+	d.deposed[addr] = time.Now()
 	d.depositions.WithLabelValues(evidence.String()).Inc()
 	d.log.Warn("deposed a dead leader", "leader", addr, "epoch", head.Epoch(), "node", head.Name,
-		"evidence", fmt.Sprintf("stream broke (%v), then %s", broke, evidence), "by", d.cfg.Self)
+		"evidence", fmt.Sprintf("stream broke (%v), then %s for %v, and no answer through ZooKeeper within %v", broke, evidence, refusalWindow, challengeTimeout),
+		"by", d.cfg.Self)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
@@ -83,6 +84,13 @@ func startLeaderStub(t *testing.T, conn *zk.Conn, advertise func(addr string) st
 // its registry.
 func startDeposer(t *testing.T, zkAddr string) *prometheus.Registry {
 	t.Helper()
+	return startDeposerAt(t, zkAddr, "127.0.0.1:1")
+}
+
+// startDeposerAt runs a Deposer of the nimbus at self, with a session of
+// its own, and returns its registry.
+func startDeposerAt(t *testing.T, zkAddr, self string) *prometheus.Registry {
+	t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	sess, err := cluster.Connect(t.Context(), cluster.SessionConfig{Servers: []string{zkAddr}, SessionTimeout: 10 * time.Second,
 		ConnectTimeout: 10 * time.Second, Root: "/storm", Logger: log})
@@ -92,7 +100,11 @@ func startDeposer(t *testing.T, zkAddr string) *prometheus.Registry {
 	t.Cleanup(sess.Close)
 	locks := cluster.NewNimbusInfoCache(sess, sess.Paths().LeaderLock(), log)
 	reg := prometheus.NewRegistry()
-	d := depose.New(depose.Config{Session: sess, Locks: locks, Self: "127.0.0.1:1", Creds: insecure.NewCredentials(), Metrics: reg, Logger: log})
+	if err := sess.EnsureDirs(sess.Paths().LeaderLock(), sess.Paths().Challenges()); err != nil {
+		t.Fatal(err)
+	}
+	d := depose.New(depose.Config{Session: sess, Locks: locks, Self: self, Creds: insecure.NewCredentials(),
+		SessionTimeout: 10 * time.Second, Metrics: reg, Logger: log})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
 	go func() { _ = locks.Run(ctx); done <- struct{}{} }()
@@ -103,6 +115,13 @@ func startDeposer(t *testing.T, zkAddr string) *prometheus.Registry {
 
 func deposed(t *testing.T, reg *prometheus.Registry) float64 {
 	t.Helper()
+	return counter(t, reg, "nimbus_depositions_total", "")
+}
+
+// counter sums the counter name's series, or only the one whose outcome
+// label is outcome if it is not empty.
+func counter(t *testing.T, reg *prometheus.Registry, name, outcome string) float64 {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -110,10 +129,21 @@ func deposed(t *testing.T, reg *prometheus.Registry) float64 {
 	var sum float64
 	for _, mf := range mfs {
 		for _, m := range mf.GetMetric() {
-			sum += m.GetCounter().GetValue()
+			if mf.GetName() == name && (outcome == "" || label(m, "outcome") == outcome) {
+				sum += m.GetCounter().GetValue()
+			}
 		}
 	}
 	return sum
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
 }
 
 // A leader whose process is gone (its port refuses) is deposed: its lock
@@ -161,5 +191,61 @@ func TestUnreachableLeaderIsNotDeposed(t *testing.T) {
 		if n := deposed(t, reg); n != 0 {
 			t.Fatalf("nimbus_depositions_total = %v, want 0", n)
 		}
+	}
+}
+
+// A leader whose port refuses but whose process runs (a firewall resetting
+// connections to it, a follower's stale name for it) answers the
+// follower's challenge through ZooKeeper, and is not deposed.
+func TestLeaderThatAnswersIsNotDeposed(t *testing.T) {
+	z := testcluster.StartZooKeeper(t)
+	conn := testcluster.ConnectZooKeeper(t, time.Minute, z.Addr())
+	stub := startLeaderStub(t, conn, func(addr string) string { return addr })
+	startDeposerAt(t, z.Addr(), stub.addr) // the leader's own: it answers
+	reg := startDeposer(t, z.Addr())
+
+	stub.srv.Stop() // the port refuses; the leader's process answers
+	testcluster.WaitFor(t, 10*time.Second, "a challenge answered", func() error {
+		if n := counter(t, reg, "nimbus_deposition_challenges_total", "answered"); n < 1 {
+			return fmt.Errorf("answered challenges %v", n)
+		}
+		return nil
+	})
+	if ok, _, err := conn.Exists(stub.node); err != nil || !ok {
+		t.Fatalf("the live leader's lock node: exists %v (%v)", ok, err)
+	}
+	if n := deposed(t, reg); n != 0 {
+		t.Fatalf("nimbus_depositions_total = %v, want 0", n)
+	}
+}
+
+// A follower that deposed a leader leaves the same leader to its session
+// if it refuses again within a session timeout: depositions of one leader
+// are bounded whatever the network does.
+func TestRecentlyDeposedLeaderIsLeftToItsSession(t *testing.T) {
+	z := testcluster.StartZooKeeper(t)
+	conn := testcluster.ConnectZooKeeper(t, time.Minute, z.Addr())
+	stub := startLeaderStub(t, conn, func(addr string) string { return addr })
+	reg := startDeposer(t, z.Addr())
+	stub.srv.Stop()
+	testcluster.WaitFor(t, 10*time.Second, "the first deposition", func() error {
+		if n := deposed(t, reg); n != 1 {
+			return fmt.Errorf("nimbus_depositions_total = %v", n)
+		}
+		return nil
+	})
+	again := startLeaderStub(t, conn, func(string) string { return stub.addr }) // the same leader queues again
+	again.srv.Stop()
+	testcluster.WaitFor(t, 10*time.Second, "the second refusal left to the session", func() error {
+		if n := counter(t, reg, "nimbus_deposition_challenges_total", "recent"); n < 1 {
+			return fmt.Errorf("recent %v", n)
+		}
+		return nil
+	})
+	if ok, _, err := conn.Exists(again.node); err != nil || !ok {
+		t.Fatalf("the leader deposed a moment ago was deposed again: exists %v (%v)", ok, err)
+	}
+	if n := deposed(t, reg); n != 1 {
+		t.Fatalf("nimbus_depositions_total = %v, want 1", n)
 	}
 }

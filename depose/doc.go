@@ -4,12 +4,17 @@
 //
 // Every follower keeps a long-lived stream open to the leader (gRPC
 // health Watch on the leader's service). When the stream breaks, the
-// follower probes the leader's address once (Probe). Only positive
-// evidence of death deposes: the leader's host refusing the connection,
+// follower probes the leader's address (Probe). Only positive evidence of
+// death deposes: the leader's host refusing the connection for a while,
 // which it does within a millisecond when the process is gone (a panic, an
-// OOM kill, SIGKILL) but the host is up. A timeout, an unreachable host,
-// a partition, a stopped process (SIGSTOP: the kernel still accepts on its
-// port) or anything else deposes nothing: the session's expiry decides.
+// OOM kill, SIGKILL) but the host is up, and then the leader not answering
+// a challenge through ZooKeeper (a node the follower creates and a live
+// leader deletes at once, Deposer.answer): a firewall resetting
+// connections, or a follower's stale name for the leader, refuses for a
+// leader that runs, but cannot answer for it. A timeout, an unreachable
+// host, a partition, a stopped process (SIGSTOP: the kernel still accepts
+// on its port) or anything else deposes nothing: the session's expiry
+// decides. A follower deposes one leader at most once per session timeout.
 //
 // Deposing deletes exactly the dead term's lock node, by path and version
 // (a new term is a new sequential node, never touched). One follower's

@@ -329,3 +329,59 @@ func TestFalseDepositionLosesNothing(t *testing.T) {
 		t.Errorf("kill after the deposition: %v", err)
 	}
 }
+
+// A live leader behind a firewall that resets every connection to its port
+// (its followers' streams killed, each probe refused) is not deposed: it
+// answers their challenges through ZooKeeper, and the leader stays.
+func TestLeaderBehindAResetRuleIsNotDeposed(t *testing.T) {
+	const session = 20 * time.Second
+	c, epoch, leader, rest := threeQueued(t, session)
+	port, err := strconv.Atoi(leader.Addr()[strings.LastIndex(leader.Addr(), ":")+1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	restore := testcluster.RejectPort(t, port)
+	testcluster.WaitFor(t, 10*time.Second, "both followers' challenges answered", func() error {
+		for _, p := range rest {
+			if n := metricSum(t, p, `nimbus_deposition_challenges_total{outcome="answered"}`); n < 1 {
+				return fmt.Errorf("%s: %v answered", p.Name, n)
+			}
+		}
+		return nil
+	})
+	// Streams keep breaking and probes keep being refused meanwhile.
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); <-tick.C {
+		for _, p := range rest { // the leader's port refuses: ask the followers
+			resp, err := c.API(p).GetLeader(t.Context(), &nimbusv1.GetLeaderRequest{})
+			if err == nil && resp.GetLeader().GetEpoch() != epoch {
+				t.Fatalf("%s sees epoch %d behind a reset rule, was %d: a live leader was deposed", p.Name, resp.GetLeader().GetEpoch(), epoch)
+			}
+		}
+	}
+	if n := depositions(t, rest...); n != 0 {
+		t.Fatalf("%v depositions of a live leader, want 0", n)
+	}
+	restore()
+	if now, l := c.WaitLeader(t, append(rest, leader), 5*time.Second); now != epoch || l != leader {
+		t.Fatalf("after the rule: %s leads at epoch %d, want %s at %d", l.Name, now, leader.Name, epoch)
+	}
+}
+
+// metricSum is the value of the series named exactly series (name and
+// labels) on p's metrics port, 0 if absent.
+func metricSum(t *testing.T, p *testcluster.Process, series string) float64 {
+	t.Helper()
+	page, err := p.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(page) {
+		if strings.HasPrefix(line, series+" ") {
+			v, _ := strconv.ParseFloat(strings.TrimSpace(line[len(series):]), 64)
+			return v
+		}
+	}
+	return 0
+}

@@ -183,7 +183,7 @@ func (s *Server) connect(ctx context.Context) (err error) {
 	}
 	s.lc.OnClose(s.sess.Close) // last: its ephemeral nodes go with it
 	paths := s.sess.Paths()
-	if err := s.sess.EnsureDirs(paths.LeaderLock(), paths.Nimbuses(), paths.Storms(), paths.CodeDistributor(), paths.Assignments(), paths.Supervisors(), paths.LostDir()); err != nil {
+	if err := s.sess.EnsureDirs(paths.LeaderLock(), paths.Nimbuses(), paths.Storms(), paths.CodeDistributor(), paths.Assignments(), paths.Supervisors(), paths.LostDir(), paths.Challenges()); err != nil {
 		return fmt.Errorf("nimbus: %w", err)
 	}
 	return nil
@@ -228,7 +228,7 @@ func (s *Server) build() (err error) {
 	})
 
 	s.deposer = depose.New(depose.Config{Session: s.sess, Locks: s.view.Locks, Self: s.Addr(),
-		Creds: s.tls.ClientCredentials(), Metrics: s.reg, Logger: s.base})
+		Creds: s.tls.ClientCredentials(), SessionTimeout: cfg.ZKSessionTimeout, Metrics: s.reg, Logger: s.base})
 
 	s.actions = make(chan struct{}, 1)
 	s.storeHealth = new(storeHealth)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests run against: Debian's zookeeper package and a Java
-# runtime, Chromium (the web UI's browser test drives it headless), and the
+# runtime, Chromium (the web UI's browser test drives it headless), iptables
+# and iproute2's ss (a firewall that resets a leader's connections), and the
 # Hadoop jars of the HDFS NameNode and DataNode. The tests
 # start their own servers (internal/testkit/testcluster); the zookeeper package ships no
 # service (zookeeperd does), so no system server starts.
@@ -34,6 +35,8 @@ pkgs=()
 java -version >/dev/null 2>&1 || pkgs+=(default-jre-headless)
 $only_zookeeper || [[ -f $hdfs_marker ]] || command -v mvn >/dev/null || pkgs+=(maven)
 $only_zookeeper || command -v chromium >/dev/null || pkgs+=(chromium)
+$only_zookeeper || command -v iptables >/dev/null || pkgs+=(iptables)
+$only_zookeeper || command -v ss >/dev/null || pkgs+=(iproute2)
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
