@@ -190,9 +190,15 @@ func TestStopKillsTheWholeGroup(t *testing.T) {
 
 // Signal reaches the worker (the worker protocol's SIGUSR1).
 func TestSignalReachesTheWorker(t *testing.T) {
-	k := keep(t, `trap "echo got > usr1" USR1; while :; do sleep 0.05; done`, time.Minute)
+	k := keep(t, `trap "echo got > usr1" USR1; echo > ready; while :; do sleep 0.05; done`, time.Minute)
 	c := k.dial()
-	waitFor(t, 5*time.Second, "the signal to reach the worker", func() bool {
+	// Not before it traps the signal: SIGUSR1 would end it (the worker
+	// protocol sends it only to a process that catches it).
+	waitFor(t, 10*time.Second, "the worker to trap SIGUSR1", func() bool {
+		_, err := os.Stat(filepath.Join(k.dir, "ready"))
+		return err == nil
+	})
+	waitFor(t, 10*time.Second, "the signal to reach the worker", func() bool {
 		_ = c.Signal(syscall.SIGUSR1)
 		_, err := os.Stat(filepath.Join(k.dir, "usr1"))
 		return err == nil
