@@ -38,12 +38,15 @@ const (
 	// ActionForget removes a topology marked LOST, with or without a
 	// leader (ForgetTopology). Admins only.
 	ActionForget Action = "forget"
+	// ActionHandOver hands leadership to another nimbus (HandOver). Admins
+	// only.
+	ActionHandOver Action = "handover"
 )
 
 // Actions lists every action, in a fixed order (for tests and docs).
 func Actions() []Action {
 	return []Action{ActionSubmit, ActionKill, ActionActivate, ActionDeactivate, ActionRebalance,
-		ActionReadConf, ActionFetchCode, ActionReadCluster, ActionReadNimbusConfig, ActionRecoverCode, ActionForget}
+		ActionReadConf, ActionFetchCode, ActionReadCluster, ActionReadNimbusConfig, ActionRecoverCode, ActionForget, ActionHandOver}
 }
 
 // phrase is how a refusal says the action: "alice may not <phrase> <topology>".
@@ -59,6 +62,8 @@ func (a Action) phrase() string {
 		return "read the cluster"
 	case ActionReadNimbusConfig:
 		return "read the nimbus configuration"
+	case ActionHandOver:
+		return "hand leadership over"
 	}
 	return string(a)
 }

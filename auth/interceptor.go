@@ -152,11 +152,14 @@ func peerTLS(ctx context.Context) *tls.ConnectionState {
 }
 
 // targetOf is what a request names, for audit lines: a submission's
-// topology name (from its spec), a topology id, or a topology name.
+// topology name (from its spec), a topology id, a topology name, or the
+// nimbus a hand-over names.
 func targetOf(msg any) string {
 	switch r := msg.(type) {
 	case *nimbusv1.SubmitTopologyRequest:
 		return r.GetSpec().GetName()
+	case *nimbusv1.HandOverRequest:
+		return r.GetTo()
 	case interface{ GetTopologyId() string }:
 		return r.GetTopologyId()
 	case interface{ GetName() string }:

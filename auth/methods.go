@@ -42,6 +42,7 @@ var methods = map[string]method{
 	nimbusv1.NimbusService_GetTopologyConf_FullMethodName:    {ActionReadConf, scopeTopology, false},
 	nimbusv1.NimbusService_GetNimbusConfig_FullMethodName:    {ActionReadNimbusConfig, scopeMethod, false},
 	nimbusv1.NimbusService_ForgetTopology_FullMethodName:     {ActionForget, scopeMethod, true},
+	nimbusv1.NimbusService_HandOver_FullMethodName:           {ActionHandOver, scopeMethod, true},
 
 	nimbusv1.CodeService_GetCodeMeta_FullMethodName:  {ActionFetchCode, scopeTopology, false},
 	nimbusv1.CodeService_DownloadCode_FullMethodName: {ActionFetchCode, scopeTopology, false},

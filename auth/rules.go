@@ -63,6 +63,7 @@ var rules = map[Action]role{
 	ActionReadNimbusConfig: roleAdmin,
 	ActionRecoverCode:      roleAdmin | roleDaemon,
 	ActionForget:           roleAdmin,
+	ActionHandOver:         roleAdmin,
 }
 
 // Decide answers "may principal take act on t?" under p: nil, or an error

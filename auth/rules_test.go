@@ -52,6 +52,7 @@ func TestDecideTable(t *testing.T) {
 			auth.ActionReadNimbusConfig: "Ynnnnnn",
 			auth.ActionRecoverCode:      "YnnnnYn",
 			auth.ActionForget:           "Ynnnnnn",
+			auth.ActionHandOver:         "Ynnnnnn",
 		},
 		false: { // nimbus.users empty: any authenticated principal may submit
 			auth.ActionSubmit:      "YYYYYYY",
@@ -66,6 +67,7 @@ func TestDecideTable(t *testing.T) {
 			auth.ActionReadNimbusConfig: "Ynnnnnn",
 			auth.ActionRecoverCode:      "YnnnnYn",
 			auth.ActionForget:           "Ynnnnnn",
+			auth.ActionHandOver:         "Ynnnnnn",
 		},
 	}
 	for _, usersSet := range []bool{true, false} {

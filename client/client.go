@@ -414,3 +414,21 @@ func (c *Client) ForgetTopology(ctx context.Context, name, reason string) (*nimb
 		return api.ForgetTopology(ctx, &nimbusv1.ForgetTopologyRequest{Name: name, Reason: reason}, opts...)
 	})
 }
+
+// HandOver asks the leader to hand leadership to the nimbus at to
+// (host:port), or to the next one that holds every live topology's code
+// when to is "". It answers once the new leader acts, with how long the
+// cluster was without one. Needs nimbus.admins. NOT_LEADER is followed.
+// Naming a nimbus makes the call idempotent (naming the leader changes
+// nothing), so it is retried like every leader-only call; "the next one"
+// is not, so a failure that may have reached the leader is returned, not
+// retried: GetLeader tells what happened.
+func (c *Client) HandOver(ctx context.Context, to string) (*nimbusv1.HandOverResponse, error) {
+	call := func(ctx context.Context, api nimbusv1.NimbusServiceClient, opts ...grpc.CallOption) (*nimbusv1.HandOverResponse, error) {
+		return api.HandOver(ctx, &nimbusv1.HandOverRequest{To: to}, opts...)
+	}
+	if to != "" {
+		return callLeader(ctx, c, "HandOver", call)
+	}
+	return callLeaderOnce(ctx, c, "HandOver", call)
+}

@@ -124,6 +124,18 @@ func (r *retrier) ctxErr(ctx context.Context, err error) error {
 // leader, until the retry budget is spent. Only idempotent calls may use
 // it: a retried attempt may repeat one that took effect.
 func callLeader[Resp any](ctx context.Context, c *Client, rpc string, call unaryCall[Resp]) (Resp, error) {
+	return leaderCall(ctx, c, rpc, call, true)
+}
+
+// callLeaderOnce is callLeader for a call that must not be repeated: a
+// failure is retried only when the call cannot have reached a leader (no
+// leader was found, no connection could be made, a follower answered
+// NOT_LEADER).
+func callLeaderOnce[Resp any](ctx context.Context, c *Client, rpc string, call unaryCall[Resp]) (Resp, error) {
+	return leaderCall(ctx, c, rpc, call, false)
+}
+
+func leaderCall[Resp any](ctx context.Context, c *Client, rpc string, call unaryCall[Resp], idempotent bool) (Resp, error) {
 	var zero Resp
 	r := c.newRetrier()
 	redirects := 0
@@ -139,7 +151,11 @@ func callLeader[Resp any](ctx context.Context, c *Client, rpc string, call unary
 			if f.Dial != nil { // say why no connection could be made
 				err = &NoSeedAnsweredError{Failures: []SeedFailure{f}}
 			}
-			if to, ok := notLeader(err); ok && to != "" {
+			to, wasNotLeader := notLeader(err)
+			if !idempotent && f.Dial == nil && !wasNotLeader {
+				return zero, err // it may have taken effect
+			}
+			if wasNotLeader && to != "" {
 				if redirects >= c.opts.maxRedirects {
 					return zero, fmt.Errorf("client: %s: gave up after %d leader redirects: %w", rpc, redirects, err)
 				}

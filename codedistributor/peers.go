@@ -6,11 +6,13 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
-// Peers holds one gRPC connection per node this one downloads from.
+// Peers holds one gRPC connection per node this one downloads from or
+// asks about leadership.
 type Peers struct {
 	creds credentials.TransportCredentials
 
@@ -30,6 +32,24 @@ func NewPeers(creds credentials.TransportCredentials) *Peers {
 
 // Code returns the CodeService at addr (host:port).
 func (p *Peers) Code(addr string) (nimbusv1.CodeServiceClient, error) {
+	cc, err := p.conn(addr)
+	if err != nil {
+		return nil, err
+	}
+	return nimbusv1.NewCodeServiceClient(cc), nil
+}
+
+// Health returns the health service at addr (host:port), over the same
+// connection as Code: a nimbus asks another whether it leads yet.
+func (p *Peers) Health(addr string) (healthpb.HealthClient, error) {
+	cc, err := p.conn(addr)
+	if err != nil {
+		return nil, err
+	}
+	return healthpb.NewHealthClient(cc), nil
+}
+
+func (p *Peers) conn(addr string) (*grpc.ClientConn, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	cc, ok := p.conns[addr]
@@ -41,7 +61,7 @@ func (p *Peers) Code(addr string) (nimbusv1.CodeServiceClient, error) {
 		}
 		p.conns[addr] = cc
 	}
-	return nimbusv1.NewCodeServiceClient(cc), nil
+	return cc, nil
 }
 
 // Transient returns the CodeService at addr over a connection of its own,

@@ -62,6 +62,16 @@ func (s *secureCluster) restAPI(t *testing.T) {
 	if code, _ := call(s.sec.Admin, http.MethodGet, "/api/v1/cluster/configuration"); code != http.StatusOK {
 		t.Errorf("the admin reads the configuration: %d, want 200", code)
 	}
+	if _, body := call(trudy, http.MethodGet, "/api/v1/cluster/summary"); body["userMayHandOver"] != false {
+		t.Errorf("trudy's cluster summary says userMayHandOver %v, want false", body["userMayHandOver"])
+	}
+	if _, body := call(s.sec.Admin, http.MethodGet, "/api/v1/cluster/summary"); body["userMayHandOver"] != true {
+		t.Errorf("the admin's cluster summary says userMayHandOver %v, want true", body["userMayHandOver"])
+	}
+	if code, body := call(trudy, http.MethodPost, "/api/v1/nimbus/handover?to="+s.follower.Addr()); code != http.StatusForbidden ||
+		!strings.Contains(fmt.Sprint(body["errorMessage"]), "trudy may not hand leadership over") {
+		t.Errorf("trudy hands leadership over through the follower: %d %v, want 403 naming trudy", code, body)
+	}
 	if code, body := call(trudy, http.MethodPost, "/api/v1/topology/"+id+"/deactivate"); code != http.StatusForbidden ||
 		!strings.Contains(body["errorMessage"].(string), "trudy may not deactivate") {
 		t.Errorf("trudy deactivates alice's topology through the follower: %d %v, want 403 naming trudy", code, body)

@@ -233,6 +233,12 @@ func (s *secureCluster) authorization(t *testing.T) {
 		t.Errorf("trudy submits: %v, want PermissionDenied naming trudy", err)
 	}
 
+	// Only admins may hand leadership over.
+	_, err = s.c.APIAs(s.leader, mallory).HandOver(ctx, &nimbusv1.HandOverRequest{To: s.follower.Addr()})
+	if status.Code(err) != codes.PermissionDenied || !strings.Contains(status.Convert(err).Message(), "mallory may not hand leadership over") {
+		t.Errorf("mallory hands leadership over: %v, want PermissionDenied naming her", err)
+	}
+
 	// The owner and an admin may kill.
 	if err := sdkClient(t, alice, s.nimbuses...).KillTopology(ctx, &nimbusv1.KillTopologyRequest{Name: "alicejob", WaitSecs: &zero}); err != nil {
 		t.Errorf("alice kills alicejob: %v", err)
@@ -257,6 +263,7 @@ func (s *secureCluster) authorization(t *testing.T) {
 		"bob deactivate alicejob ok", "bob activate alicejob ok",
 		"mallory submit fakealice ok", "alice kill fakealice PermissionDenied",
 		"trudy submit - PermissionDenied", // refused before the stream's spec was read
+		"mallory handover " + s.follower.Addr() + " PermissionDenied",
 		"alice kill alicejob ok", "admin kill fakealice ok",
 	}
 	var got []string

@@ -22,7 +22,8 @@ import (
 // running the example topology: the cluster page names the same leader as
 // the cluster does, the topology page shows it ACTIVE, and Deactivate,
 // confirmed in the page's dialog, makes it INACTIVE in the page and in
-// the cluster (the follower forwards the action to the leader). The page
+// the cluster (the follower forwards the action to the leader); "Make
+// leader" on the other follower hands leadership to it. The page
 // must raise no uncaught exception and break no rule of its
 // Content-Security-Policy. On failure a full-page screenshot is kept in
 // a directory that outlives the test, and its path is logged.
@@ -112,6 +113,25 @@ func TestWebUIBrowser(t *testing.T) {
 		}
 		return nil
 	})
+
+	// Back on the cluster page, "Make leader" on the other follower,
+	// confirmed, hands leadership to it.
+	next := testcluster.Without(ps, leader, follower)[0]
+	b.do(t, "open the cluster page again", 30*time.Second, chromedp.Navigate(base+"/#/"))
+	button := fmt.Sprintf(`button.handover[data-to=%q]`, next.Addr())
+	b.do(t, "click Make leader on "+next.Name, 30*time.Second, chromedp.Click(chromedp.CSS(button)))
+	b.do(t, "the confirmation dialog", 10*time.Second, chromedp.WaitVisible(chromedp.CSS("#confirm-ok")))
+	b.do(t, "confirm", 10*time.Second, chromedp.Click(chromedp.CSS("#confirm-ok")))
+	b.waitJS(t, "the hand-over's result", 30*time.Second, `document.querySelector('#action-result')?.textContent ?? ''`,
+		func(got string) error {
+			if !strings.Contains(got, next.Addr()+" leads") {
+				return fmt.Errorf("#action-result says %q", got)
+			}
+			return nil
+		})
+	if _, now := c.WaitLeader(t, ps, 10*time.Second); now != next {
+		t.Errorf("after Make leader on %s, %s leads", next.Name, now.Name)
+	}
 
 	if msgs := b.problems(); len(msgs) > 0 {
 		t.Errorf("the page reported %d problem(s):\n%s", len(msgs), strings.Join(msgs, "\n"))

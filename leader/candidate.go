@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"path"
 	"strings"
 	"time"
 
@@ -53,7 +54,7 @@ func (e *Election) Run(ctx context.Context) error {
 // queue, queued behind its predecessor, or leading) and, when there is
 // nothing left to do, waits for a change that may give it something.
 func (c *candidate) step(ctx context.Context) {
-	queued, wake := c.e.wanted()
+	queued, h, wake := c.e.wanted()
 	state, sid, sessChanged := c.sess.State()
 	w := wakeups{ctx: ctx, wanted: wake, session: sessChanged}
 
@@ -75,19 +76,24 @@ func (c *candidate) step(ctx context.Context) {
 			return
 		}
 	}
-	// 4. Out of the queue: delete our node, if any, and wait to be queued.
+	// 4. Asked to hand over: delete our node and those we pass over.
+	if h != nil {
+		c.handOver(w, h)
+		return
+	}
+	// 5. Out of the queue: delete our node, if any, and wait to be queued.
 	if !queued {
 		c.leave(w)
 		return
 	}
-	// 5. In the queue: hold a node.
+	// 6. In the queue: hold a node.
 	if c.node == "" {
 		if err := c.join(sid); err != nil {
 			c.retry(w, "cannot join the leader queue; retrying", err)
 			return
 		}
 	}
-	// 6. Find our place: lead when first, else wait behind the node before
+	// 7. Find our place: lead when first, else wait behind the node before
 	// ours.
 	children, _, err := c.conn.Children(c.dir)
 	switch {
@@ -165,6 +171,65 @@ func (c *candidate) leave(w wakeups) {
 	}
 	c.e.log.Info("left the leader queue", "node", c.node)
 	c.setNode("", 0)
+}
+
+// handOver deletes, in one write, our node and the nodes queued between
+// it and h.next, so that h.next leads (Election.StepDown). A node that
+// vanished since h was asked for ends it as done; a next no longer queued
+// behind us fails it, deleting nothing.
+func (c *candidate) handOver(w wakeups, h *handover) {
+	if c.node != h.node {
+		c.e.finish(h, nil) // gone already, with its session or by hand
+		return
+	}
+	children, _, err := c.conn.Children(c.dir)
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		c.retry(w, "cannot list the leader queue to hand over; retrying", err)
+		return
+	}
+	order := cluster.LockOrder(children)
+	if c.position(order) < 0 {
+		c.setNode("", 0)
+		c.e.finish(h, errors.New("leader: hand over: our lock node vanished first; whoever is next leads"))
+		return
+	}
+	passed, err := c.passedOver(order, h.next)
+	if err != nil {
+		c.e.finish(h, err)
+		return
+	}
+	ops := make([]any, 0, len(passed)+1)
+	for _, p := range append(passed, c.node) {
+		ops = append(ops, &zk.DeleteRequest{Path: p, Version: cluster.AnyVersion})
+	}
+	if _, err := c.conn.Multi(ops...); err != nil {
+		if errors.Is(err, zk.ErrNoNode) {
+			c.retry(w, "the leader queue changed while handing over; looking again", err)
+			return
+		}
+		c.retry(w, "cannot delete lock nodes to hand over; retrying", err)
+		return
+	}
+	c.e.log.Info("handed leadership over", "node", path.Base(c.node), "next", h.next, "passed_over", len(passed))
+	c.setNode("", 0)
+	c.e.finish(h, nil)
+}
+
+// passedOver lists the nodes queued between ours and next (none when next
+// is ""), as paths; it fails when next is not queued behind ours, which
+// is in order.
+func (c *candidate) passedOver(order []cluster.LockEntry, next string) ([]string, error) {
+	if next == "" {
+		return nil, nil
+	}
+	var passed []string
+	for _, entry := range order[c.position(order)+1:] {
+		if entry.Name == next {
+			return passed, nil
+		}
+		passed = append(passed, c.dir+"/"+entry.Name)
+	}
+	return nil, fmt.Errorf("leader: hand over: %s is not queued behind %s", next, path.Base(c.node))
 }
 
 // join creates our lock node, on session sid, after removing any that

@@ -36,6 +36,7 @@ type Election struct {
 	queued   bool   // whether to be in the queue
 	queueGen uint64 // counts Queue calls
 	node     string // the lock node this process holds, if any
+	handover *handover // a hand-over asked for and not yet done; nil for none
 	current  *Term
 }
 
@@ -89,6 +90,71 @@ func (e *Election) Leave(ctx context.Context) error {
 	}
 }
 
+// StepDown hands leadership over on purpose, and queues this nimbus again
+// at the back. next is the lock node (its name under /leader-lock) that is
+// to lead, or "" for whoever is next in the queue. In one ZooKeeper write
+// it deletes this nimbus's lock node and every node queued between it and
+// next: those nimbuses join again behind, and next leads within one
+// ZooKeeper notification. The term, if any, ends before the write. It
+// returns once the write is done, or fails, or when ctx ends; it fails
+// when next has left the queue (nothing is deleted, and this nimbus
+// leads again if it led).
+func (e *Election) StepDown(ctx context.Context, next string) error {
+	return e.handOver(ctx, next, true)
+}
+
+// LeaveFor is StepDown for a nimbus that stops: it leaves the queue
+// instead of joining it again.
+func (e *Election) LeaveFor(ctx context.Context, next string) error {
+	return e.handOver(ctx, next, false)
+}
+
+// handover is a hand-over asked of the candidate: from node, to next.
+type handover struct {
+	node, next string
+	done       bool
+	err        error
+}
+
+func (e *Election) handOver(ctx context.Context, next string, requeue bool) error {
+	h := &handover{next: next}
+	e.update(func() {
+		h.node = e.node
+		if h.node == "" {
+			h.done = true
+			return
+		}
+		e.handover = h
+		if !requeue {
+			e.queued = false
+		}
+	})
+	for {
+		changed := e.Changed()
+		e.mu.Lock()
+		done, err := h.done, h.err
+		e.mu.Unlock()
+		if done {
+			return err
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("leader: hand over: lock node %s not yet deleted: %w", h.node, ctx.Err())
+		}
+	}
+}
+
+// finish records the end of a hand-over.
+func (e *Election) finish(h *handover, err error) {
+	e.update(func() {
+		h.done, h.err = true, err
+		if e.handover == h {
+			e.handover = nil
+		}
+	})
+}
+
 // Current returns the live term, or nil when this nimbus does not lead.
 // A term can end at any moment after it is returned: work under its
 // context, write through its Multi.
@@ -129,13 +195,14 @@ func (e *Election) update(f func()) {
 	e.changes.Notify()
 }
 
-// wanted reports whether this nimbus means to be queued, with the channel
-// that announces the next change, taken first: no change goes unseen.
-func (e *Election) wanted() (queued bool, changed <-chan struct{}) {
+// wanted reports whether this nimbus means to be queued, and the
+// hand-over asked for if any, with the channel that announces the next
+// change, taken first: no change goes unseen.
+func (e *Election) wanted() (queued bool, h *handover, changed <-chan struct{}) {
 	changed = e.Changed()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.queued, changed
+	return e.queued, e.handover, changed
 }
 
 // queueGeneration counts Queue calls, so that a gate can tell one made

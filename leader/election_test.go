@@ -27,7 +27,10 @@ type candidate struct {
 	election *leader.Election
 	net      *testcluster.Cutter
 	stop     func()
+	self     int32 // its port
 }
+
+func (c *candidate) port() int32 { return c.self }
 
 func startCandidate(t *testing.T, zkAddr string, port int32, eligible func() error) *candidate {
 	return startCandidateWithSession(t, zkAddr, port, eligible, sessionTimeout)
@@ -58,7 +61,7 @@ func startCandidateWithSession(t *testing.T, zkAddr string, port int32, eligible
 	done := make(chan struct{})
 	go func() { defer close(done); _ = e.Run(ctx) }()
 	e.Queue()
-	c := &candidate{sess: sess, election: e, net: cutter}
+	c := &candidate{sess: sess, election: e, net: cutter, self: port}
 	var once sync.Once
 	c.stop = func() {
 		once.Do(func() {
@@ -414,4 +417,113 @@ func TestDeposedLeaderIsFenced(t *testing.T) {
 	if _, err := next.election.Current().Multi(next.sess.Ops().SetStorm(id, named("v1"), cluster.AnyVersion)); err != nil {
 		t.Errorf("the next leader's write: %v", err)
 	}
+}
+
+// StepDown hands leadership to the next in the queue at once and queues
+// the leader again, behind it: still a candidate, no longer first.
+func TestStepDownHandsOverAndQueuesAgain(t *testing.T) {
+	z := testcluster.StartZooKeeper(t)
+	cs := []*candidate{startCandidate(t, z.Addr(), 1, nil), startCandidate(t, z.Addr(), 2, nil)}
+	first := waitOneLeader(t, cs, 10*time.Second)
+	term := first.election.Current()
+	if err := first.election.StepDown(t.Context(), ""); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-term.Done():
+	default:
+		t.Fatal("the term of the nimbus that stepped down had not ended when StepDown returned")
+	}
+	next := waitOneLeader(t, cs, 5*time.Second)
+	if next == first {
+		t.Fatal("the nimbus that stepped down leads again")
+	}
+	waitQueue(t, first, 2)
+	if !first.election.Queued() || first.election.IsLeader() {
+		t.Fatal("the nimbus that stepped down is not queued, or leads")
+	}
+	// And it leads again when the other goes.
+	next.stop()
+	if again := waitOneLeader(t, []*candidate{first}, 10*time.Second); again != first {
+		t.Fatal("no leader after the other left")
+	}
+}
+
+// StepDown to a node further back passes over the nodes before it: they
+// queue again behind, and the named one leads. A next that is not queued
+// fails the step-down, deletes nothing, and the leader leads again.
+func TestStepDownToANamedNodePassesOverTheOthers(t *testing.T) {
+	z := testcluster.StartZooKeeper(t)
+	cs := []*candidate{startCandidate(t, z.Addr(), 1, nil), startCandidate(t, z.Addr(), 2, nil), startCandidate(t, z.Addr(), 3, nil)}
+	first := waitOneLeader(t, cs, 10*time.Second)
+	queue := waitQueue(t, first, 3)
+	last := byPort(t, cs, queue[2].Info.GetPort())
+	passed := byPort(t, cs, queue[1].Info.GetPort())
+
+	if err := first.election.StepDown(t.Context(), "no-such-node"); err == nil {
+		t.Fatal("step-down to a node that is not queued: no error")
+	}
+	if again := waitOneLeader(t, cs, 5*time.Second); again != first {
+		t.Fatalf("after a failed step-down %d leads, want %d", again.port(), first.port())
+	}
+	if after := waitQueue(t, first, 3); after[0].Name != queue[0].Name {
+		t.Fatalf("a failed step-down changed the queue head: %s, was %s", after[0].Name, queue[0].Name)
+	}
+
+	if err := first.election.StepDown(t.Context(), queue[2].Name); err != nil {
+		t.Fatal(err)
+	}
+	if got := waitOneLeader(t, cs, 5*time.Second); got != last {
+		t.Fatalf("%d leads, want %d (the one named)", got.port(), last.port())
+	}
+	after := waitQueue(t, first, 3)
+	if after[0].Name != queue[2].Name {
+		t.Fatalf("queue head %s, want %s", after[0].Name, queue[2].Name)
+	}
+	for _, c := range []*candidate{first, passed} {
+		if !c.election.Queued() {
+			t.Errorf("%d is no longer queued", c.port())
+		}
+	}
+}
+
+// waitQueue waits until n lock nodes are queued, each with its payload, and
+// returns them in order.
+func waitQueue(t *testing.T, c *candidate, n int) []cluster.LockEntry {
+	t.Helper()
+	var q []cluster.LockEntry
+	testcluster.WaitFor(t, 5*time.Second, fmt.Sprintf("%d nimbuses queued", n), func() error {
+		conn, dir := c.sess.Conn(), c.sess.Paths().LeaderLock()
+		children, _, err := conn.Children(dir)
+		if err != nil {
+			return err
+		}
+		q = cluster.LockOrder(children)
+		for i := range q {
+			data, _, err := conn.Get(dir + "/" + q[i].Name)
+			if err != nil {
+				return err
+			}
+			q[i].Info = new(clusterv1.NimbusInfo)
+			if err := cluster.Decode(q[i].Name, data, q[i].Info); err != nil {
+				return err
+			}
+		}
+		if len(q) != n {
+			return fmt.Errorf("%d queued", len(q))
+		}
+		return nil
+	})
+	return q
+}
+
+func byPort(t *testing.T, cs []*candidate, port int32) *candidate {
+	t.Helper()
+	for _, c := range cs {
+		if c.port() == port {
+			return c
+		}
+	}
+	t.Fatalf("no candidate on port %d", port)
+	return nil
 }

@@ -174,9 +174,11 @@ func (e *Election) eligible(epoch int64) bool {
 // holdTerm waits until term t, on session sid, must end, and says why.
 func (e *Election) holdTerm(ctx context.Context, t *Term, sid int64, ownWatch <-chan zk.Event) (string, <-chan zk.Event) {
 	for {
-		queued, wake := e.wanted()
+		queued, h, wake := e.wanted()
 		state, id, sessChanged := e.cfg.Session.State()
 		switch {
+		case h != nil && h.node == t.node:
+			return "handing over", ownWatch
 		case !queued:
 			return "left the queue", ownWatch
 		case state != zk.StateHasSession:

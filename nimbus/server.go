@@ -382,9 +382,10 @@ func (s *Server) serveGRPC() {
 }
 
 // joinElection runs the election and the syncer, which queues this nimbus
-// once it holds all code. Its stop leaves the queue first of all: the lock
-// node is deleted, so a follower leads within a ZooKeeper notification
-// instead of a session timeout.
+// once it holds all code. Its stop leaves the queue first of all, handing
+// leadership to the next nimbus that holds all code (service.leaveFor), so
+// a follower leads within a ZooKeeper notification instead of a session
+// timeout.
 func (s *Server) joinElection(ctx context.Context) {
 	syncCtx, stopSync := context.WithCancel(ctx)
 	s.lc.Go(func() { _ = s.syncer.Run(syncCtx) })
@@ -393,7 +394,7 @@ func (s *Server) joinElection(ctx context.Context) {
 		stopSync() // or it would queue this nimbus again
 		leaveCtx, cancel := context.WithTimeout(context.Background(), s.cfg.ZKSessionTimeout)
 		defer cancel()
-		if err := s.election.Leave(leaveCtx); err != nil {
+		if err := s.svc.leaveFor(leaveCtx); err != nil {
 			s.log.Warn("could not leave the leader queue; the session timeout hands over", "err", err)
 		}
 	})
@@ -427,8 +428,9 @@ func (s *Server) ReadyNotify() <-chan struct{} { return s.lc.Ready() }
 func (s *Server) Err() <-chan error { return s.lc.Err() }
 
 // Close stops the nimbus in an order that hands leadership over at once:
-// it leaves the leader queue first (deleting its lock node, so a follower
-// leads within a ZooKeeper notification), then drains in-flight RPCs for
+// it leaves the leader queue first (deleting its lock node, and those of
+// nimbuses before the next that holds all code, so that one leads within a
+// ZooKeeper notification), then drains in-flight RPCs for
 // up to nimbus.drain.timeout.secs, then ends its loops, closes the code
 // distributor and ends the session, which deregisters it. It is idempotent
 // and safe after a failed Start.

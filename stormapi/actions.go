@@ -123,8 +123,8 @@ func positive(field string, v json.Number) (int32, error) {
 // leader, as the caller, and answers Storm's {topologyOperation,
 // topologyId, status}.
 func (a *API) act(r *request, op string, do func(ctx context.Context, name string) error) ([]byte, error) {
-	if !a.cfg.ActionsEnabled {
-		return nil, fmt.Errorf("%w: %s: ui.actions.enabled is false on this nimbus", apierr.ErrPermissionDenied, op)
+	if err := a.actionsEnabled(op); err != nil {
+		return nil, err
 	}
 	s, err := a.snapshot(r)
 	if err != nil {
@@ -135,16 +135,63 @@ func (a *API) act(r *request, op string, do func(ctx context.Context, name strin
 	if !ok || t.GetName() == "" {
 		return nil, fmt.Errorf("%w: no topology has id %s", apierr.ErrNotFound, quoted(id))
 	}
-	if r.state.Leader == "" {
-		return nil, fmt.Errorf("%w: cannot %s %s now; see leadershipBlockedBy", apierr.ErrNoLeader, op, t.GetName())
-	}
-	ctx, cancel := context.WithTimeout(auth.Forward(r.ctx), a.cfg.ActionTimeout)
-	defer cancel()
-	if err := do(ctx, t.GetName()); err != nil {
-		if errors.Is(err, client.ErrNoLeader) {
-			err = fmt.Errorf("%w: %w", apierr.ErrNoLeader, err)
-		}
+	if err := a.atLeader(r, op+" "+t.GetName(), func(ctx context.Context) error { return do(ctx, t.GetName()) }); err != nil {
 		return nil, err
 	}
 	return json.Marshal(map[string]string{"topologyOperation": op, "topologyId": id, "status": "success"})
+}
+
+// handOver hands leadership to the nimbus the query's to names (host:port),
+// or to the next one that holds all code when it names none: POST
+// /api/v1/nimbus/handover[?to=HOST:PORT], a Nimbus-HA endpoint. It answers
+// {nimbusOperation, from, fromEpoch, to, toEpoch, leaderlessMs, status}.
+func (a *API) handOver(r *request) ([]byte, error) {
+	const op = "handover"
+	if err := a.actionsEnabled(op); err != nil {
+		return nil, err
+	}
+	req := &nimbusv1.HandOverRequest{To: r.URL.Query().Get("to")}
+	if err := validate.HandOver(req); err != nil {
+		return nil, err
+	}
+	var resp *nimbusv1.HandOverResponse
+	err := a.atLeader(r, "hand leadership over", func(ctx context.Context) (err error) {
+		resp, err = a.cfg.Actions.HandOver(ctx, req.GetTo())
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(struct {
+		Op           string `json:"nimbusOperation"`
+		From         string `json:"from"`
+		FromEpoch    int64  `json:"fromEpoch"`
+		To           string `json:"to"`
+		ToEpoch      int64  `json:"toEpoch"`
+		LeaderlessMs int64  `json:"leaderlessMs"`
+		Status       string `json:"status"`
+	}{op, resp.GetFrom(), resp.GetFromEpoch(), resp.GetTo(), resp.GetToEpoch(), resp.GetLeaderlessMs(), "success"})
+}
+
+// actionsEnabled refuses every action when ui.actions.enabled is false.
+func (a *API) actionsEnabled(op string) error {
+	if !a.cfg.ActionsEnabled {
+		return fmt.Errorf("%w: %s: ui.actions.enabled is false on this nimbus", apierr.ErrPermissionDenied, op)
+	}
+	return nil
+}
+
+// atLeader runs do at the leader, as the caller, within the action
+// timeout; what is the action, for the error when there is no leader.
+func (a *API) atLeader(r *request, what string, do func(ctx context.Context) error) error {
+	if r.state.Leader == "" {
+		return fmt.Errorf("%w: cannot %s now; see leadershipBlockedBy", apierr.ErrNoLeader, what)
+	}
+	ctx, cancel := context.WithTimeout(auth.Forward(r.ctx), a.cfg.ActionTimeout)
+	defer cancel()
+	err := do(ctx)
+	if errors.Is(err, client.ErrNoLeader) {
+		err = fmt.Errorf("%w: %w", apierr.ErrNoLeader, err)
+	}
+	return err
 }

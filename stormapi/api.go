@@ -36,6 +36,7 @@ type Actor interface {
 	DeactivateTopology(ctx context.Context, name string) error
 	KillTopology(ctx context.Context, req *nimbusv1.KillTopologyRequest) error
 	RebalanceTopology(ctx context.Context, req *nimbusv1.RebalanceTopologyRequest) error
+	HandOver(ctx context.Context, to string) (*nimbusv1.HandOverResponse, error)
 }
 
 // State is what the answering nimbus knows now of leadership and of how
@@ -139,6 +140,7 @@ func (a *API) routes() {
 		"/api/v1/topology/{id}/deactivate":            post("DeactivateTopology", a.deactivate),
 		"/api/v1/topology/{id}/rebalance/{wait}":      post("RebalanceTopology", a.rebalance),
 		"/api/v1/topology/{id}/kill/{wait}":           post("KillTopology", a.kill),
+		"/api/v1/nimbus/handover":                     post("HandOver", a.handOver),
 	} {
 		a.mux.Handle(pattern, a.counted.observe(pattern, a.serve(r)))
 	}

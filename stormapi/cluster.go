@@ -5,6 +5,7 @@ import (
 	"net"
 	"strconv"
 
+	"github.com/nimbusha/nimbus/auth"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 	"github.com/nimbusha/nimbus/validate"
 )
@@ -78,7 +79,10 @@ func (a *API) clusterSummary(r *request) ([]byte, error) {
 	if r.user != "" {
 		user, _ = jsonObject("user", r.user)
 	}
-	return join(body, user), nil
+	// Whether this caller may hand leadership over: the UI offers it to
+	// admins only (the leader decides either way).
+	mayHandOver, _ := jsonObject("userMayHandOver", a.cfg.Authz.Check(r.ctx, auth.ActionHandOver, auth.Target{}) == nil)
+	return join(join(body, user), mayHandOver), nil
 }
 
 // nimbusJSON is one nimbus of GET /nimbus/summary.

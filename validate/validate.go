@@ -3,6 +3,7 @@ package validate
 import (
 	"fmt"
 	"maps"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -248,6 +249,29 @@ func Forget(req *nimbusv1.ForgetTopologyRequest) error {
 	}
 	if !utf8.ValidString(r) || strings.ContainsFunc(r, unicode.IsControl) {
 		return Invalid("reason", "must be printable UTF-8 on one line")
+	}
+	return nil
+}
+
+// maxHostLen bounds a host name (RFC 1035: 253 characters).
+const maxHostLen = 253
+
+// HandOver checks a HandOver request: to is empty (the next eligible
+// nimbus) or a nimbus's address, host:port with a port in 1-65535.
+func HandOver(req *nimbusv1.HandOverRequest) error {
+	to := req.GetTo()
+	if to == "" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(to)
+	if err != nil {
+		return Invalid("to", "must be host:port, got %s", showValue(to))
+	}
+	if host == "" || len(host) > maxHostLen || strings.ContainsFunc(host, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
+		return Invalid("to", "has no valid host: %s", showValue(to))
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		return Invalid("to", "has port %s; want 1-65535", showValue(port))
 	}
 	return nil
 }

@@ -285,6 +285,16 @@ func TestValidateRequests(t *testing.T) {
 		{"cluster info, empty supervisor", &nimbusv1.GetClusterInfoRequest{Supervisors: []string{""}}, "supervisors[0]"},
 		{"cluster info, supervisor with a space", &nimbusv1.GetClusterInfoRequest{Supervisors: []string{"a b"}}, "supervisors[0]"},
 		{"cluster info, too many topologies", &nimbusv1.GetClusterInfoRequest{Topologies: slices.Repeat([]string{"wc"}, 1001)}, "topologies"},
+		{"handover to the next", &nimbusv1.HandOverRequest{}, ""},
+		{"handover to a named nimbus", &nimbusv1.HandOverRequest{To: "nimbus-2.example.com:6627"}, ""},
+		{"handover to an IPv6 nimbus", &nimbusv1.HandOverRequest{To: "[::1]:6627"}, ""},
+		{"handover without a port", &nimbusv1.HandOverRequest{To: "nimbus-2"}, "to"},
+		{"handover without a host", &nimbusv1.HandOverRequest{To: ":6627"}, "to"},
+		{"handover to port 0", &nimbusv1.HandOverRequest{To: "n:0"}, "to"},
+		{"handover to port 65536", &nimbusv1.HandOverRequest{To: "n:65536"}, "to"},
+		{"handover to a named port", &nimbusv1.HandOverRequest{To: "n:http"}, "to"},
+		{"handover to a host with a space", &nimbusv1.HandOverRequest{To: "a b:1"}, "to"},
+		{"handover to a host too long", &nimbusv1.HandOverRequest{To: strings.Repeat("h", 254) + ":1"}, "to"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var err error
@@ -295,6 +305,8 @@ func TestValidateRequests(t *testing.T) {
 				err = Rebalance(req)
 			case *nimbusv1.GetClusterInfoRequest:
 				err = GetClusterInfo(req)
+			case *nimbusv1.HandOverRequest:
+				err = HandOver(req)
 			default:
 				t.Fatalf("unexpected request %T", req)
 			}

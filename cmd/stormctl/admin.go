@@ -10,7 +10,7 @@ import (
 )
 
 func newAdminCommand(g *globals) *cobra.Command {
-	return commandGroup("admin", "Repairs for nimbus.admins that work without a leader", newForgetCommand(g))
+	return commandGroup("admin", "Operations for nimbus.admins: repairs, leadership", newForgetCommand(g), newHandOverCommand(g))
 }
 
 // newForgetCommand is admin forget: remove a topology marked LOST, through
@@ -44,5 +44,39 @@ func newForgetCommand(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why, for the audit log")
+	return cmd
+}
+
+// newHandOverCommand is admin handover: move leadership on purpose, say to
+// the first nimbus upgraded before the others restart.
+func newHandOverCommand(g *globals) *cobra.Command {
+	var to string
+	cmd := &cobra.Command{
+		Use:   "handover [--to HOST:PORT]",
+		Short: "Hand leadership to the named nimbus, or to the next one that holds every live topology's code",
+		Long: "Hand leadership over on purpose: to the nimbus at --to, or to the next one queued that holds the code of every live topology. " +
+			"It is refused, saying why, for a nimbus that is unknown, not registered, not queued or missing code. " +
+			"It returns once the new leader acts, and says how long the cluster had no leader. Audited on the leader.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.withClient(cmd.Context(), func(ctx context.Context, c *client.Client) error {
+				resp, err := c.HandOver(ctx, to)
+				if err != nil {
+					return &opError{op: "admin handover", err: err}
+				}
+				if g.output == "json" {
+					return writeJSON(g.stdout, resp)
+				}
+				if resp.GetFrom() == resp.GetTo() {
+					_, err = fmt.Fprintf(g.stdout, "%s leads already (epoch %d); nothing to do\n", resp.GetTo(), resp.GetToEpoch())
+					return err
+				}
+				_, err = fmt.Fprintf(g.stdout, "handed leadership from %s (epoch %d) to %s (epoch %d); %d ms without a leader\n",
+					resp.GetFrom(), resp.GetFromEpoch(), resp.GetTo(), resp.GetToEpoch(), resp.GetLeaderlessMs())
+				return err
+			})
+		},
+	}
+	cmd.Flags().StringVar(&to, "to", "", "HOST:PORT of the nimbus to lead (default: the next one that holds all code)")
 	return cmd
 }

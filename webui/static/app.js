@@ -10,7 +10,7 @@
 // relies on: #nimbuses (rows' status cell: td.status), a.topology-link,
 // #topology-status, #action-activate, #action-deactivate, #action-rebalance,
 // #action-kill, #confirm, #confirm-ok, #confirm-cancel, #action-result,
-// #freshness, #no-leader.
+// #freshness, #no-leader, button.handover (data-to: the nimbus's host:port).
 'use strict';
 
 (() => {
@@ -27,7 +27,8 @@
     lastOk: 0, // Date.now() of the last successful refresh
     cacheAgeMs: null,
     lastError: '',
-    pending: null, // the action the confirmation dialog is about
+    pending: null, // the action the confirmation dialog is about: {label, danger, send, describe, generation}
+    result: null, // the last action's outcome on this route: {ok, msg}
   };
 
   // ---- DOM helpers ----------------------------------------------------
@@ -184,6 +185,7 @@
     state.route = parseRoute();
     state.generation++;
     state.pending = null;
+    state.result = null;
     const dialog = $('#confirm');
     if (dialog.open) dialog.close();
     renderCrumbs();
@@ -309,6 +311,10 @@
       { title: 'Version', cell: (n) => n.version },
       { title: 'Uptime', cell: (n) => uptime(n.nimbusUpTime, n.nimbusUpTimeSeconds) },
     ];
+    // Admins may hand leadership to a follower that holds all code.
+    if (c.uiActionsEnabled !== false && c.userMayHandOver === true) {
+      nimbusCols.push({ title: 'Leadership', cell: handOverButton });
+    }
     const supervisorCols = [
       { title: 'Id', cell: (s) => link(supervisorHref(s.id), text(s.id), 'supervisor-link'), cls: 'mono' },
       { title: 'Host', cell: (s) => s.host },
@@ -344,11 +350,38 @@
         stat('Tasks', c.tasksTotal),
         stat('You', c.user)),
       el('h2', null, 'Nimbuses'),
+      resultLine(),
       table('nimbuses', nimbusCols, nimbuses.nimbuses, 'no nimbus reports'),
       el('h2', null, 'Supervisors'),
       table('supervisors', supervisorCols, supervisors.supervisors, 'no supervisors'),
       el('h2', null, 'Topologies'),
       table('topologies', topologyCols, topologies.topologies, 'no topologies'));
+  }
+
+  // handOverButton is a follower's "Make leader" button, or a dash.
+  function handOverButton(n) {
+    if (n.status !== 'Not a Leader' || !n.eligible) return DASH; // Storm's word for a follower
+    const to = hostPort(n.host, n.port);
+    const button = el('button', { type: 'button', class: 'handover', 'data-to': to }, 'Make leader');
+    button.addEventListener('click', () => askFirst({
+      label: 'Make leader',
+      title: 'Hand leadership to ' + to + '?',
+      explain: `The leader steps down and ${to} leads within milliseconds; nimbuses queued before it queue again behind. Requests in flight are retried by the clients. The topologies keep running.`,
+      send: () => post('nimbus/handover?to=' + encodeURIComponent(to)),
+      describe: (b) => `${text(b.to)} leads (epoch ${text(b.toEpoch)}); ${text(b.leaderlessMs)} ms without a leader`,
+    }));
+    return button;
+  }
+
+  // resultLine is where an action's outcome is shown, kept across refreshes.
+  function resultLine() {
+    const r = el('div', { id: 'action-result', role: 'status', 'aria-live': 'polite' });
+    if (state.result) {
+      r.textContent = state.result.msg;
+      r.classList.toggle('ok', state.result.ok === true);
+      r.classList.toggle('failed', state.result.ok === false);
+    }
+    return r;
   }
 
   // ---- the topology page ----------------------------------------------
@@ -394,7 +427,7 @@
   function actionBar() {
     const groups = Object.entries(ACTIONS).map(([name, a]) => {
       const button = el('button', { type: 'button', id: 'action-' + name, class: a.danger ? 'danger' : null }, a.label);
-      button.addEventListener('click', () => confirmAction(name));
+      button.addEventListener('click', () => confirmTopologyAction(name));
       if (!a.wait) return el('span', { class: 'action-group' }, button);
       const input = el('input', { type: 'number', id: a.wait, min: 0, step: 1, value: 30, inputmode: 'numeric' });
       return el('span', { class: 'action-group' }, button, el('label', { for: a.wait }, 'wait', input, 's'));
@@ -412,7 +445,7 @@
         el('h1', { id: 'topology-title' }),
         el('div', { id: 'topology-head' }),
         actionBar(),
-        el('div', { id: 'action-result', role: 'status', 'aria-live': 'polite' }),
+        resultLine(),
         el('div', { id: 'topology-data' }));
       app.dataset.generation = gen;
     }
@@ -453,8 +486,9 @@
       ], confRows, 'no configuration'));
   }
 
-  // confirmAction opens the dialog for an action on the current topology.
-  function confirmAction(name) {
+  // confirmTopologyAction opens the dialog for an action on the current
+  // topology.
+  function confirmTopologyAction(name) {
     const a = ACTIONS[name];
     const topo = state.topology;
     if (!a || !topo) return;
@@ -469,9 +503,23 @@
       wait = Number(raw);
       path += '/' + wait;
     }
-    state.pending = { name, path, topologyId: topo.id, generation: state.generation };
-    $('#confirm-title').textContent = a.label + ' ' + topo.name + '?';
-    $('#confirm-text').textContent = a.explain(topo.name, wait);
+    const id = topo.id;
+    askFirst({
+      label: a.label,
+      title: a.label + ' ' + topo.name + '?',
+      explain: a.explain(topo.name, wait),
+      danger: a.danger,
+      send: () => post('topology/' + encodeURIComponent(id) + '/' + path),
+      describe: (b) => text(b.status || 'done') + (b.topologyOperation ? ' (' + b.topologyOperation + ')' : ''),
+    });
+  }
+
+  // askFirst opens the dialog for action a: {label, title, explain, danger,
+  // send, describe}; OK runs it (runPending).
+  function askFirst(a) {
+    state.pending = { ...a, generation: state.generation };
+    $('#confirm-title').textContent = a.title;
+    $('#confirm-text').textContent = a.explain;
     $('#confirm-ok').textContent = a.label;
     $('#confirm-ok').classList.toggle('danger', !!a.danger);
     $('#confirm').showModal();
@@ -482,20 +530,20 @@
     state.pending = null;
     $('#confirm').close();
     if (!p || p.generation !== state.generation) return;
-    const label = ACTIONS[p.name].label;
-    showResult(null, label + ': sending…');
+    showResult(null, p.label + ': sending…');
     try {
-      const body = await post('topology/' + encodeURIComponent(p.topologyId) + '/' + p.path);
+      const body = await p.send();
       if (p.generation !== state.generation) return;
-      showResult(true, label + ': ' + text(body.status || 'done') + (body.topologyOperation ? ' (' + body.topologyOperation + ')' : ''));
+      showResult(true, p.label + ': ' + p.describe(body));
     } catch (err) {
       if (p.generation !== state.generation) return;
-      showResult(false, label + ' failed: ' + err.message + (err.status ? ' (HTTP ' + err.status + ')' : ''));
+      showResult(false, p.label + ' failed: ' + err.message + (err.status ? ' (HTTP ' + err.status + ')' : ''));
     }
     refresh();
   }
 
   function showResult(ok, msg) {
+    state.result = { ok, msg };
     const r = $('#action-result');
     if (!r) return;
     r.textContent = msg;

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -103,11 +104,11 @@ func (c *Cluster) WaitQueued(t testing.TB, n int, timeout time.Duration) {
 // queueSessionTimeout is the session timeout of WaitQueued's client.
 const queueSessionTimeout = 5 * time.Second
 
-// Without returns ps without drop, in the same order.
-func Without(ps []*Process, drop *Process) []*Process {
+// Without returns ps without those in drop, in the same order.
+func Without(ps []*Process, drop ...*Process) []*Process {
 	var out []*Process
 	for _, p := range ps {
-		if p != drop {
+		if !slices.Contains(drop, p) {
 			out = append(out, p)
 		}
 	}

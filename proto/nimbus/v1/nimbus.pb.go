@@ -676,6 +676,133 @@ func (x *ForgetTopologyResponse) GetFenced() bool {
 	return false
 }
 
+// HandOverRequest names the nimbus to lead next.
+type HandOverRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// host:port of a registered nimbus; empty: the next in the queue that
+	// holds every live topology's code.
+	To            string `protobuf:"bytes,1,opt,name=to,proto3" json:"to,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HandOverRequest) Reset() {
+	*x = HandOverRequest{}
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HandOverRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HandOverRequest) ProtoMessage() {}
+
+func (x *HandOverRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HandOverRequest.ProtoReflect.Descriptor instead.
+func (*HandOverRequest) Descriptor() ([]byte, []int) {
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *HandOverRequest) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+// HandOverResponse says who led, who leads now, and how long the cluster
+// was without a leader as the answering nimbus saw it.
+type HandOverResponse struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	From      string                 `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"` // host:port
+	FromEpoch int64                  `protobuf:"varint,2,opt,name=from_epoch,json=fromEpoch,proto3" json:"from_epoch,omitempty"`
+	To        string                 `protobuf:"bytes,3,opt,name=to,proto3" json:"to,omitempty"` // host:port of the leader at the answer
+	ToEpoch   int64                  `protobuf:"varint,4,opt,name=to_epoch,json=toEpoch,proto3" json:"to_epoch,omitempty"`
+	// From the old leader's lock node deleted to the new leader heading the
+	// queue in the answering nimbus's cache.
+	LeaderlessMs  int64 `protobuf:"varint,5,opt,name=leaderless_ms,json=leaderlessMs,proto3" json:"leaderless_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HandOverResponse) Reset() {
+	*x = HandOverResponse{}
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HandOverResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HandOverResponse) ProtoMessage() {}
+
+func (x *HandOverResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HandOverResponse.ProtoReflect.Descriptor instead.
+func (*HandOverResponse) Descriptor() ([]byte, []int) {
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *HandOverResponse) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *HandOverResponse) GetFromEpoch() int64 {
+	if x != nil {
+		return x.FromEpoch
+	}
+	return 0
+}
+
+func (x *HandOverResponse) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+func (x *HandOverResponse) GetToEpoch() int64 {
+	if x != nil {
+		return x.ToEpoch
+	}
+	return 0
+}
+
+func (x *HandOverResponse) GetLeaderlessMs() int64 {
+	if x != nil {
+		return x.LeaderlessMs
+	}
+	return 0
+}
+
 // KillTopologyResponse is empty.
 type KillTopologyResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -685,7 +812,7 @@ type KillTopologyResponse struct {
 
 func (x *KillTopologyResponse) Reset() {
 	*x = KillTopologyResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[8]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -697,7 +824,7 @@ func (x *KillTopologyResponse) String() string {
 func (*KillTopologyResponse) ProtoMessage() {}
 
 func (x *KillTopologyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[8]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -710,7 +837,7 @@ func (x *KillTopologyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillTopologyResponse.ProtoReflect.Descriptor instead.
 func (*KillTopologyResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{8}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{10}
 }
 
 // ActivateTopologyRequest activates a topology by name.
@@ -723,7 +850,7 @@ type ActivateTopologyRequest struct {
 
 func (x *ActivateTopologyRequest) Reset() {
 	*x = ActivateTopologyRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[9]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -735,7 +862,7 @@ func (x *ActivateTopologyRequest) String() string {
 func (*ActivateTopologyRequest) ProtoMessage() {}
 
 func (x *ActivateTopologyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[9]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -748,7 +875,7 @@ func (x *ActivateTopologyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateTopologyRequest.ProtoReflect.Descriptor instead.
 func (*ActivateTopologyRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{9}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ActivateTopologyRequest) GetName() string {
@@ -767,7 +894,7 @@ type ActivateTopologyResponse struct {
 
 func (x *ActivateTopologyResponse) Reset() {
 	*x = ActivateTopologyResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[10]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -779,7 +906,7 @@ func (x *ActivateTopologyResponse) String() string {
 func (*ActivateTopologyResponse) ProtoMessage() {}
 
 func (x *ActivateTopologyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[10]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -792,7 +919,7 @@ func (x *ActivateTopologyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateTopologyResponse.ProtoReflect.Descriptor instead.
 func (*ActivateTopologyResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{10}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{12}
 }
 
 // DeactivateTopologyRequest deactivates a topology by name.
@@ -805,7 +932,7 @@ type DeactivateTopologyRequest struct {
 
 func (x *DeactivateTopologyRequest) Reset() {
 	*x = DeactivateTopologyRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[11]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -817,7 +944,7 @@ func (x *DeactivateTopologyRequest) String() string {
 func (*DeactivateTopologyRequest) ProtoMessage() {}
 
 func (x *DeactivateTopologyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[11]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -830,7 +957,7 @@ func (x *DeactivateTopologyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeactivateTopologyRequest.ProtoReflect.Descriptor instead.
 func (*DeactivateTopologyRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{11}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DeactivateTopologyRequest) GetName() string {
@@ -849,7 +976,7 @@ type DeactivateTopologyResponse struct {
 
 func (x *DeactivateTopologyResponse) Reset() {
 	*x = DeactivateTopologyResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[12]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -861,7 +988,7 @@ func (x *DeactivateTopologyResponse) String() string {
 func (*DeactivateTopologyResponse) ProtoMessage() {}
 
 func (x *DeactivateTopologyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[12]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -874,7 +1001,7 @@ func (x *DeactivateTopologyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeactivateTopologyResponse.ProtoReflect.Descriptor instead.
 func (*DeactivateTopologyResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{12}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{14}
 }
 
 // RebalanceTopologyRequest rebalances a topology by name.
@@ -894,7 +1021,7 @@ type RebalanceTopologyRequest struct {
 
 func (x *RebalanceTopologyRequest) Reset() {
 	*x = RebalanceTopologyRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[13]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -906,7 +1033,7 @@ func (x *RebalanceTopologyRequest) String() string {
 func (*RebalanceTopologyRequest) ProtoMessage() {}
 
 func (x *RebalanceTopologyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[13]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -919,7 +1046,7 @@ func (x *RebalanceTopologyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceTopologyRequest.ProtoReflect.Descriptor instead.
 func (*RebalanceTopologyRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{13}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RebalanceTopologyRequest) GetName() string {
@@ -959,7 +1086,7 @@ type RebalanceTopologyResponse struct {
 
 func (x *RebalanceTopologyResponse) Reset() {
 	*x = RebalanceTopologyResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[14]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -971,7 +1098,7 @@ func (x *RebalanceTopologyResponse) String() string {
 func (*RebalanceTopologyResponse) ProtoMessage() {}
 
 func (x *RebalanceTopologyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[14]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -984,7 +1111,7 @@ func (x *RebalanceTopologyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceTopologyResponse.ProtoReflect.Descriptor instead.
 func (*RebalanceTopologyResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{14}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{16}
 }
 
 // GetClusterInfoRequest asks for the cluster summary, or for part of it.
@@ -1027,7 +1154,7 @@ type GetClusterInfoRequest struct {
 
 func (x *GetClusterInfoRequest) Reset() {
 	*x = GetClusterInfoRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[15]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1039,7 +1166,7 @@ func (x *GetClusterInfoRequest) String() string {
 func (*GetClusterInfoRequest) ProtoMessage() {}
 
 func (x *GetClusterInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[15]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1052,7 +1179,7 @@ func (x *GetClusterInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterInfoRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{15}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetClusterInfoRequest) GetLinearizable() bool {
@@ -1125,7 +1252,7 @@ type GetClusterInfoResponse struct {
 
 func (x *GetClusterInfoResponse) Reset() {
 	*x = GetClusterInfoResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[16]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1137,7 +1264,7 @@ func (x *GetClusterInfoResponse) String() string {
 func (*GetClusterInfoResponse) ProtoMessage() {}
 
 func (x *GetClusterInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[16]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1150,7 +1277,7 @@ func (x *GetClusterInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetClusterInfoResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{16}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetClusterInfoResponse) GetCluster() *ClusterSummary {
@@ -1176,7 +1303,7 @@ type GetLeaderRequest struct {
 
 func (x *GetLeaderRequest) Reset() {
 	*x = GetLeaderRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[17]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1188,7 +1315,7 @@ func (x *GetLeaderRequest) String() string {
 func (*GetLeaderRequest) ProtoMessage() {}
 
 func (x *GetLeaderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[17]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1201,7 +1328,7 @@ func (x *GetLeaderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLeaderRequest.ProtoReflect.Descriptor instead.
 func (*GetLeaderRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{17}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{19}
 }
 
 // GetLeaderResponse carries the leader's summary.
@@ -1214,7 +1341,7 @@ type GetLeaderResponse struct {
 
 func (x *GetLeaderResponse) Reset() {
 	*x = GetLeaderResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[18]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1226,7 +1353,7 @@ func (x *GetLeaderResponse) String() string {
 func (*GetLeaderResponse) ProtoMessage() {}
 
 func (x *GetLeaderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[18]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1239,7 +1366,7 @@ func (x *GetLeaderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLeaderResponse.ProtoReflect.Descriptor instead.
 func (*GetLeaderResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{18}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetLeaderResponse) GetLeader() *NimbusSummary {
@@ -1265,7 +1392,7 @@ type GetTopologyInfoRequest struct {
 
 func (x *GetTopologyInfoRequest) Reset() {
 	*x = GetTopologyInfoRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[19]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1277,7 +1404,7 @@ func (x *GetTopologyInfoRequest) String() string {
 func (*GetTopologyInfoRequest) ProtoMessage() {}
 
 func (x *GetTopologyInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[19]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1290,7 +1417,7 @@ func (x *GetTopologyInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTopologyInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetTopologyInfoRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{19}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetTopologyInfoRequest) GetName() string {
@@ -1340,7 +1467,7 @@ type GetTopologyInfoResponse struct {
 
 func (x *GetTopologyInfoResponse) Reset() {
 	*x = GetTopologyInfoResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[20]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1352,7 +1479,7 @@ func (x *GetTopologyInfoResponse) String() string {
 func (*GetTopologyInfoResponse) ProtoMessage() {}
 
 func (x *GetTopologyInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[20]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1365,7 +1492,7 @@ func (x *GetTopologyInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTopologyInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetTopologyInfoResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{20}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetTopologyInfoResponse) GetTopology() *TopologySummary {
@@ -1434,7 +1561,7 @@ type GetTopologyConfRequest struct {
 
 func (x *GetTopologyConfRequest) Reset() {
 	*x = GetTopologyConfRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[21]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1446,7 +1573,7 @@ func (x *GetTopologyConfRequest) String() string {
 func (*GetTopologyConfRequest) ProtoMessage() {}
 
 func (x *GetTopologyConfRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[21]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1459,7 +1586,7 @@ func (x *GetTopologyConfRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTopologyConfRequest.ProtoReflect.Descriptor instead.
 func (*GetTopologyConfRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{21}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetTopologyConfRequest) GetName() string {
@@ -1480,7 +1607,7 @@ type GetTopologyConfResponse struct {
 
 func (x *GetTopologyConfResponse) Reset() {
 	*x = GetTopologyConfResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[22]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1492,7 +1619,7 @@ func (x *GetTopologyConfResponse) String() string {
 func (*GetTopologyConfResponse) ProtoMessage() {}
 
 func (x *GetTopologyConfResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[22]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1505,7 +1632,7 @@ func (x *GetTopologyConfResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTopologyConfResponse.ProtoReflect.Descriptor instead.
 func (*GetTopologyConfResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{22}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetTopologyConfResponse) GetTopologyId() string {
@@ -1531,7 +1658,7 @@ type GetNimbusConfigRequest struct {
 
 func (x *GetNimbusConfigRequest) Reset() {
 	*x = GetNimbusConfigRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[23]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1543,7 +1670,7 @@ func (x *GetNimbusConfigRequest) String() string {
 func (*GetNimbusConfigRequest) ProtoMessage() {}
 
 func (x *GetNimbusConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[23]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1556,7 +1683,7 @@ func (x *GetNimbusConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNimbusConfigRequest.ProtoReflect.Descriptor instead.
 func (*GetNimbusConfigRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{23}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{25}
 }
 
 // GetNimbusConfigResponse is a nimbus's effective configuration, sorted
@@ -1572,7 +1699,7 @@ type GetNimbusConfigResponse struct {
 
 func (x *GetNimbusConfigResponse) Reset() {
 	*x = GetNimbusConfigResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[24]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1584,7 +1711,7 @@ func (x *GetNimbusConfigResponse) String() string {
 func (*GetNimbusConfigResponse) ProtoMessage() {}
 
 func (x *GetNimbusConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[24]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1597,7 +1724,7 @@ func (x *GetNimbusConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNimbusConfigResponse.ProtoReflect.Descriptor instead.
 func (*GetNimbusConfigResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{24}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetNimbusConfigResponse) GetNimbus() string {
@@ -1635,7 +1762,7 @@ type ConfEntry struct {
 
 func (x *ConfEntry) Reset() {
 	*x = ConfEntry{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[25]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1647,7 +1774,7 @@ func (x *ConfEntry) String() string {
 func (*ConfEntry) ProtoMessage() {}
 
 func (x *ConfEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[25]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1660,7 +1787,7 @@ func (x *ConfEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfEntry.ProtoReflect.Descriptor instead.
 func (*ConfEntry) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{25}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ConfEntry) GetKey() string {
@@ -1713,7 +1840,7 @@ type NimbusSummary struct {
 
 func (x *NimbusSummary) Reset() {
 	*x = NimbusSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[26]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1725,7 +1852,7 @@ func (x *NimbusSummary) String() string {
 func (*NimbusSummary) ProtoMessage() {}
 
 func (x *NimbusSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[26]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1738,7 +1865,7 @@ func (x *NimbusSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NimbusSummary.ProtoReflect.Descriptor instead.
 func (*NimbusSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{26}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *NimbusSummary) GetHost() string {
@@ -1815,7 +1942,7 @@ type SupervisorSummary struct {
 
 func (x *SupervisorSummary) Reset() {
 	*x = SupervisorSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[27]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1827,7 +1954,7 @@ func (x *SupervisorSummary) String() string {
 func (*SupervisorSummary) ProtoMessage() {}
 
 func (x *SupervisorSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[27]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1840,7 +1967,7 @@ func (x *SupervisorSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SupervisorSummary.ProtoReflect.Descriptor instead.
 func (*SupervisorSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{27}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SupervisorSummary) GetSupervisorId() string {
@@ -1927,7 +2054,7 @@ type TopologySummary struct {
 
 func (x *TopologySummary) Reset() {
 	*x = TopologySummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[28]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1939,7 +2066,7 @@ func (x *TopologySummary) String() string {
 func (*TopologySummary) ProtoMessage() {}
 
 func (x *TopologySummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[28]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1952,7 +2079,7 @@ func (x *TopologySummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopologySummary.ProtoReflect.Descriptor instead.
 func (*TopologySummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{28}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *TopologySummary) GetId() string {
@@ -2096,7 +2223,7 @@ type WorkerSummary struct {
 
 func (x *WorkerSummary) Reset() {
 	*x = WorkerSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[29]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2108,7 +2235,7 @@ func (x *WorkerSummary) String() string {
 func (*WorkerSummary) ProtoMessage() {}
 
 func (x *WorkerSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[29]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2121,7 +2248,7 @@ func (x *WorkerSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerSummary.ProtoReflect.Descriptor instead.
 func (*WorkerSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{29}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *WorkerSummary) GetTopologyId() string {
@@ -2241,7 +2368,7 @@ type ClusterSummary struct {
 
 func (x *ClusterSummary) Reset() {
 	*x = ClusterSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[30]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2253,7 +2380,7 @@ func (x *ClusterSummary) String() string {
 func (*ClusterSummary) ProtoMessage() {}
 
 func (x *ClusterSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[30]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2266,7 +2393,7 @@ func (x *ClusterSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterSummary.ProtoReflect.Descriptor instead.
 func (*ClusterSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{30}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ClusterSummary) GetSupervisors() []*SupervisorSummary {
@@ -2353,7 +2480,7 @@ type ExecutorSummary struct {
 
 func (x *ExecutorSummary) Reset() {
 	*x = ExecutorSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[31]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2365,7 +2492,7 @@ func (x *ExecutorSummary) String() string {
 func (*ExecutorSummary) ProtoMessage() {}
 
 func (x *ExecutorSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[31]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2378,7 +2505,7 @@ func (x *ExecutorSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutorSummary.ProtoReflect.Descriptor instead.
 func (*ExecutorSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{31}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ExecutorSummary) GetExecutor() *v1.Executor {
@@ -2427,7 +2554,7 @@ type ReplicaSummary struct {
 
 func (x *ReplicaSummary) Reset() {
 	*x = ReplicaSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[32]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2439,7 +2566,7 @@ func (x *ReplicaSummary) String() string {
 func (*ReplicaSummary) ProtoMessage() {}
 
 func (x *ReplicaSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[32]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2452,7 +2579,7 @@ func (x *ReplicaSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaSummary.ProtoReflect.Descriptor instead.
 func (*ReplicaSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{32}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ReplicaSummary) GetHost() string {
@@ -2480,7 +2607,7 @@ type DownloadCodeRequest struct {
 
 func (x *DownloadCodeRequest) Reset() {
 	*x = DownloadCodeRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[33]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2492,7 +2619,7 @@ func (x *DownloadCodeRequest) String() string {
 func (*DownloadCodeRequest) ProtoMessage() {}
 
 func (x *DownloadCodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[33]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2505,7 +2632,7 @@ func (x *DownloadCodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownloadCodeRequest.ProtoReflect.Descriptor instead.
 func (*DownloadCodeRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{33}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *DownloadCodeRequest) GetTopologyId() string {
@@ -2532,7 +2659,7 @@ type DownloadCodeResponse struct {
 
 func (x *DownloadCodeResponse) Reset() {
 	*x = DownloadCodeResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[34]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2544,7 +2671,7 @@ func (x *DownloadCodeResponse) String() string {
 func (*DownloadCodeResponse) ProtoMessage() {}
 
 func (x *DownloadCodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[34]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2557,7 +2684,7 @@ func (x *DownloadCodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownloadCodeResponse.ProtoReflect.Descriptor instead.
 func (*DownloadCodeResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{34}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *DownloadCodeResponse) GetChunk() []byte {
@@ -2577,7 +2704,7 @@ type GetCodeMetaRequest struct {
 
 func (x *GetCodeMetaRequest) Reset() {
 	*x = GetCodeMetaRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[35]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2589,7 +2716,7 @@ func (x *GetCodeMetaRequest) String() string {
 func (*GetCodeMetaRequest) ProtoMessage() {}
 
 func (x *GetCodeMetaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[35]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2602,7 +2729,7 @@ func (x *GetCodeMetaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCodeMetaRequest.ProtoReflect.Descriptor instead.
 func (*GetCodeMetaRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{35}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *GetCodeMetaRequest) GetTopologyId() string {
@@ -2625,7 +2752,7 @@ type GetCodeMetaResponse struct {
 
 func (x *GetCodeMetaResponse) Reset() {
 	*x = GetCodeMetaResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[36]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2637,7 +2764,7 @@ func (x *GetCodeMetaResponse) String() string {
 func (*GetCodeMetaResponse) ProtoMessage() {}
 
 func (x *GetCodeMetaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[36]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2650,7 +2777,7 @@ func (x *GetCodeMetaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCodeMetaResponse.ProtoReflect.Descriptor instead.
 func (*GetCodeMetaResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{36}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *GetCodeMetaResponse) GetMeta() []byte {
@@ -2707,7 +2834,16 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\x16ForgetTopologyResponse\x12\x1f\n" +
 	"\vtopology_id\x18\x01 \x01(\tR\n" +
 	"topologyId\x12\x16\n" +
-	"\x06fenced\x18\x02 \x01(\bR\x06fenced\"\x16\n" +
+	"\x06fenced\x18\x02 \x01(\bR\x06fenced\"!\n" +
+	"\x0fHandOverRequest\x12\x0e\n" +
+	"\x02to\x18\x01 \x01(\tR\x02to\"\x95\x01\n" +
+	"\x10HandOverResponse\x12\x12\n" +
+	"\x04from\x18\x01 \x01(\tR\x04from\x12\x1d\n" +
+	"\n" +
+	"from_epoch\x18\x02 \x01(\x03R\tfromEpoch\x12\x0e\n" +
+	"\x02to\x18\x03 \x01(\tR\x02to\x12\x19\n" +
+	"\bto_epoch\x18\x04 \x01(\x03R\atoEpoch\x12#\n" +
+	"\rleaderless_ms\x18\x05 \x01(\x03R\fleaderlessMs\"\x16\n" +
 	"\x14KillTopologyResponse\"-\n" +
 	"\x17ActivateTopologyRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x1a\n" +
@@ -2881,7 +3017,7 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\rInitialStatus\x12\x1e\n" +
 	"\x1aINITIAL_STATUS_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15INITIAL_STATUS_ACTIVE\x10\x01\x12\x1b\n" +
-	"\x17INITIAL_STATUS_INACTIVE\x10\x022\xdd\a\n" +
+	"\x17INITIAL_STATUS_INACTIVE\x10\x022\xa2\b\n" +
 	"\rNimbusService\x12W\n" +
 	"\x0eSubmitTopology\x12 .nimbus.v1.SubmitTopologyRequest\x1a!.nimbus.v1.SubmitTopologyResponse(\x01\x12O\n" +
 	"\fKillTopology\x12\x1e.nimbus.v1.KillTopologyRequest\x1a\x1f.nimbus.v1.KillTopologyResponse\x12[\n" +
@@ -2893,7 +3029,8 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\x0fGetTopologyInfo\x12!.nimbus.v1.GetTopologyInfoRequest\x1a\".nimbus.v1.GetTopologyInfoResponse\x12X\n" +
 	"\x0fGetTopologyConf\x12!.nimbus.v1.GetTopologyConfRequest\x1a\".nimbus.v1.GetTopologyConfResponse\x12X\n" +
 	"\x0fGetNimbusConfig\x12!.nimbus.v1.GetNimbusConfigRequest\x1a\".nimbus.v1.GetNimbusConfigResponse\x12U\n" +
-	"\x0eForgetTopology\x12 .nimbus.v1.ForgetTopologyRequest\x1a!.nimbus.v1.ForgetTopologyResponse2\xae\x01\n" +
+	"\x0eForgetTopology\x12 .nimbus.v1.ForgetTopologyRequest\x1a!.nimbus.v1.ForgetTopologyResponse\x12C\n" +
+	"\bHandOver\x12\x1a.nimbus.v1.HandOverRequest\x1a\x1b.nimbus.v1.HandOverResponse2\xae\x01\n" +
 	"\vCodeService\x12Q\n" +
 	"\fDownloadCode\x12\x1e.nimbus.v1.DownloadCodeRequest\x1a\x1f.nimbus.v1.DownloadCodeResponse0\x01\x12L\n" +
 	"\vGetCodeMeta\x12\x1d.nimbus.v1.GetCodeMetaRequest\x1a\x1e.nimbus.v1.GetCodeMetaResponseB5Z3github.com/nimbusha/nimbus/proto/nimbus/v1;nimbusv1b\x06proto3"
@@ -2911,7 +3048,7 @@ func file_nimbus_v1_nimbus_proto_rawDescGZIP() []byte {
 }
 
 var file_nimbus_v1_nimbus_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_nimbus_v1_nimbus_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_nimbus_v1_nimbus_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_nimbus_v1_nimbus_proto_goTypes = []any{
 	(ComponentKind)(0),                 // 0: nimbus.v1.ComponentKind
 	(InitialStatus)(0),                 // 1: nimbus.v1.InitialStatus
@@ -2923,94 +3060,98 @@ var file_nimbus_v1_nimbus_proto_goTypes = []any{
 	(*KillTopologyRequest)(nil),        // 7: nimbus.v1.KillTopologyRequest
 	(*ForgetTopologyRequest)(nil),      // 8: nimbus.v1.ForgetTopologyRequest
 	(*ForgetTopologyResponse)(nil),     // 9: nimbus.v1.ForgetTopologyResponse
-	(*KillTopologyResponse)(nil),       // 10: nimbus.v1.KillTopologyResponse
-	(*ActivateTopologyRequest)(nil),    // 11: nimbus.v1.ActivateTopologyRequest
-	(*ActivateTopologyResponse)(nil),   // 12: nimbus.v1.ActivateTopologyResponse
-	(*DeactivateTopologyRequest)(nil),  // 13: nimbus.v1.DeactivateTopologyRequest
-	(*DeactivateTopologyResponse)(nil), // 14: nimbus.v1.DeactivateTopologyResponse
-	(*RebalanceTopologyRequest)(nil),   // 15: nimbus.v1.RebalanceTopologyRequest
-	(*RebalanceTopologyResponse)(nil),  // 16: nimbus.v1.RebalanceTopologyResponse
-	(*GetClusterInfoRequest)(nil),      // 17: nimbus.v1.GetClusterInfoRequest
-	(*GetClusterInfoResponse)(nil),     // 18: nimbus.v1.GetClusterInfoResponse
-	(*GetLeaderRequest)(nil),           // 19: nimbus.v1.GetLeaderRequest
-	(*GetLeaderResponse)(nil),          // 20: nimbus.v1.GetLeaderResponse
-	(*GetTopologyInfoRequest)(nil),     // 21: nimbus.v1.GetTopologyInfoRequest
-	(*GetTopologyInfoResponse)(nil),    // 22: nimbus.v1.GetTopologyInfoResponse
-	(*GetTopologyConfRequest)(nil),     // 23: nimbus.v1.GetTopologyConfRequest
-	(*GetTopologyConfResponse)(nil),    // 24: nimbus.v1.GetTopologyConfResponse
-	(*GetNimbusConfigRequest)(nil),     // 25: nimbus.v1.GetNimbusConfigRequest
-	(*GetNimbusConfigResponse)(nil),    // 26: nimbus.v1.GetNimbusConfigResponse
-	(*ConfEntry)(nil),                  // 27: nimbus.v1.ConfEntry
-	(*NimbusSummary)(nil),              // 28: nimbus.v1.NimbusSummary
-	(*SupervisorSummary)(nil),          // 29: nimbus.v1.SupervisorSummary
-	(*TopologySummary)(nil),            // 30: nimbus.v1.TopologySummary
-	(*WorkerSummary)(nil),              // 31: nimbus.v1.WorkerSummary
-	(*ClusterSummary)(nil),             // 32: nimbus.v1.ClusterSummary
-	(*ExecutorSummary)(nil),            // 33: nimbus.v1.ExecutorSummary
-	(*ReplicaSummary)(nil),             // 34: nimbus.v1.ReplicaSummary
-	(*DownloadCodeRequest)(nil),        // 35: nimbus.v1.DownloadCodeRequest
-	(*DownloadCodeResponse)(nil),       // 36: nimbus.v1.DownloadCodeResponse
-	(*GetCodeMetaRequest)(nil),         // 37: nimbus.v1.GetCodeMetaRequest
-	(*GetCodeMetaResponse)(nil),        // 38: nimbus.v1.GetCodeMetaResponse
-	nil,                                // 39: nimbus.v1.TopologySpec.ConfigEntry
-	nil,                                // 40: nimbus.v1.RebalanceTopologyRequest.ComponentParallelismEntry
-	nil,                                // 41: nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
-	nil,                                // 42: nimbus.v1.GetTopologyInfoResponse.StorageEntry
-	(v1.TopologyStatus)(0),             // 43: cluster.v1.TopologyStatus
-	(*v1.Executor)(nil),                // 44: cluster.v1.Executor
+	(*HandOverRequest)(nil),            // 10: nimbus.v1.HandOverRequest
+	(*HandOverResponse)(nil),           // 11: nimbus.v1.HandOverResponse
+	(*KillTopologyResponse)(nil),       // 12: nimbus.v1.KillTopologyResponse
+	(*ActivateTopologyRequest)(nil),    // 13: nimbus.v1.ActivateTopologyRequest
+	(*ActivateTopologyResponse)(nil),   // 14: nimbus.v1.ActivateTopologyResponse
+	(*DeactivateTopologyRequest)(nil),  // 15: nimbus.v1.DeactivateTopologyRequest
+	(*DeactivateTopologyResponse)(nil), // 16: nimbus.v1.DeactivateTopologyResponse
+	(*RebalanceTopologyRequest)(nil),   // 17: nimbus.v1.RebalanceTopologyRequest
+	(*RebalanceTopologyResponse)(nil),  // 18: nimbus.v1.RebalanceTopologyResponse
+	(*GetClusterInfoRequest)(nil),      // 19: nimbus.v1.GetClusterInfoRequest
+	(*GetClusterInfoResponse)(nil),     // 20: nimbus.v1.GetClusterInfoResponse
+	(*GetLeaderRequest)(nil),           // 21: nimbus.v1.GetLeaderRequest
+	(*GetLeaderResponse)(nil),          // 22: nimbus.v1.GetLeaderResponse
+	(*GetTopologyInfoRequest)(nil),     // 23: nimbus.v1.GetTopologyInfoRequest
+	(*GetTopologyInfoResponse)(nil),    // 24: nimbus.v1.GetTopologyInfoResponse
+	(*GetTopologyConfRequest)(nil),     // 25: nimbus.v1.GetTopologyConfRequest
+	(*GetTopologyConfResponse)(nil),    // 26: nimbus.v1.GetTopologyConfResponse
+	(*GetNimbusConfigRequest)(nil),     // 27: nimbus.v1.GetNimbusConfigRequest
+	(*GetNimbusConfigResponse)(nil),    // 28: nimbus.v1.GetNimbusConfigResponse
+	(*ConfEntry)(nil),                  // 29: nimbus.v1.ConfEntry
+	(*NimbusSummary)(nil),              // 30: nimbus.v1.NimbusSummary
+	(*SupervisorSummary)(nil),          // 31: nimbus.v1.SupervisorSummary
+	(*TopologySummary)(nil),            // 32: nimbus.v1.TopologySummary
+	(*WorkerSummary)(nil),              // 33: nimbus.v1.WorkerSummary
+	(*ClusterSummary)(nil),             // 34: nimbus.v1.ClusterSummary
+	(*ExecutorSummary)(nil),            // 35: nimbus.v1.ExecutorSummary
+	(*ReplicaSummary)(nil),             // 36: nimbus.v1.ReplicaSummary
+	(*DownloadCodeRequest)(nil),        // 37: nimbus.v1.DownloadCodeRequest
+	(*DownloadCodeResponse)(nil),       // 38: nimbus.v1.DownloadCodeResponse
+	(*GetCodeMetaRequest)(nil),         // 39: nimbus.v1.GetCodeMetaRequest
+	(*GetCodeMetaResponse)(nil),        // 40: nimbus.v1.GetCodeMetaResponse
+	nil,                                // 41: nimbus.v1.TopologySpec.ConfigEntry
+	nil,                                // 42: nimbus.v1.RebalanceTopologyRequest.ComponentParallelismEntry
+	nil,                                // 43: nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
+	nil,                                // 44: nimbus.v1.GetTopologyInfoResponse.StorageEntry
+	(v1.TopologyStatus)(0),             // 45: cluster.v1.TopologyStatus
+	(*v1.Executor)(nil),                // 46: cluster.v1.Executor
 }
 var file_nimbus_v1_nimbus_proto_depIdxs = []int32{
 	0,  // 0: nimbus.v1.ComponentSpec.kind:type_name -> nimbus.v1.ComponentKind
 	2,  // 1: nimbus.v1.TopologySpec.components:type_name -> nimbus.v1.ComponentSpec
-	39, // 2: nimbus.v1.TopologySpec.config:type_name -> nimbus.v1.TopologySpec.ConfigEntry
+	41, // 2: nimbus.v1.TopologySpec.config:type_name -> nimbus.v1.TopologySpec.ConfigEntry
 	1,  // 3: nimbus.v1.TopologySpec.initial_status:type_name -> nimbus.v1.InitialStatus
 	3,  // 4: nimbus.v1.SubmitTopologyRequest.spec:type_name -> nimbus.v1.TopologySpec
 	4,  // 5: nimbus.v1.SubmitTopologyRequest.trailer:type_name -> nimbus.v1.ArtifactTrailer
-	40, // 6: nimbus.v1.RebalanceTopologyRequest.component_parallelism:type_name -> nimbus.v1.RebalanceTopologyRequest.ComponentParallelismEntry
-	32, // 7: nimbus.v1.GetClusterInfoResponse.cluster:type_name -> nimbus.v1.ClusterSummary
-	28, // 8: nimbus.v1.GetLeaderResponse.leader:type_name -> nimbus.v1.NimbusSummary
-	30, // 9: nimbus.v1.GetTopologyInfoResponse.topology:type_name -> nimbus.v1.TopologySummary
-	33, // 10: nimbus.v1.GetTopologyInfoResponse.executors:type_name -> nimbus.v1.ExecutorSummary
-	34, // 11: nimbus.v1.GetTopologyInfoResponse.replicas:type_name -> nimbus.v1.ReplicaSummary
-	41, // 12: nimbus.v1.GetTopologyInfoResponse.component_parallelism:type_name -> nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
-	42, // 13: nimbus.v1.GetTopologyInfoResponse.storage:type_name -> nimbus.v1.GetTopologyInfoResponse.StorageEntry
-	31, // 14: nimbus.v1.GetTopologyInfoResponse.workers:type_name -> nimbus.v1.WorkerSummary
-	27, // 15: nimbus.v1.GetTopologyConfResponse.entries:type_name -> nimbus.v1.ConfEntry
-	27, // 16: nimbus.v1.GetNimbusConfigResponse.entries:type_name -> nimbus.v1.ConfEntry
-	31, // 17: nimbus.v1.SupervisorSummary.workers:type_name -> nimbus.v1.WorkerSummary
-	43, // 18: nimbus.v1.TopologySummary.status:type_name -> cluster.v1.TopologyStatus
-	29, // 19: nimbus.v1.ClusterSummary.supervisors:type_name -> nimbus.v1.SupervisorSummary
-	30, // 20: nimbus.v1.ClusterSummary.topologies:type_name -> nimbus.v1.TopologySummary
-	28, // 21: nimbus.v1.ClusterSummary.nimbuses:type_name -> nimbus.v1.NimbusSummary
-	44, // 22: nimbus.v1.ExecutorSummary.executor:type_name -> cluster.v1.Executor
+	42, // 6: nimbus.v1.RebalanceTopologyRequest.component_parallelism:type_name -> nimbus.v1.RebalanceTopologyRequest.ComponentParallelismEntry
+	34, // 7: nimbus.v1.GetClusterInfoResponse.cluster:type_name -> nimbus.v1.ClusterSummary
+	30, // 8: nimbus.v1.GetLeaderResponse.leader:type_name -> nimbus.v1.NimbusSummary
+	32, // 9: nimbus.v1.GetTopologyInfoResponse.topology:type_name -> nimbus.v1.TopologySummary
+	35, // 10: nimbus.v1.GetTopologyInfoResponse.executors:type_name -> nimbus.v1.ExecutorSummary
+	36, // 11: nimbus.v1.GetTopologyInfoResponse.replicas:type_name -> nimbus.v1.ReplicaSummary
+	43, // 12: nimbus.v1.GetTopologyInfoResponse.component_parallelism:type_name -> nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
+	44, // 13: nimbus.v1.GetTopologyInfoResponse.storage:type_name -> nimbus.v1.GetTopologyInfoResponse.StorageEntry
+	33, // 14: nimbus.v1.GetTopologyInfoResponse.workers:type_name -> nimbus.v1.WorkerSummary
+	29, // 15: nimbus.v1.GetTopologyConfResponse.entries:type_name -> nimbus.v1.ConfEntry
+	29, // 16: nimbus.v1.GetNimbusConfigResponse.entries:type_name -> nimbus.v1.ConfEntry
+	33, // 17: nimbus.v1.SupervisorSummary.workers:type_name -> nimbus.v1.WorkerSummary
+	45, // 18: nimbus.v1.TopologySummary.status:type_name -> cluster.v1.TopologyStatus
+	31, // 19: nimbus.v1.ClusterSummary.supervisors:type_name -> nimbus.v1.SupervisorSummary
+	32, // 20: nimbus.v1.ClusterSummary.topologies:type_name -> nimbus.v1.TopologySummary
+	30, // 21: nimbus.v1.ClusterSummary.nimbuses:type_name -> nimbus.v1.NimbusSummary
+	46, // 22: nimbus.v1.ExecutorSummary.executor:type_name -> cluster.v1.Executor
 	5,  // 23: nimbus.v1.NimbusService.SubmitTopology:input_type -> nimbus.v1.SubmitTopologyRequest
 	7,  // 24: nimbus.v1.NimbusService.KillTopology:input_type -> nimbus.v1.KillTopologyRequest
-	11, // 25: nimbus.v1.NimbusService.ActivateTopology:input_type -> nimbus.v1.ActivateTopologyRequest
-	13, // 26: nimbus.v1.NimbusService.DeactivateTopology:input_type -> nimbus.v1.DeactivateTopologyRequest
-	15, // 27: nimbus.v1.NimbusService.RebalanceTopology:input_type -> nimbus.v1.RebalanceTopologyRequest
-	17, // 28: nimbus.v1.NimbusService.GetClusterInfo:input_type -> nimbus.v1.GetClusterInfoRequest
-	19, // 29: nimbus.v1.NimbusService.GetLeader:input_type -> nimbus.v1.GetLeaderRequest
-	21, // 30: nimbus.v1.NimbusService.GetTopologyInfo:input_type -> nimbus.v1.GetTopologyInfoRequest
-	23, // 31: nimbus.v1.NimbusService.GetTopologyConf:input_type -> nimbus.v1.GetTopologyConfRequest
-	25, // 32: nimbus.v1.NimbusService.GetNimbusConfig:input_type -> nimbus.v1.GetNimbusConfigRequest
+	13, // 25: nimbus.v1.NimbusService.ActivateTopology:input_type -> nimbus.v1.ActivateTopologyRequest
+	15, // 26: nimbus.v1.NimbusService.DeactivateTopology:input_type -> nimbus.v1.DeactivateTopologyRequest
+	17, // 27: nimbus.v1.NimbusService.RebalanceTopology:input_type -> nimbus.v1.RebalanceTopologyRequest
+	19, // 28: nimbus.v1.NimbusService.GetClusterInfo:input_type -> nimbus.v1.GetClusterInfoRequest
+	21, // 29: nimbus.v1.NimbusService.GetLeader:input_type -> nimbus.v1.GetLeaderRequest
+	23, // 30: nimbus.v1.NimbusService.GetTopologyInfo:input_type -> nimbus.v1.GetTopologyInfoRequest
+	25, // 31: nimbus.v1.NimbusService.GetTopologyConf:input_type -> nimbus.v1.GetTopologyConfRequest
+	27, // 32: nimbus.v1.NimbusService.GetNimbusConfig:input_type -> nimbus.v1.GetNimbusConfigRequest
 	8,  // 33: nimbus.v1.NimbusService.ForgetTopology:input_type -> nimbus.v1.ForgetTopologyRequest
-	35, // 34: nimbus.v1.CodeService.DownloadCode:input_type -> nimbus.v1.DownloadCodeRequest
-	37, // 35: nimbus.v1.CodeService.GetCodeMeta:input_type -> nimbus.v1.GetCodeMetaRequest
-	6,  // 36: nimbus.v1.NimbusService.SubmitTopology:output_type -> nimbus.v1.SubmitTopologyResponse
-	10, // 37: nimbus.v1.NimbusService.KillTopology:output_type -> nimbus.v1.KillTopologyResponse
-	12, // 38: nimbus.v1.NimbusService.ActivateTopology:output_type -> nimbus.v1.ActivateTopologyResponse
-	14, // 39: nimbus.v1.NimbusService.DeactivateTopology:output_type -> nimbus.v1.DeactivateTopologyResponse
-	16, // 40: nimbus.v1.NimbusService.RebalanceTopology:output_type -> nimbus.v1.RebalanceTopologyResponse
-	18, // 41: nimbus.v1.NimbusService.GetClusterInfo:output_type -> nimbus.v1.GetClusterInfoResponse
-	20, // 42: nimbus.v1.NimbusService.GetLeader:output_type -> nimbus.v1.GetLeaderResponse
-	22, // 43: nimbus.v1.NimbusService.GetTopologyInfo:output_type -> nimbus.v1.GetTopologyInfoResponse
-	24, // 44: nimbus.v1.NimbusService.GetTopologyConf:output_type -> nimbus.v1.GetTopologyConfResponse
-	26, // 45: nimbus.v1.NimbusService.GetNimbusConfig:output_type -> nimbus.v1.GetNimbusConfigResponse
-	9,  // 46: nimbus.v1.NimbusService.ForgetTopology:output_type -> nimbus.v1.ForgetTopologyResponse
-	36, // 47: nimbus.v1.CodeService.DownloadCode:output_type -> nimbus.v1.DownloadCodeResponse
-	38, // 48: nimbus.v1.CodeService.GetCodeMeta:output_type -> nimbus.v1.GetCodeMetaResponse
-	36, // [36:49] is the sub-list for method output_type
-	23, // [23:36] is the sub-list for method input_type
+	10, // 34: nimbus.v1.NimbusService.HandOver:input_type -> nimbus.v1.HandOverRequest
+	37, // 35: nimbus.v1.CodeService.DownloadCode:input_type -> nimbus.v1.DownloadCodeRequest
+	39, // 36: nimbus.v1.CodeService.GetCodeMeta:input_type -> nimbus.v1.GetCodeMetaRequest
+	6,  // 37: nimbus.v1.NimbusService.SubmitTopology:output_type -> nimbus.v1.SubmitTopologyResponse
+	12, // 38: nimbus.v1.NimbusService.KillTopology:output_type -> nimbus.v1.KillTopologyResponse
+	14, // 39: nimbus.v1.NimbusService.ActivateTopology:output_type -> nimbus.v1.ActivateTopologyResponse
+	16, // 40: nimbus.v1.NimbusService.DeactivateTopology:output_type -> nimbus.v1.DeactivateTopologyResponse
+	18, // 41: nimbus.v1.NimbusService.RebalanceTopology:output_type -> nimbus.v1.RebalanceTopologyResponse
+	20, // 42: nimbus.v1.NimbusService.GetClusterInfo:output_type -> nimbus.v1.GetClusterInfoResponse
+	22, // 43: nimbus.v1.NimbusService.GetLeader:output_type -> nimbus.v1.GetLeaderResponse
+	24, // 44: nimbus.v1.NimbusService.GetTopologyInfo:output_type -> nimbus.v1.GetTopologyInfoResponse
+	26, // 45: nimbus.v1.NimbusService.GetTopologyConf:output_type -> nimbus.v1.GetTopologyConfResponse
+	28, // 46: nimbus.v1.NimbusService.GetNimbusConfig:output_type -> nimbus.v1.GetNimbusConfigResponse
+	9,  // 47: nimbus.v1.NimbusService.ForgetTopology:output_type -> nimbus.v1.ForgetTopologyResponse
+	11, // 48: nimbus.v1.NimbusService.HandOver:output_type -> nimbus.v1.HandOverResponse
+	38, // 49: nimbus.v1.CodeService.DownloadCode:output_type -> nimbus.v1.DownloadCodeResponse
+	40, // 50: nimbus.v1.CodeService.GetCodeMeta:output_type -> nimbus.v1.GetCodeMetaResponse
+	37, // [37:51] is the sub-list for method output_type
+	23, // [23:37] is the sub-list for method input_type
 	23, // [23:23] is the sub-list for extension type_name
 	23, // [23:23] is the sub-list for extension extendee
 	0,  // [0:23] is the sub-list for field type_name
@@ -3027,15 +3168,15 @@ func file_nimbus_v1_nimbus_proto_init() {
 		(*SubmitTopologyRequest_Trailer)(nil),
 	}
 	file_nimbus_v1_nimbus_proto_msgTypes[5].OneofWrappers = []any{}
-	file_nimbus_v1_nimbus_proto_msgTypes[13].OneofWrappers = []any{}
-	file_nimbus_v1_nimbus_proto_msgTypes[29].OneofWrappers = []any{}
+	file_nimbus_v1_nimbus_proto_msgTypes[15].OneofWrappers = []any{}
+	file_nimbus_v1_nimbus_proto_msgTypes[31].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nimbus_v1_nimbus_proto_rawDesc), len(file_nimbus_v1_nimbus_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   41,
+			NumMessages:   43,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -36,6 +36,7 @@ const (
 	NimbusService_GetTopologyConf_FullMethodName    = "/nimbus.v1.NimbusService/GetTopologyConf"
 	NimbusService_GetNimbusConfig_FullMethodName    = "/nimbus.v1.NimbusService/GetNimbusConfig"
 	NimbusService_ForgetTopology_FullMethodName     = "/nimbus.v1.NimbusService/ForgetTopology"
+	NimbusService_HandOver_FullMethodName           = "/nimbus.v1.NimbusService/HandOver"
 )
 
 // NimbusServiceClient is the client API for NimbusService service.
@@ -81,6 +82,13 @@ type NimbusServiceClient interface {
 	// leader; refused (FAILED_PRECONDITION) unless the topology is LOST.
 	// Needs forget (nimbus.admins).
 	ForgetTopology(ctx context.Context, in *ForgetTopologyRequest, opts ...grpc.CallOption) (*ForgetTopologyResponse, error)
+	// HandOver hands leadership to another nimbus on purpose: the one named,
+	// or the next in the leader queue that holds every live topology's code.
+	// Only the leader answers (a follower answers NOT_LEADER with the
+	// leader's address). Refused (FAILED_PRECONDITION) when the target is not
+	// registered, not queued or lacks code, or when no nimbus could take
+	// over. Needs handover (nimbus.admins).
+	HandOver(ctx context.Context, in *HandOverRequest, opts ...grpc.CallOption) (*HandOverResponse, error)
 }
 
 type nimbusServiceClient struct {
@@ -204,6 +212,16 @@ func (c *nimbusServiceClient) ForgetTopology(ctx context.Context, in *ForgetTopo
 	return out, nil
 }
 
+func (c *nimbusServiceClient) HandOver(ctx context.Context, in *HandOverRequest, opts ...grpc.CallOption) (*HandOverResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(HandOverResponse)
+	err := c.cc.Invoke(ctx, NimbusService_HandOver_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // NimbusServiceServer is the server API for NimbusService service.
 // All implementations must embed UnimplementedNimbusServiceServer
 // for forward compatibility.
@@ -247,6 +265,13 @@ type NimbusServiceServer interface {
 	// leader; refused (FAILED_PRECONDITION) unless the topology is LOST.
 	// Needs forget (nimbus.admins).
 	ForgetTopology(context.Context, *ForgetTopologyRequest) (*ForgetTopologyResponse, error)
+	// HandOver hands leadership to another nimbus on purpose: the one named,
+	// or the next in the leader queue that holds every live topology's code.
+	// Only the leader answers (a follower answers NOT_LEADER with the
+	// leader's address). Refused (FAILED_PRECONDITION) when the target is not
+	// registered, not queued or lacks code, or when no nimbus could take
+	// over. Needs handover (nimbus.admins).
+	HandOver(context.Context, *HandOverRequest) (*HandOverResponse, error)
 	mustEmbedUnimplementedNimbusServiceServer()
 }
 
@@ -289,6 +314,9 @@ func (UnimplementedNimbusServiceServer) GetNimbusConfig(context.Context, *GetNim
 }
 func (UnimplementedNimbusServiceServer) ForgetTopology(context.Context, *ForgetTopologyRequest) (*ForgetTopologyResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ForgetTopology not implemented")
+}
+func (UnimplementedNimbusServiceServer) HandOver(context.Context, *HandOverRequest) (*HandOverResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method HandOver not implemented")
 }
 func (UnimplementedNimbusServiceServer) mustEmbedUnimplementedNimbusServiceServer() {}
 func (UnimplementedNimbusServiceServer) testEmbeddedByValue()                       {}
@@ -498,6 +526,24 @@ func _NimbusService_ForgetTopology_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _NimbusService_HandOver_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(HandOverRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NimbusServiceServer).HandOver(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NimbusService_HandOver_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NimbusServiceServer).HandOver(ctx, req.(*HandOverRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // NimbusService_ServiceDesc is the grpc.ServiceDesc for NimbusService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -544,6 +590,10 @@ var NimbusService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ForgetTopology",
 			Handler:    _NimbusService_ForgetTopology_Handler,
+		},
+		{
+			MethodName: "HandOver",
+			Handler:    _NimbusService_HandOver_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
