@@ -47,7 +47,7 @@ func Start(exe string, l Launch, out, log *os.File) (*os.Process, error) {
 	cmd.Stdin = bytes.NewReader(launch)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.ExtraFiles = []*os.File{w, out} // files 3 and 4
-	cmd.Env = []string{} // the keeper needs none; the worker's is in the launch
+	cmd.Env = []string{}                // the keeper needs none; the worker's is in the launch
 	// A session of its own: the supervisor's signals, its terminal's and
 	// its process group's do not reach it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

@@ -33,9 +33,9 @@ type Election struct {
 	changes notify.Notifier // any of the fields below changed
 
 	mu       sync.Mutex
-	queued   bool   // whether to be in the queue
-	queueGen uint64 // counts Queue calls
-	node     string // the lock node this process holds, if any
+	queued   bool      // whether to be in the queue
+	queueGen uint64    // counts Queue calls
+	node     string    // the lock node this process holds, if any
 	handover *handover // a hand-over asked for and not yet done; nil for none
 	current  *Term
 }

@@ -48,11 +48,11 @@ type Supervisor struct {
 	keepers     keepers                                 // what holds each worker's run (keep.go)
 	// wctx is every worker's: never cancelled by Close, which leaves the
 	// workers to their keepers; a worker's own stop ends it.
-	wctx context.Context
-	metricsLn   net.Listener    // nil when supervisor.metrics.port is -1
-	codeLn      net.Listener    // nil when supervisor.grpc.port is -1
-	codeSrv     *grpc.Server    // serves the store on codeLn
-	tls         *certs.Reloader // nil when nimbus.grpc.tls.enable is false
+	wctx      context.Context
+	metricsLn net.Listener    // nil when supervisor.metrics.port is -1
+	codeLn    net.Listener    // nil when supervisor.grpc.port is -1
+	codeSrv   *grpc.Server    // serves the store on codeLn
+	tls       *certs.Reloader // nil when nimbus.grpc.tls.enable is false
 
 	wake chan struct{}
 	beat chan struct{}
