@@ -77,6 +77,10 @@ func lacks(m proto.Message) string {
 		if len(m.GetCodeMetaDigest()) != sha256.Size {
 			return "code_meta_digest"
 		}
+	case *clusterv1.ClusterVersion:
+		if m.GetRelease() == "" {
+			return "release"
+		}
 	}
 	return ""
 }

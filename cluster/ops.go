@@ -38,6 +38,21 @@ func set(path string, m proto.Message, version int32) Op {
 
 func del(path string) Op { return Op{&zk.DeleteRequest{Path: path, Version: AnyVersion}} }
 
+// ClusterVersionNode is the name of the cluster version's node under
+// /versions.
+const ClusterVersionNode = "cluster"
+
+// CreateClusterVersion writes the first cluster version.
+func (o Ops) CreateClusterVersion(v *clusterv1.ClusterVersion) Op {
+	return o.create(o.paths.ClusterVersion(), v)
+}
+
+// SetClusterVersion replaces the cluster version if the node is at
+// version.
+func (o Ops) SetClusterVersion(v *clusterv1.ClusterVersion, version int32) Op {
+	return set(o.paths.ClusterVersion(), v, version)
+}
+
 // CreateStorm commits a topology: its StormBase at /storms/<id>.
 func (o Ops) CreateStorm(id string, base *clusterv1.StormBase) Op {
 	return o.create(o.paths.Storm(id), base)

@@ -64,6 +64,14 @@ func (p Paths) Challenges() string { return p.Root + "/challenges" }
 // code no nimbus and no supervisor holds, which block no leadership.
 func (p Paths) LostDir() string { return p.Root + "/lost" }
 
+// Versions is the directory of what the cluster says about versions:
+// /versions/cluster, the cluster version (ClusterVersion).
+func (p Paths) Versions() string { return p.Root + "/versions" }
+
+// ClusterVersion is the node of the cluster version, which the leader
+// writes.
+func (p Paths) ClusterVersion() string { return p.Versions() + "/" + ClusterVersionNode }
+
 // Lost is one topology's LOST mark.
 func (p Paths) Lost(id string) string { return p.LostDir() + "/" + id }
 

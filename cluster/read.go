@@ -77,6 +77,12 @@ func (r Reader) LostMarks() (map[string]*clusterv1.LostMark, error) {
 	return marks, nil
 }
 
+// ClusterVersion reads the cluster version and its node's version;
+// ErrNoNode when no leader has written one.
+func (r Reader) ClusterVersion() (*clusterv1.ClusterVersion, int32, error) {
+	return readNode(r, r.s.paths.ClusterVersion(), new(clusterv1.ClusterVersion))
+}
+
 // Assignment is topology id's assignment.
 func (r Reader) Assignment(id string) (*clusterv1.Assignment, error) {
 	a, _, err := readNode(r, r.s.paths.Assignment(id), new(clusterv1.Assignment))
@@ -255,7 +261,8 @@ func run[T any](r Reader, what string, fn func(*zk.Conn) (T, error)) (T, error) 
 	return Call(r.ctx, r.s, what, fn)
 }
 
-// readNode reads path into m, and its data version.
+// readNode reads path into m, and its data version: also when the payload
+// does not decode (ErrInvalidPayload), so that its writer can replace it.
 func readNode[M proto.Message](r Reader, path string, m M) (M, int32, error) {
 	var zero M
 	stat, err := run(r, "read "+path, func(conn *zk.Conn) (*zk.Stat, error) {
@@ -265,7 +272,10 @@ func readNode[M proto.Message](r Reader, path string, m M) (M, int32, error) {
 		}
 		return stat, Decode(path, data, m)
 	})
-	if err != nil {
+	switch {
+	case err != nil && stat != nil:
+		return zero, stat.Version, err
+	case err != nil:
 		return zero, 0, err
 	}
 	return m, stat.Version, nil

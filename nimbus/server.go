@@ -137,6 +137,7 @@ func (s *Server) listen() (err error) {
 		Port:            int32(s.listener.Addr().(*net.TCPAddr).Port),
 		StartTimeUnixMs: time.Now().UnixMilli(),
 		Version:         version.Version,
+		Release:         version.Release,
 	}
 	if cfg.NimbusMetricsPort != configs.PortDisabled {
 		if s.metricsLn, err = net.Listen("tcp", net.JoinHostPort(bindHost, strconv.Itoa(cfg.NimbusMetricsPort))); err != nil {
@@ -183,7 +184,7 @@ func (s *Server) connect(ctx context.Context) (err error) {
 	}
 	s.lc.OnClose(s.sess.Close) // last: its ephemeral nodes go with it
 	paths := s.sess.Paths()
-	if err := s.sess.EnsureDirs(paths.LeaderLock(), paths.Nimbuses(), paths.Storms(), paths.CodeDistributor(), paths.Assignments(), paths.Supervisors(), paths.LostDir(), paths.Challenges()); err != nil {
+	if err := s.sess.EnsureDirs(paths.LeaderLock(), paths.Nimbuses(), paths.Storms(), paths.CodeDistributor(), paths.Assignments(), paths.Supervisors(), paths.LostDir(), paths.Challenges(), paths.Versions()); err != nil {
 		return fmt.Errorf("nimbus: %w", err)
 	}
 	return nil

@@ -45,6 +45,8 @@ type clusterSummaryJSON struct {
 	Leader           string `json:"leader"` // host:port, "" when there is none
 	EligibleStandbys int32  `json:"eligibleStandbys"`
 	UIActionsEnabled bool   `json:"uiActionsEnabled"`
+	// The lowest release (major.minor) any registered daemon runs.
+	ClusterVersion string `json:"clusterVersion"`
 }
 
 func (a *API) clusterSummary(r *request) ([]byte, error) {
@@ -59,6 +61,7 @@ func (a *API) clusterSummary(r *request) ([]byte, error) {
 			Supervisors: len(cs.GetSupervisors()), Topologies: len(cs.GetTopologies()),
 			MemAssignedPercentUtil: "0.0", CPUAssignedPercentUtil: "0.0",
 			Leader: r.state.Leader, EligibleStandbys: cs.GetEligibleStandbys(), UIActionsEnabled: a.cfg.ActionsEnabled,
+			ClusterVersion: cs.GetClusterVersion(),
 		}
 		out.StormVersionInfo.Version, out.StormVersionInfo.Revision = StormVersion, a.cfg.Version
 		for _, sup := range cs.GetSupervisors() {
@@ -100,6 +103,7 @@ type nimbusJSON struct {
 	HoldsAllCode      bool     `json:"holdsAllCode"`
 	MissingTopologies []string `json:"missingTopologies"`
 	Epoch             int64    `json:"epoch"`
+	Release           string   `json:"release"` // major.minor; "" when offline
 }
 
 func (a *API) nimbusSummary(r *request) ([]byte, error) {
@@ -119,7 +123,7 @@ func (a *API) nimbusSummary(r *request) ([]byte, error) {
 				Host: n.GetHost(), Port: n.GetPort(), Status: status, Version: n.GetVersion(),
 				NimbusUpTime: prettyUptime(n.GetUptimeSecs()), NimbusUpTimeSeconds: n.GetUptimeSecs(),
 				Eligible: n.GetHoldsAllCode(), HoldsAllCode: n.GetHoldsAllCode(),
-				MissingTopologies: nonNil(n.GetMissingTopologyIds()), Epoch: n.GetEpoch(),
+				MissingTopologies: nonNil(n.GetMissingTopologyIds()), Epoch: n.GetEpoch(), Release: n.GetRelease(),
 			})
 			seen[addrOf(n.GetHost(), n.GetPort())] = true
 		}
@@ -163,8 +167,9 @@ type supervisorJSON struct {
 	UsedGenericResources  map[string]float64 `json:"usedGenericResources"`
 	AvailGenericResources map[string]float64 `json:"availGenericResources"`
 	// Nimbus-HA's: its workers that are failing (backing off between
-	// restarts).
-	WorkersFailing int `json:"workersFailing"`
+	// restarts), and its release (major.minor).
+	WorkersFailing int    `json:"workersFailing"`
+	Release        string `json:"release"`
 }
 
 func supervisorOf(sup *nimbusv1.SupervisorSummary) supervisorJSON {
@@ -172,7 +177,7 @@ func supervisorOf(sup *nimbusv1.SupervisorSummary) supervisorJSON {
 		ID: sup.GetSupervisorId(), Host: sup.GetHost(),
 		Uptime: prettyUptime(sup.GetUptimeSecs()), UptimeSeconds: sup.GetUptimeSecs(),
 		SlotsTotal: sup.GetNumWorkers(), SlotsUsed: sup.GetNumUsedWorkers(),
-		SlotsFree: max(sup.GetNumWorkers()-sup.GetNumUsedWorkers(), 0), Version: sup.GetVersion(),
+		SlotsFree: max(sup.GetNumWorkers()-sup.GetNumUsedWorkers(), 0), Version: sup.GetVersion(), Release: sup.GetRelease(),
 		TotalGenericResources: map[string]float64{}, UsedGenericResources: map[string]float64{}, AvailGenericResources: map[string]float64{},
 	}
 	for _, w := range sup.GetWorkers() {

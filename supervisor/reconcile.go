@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nimbusha/nimbus/cluster"
+	"github.com/nimbusha/nimbus/internal/version"
 	"github.com/nimbusha/nimbus/workerproto"
 )
 
@@ -13,7 +14,8 @@ import (
 // fetches missing code, stops workers whose slot changed hands or
 // executors, starts the missing ones, and removes the code of topologies
 // that no longer live. When it returns (the supervisor closing) it leaves
-// every worker to its keeper, for the next supervisor to adopt.
+// every worker to its keeper, for the next supervisor to adopt, unless the
+// cluster version says that supervisor may not adopt them (leaveWorkers).
 func (s *Supervisor) reconcileLoop(ctx context.Context) {
 	// Act only on loaded assignments: an empty first read would delete
 	// every bundle and start nothing. The statuses too: a worker starts
@@ -28,7 +30,7 @@ func (s *Supervisor) reconcileLoop(ctx context.Context) {
 	f := &fetches{s: s, ctx: ctx, running: map[string]context.CancelFunc{}, done: make(chan string, 16)}
 	defer func() {
 		f.stopAll()
-		s.detachWorkers()
+		s.leaveWorkers()
 	}()
 	tick := time.NewTicker(resync)
 	defer tick.Stop()
@@ -178,6 +180,38 @@ func (s *Supervisor) stopWorkers(stop func(int32, *worker) bool) {
 	if len(victims) > 0 {
 		s.heartbeatSoon()
 	}
+}
+
+// leaveWorkers is what a stopping supervisor does with its workers: it
+// leaves them to their keepers once every daemon is at
+// version.KeepWorkersOnStop's release; before that (a supervisor of
+// release 0.1 may come next, and would start a second worker beside each
+// kept one) it stops them, as 0.1 did.
+func (s *Supervisor) leaveWorkers() {
+	release := s.clusterVersion()
+	if version.KeepWorkersOnStop.Enabled(release) {
+		s.detachWorkers()
+		return
+	}
+	s.log.Warn("stopping the workers: the cluster version does not let a supervisor leave them to the next",
+		"cluster_version", release, "needs", version.KeepWorkersOnStop.Release)
+	s.stopWorkers(func(int32, *worker) bool { return true })
+}
+
+// clusterVersionRead bounds the fresh read of the cluster version when
+// stopping: without an answer in time, the cache's is used.
+const clusterVersionRead = time.Second
+
+// clusterVersion is the cluster version, read afresh (the cache may be a
+// notification behind the leader's last write), or as last cached when
+// ZooKeeper does not answer in time.
+func (s *Supervisor) clusterVersion() string {
+	ctx, cancel := context.WithTimeout(context.Background(), clusterVersionRead)
+	defer cancel()
+	if v, _, err := s.sess.ReadFor(ctx).ClusterVersion(); err == nil {
+		return v.GetRelease()
+	}
+	return s.versions.Snapshot()[cluster.ClusterVersionNode].GetRelease()
 }
 
 // detachWorkers leaves every worker to its keeper and forgets it.

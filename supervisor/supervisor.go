@@ -44,8 +44,9 @@ type Supervisor struct {
 	dist        codedistributor.Distributor
 	fetcher     *codedistributor.Fetcher
 	assignments *cluster.DirCache[*clusterv1.Assignment]
-	storms      *cluster.DirCache[*clusterv1.StormBase] // the topologies' statuses, for the worker protocol
-	keepers     keepers                                 // what holds each worker's run (keep.go)
+	storms      *cluster.DirCache[*clusterv1.StormBase]      // the topologies' statuses, for the worker protocol
+	keepers     keepers                                      // what holds each worker's run (keep.go)
+	versions    *cluster.DirCache[*clusterv1.ClusterVersion] // /versions: the cluster version, read when stopping
 	// wctx is every worker's: never cancelled by Close, which leaves the
 	// workers to their keepers; a worker's own stop ends it.
 	wctx      context.Context
@@ -207,6 +208,7 @@ func (s *Supervisor) connect(ctx context.Context) (err error) {
 	s.fetcher = &codedistributor.Fetcher{Params: params, Dist: s.dist, Store: s.store}
 	s.assignments = cluster.NewDirCache(s.sess, paths.Assignments(), func() *clusterv1.Assignment { return new(clusterv1.Assignment) }, s.base)
 	s.storms = cluster.NewDirCache(s.sess, paths.Storms(), func() *clusterv1.StormBase { return new(clusterv1.StormBase) }, s.base)
+	s.versions = cluster.NewDirCache(s.sess, paths.Versions(), func() *clusterv1.ClusterVersion { return new(clusterv1.ClusterVersion) }, s.base)
 	return nil
 }
 
@@ -221,6 +223,7 @@ func (s *Supervisor) run() {
 	})
 	s.lc.Go(func() { _ = s.assignments.Run(ctx) })
 	s.lc.Go(func() { _ = s.storms.Run(ctx) })
+	s.lc.Go(func() { _ = s.versions.Run(ctx) })
 	registered := s.register(ctx)
 	s.lc.Go(func() { s.heartbeats(ctx, registered) })
 	s.lc.Go(func() { s.announceReady(ctx, registered) })
@@ -270,11 +273,13 @@ func (s *Supervisor) announceReady(ctx context.Context, registered <-chan struct
 	}, registered, s.assignments.Loaded())
 }
 
-// Close stops every worker (SIGTERM, then SIGKILL after
-// supervisor.worker.shutdown.sleep.secs) while still registered, then ends
-// its loops, closes the code distributor and the session (deregistering
-// it) and releases its local directory. Idempotent, and safe after a
-// failed Start.
+// Close leaves every worker to its keeper for the next supervisor to
+// adopt, or, while the cluster version is below
+// version.KeepWorkersOnStop's release, stops them (SIGTERM, then SIGKILL
+// after supervisor.worker.shutdown.sleep.secs) while still registered; then
+// it ends its loops, closes the code distributor and releases its local
+// directory, leaving its session to expire (section 17). Idempotent, and
+// safe after a failed Start.
 func (s *Supervisor) Close() { s.lc.Close() }
 
 func (s *Supervisor) heartbeatSoon() {
@@ -295,7 +300,7 @@ func (s *Supervisor) nudge() {
 func (s *Supervisor) info() *clusterv1.SupervisorInfo {
 	info := &clusterv1.SupervisorInfo{
 		SupervisorId: s.id, Host: s.cfg.LocalHostname, StartTimeUnixMs: s.started.UnixMilli(),
-		Version: version.Version, LastHeartbeatUnixMs: time.Now().UnixMilli(), CodePort: s.codePort(),
+		Version: version.Version, Release: version.Release, LastHeartbeatUnixMs: time.Now().UnixMilli(), CodePort: s.codePort(),
 	}
 	for _, p := range s.cfg.SupervisorSlotsPorts {
 		info.SlotPorts = append(info.SlotPorts, int32(p))

@@ -88,10 +88,10 @@ func writeNimbuses(w io.Writer, ns []*nimbusv1.NimbusSummary) error {
 		}
 		rows = append(rows, []string{
 			n.GetHost(), strconv.Itoa(int(n.GetPort())), leader, epoch, eligible(n),
-			uptime(n.GetUptimeSecs()), orDash(n.GetVersion()),
+			uptime(n.GetUptimeSecs()), orDash(n.GetVersion()), orDash(n.GetRelease()),
 		})
 	}
-	return table(w, []string{"HOST", "PORT", "LEADER", "EPOCH", "ELIGIBLE", "UPTIME", "VERSION"}, rows)
+	return table(w, []string{"HOST", "PORT", "LEADER", "EPOCH", "ELIGIBLE", "UPTIME", "VERSION", "RELEASE"}, rows)
 }
 
 // eligible says whether a nimbus may lead: "yes" when it holds all code,

@@ -23,12 +23,13 @@ func TestUptime(t *testing.T) {
 func testCluster() *nimbusv1.ClusterSummary {
 	return &nimbusv1.ClusterSummary{
 		Nimbuses: []*nimbusv1.NimbusSummary{
-			{Host: "nimbus-1.example.com", Port: 6627, UptimeSecs: 192, IsLeader: true, Epoch: 7, Version: "0.1.0", HoldsAllCode: true},
+			{Host: "nimbus-1.example.com", Port: 6627, UptimeSecs: 192, IsLeader: true, Epoch: 7, Version: "0.1.0", Release: "0.1", HoldsAllCode: true},
 			{Host: "nimbus-2", Port: 16627, UptimeSecs: 18180, MissingTopologyIds: []string{"a-1-1", "b-2-2"}},
 			{Host: "nimbus-3", Port: 6627, UptimeSecs: 5},
 		},
+		ClusterVersion: "0.1",
 		Supervisors: []*nimbusv1.SupervisorSummary{
-			{SupervisorId: "a1b2", Host: "worker-1", UptimeSecs: 190800, NumWorkers: 4, NumUsedWorkers: 2, Version: "0.1.0"},
+			{SupervisorId: "a1b2", Host: "worker-1", UptimeSecs: 190800, NumWorkers: 4, NumUsedWorkers: 2, Version: "0.2.0-rc1", Release: "0.2"},
 		},
 	}
 }
@@ -39,10 +40,10 @@ func TestWriteNimbuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "" +
-		"HOST                  PORT   LEADER  EPOCH  ELIGIBLE        UPTIME  VERSION\n" +
-		"nimbus-1.example.com  6627   yes     7      yes             3m12s   0.1.0\n" +
-		"nimbus-2              16627  no      -      no (missing 2)  5h3m    -\n" +
-		"nimbus-3              6627   no      -      no              5s      -\n"
+		"HOST                  PORT   LEADER  EPOCH  ELIGIBLE        UPTIME  VERSION  RELEASE\n" +
+		"nimbus-1.example.com  6627   yes     7      yes             3m12s   0.1.0    0.1\n" +
+		"nimbus-2              16627  no      -      no (missing 2)  5h3m    -        -\n" +
+		"nimbus-3              6627   no      -      no              5s      -        -\n"
 	if b.String() != want {
 		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
 	}
@@ -61,11 +62,12 @@ func TestWriteCluster(t *testing.T) {
 	}
 	want := "" +
 		"NIMBUSES\n" +
-		"HOST                  PORT   LEADER  EPOCH  ELIGIBLE        UPTIME  VERSION\n" +
-		"nimbus-1.example.com  6627   yes     7      yes             3m12s   0.1.0\n" +
-		"nimbus-2              16627  no      -      no (missing 2)  5h3m    -\n" +
-		"nimbus-3              6627   no      -      no              5s      -\n" +
+		"HOST                  PORT   LEADER  EPOCH  ELIGIBLE        UPTIME  VERSION  RELEASE\n" +
+		"nimbus-1.example.com  6627   yes     7      yes             3m12s   0.1.0    0.1\n" +
+		"nimbus-2              16627  no      -      no (missing 2)  5h3m    -        -\n" +
+		"nimbus-3              6627   no      -      no              5s      -        -\n" +
 		"eligible standbys: 0\n" +
+		"cluster version: 0.1\n" +
 		"\n" +
 		"SUPERVISORS\n" +
 		"(none)\n" +
@@ -87,8 +89,9 @@ func TestWriteClusterLeadershipBlocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "" +
-		"nimbus-3              6627   no      -      no              5s      -\n" +
+		"nimbus-3              6627   no      -      no              5s      -        -\n" +
 		"eligible standbys: 2\n" +
+		"cluster version: 0.1\n" +
 		"WARNING: no live nimbus holds: a-1-1, b-2-2 — no failover possible until one does (see README: \"Leadership blocked\")\n" +
 		"\n" +
 		"SUPERVISORS\n"
@@ -122,8 +125,8 @@ func TestWriteSupervisors(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "" +
-		"ID    HOST      UPTIME  SLOTS  USED  BACKOFF  VERSION\n" +
-		"a1b2  worker-1  2d5h    4      2     0        0.1.0\n"
+		"ID    HOST      UPTIME  SLOTS  USED  BACKOFF  VERSION    RELEASE\n" +
+		"a1b2  worker-1  2d5h    4      2     0        0.2.0-rc1  0.2\n"
 	if b.String() != want {
 		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
 	}

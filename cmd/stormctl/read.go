@@ -167,6 +167,12 @@ func writeNimbusesAndFailover(w io.Writer, s *nimbusv1.ClusterSummary) error {
 	if _, err := fmt.Fprintf(w, "eligible standbys: %d\n", s.GetEligibleStandbys()); err != nil {
 		return err
 	}
+	if v := s.GetClusterVersion(); v != "" {
+		// The lowest release any daemon runs: what the cluster may do.
+		if _, err := fmt.Fprintf(w, "cluster version: %s\n", v); err != nil {
+			return err
+		}
+	}
 	for _, t := range s.GetTopologies() {
 		if err := writeCodeFate(w, t); err != nil {
 			return err
@@ -378,10 +384,10 @@ func writeSupervisorList(w io.Writer, ss []*nimbusv1.SupervisorSummary) error {
 		rows = append(rows, []string{
 			s.GetSupervisorId(), s.GetHost(), uptime(s.GetUptimeSecs()),
 			strconv.Itoa(int(s.GetNumWorkers())), strconv.Itoa(int(s.GetNumUsedWorkers())), strconv.Itoa(backoff),
-			orDash(s.GetVersion()),
+			orDash(s.GetVersion()), orDash(s.GetRelease()),
 		})
 	}
-	return table(w, []string{"ID", "HOST", "UPTIME", "SLOTS", "USED", "BACKOFF", "VERSION"}, rows)
+	return table(w, []string{"ID", "HOST", "UPTIME", "SLOTS", "USED", "BACKOFF", "VERSION", "RELEASE"}, rows)
 }
 
 // writeWorkers writes the WORKERS section of topology: the status in

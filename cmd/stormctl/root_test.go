@@ -128,8 +128,8 @@ func TestRunTable(t *testing.T) {
 		t.Fatalf("exit code %d, stderr %q", code, stderr)
 	}
 	want := "" +
-		"HOST                  PORT  LEADER  EPOCH  ELIGIBLE  UPTIME  VERSION\n" +
-		"nimbus-1.example.com  6627  yes     7      yes       3m12s   0.1.0\n"
+		"HOST                  PORT  LEADER  EPOCH  ELIGIBLE  UPTIME  VERSION  RELEASE\n" +
+		"nimbus-1.example.com  6627  yes     7      yes       3m12s   0.1.0    0.1\n"
 	if stdout != want {
 		t.Errorf("got:\n%s\nwant:\n%s", stdout, want)
 	}

@@ -125,6 +125,7 @@ func (d *Duties) start(term *leader.Term, log *slog.Logger) []duty {
 		newCleanup(term, d.cfg, log),
 		sched,
 		newStandbys(d.cfg, log),
+		newClusterVersion(term, d.cfg, log),
 	}
 }
 

@@ -326,6 +326,9 @@ func (s *scheduling) assignmentWrite(id string, a assign.Assignment, old *cluste
 		})
 		out.SupervisorHosts[slot.SupervisorID] = hosts[slot.SupervisorID]
 	}
+	// Fields a newer release wrote, which this one does not know, stay
+	// (docs/ARCHITECTURE.md section 18).
+	out.ProtoReflect().SetUnknown(old.ProtoReflect().GetUnknown())
 	write := s.ops.SetAssignment(id, out)
 	if !exists {
 		write = s.ops.CreateAssignment(id, out)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nimbusha/nimbus/assign"
@@ -91,4 +92,22 @@ func leaderTerm(t *testing.T, root string) (*cluster.Session, *leader.Term) {
 		t.Fatalf("no term: %v", err)
 	}
 	return sess, term
+}
+
+// A rewritten assignment keeps the fields a newer release wrote that this
+// one does not know (docs/ARCHITECTURE.md section 18).
+func TestAssignmentRewriteKeepsUnknownFields(t *testing.T) {
+	sess, term := leaderTerm(t, "/storm")
+	s := &scheduling{term: term, ops: sess.Ops()}
+	unknown := protowire.AppendString(protowire.AppendTag(nil, 999, protowire.BytesType), "a newer release's field")
+	data := append(cluster.Encode(&clusterv1.Assignment{CodeMetaDigest: make([]byte, 32)}), unknown...)
+	old := new(clusterv1.Assignment)
+	if err := cluster.Decode("old", data, old); err != nil {
+		t.Fatal(err)
+	}
+	base := &clusterv1.StormBase{Name: "x", Status: clusterv1.TopologyStatus_TOPOLOGY_STATUS_ACTIVE, CodeMetaDigest: make([]byte, 32)}
+	w := s.assignmentWrite("x-1-1", assign.Assignment{}, old, true, base, nil, time.Now())
+	if !bytes.Contains(cluster.Encode(w.out), unknown) {
+		t.Fatal("the rewritten assignment dropped the unknown field")
+	}
 }

@@ -1,10 +1,12 @@
 package topology
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nimbusha/nimbus/apierr"
@@ -115,5 +117,33 @@ func TestBudgetCheck(t *testing.T) {
 	var verr *validate.Error
 	if err := b.Check("spec.components", big); !errors.As(err, &verr) || verr.Field != "spec.components" {
 		t.Fatalf("50,000 executors: %v; want a validation error naming spec.components", err)
+	}
+}
+
+// Every edit keeps the fields a newer release wrote that this one does not
+// know (docs/ARCHITECTURE.md section 18): it changes the StormBase read,
+// it does not build another.
+func TestEditsKeepUnknownFields(t *testing.T) {
+	now := func() time.Time { return time.Unix(1_700_000_000, 0) }
+	unknown := protowire.AppendString(protowire.AppendTag(nil, 999, protowire.BytesType), "a newer release's field")
+	for name, edit := range map[string]Change{
+		"deactivate": SetStatus(inactive),
+		"kill":       Kill(time.Minute, now),
+		"rebalance":  Rebalance(&nimbusv1.RebalanceTopologyRequest{NumWorkers: proto.Int32(3)}, time.Minute, now),
+	} {
+		data, err := proto.Marshal(&clusterv1.StormBase{Name: "t", Status: active, NumWorkers: 1, ComponentExecutors: map[string]int32{"c": 1}})
+		base := new(clusterv1.StormBase)
+		if err == nil {
+			err = proto.Unmarshal(append(data, unknown...), base)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if changed, err := edit(base); !changed || err != nil {
+			t.Fatalf("%s: changed %v, %v", name, changed, err)
+		}
+		if out, err := proto.Marshal(base); err != nil || !bytes.Contains(out, unknown) {
+			t.Errorf("%s dropped the unknown field", name)
+		}
 	}
 }

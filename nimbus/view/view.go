@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/nimbusha/nimbus/assign"
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codesync"
+	"github.com/nimbusha/nimbus/internal/version"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
@@ -299,6 +301,7 @@ func (v *View) clusterSummary() *nimbusv1.ClusterSummary {
 		Nimbuses: f.GetNimbuses(), EligibleStandbys: f.GetEligibleStandbys(),
 		LeadershipBlockedBy: f.GetLeadershipBlockedBy(), LostTopologies: f.GetLostTopologies(),
 	}
+	c.ClusterVersion, _ = v.ClusterVersion()
 	lost := codesync.LostMarks(storms, v.Lost.Snapshot())
 	for id, base := range storms {
 		t := v.topologySummary(id, base, lost)
@@ -316,7 +319,7 @@ func (v *View) clusterSummary() *nimbusv1.ClusterSummary {
 			continue
 		}
 		sum := &nimbusv1.SupervisorSummary{
-			SupervisorId: id, Host: info.GetHost(), Version: info.GetVersion(),
+			SupervisorId: id, Host: info.GetHost(), Version: info.GetVersion(), Release: version.ReleaseOf(info.GetRelease()),
 			NumWorkers: int32(len(info.GetSlotPorts())), NumUsedWorkers: used[id],
 			Workers: supervisorWorkers(id, info),
 		}
@@ -331,6 +334,36 @@ func (v *View) clusterSummary() *nimbusv1.ClusterSummary {
 	c.NumTopologies, c.NumSupervisors = int32(len(c.Topologies)), int32(len(c.Supervisors))
 	return c
 }
+
+// ClusterVersion is the lowest release any registered nimbus or
+// supervisor runs (version.Lowest), and up to maxLowest of the daemons at
+// it (nimbuses by host:port, supervisors by id), sorted: what holds it
+// back. "" when nothing is registered.
+func (v *View) ClusterVersion() (string, []string) {
+	releases := map[string]string{}
+	for addr, n := range v.Nimbuses.Snapshot() {
+		if n != nil {
+			releases[addr] = n.GetRelease()
+		}
+	}
+	for id, s := range v.Supervisors.Snapshot() {
+		if s != nil {
+			releases[id] = s.GetRelease()
+		}
+	}
+	lowest := version.Lowest(slices.Collect(maps.Values(releases))...)
+	var at []string
+	for daemon, r := range releases {
+		if version.Lowest(r) == lowest {
+			at = append(at, daemon)
+		}
+	}
+	slices.Sort(at)
+	return lowest, at[:min(len(at), maxLowest)]
+}
+
+// maxLowest bounds the daemons ClusterVersion names.
+const maxLowest = 10
 
 // usedSlots counts, per supervisor, the slots the assignments give work
 // (as Storm does); what runs in them is the supervisor's Workers.
@@ -384,7 +417,7 @@ func (v *View) nimbusSummaries(h *holdings) []*nimbusv1.NimbusSummary {
 func (v *View) summary(id, reg *clusterv1.NimbusInfo, h *holdings) *nimbusv1.NimbusSummary {
 	s := &nimbusv1.NimbusSummary{Host: id.GetHost(), Port: id.GetPort()}
 	if reg != nil {
-		s.Version = reg.GetVersion()
+		s.Version, s.Release = reg.GetVersion(), version.ReleaseOf(reg.GetRelease())
 		if start := reg.GetStartTimeUnixMs(); start > 0 {
 			s.UptimeSecs = int64(v.now().Sub(time.UnixMilli(start)) / time.Second)
 		}

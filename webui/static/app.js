@@ -309,6 +309,7 @@
       { title: 'Missing topologies', cell: (n) => n.missingTopologies, cls: 'mono' },
       { title: 'Epoch', cell: (n) => (n.status === 'Leader' ? n.epoch : null), num: true },
       { title: 'Version', cell: (n) => n.version },
+      { title: 'Release', cell: (n) => n.release },
       { title: 'Uptime', cell: (n) => uptime(n.nimbusUpTime, n.nimbusUpTimeSeconds) },
     ];
     // Admins may hand leadership to a follower that holds all code.
@@ -323,6 +324,7 @@
       { title: 'Free', cell: (s) => s.slotsFree, num: true },
       { title: 'Failing workers', cell: (s) => s.workersFailing, num: true, cls: (s) => (num(s.workersFailing) > 0 ? 'bad' : '') },
       { title: 'Version', cell: (s) => s.version },
+      { title: 'Release', cell: (s) => s.release },
       { title: 'Uptime', cell: (s) => uptime(s.uptime, s.uptimeSeconds) },
     ];
     const topologyCols = [
@@ -341,6 +343,7 @@
         stat('Leader', c.leader || DASH),
         stat('Eligible standbys', c.eligibleStandbys),
         stat('Nimbus-HA', c.nimbusHaVersion),
+        stat('Cluster version', c.clusterVersion),
         stat('Storm API', c.stormVersion),
         stat('Supervisors', c.supervisors),
         stat('Topologies', c.topologies),

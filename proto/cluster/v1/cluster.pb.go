@@ -91,8 +91,13 @@ type NimbusInfo struct {
 	// When the process started, in Unix milliseconds; uptime derives from it.
 	StartTimeUnixMs int64  `protobuf:"varint,3,opt,name=start_time_unix_ms,json=startTimeUnixMs,proto3" json:"start_time_unix_ms,omitempty"`
 	Version         string `protobuf:"bytes,4,opt,name=version,proto3" json:"version,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The release line (major.minor) the process belongs to; empty from
+	// daemons older than the field, which are release 0.1. The cluster
+	// version is the lowest release registered (docs/ARCHITECTURE.md
+	// section 18).
+	Release       string `protobuf:"bytes,5,opt,name=release,proto3" json:"release,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *NimbusInfo) Reset() {
@@ -149,6 +154,13 @@ func (x *NimbusInfo) GetStartTimeUnixMs() int64 {
 func (x *NimbusInfo) GetVersion() string {
 	if x != nil {
 		return x.Version
+	}
+	return ""
+}
+
+func (x *NimbusInfo) GetRelease() string {
+	if x != nil {
+		return x.Release
 	}
 	return ""
 }
@@ -1029,7 +1041,9 @@ type SupervisorInfo struct {
 	// The port of its read-only CodeService (supervisor.grpc.port), from
 	// which a nimbus that lost every copy of a topology recovers its code;
 	// 0 when it serves none.
-	CodePort      int32 `protobuf:"varint,10,opt,name=code_port,json=codePort,proto3" json:"code_port,omitempty"`
+	CodePort int32 `protobuf:"varint,10,opt,name=code_port,json=codePort,proto3" json:"code_port,omitempty"`
+	// As NimbusInfo.release.
+	Release       string `protobuf:"bytes,11,opt,name=release,proto3" json:"release,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1134,6 +1148,13 @@ func (x *SupervisorInfo) GetCodePort() int32 {
 	return 0
 }
 
+func (x *SupervisorInfo) GetRelease() string {
+	if x != nil {
+		return x.Release
+	}
+	return ""
+}
+
 // LostMark is the payload of /lost/<topology-id>: no nimbus and no
 // supervisor held this code (digest) for nimbus.code.lost.grace.secs, so
 // the topology no longer blocks leadership. Any nimbus that holds the
@@ -1209,18 +1230,93 @@ func (x *LostMark) GetMarkedBy() string {
 	return ""
 }
 
+// ClusterVersion is the payload of /versions/cluster, which the leader
+// writes: the lowest release any registered nimbus or supervisor runs.
+// A behaviour that needs every daemon upgraded is on only once it is at
+// least that behaviour's release.
+type ClusterVersion struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Release   string                 `protobuf:"bytes,1,opt,name=release,proto3" json:"release,omitempty"` // major.minor
+	SetUnixMs int64                  `protobuf:"varint,2,opt,name=set_unix_ms,json=setUnixMs,proto3" json:"set_unix_ms,omitempty"`
+	Epoch     int64                  `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"` // the term of the leader that wrote it
+	// Up to 10 daemons at that release (nimbus host:port, supervisor id):
+	// what holds the cluster version back.
+	Lowest        []string `protobuf:"bytes,4,rep,name=lowest,proto3" json:"lowest,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClusterVersion) Reset() {
+	*x = ClusterVersion{}
+	mi := &file_cluster_v1_cluster_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClusterVersion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClusterVersion) ProtoMessage() {}
+
+func (x *ClusterVersion) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_v1_cluster_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClusterVersion.ProtoReflect.Descriptor instead.
+func (*ClusterVersion) Descriptor() ([]byte, []int) {
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ClusterVersion) GetRelease() string {
+	if x != nil {
+		return x.Release
+	}
+	return ""
+}
+
+func (x *ClusterVersion) GetSetUnixMs() int64 {
+	if x != nil {
+		return x.SetUnixMs
+	}
+	return 0
+}
+
+func (x *ClusterVersion) GetEpoch() int64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *ClusterVersion) GetLowest() []string {
+	if x != nil {
+		return x.Lowest
+	}
+	return nil
+}
+
 var File_cluster_v1_cluster_proto protoreflect.FileDescriptor
 
 const file_cluster_v1_cluster_proto_rawDesc = "" +
 	"\n" +
 	"\x18cluster/v1/cluster.proto\x12\n" +
-	"cluster.v1\"{\n" +
+	"cluster.v1\"\x95\x01\n" +
 	"\n" +
 	"NimbusInfo\x12\x12\n" +
 	"\x04host\x18\x01 \x01(\tR\x04host\x12\x12\n" +
 	"\x04port\x18\x02 \x01(\x05R\x04port\x12+\n" +
 	"\x12start_time_unix_ms\x18\x03 \x01(\x03R\x0fstartTimeUnixMs\x12\x18\n" +
-	"\aversion\x18\x04 \x01(\tR\aversion\"\x85\x05\n" +
+	"\aversion\x18\x04 \x01(\tR\aversion\x12\x18\n" +
+	"\arelease\x18\x05 \x01(\tR\arelease\"\x85\x05\n" +
 	"\tStormBase\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05owner\x18\x02 \x01(\tR\x05owner\x122\n" +
@@ -1302,7 +1398,7 @@ const file_cluster_v1_cluster_proto_rawDesc = "" +
 	"\x12last_error_unix_ms\x18\t \x01(\x03R\x0flastErrorUnixMs\x12\x19\n" +
 	"\blog_tail\x18\n" +
 	" \x01(\tR\alogTailB\x11\n" +
-	"\x0f_last_exit_code\"\xf6\x02\n" +
+	"\x0f_last_exit_code\"\x90\x03\n" +
 	"\x0eSupervisorInfo\x12#\n" +
 	"\rsupervisor_id\x18\x01 \x01(\tR\fsupervisorId\x12\x12\n" +
 	"\x04host\x18\x02 \x01(\tR\x04host\x12\x1d\n" +
@@ -1316,12 +1412,18 @@ const file_cluster_v1_cluster_proto_rawDesc = "" +
 	"\x16last_heartbeat_unix_ms\x18\b \x01(\x03R\x13lastHeartbeatUnixMs\x12!\n" +
 	"\ftorrent_port\x18\t \x01(\x05R\vtorrentPort\x12\x1b\n" +
 	"\tcode_port\x18\n" +
-	" \x01(\x05R\bcodePort\"\x8d\x01\n" +
+	" \x01(\x05R\bcodePort\x12\x18\n" +
+	"\arelease\x18\v \x01(\tR\arelease\"\x8d\x01\n" +
 	"\bLostMark\x12(\n" +
 	"\x10code_meta_digest\x18\x01 \x01(\fR\x0ecodeMetaDigest\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\"\n" +
 	"\rsince_unix_ms\x18\x03 \x01(\x03R\vsinceUnixMs\x12\x1b\n" +
-	"\tmarked_by\x18\x04 \x01(\tR\bmarkedBy*\xa8\x01\n" +
+	"\tmarked_by\x18\x04 \x01(\tR\bmarkedBy\"x\n" +
+	"\x0eClusterVersion\x12\x18\n" +
+	"\arelease\x18\x01 \x01(\tR\arelease\x12\x1e\n" +
+	"\vset_unix_ms\x18\x02 \x01(\x03R\tsetUnixMs\x12\x14\n" +
+	"\x05epoch\x18\x03 \x01(\x03R\x05epoch\x12\x16\n" +
+	"\x06lowest\x18\x04 \x03(\tR\x06lowest*\xa8\x01\n" +
 	"\x0eTopologyStatus\x12\x1f\n" +
 	"\x1bTOPOLOGY_STATUS_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16TOPOLOGY_STATUS_ACTIVE\x10\x01\x12\x1c\n" +
@@ -1342,7 +1444,7 @@ func file_cluster_v1_cluster_proto_rawDescGZIP() []byte {
 }
 
 var file_cluster_v1_cluster_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_cluster_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_cluster_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_cluster_v1_cluster_proto_goTypes = []any{
 	(TopologyStatus)(0),        // 0: cluster.v1.TopologyStatus
 	(*NimbusInfo)(nil),         // 1: cluster.v1.NimbusInfo
@@ -1359,21 +1461,22 @@ var file_cluster_v1_cluster_proto_goTypes = []any{
 	(*WorkerState)(nil),        // 12: cluster.v1.WorkerState
 	(*SupervisorInfo)(nil),     // 13: cluster.v1.SupervisorInfo
 	(*LostMark)(nil),           // 14: cluster.v1.LostMark
-	nil,                        // 15: cluster.v1.StormBase.ComponentExecutorsEntry
-	nil,                        // 16: cluster.v1.RebalancePlan.ComponentExecutorsEntry
-	nil,                        // 17: cluster.v1.Assignment.SupervisorHostsEntry
+	(*ClusterVersion)(nil),     // 15: cluster.v1.ClusterVersion
+	nil,                        // 16: cluster.v1.StormBase.ComponentExecutorsEntry
+	nil,                        // 17: cluster.v1.RebalancePlan.ComponentExecutorsEntry
+	nil,                        // 18: cluster.v1.Assignment.SupervisorHostsEntry
 }
 var file_cluster_v1_cluster_proto_depIdxs = []int32{
 	0,  // 0: cluster.v1.StormBase.status:type_name -> cluster.v1.TopologyStatus
-	15, // 1: cluster.v1.StormBase.component_executors:type_name -> cluster.v1.StormBase.ComponentExecutorsEntry
+	16, // 1: cluster.v1.StormBase.component_executors:type_name -> cluster.v1.StormBase.ComponentExecutorsEntry
 	0,  // 2: cluster.v1.StormBase.previous_status:type_name -> cluster.v1.TopologyStatus
 	3,  // 3: cluster.v1.StormBase.pending_rebalance:type_name -> cluster.v1.RebalancePlan
-	16, // 4: cluster.v1.RebalancePlan.component_executors:type_name -> cluster.v1.RebalancePlan.ComponentExecutorsEntry
+	17, // 4: cluster.v1.RebalancePlan.component_executors:type_name -> cluster.v1.RebalancePlan.ComponentExecutorsEntry
 	4,  // 5: cluster.v1.CodeMeta.files:type_name -> cluster.v1.CodeFile
 	8,  // 6: cluster.v1.ExecutorAssignment.executor:type_name -> cluster.v1.Executor
 	9,  // 7: cluster.v1.ExecutorAssignment.slot:type_name -> cluster.v1.Slot
 	10, // 8: cluster.v1.Assignment.executors:type_name -> cluster.v1.ExecutorAssignment
-	17, // 9: cluster.v1.Assignment.supervisor_hosts:type_name -> cluster.v1.Assignment.SupervisorHostsEntry
+	18, // 9: cluster.v1.Assignment.supervisor_hosts:type_name -> cluster.v1.Assignment.SupervisorHostsEntry
 	12, // 10: cluster.v1.SupervisorInfo.workers:type_name -> cluster.v1.WorkerState
 	11, // [11:11] is the sub-list for method output_type
 	11, // [11:11] is the sub-list for method input_type
@@ -1394,7 +1497,7 @@ func file_cluster_v1_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_v1_cluster_proto_rawDesc), len(file_cluster_v1_cluster_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   17,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

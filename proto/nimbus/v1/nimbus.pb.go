@@ -1834,8 +1834,11 @@ type NimbusSummary struct {
 	HoldsAllCode bool `protobuf:"varint,7,opt,name=holds_all_code,json=holdsAllCode,proto3" json:"holds_all_code,omitempty"`
 	// The active topologies whose code it lacks.
 	MissingTopologyIds []string `protobuf:"bytes,8,rep,name=missing_topology_ids,json=missingTopologyIds,proto3" json:"missing_topology_ids,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The release line (major.minor) of its version; 0.1 for a nimbus too
+	// old to say.
+	Release       string `protobuf:"bytes,9,opt,name=release,proto3" json:"release,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *NimbusSummary) Reset() {
@@ -1924,6 +1927,13 @@ func (x *NimbusSummary) GetMissingTopologyIds() []string {
 	return nil
 }
 
+func (x *NimbusSummary) GetRelease() string {
+	if x != nil {
+		return x.Release
+	}
+	return ""
+}
+
 // SupervisorSummary describes one supervisor.
 type SupervisorSummary struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
@@ -1933,6 +1943,8 @@ type SupervisorSummary struct {
 	NumWorkers     int32                  `protobuf:"varint,4,opt,name=num_workers,json=numWorkers,proto3" json:"num_workers,omitempty"`
 	NumUsedWorkers int32                  `protobuf:"varint,5,opt,name=num_used_workers,json=numUsedWorkers,proto3" json:"num_used_workers,omitempty"`
 	Version        string                 `protobuf:"bytes,6,opt,name=version,proto3" json:"version,omitempty"`
+	// As NimbusSummary.release.
+	Release string `protobuf:"bytes,8,opt,name=release,proto3" json:"release,omitempty"`
 	// The workers it reports running or trying to run, by port (log tails
 	// are left out; GetTopologyInfo gives them).
 	Workers       []*WorkerSummary `protobuf:"bytes,7,rep,name=workers,proto3" json:"workers,omitempty"`
@@ -2008,6 +2020,13 @@ func (x *SupervisorSummary) GetNumUsedWorkers() int32 {
 func (x *SupervisorSummary) GetVersion() string {
 	if x != nil {
 		return x.Version
+	}
+	return ""
+}
+
+func (x *SupervisorSummary) GetRelease() string {
+	if x != nil {
+		return x.Release
 	}
 	return ""
 }
@@ -2360,10 +2379,13 @@ type ClusterSummary struct {
 	NumTopologies  int32 `protobuf:"varint,7,opt,name=num_topologies,json=numTopologies,proto3" json:"num_topologies,omitempty"`
 	NumSupervisors int32 `protobuf:"varint,8,opt,name=num_supervisors,json=numSupervisors,proto3" json:"num_supervisors,omitempty"`
 	// Slots of the registered supervisors, and those the assignments use.
-	NumSlots      int32 `protobuf:"varint,9,opt,name=num_slots,json=numSlots,proto3" json:"num_slots,omitempty"`
-	NumUsedSlots  int32 `protobuf:"varint,10,opt,name=num_used_slots,json=numUsedSlots,proto3" json:"num_used_slots,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	NumSlots     int32 `protobuf:"varint,9,opt,name=num_slots,json=numSlots,proto3" json:"num_slots,omitempty"`
+	NumUsedSlots int32 `protobuf:"varint,10,opt,name=num_used_slots,json=numUsedSlots,proto3" json:"num_used_slots,omitempty"`
+	// The cluster version: the lowest release (major.minor) any registered
+	// nimbus or supervisor runs (docs/ARCHITECTURE.md section 18).
+	ClusterVersion string `protobuf:"bytes,11,opt,name=cluster_version,json=clusterVersion,proto3" json:"cluster_version,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ClusterSummary) Reset() {
@@ -2464,6 +2486,13 @@ func (x *ClusterSummary) GetNumUsedSlots() int32 {
 		return x.NumUsedSlots
 	}
 	return 0
+}
+
+func (x *ClusterSummary) GetClusterVersion() string {
+	if x != nil {
+		return x.ClusterVersion
+	}
+	return ""
 }
 
 // ExecutorSummary places one executor.
@@ -2915,7 +2944,7 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\x12\x16\n" +
 	"\x06source\x18\x03 \x01(\tR\x06source\x12\x1a\n" +
-	"\bredacted\x18\x04 \x01(\bR\bredacted\"\xfd\x01\n" +
+	"\bredacted\x18\x04 \x01(\bR\bredacted\"\x97\x02\n" +
 	"\rNimbusSummary\x12\x12\n" +
 	"\x04host\x18\x01 \x01(\tR\x04host\x12\x12\n" +
 	"\x04port\x18\x02 \x01(\x05R\x04port\x12\x1f\n" +
@@ -2925,7 +2954,8 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\aversion\x18\x05 \x01(\tR\aversion\x12\x14\n" +
 	"\x05epoch\x18\x06 \x01(\x03R\x05epoch\x12$\n" +
 	"\x0eholds_all_code\x18\a \x01(\bR\fholdsAllCode\x120\n" +
-	"\x14missing_topology_ids\x18\b \x03(\tR\x12missingTopologyIds\"\x86\x02\n" +
+	"\x14missing_topology_ids\x18\b \x03(\tR\x12missingTopologyIds\x12\x18\n" +
+	"\arelease\x18\t \x01(\tR\arelease\"\xa0\x02\n" +
 	"\x11SupervisorSummary\x12#\n" +
 	"\rsupervisor_id\x18\x01 \x01(\tR\fsupervisorId\x12\x12\n" +
 	"\x04host\x18\x02 \x01(\tR\x04host\x12\x1f\n" +
@@ -2934,7 +2964,8 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\vnum_workers\x18\x04 \x01(\x05R\n" +
 	"numWorkers\x12(\n" +
 	"\x10num_used_workers\x18\x05 \x01(\x05R\x0enumUsedWorkers\x12\x18\n" +
-	"\aversion\x18\x06 \x01(\tR\aversion\x122\n" +
+	"\aversion\x18\x06 \x01(\tR\aversion\x12\x18\n" +
+	"\arelease\x18\b \x01(\tR\arelease\x122\n" +
 	"\aworkers\x18\a \x03(\v2\x18.nimbus.v1.WorkerSummaryR\aworkers\"\xeb\x04\n" +
 	"\x0fTopologySummary\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
@@ -2974,7 +3005,7 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\blog_tail\x18\v \x01(\tR\alogTail\x12#\n" +
 	"\rnum_executors\x18\f \x01(\x05R\fnumExecutors\x12\x10\n" +
 	"\x03pid\x18\r \x01(\x05R\x03pidB\x11\n" +
-	"\x0f_last_exit_code\"\xdf\x03\n" +
+	"\x0f_last_exit_code\"\x88\x04\n" +
 	"\x0eClusterSummary\x12>\n" +
 	"\vsupervisors\x18\x01 \x03(\v2\x1c.nimbus.v1.SupervisorSummaryR\vsupervisors\x12:\n" +
 	"\n" +
@@ -2988,7 +3019,8 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\x0fnum_supervisors\x18\b \x01(\x05R\x0enumSupervisors\x12\x1b\n" +
 	"\tnum_slots\x18\t \x01(\x05R\bnumSlots\x12$\n" +
 	"\x0enum_used_slots\x18\n" +
-	" \x01(\x05R\fnumUsedSlots\"\xb1\x01\n" +
+	" \x01(\x05R\fnumUsedSlots\x12'\n" +
+	"\x0fcluster_version\x18\v \x01(\tR\x0eclusterVersion\"\xb1\x01\n" +
 	"\x0fExecutorSummary\x120\n" +
 	"\bexecutor\x18\x01 \x01(\v2\x14.cluster.v1.ExecutorR\bexecutor\x12#\n" +
 	"\rsupervisor_id\x18\x02 \x01(\tR\fsupervisorId\x12\x12\n" +
