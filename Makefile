@@ -22,7 +22,7 @@ TEST_TIMEOUT ?= 20m
 CHAOS_DURATION ?= 5m
 FUZZTIME ?= 1m
 
-.PHONY: all build test test-deps chaos chaos-1000 fuzz verify proto lint-proto quickstart quickstart-down bench bench-scale clean
+.PHONY: all build test test-deps chaos chaos-1000 fuzz verify proto lint-proto quickstart quickstart-down quickstart-restart bench bench-scale clean
 
 all: build
 
@@ -94,6 +94,10 @@ quickstart: build
 
 quickstart-down:
 	@scripts/quickstart.sh down
+
+## quickstart-restart: stop one quickstart daemon with SIGTERM and start it again as itself (DAEMON=nimbus-1..3 or supervisor-1..2).
+quickstart-restart: build
+	@scripts/quickstart.sh restart "$(DAEMON)"
 
 ## bench: every benchmark (failover, submit, schedule, distribution, scale, security off and on); results go to bench/RESULTS.md.
 bench: test-deps build

@@ -2,8 +2,10 @@
 # A local, secure Nimbus-HA cluster on loopback: one ZooKeeper, three nimbuses,
 # two supervisors, and the example topology (examples/wordcount) submitted by
 # the admin.
-#   scripts/quickstart.sh up     start afresh (stops a previous run and clears its state)
-#   scripts/quickstart.sh down   stop everything it started, nothing else
+#   scripts/quickstart.sh up              start afresh (stops a previous run and clears its state)
+#   scripts/quickstart.sh down            stop everything it started, nothing else
+#   scripts/quickstart.sh restart DAEMON  stop one daemon (SIGTERM) and start it again as itself:
+#                                         nimbus-1..3 or supervisor-1..2 (make quickstart-restart DAEMON=...)
 #
 # Security is on, as README "Security" describes it: a throwaway CA and
 # certificates (one per daemon, one for the admin, one for a second user),
@@ -89,6 +91,75 @@ down() { # down [quiet]
 # stormctl as the admin.
 admin_ctl() { bin/stormctl --config "$DIR/$ADMIN.yaml" "$@"; }
 
+# start_nimbus starts nimbus-i (1-based) on its ports and local dir, in the
+# background, and records its pid.
+start_nimbus() {
+  local i=$1 port=${NIMBUS_PORTS[$(($1 - 1))]} ui=${UI_PORTS[$(($1 - 1))]}
+  mkdir -p "$DIR/nimbus-$i"
+  echo "quickstart: starting nimbus-$i on 127.0.0.1:$port (metrics :$((port + 1)), UI :$ui)"
+  STORM_ZOOKEEPER_AUTH_PAYLOAD=$(<"$DIR/zookeeper-auth") setsid bin/nimbus --config "$DIR/storm.yaml" \
+    --nimbus.host 127.0.0.1 --nimbus.grpc.port "$port" --nimbus.metrics.port "$((port + 1))" \
+    --ui.port "$ui" \
+    --storm.local.dir "$DIR/nimbus-$i" \
+    --nimbus.grpc.tls.cert.path "$TLS/nimbus-$i.pem" --nimbus.grpc.tls.key.path "$TLS/nimbus-$i-key.pem" \
+    >>"$DIR/nimbus-$i.log" 2>&1 </dev/null &
+  echo $! >"$DIR/nimbus-$i.pid"
+}
+
+# start_supervisor starts supervisor-i (1-based) on its slots, ports and
+# local dir, in the background, and records its pid. Started again on the
+# same local dir, it adopts the workers its predecessor left running.
+start_supervisor() {
+  local i=$1 slots=${SUPERVISOR_SLOTS[$(($1 - 1))]}
+  local metrics=${SUPERVISOR_METRICS_PORTS[$(($1 - 1))]} code=${SUPERVISOR_CODE_PORTS[$(($1 - 1))]}
+  echo "quickstart: starting supervisor-$i with slots $slots (metrics :$metrics)"
+  STORM_ZOOKEEPER_AUTH_PAYLOAD=$(<"$DIR/zookeeper-auth") setsid bin/supervisor --config "$DIR/storm.yaml" \
+    --storm.local.hostname 127.0.0.1 --supervisor.slots.ports "$slots" \
+    --storm.local.dir "$DIR/supervisor-$i" --supervisor.metrics.port "$metrics" --supervisor.grpc.port "$code" \
+    --nimbus.grpc.tls.cert.path "$TLS/supervisor-$i.pem" --nimbus.grpc.tls.key.path "$TLS/supervisor-$i-key.pem" \
+    >>"$DIR/supervisor-$i.log" 2>&1 </dev/null &
+  echo $! >"$DIR/supervisor-$i.pid"
+}
+
+# worker_pids prints the example topology's workers, one line each: port
+# pid.
+worker_pids() {
+  admin_ctl -o json topology wordcount 2>/dev/null | sed -n '/"workers": \[/,/^  \]/p' |
+    grep -o '"port": *[0-9]*\|"pid": *[0-9]*' | grep -o '[0-9]*$' | paste -d ' ' - - | sort
+}
+
+# restart stops one daemon of a running quickstart with SIGTERM and starts
+# it again as itself: what a rolling upgrade does to each daemon in turn.
+restart() {
+  local name=${1:-}
+  case "$name" in
+    nimbus-[1-3] | supervisor-[1-2]) ;;
+    *) echo "quickstart: restart what? DAEMON=nimbus-1..3 or supervisor-1..2, e.g. make quickstart-restart DAEMON=nimbus-3" >&2; exit 2 ;;
+  esac
+  [ -f "$DIR/storm.yaml" ] || { echo "quickstart: no quickstart here; run make quickstart first" >&2; exit 1; }
+  local before
+  before=$(worker_pids)
+  echo "quickstart: stopping $name (SIGTERM)"
+  stop_pidfiles "$DIR/$name.pid"
+  case "$name" in
+    nimbus-*) start_nimbus "${name#nimbus-}" ;;
+    supervisor-*) start_supervisor "${name#supervisor-}" ;;
+  esac
+  for _ in $(seq 100); do
+    grep -q '"msg":"\(nimbus\|supervisor\) ready"' <(tail -n 50 "$DIR/$name.log") && admin_ctl leader >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+  echo "quickstart: $name is back (pid $(cat "$DIR/$name.pid")); the leader is $(leader_name)"
+  if [ "$before" = "$(worker_pids)" ]; then
+    echo "quickstart: every worker kept its pid (port pid):"
+  else
+    echo "quickstart: workers before and after (port pid) differ:"
+    echo "$before"
+    echo "--"
+  fi
+  worker_pids
+}
+
 # leader_name prints the name (nimbus-N) of the nimbus that leads now, as
 # the cluster says (the leader's port), or nothing if none answers.
 leader_name() {
@@ -127,7 +198,10 @@ write_configs() {
 # here but in zookeeper-auth (mode 0600), given to the daemons as
 # STORM_ZOOKEEPER_AUTH_PAYLOAD.
 storm.zookeeper.servers: ["127.0.0.1:$ZK_PORT"]
-storm.zookeeper.session.timeout: 5s
+# Storm's default. A keeper keeps a worker whose supervisor stopped for about
+# half of it (2/3 of it less a margin, SIGTERM a grace before), time enough
+# for make quickstart-restart DAEMON=supervisor-N to adopt it.
+storm.zookeeper.session.timeout: 20s
 storm.zookeeper.auth.scheme: digest
 nimbus.seeds: $seeds_yaml
 # A submission is acknowledged once two nimbuses hold its code, so the
@@ -176,8 +250,6 @@ up() {
   # user reads, and in the daemons' environment (never on a command line,
   # which every user of the machine can see).
   (umask 077 && printf '%s:%s\n' "$ZK_USER" "$(head -c 18 /dev/urandom | base64 | tr -d '/+=')" >"$DIR/zookeeper-auth")
-  local zk_auth
-  zk_auth=$(<"$DIR/zookeeper-auth")
   write_configs "$seeds_yaml"
 
   cat >"$DIR/zoo.cfg" <<CFG
@@ -197,38 +269,15 @@ CFG
   for _ in $(seq 150); do zk_mode >/dev/null 2>&1 && [ -n "$(zk_mode)" ] && break; sleep 0.2; done
   [ -n "$(zk_mode 2>/dev/null)" ] || { echo "quickstart: ZooKeeper did not start; see $DIR/zookeeper.log"; down; exit 1; }
 
-  local i=0
-  for port in "${NIMBUS_PORTS[@]}"; do
-    i=$((i + 1))
-    mkdir -p "$DIR/nimbus-$i"
-    echo "quickstart: starting nimbus-$i on 127.0.0.1:$port (metrics :$((port + 1)), UI :${UI_PORTS[$((i - 1))]})"
-    STORM_ZOOKEEPER_AUTH_PAYLOAD=$zk_auth setsid bin/nimbus --config "$DIR/storm.yaml" \
-      --nimbus.host 127.0.0.1 --nimbus.grpc.port "$port" --nimbus.metrics.port "$((port + 1))" \
-      --ui.port "${UI_PORTS[$((i - 1))]}" \
-      --storm.local.dir "$DIR/nimbus-$i" \
-      --nimbus.grpc.tls.cert.path "$TLS/nimbus-$i.pem" --nimbus.grpc.tls.key.path "$TLS/nimbus-$i-key.pem" \
-      >"$DIR/nimbus-$i.log" 2>&1 </dev/null &
-    echo $! >"$DIR/nimbus-$i.pid"
-  done
+  local i
+  for i in "${!NIMBUS_PORTS[@]}"; do start_nimbus $((i + 1)); done
   # Ready when a leader is elected and every nimbus is registered.
   for _ in $(seq 100); do
     [ "$(admin_ctl nimbuses 2>/dev/null | grep -c '127.0.0.1')" = "${#NIMBUS_PORTS[@]}" ] &&
       admin_ctl leader >/dev/null 2>&1 && break
     sleep 0.1
   done
-  local slots
-  i=0
-  for slots in "${SUPERVISOR_SLOTS[@]}"; do
-    i=$((i + 1))
-    local metrics=${SUPERVISOR_METRICS_PORTS[$((i - 1))]} code=${SUPERVISOR_CODE_PORTS[$((i - 1))]}
-    echo "quickstart: starting supervisor-$i with slots $slots (metrics :$metrics)"
-    STORM_ZOOKEEPER_AUTH_PAYLOAD=$zk_auth setsid bin/supervisor --config "$DIR/storm.yaml" \
-      --storm.local.hostname 127.0.0.1 --supervisor.slots.ports "$slots" \
-      --storm.local.dir "$DIR/supervisor-$i" --supervisor.metrics.port "$metrics" --supervisor.grpc.port "$code" \
-      --nimbus.grpc.tls.cert.path "$TLS/supervisor-$i.pem" --nimbus.grpc.tls.key.path "$TLS/supervisor-$i-key.pem" \
-      >"$DIR/supervisor-$i.log" 2>&1 </dev/null &
-    echo $! >"$DIR/supervisor-$i.pid"
-  done
+  for i in "${!SUPERVISOR_SLOTS[@]}"; do start_supervisor $((i + 1)); done
   for _ in $(seq 100); do
     [ "$(admin_ctl supervisors 2>/dev/null | grep -c '^sup-')" = "${#SUPERVISOR_SLOTS[@]}" ] && break
     sleep 0.1
@@ -304,6 +353,10 @@ Workers run as $workers_as, as the supervisors do: supervisor.run.worker.as.user
 is off (README, "Security").
 
   $stop_hint
+Try an upgrade's moves (README, "Try it by hand"):
+  make quickstart-restart DAEMON=supervisor-1    # its workers keep running, same pids
+  bin/stormctl --config $q/$ADMIN.yaml admin handover    # leadership to the next nimbus
+  make quickstart-restart DAEMON=${leader:-nimbus-1}    # a leader restarted hands over first
 Logs: $q/*.log
 Stop everything: make quickstart-down
 MSG
@@ -312,5 +365,6 @@ MSG
 case "${1:-}" in
   up) up ;;
   down) down ;;
-  *) echo "usage: $0 up|down" >&2; exit 2 ;;
+  restart) restart "${2:-}" ;;
+  *) echo "usage: $0 up|down|restart DAEMON" >&2; exit 2 ;;
 esac
