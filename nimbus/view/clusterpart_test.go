@@ -16,7 +16,7 @@ import (
 func testSummary(n int) *nimbusv1.ClusterSummary {
 	c := &nimbusv1.ClusterSummary{
 		Nimbuses:         []*nimbusv1.NimbusSummary{{Host: "n1", Port: 6627, IsLeader: true}},
-		EligibleStandbys: 2, LostTopologies: []string{"gone-9-1"},
+		EligibleStandbys: 2, LostTopologies: []string{"gone-9-1"}, ClusterVersion: "0.2",
 		NumTopologies: int32(n), NumSupervisors: int32(n), NumSlots: int32(4 * n),
 	}
 	for i := range n {
@@ -83,7 +83,7 @@ func TestPartOfFilters(t *testing.T) {
 				t.Errorf("%d nimbuses, want %d", len(c.GetNimbuses()), tc.nimbuses)
 			}
 			if c.GetNumTopologies() != 10 || c.GetNumSupervisors() != 10 || c.GetNumSlots() != 40 || c.GetEligibleStandbys() != 2 ||
-				!slices.Equal(c.GetLostTopologies(), []string{"gone-9-1"}) {
+				!slices.Equal(c.GetLostTopologies(), []string{"gone-9-1"}) || c.GetClusterVersion() != "0.2" {
 				t.Errorf("the whole cluster's counts and header are not kept: %v", c)
 			}
 			if resp.GetNextPageToken() != "" {
