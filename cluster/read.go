@@ -77,6 +77,19 @@ func (r Reader) LostMarks() (map[string]*clusterv1.LostMark, error) {
 	return marks, nil
 }
 
+// LeaderEpoch is the epoch of the head of the leader queue (0: nobody is
+// queued).
+func (r Reader) LeaderEpoch() (int64, error) {
+	names, err := children(r, r.s.paths.LeaderLock())
+	if err != nil && !errors.Is(err, ErrNoNode) {
+		return 0, err
+	}
+	if q := LockOrder(names); len(q) > 0 {
+		return q[0].Epoch(), nil
+	}
+	return 0, nil
+}
+
 // ClusterVersion reads the cluster version and its node's version;
 // ErrNoNode when no leader has written one.
 func (r Reader) ClusterVersion() (*clusterv1.ClusterVersion, int32, error) {

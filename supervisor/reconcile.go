@@ -204,14 +204,23 @@ const clusterVersionRead = time.Second
 
 // clusterVersion is the cluster version, read afresh (the cache may be a
 // notification behind the leader's last write), or as last cached when
-// ZooKeeper does not answer in time.
+// ZooKeeper does not answer in time. It counts only if the leader of the
+// moment wrote it: one a former leader wrote may be stale (a leader of
+// release 0.1 writes none); then it is "" (unknown).
 func (s *Supervisor) clusterVersion() string {
 	ctx, cancel := context.WithTimeout(context.Background(), clusterVersionRead)
 	defer cancel()
-	if v, _, err := s.sess.ReadFor(ctx).ClusterVersion(); err == nil {
-		return v.GetRelease()
+	read := s.sess.ReadFor(ctx)
+	v, _, err := read.ClusterVersion()
+	if err != nil {
+		v = s.versions.Snapshot()[cluster.ClusterVersionNode]
 	}
-	return s.versions.Snapshot()[cluster.ClusterVersionNode].GetRelease()
+	epoch, err := read.LeaderEpoch()
+	if err == nil && epoch != v.GetEpoch() {
+		s.log.Info("the cluster version was written by a former leader: taken as unknown", "written_in", v.GetEpoch(), "leader_epoch", epoch)
+		return ""
+	}
+	return v.GetRelease()
 }
 
 // detachWorkers leaves every worker to its keeper and forgets it.
