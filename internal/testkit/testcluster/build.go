@@ -88,3 +88,41 @@ func moduleRoot() (string, error) {
 		}
 	}
 }
+
+// BuildAt builds the programs of this repository as they were at commit
+// (a hash git knows) into dir, without the race detector and cgo, for a
+// cluster that mixes that release with this one. The tree is taken with
+// git archive (the repository is not touched) into a temporary directory
+// and built with -trimpath, so that the packages it shares with this tree
+// come from the build cache. A dir that holds a build of commit already
+// is used as it is.
+func BuildAt(commit, dir string) (Binaries, error) {
+	stamp := filepath.Join(dir, ".commit")
+	if got, err := os.ReadFile(stamp); err == nil && string(got) == commit {
+		return Binaries{Dir: dir}, nil
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		return Binaries{}, err
+	}
+	src, err := os.MkdirTemp("", "nimbus-ha-src-")
+	if err != nil {
+		return Binaries{}, err
+	}
+	defer os.RemoveAll(src)
+	archive := exec.Command("sh", "-c", `git -C "$1" archive "$2" | tar -x -C "$3"`, "sh", root, commit, src)
+	if out, err := archive.CombinedOutput(); err != nil {
+		return Binaries{}, fmt.Errorf("testcluster: git archive %s (a clone with its history is needed): %v\n%s", commit, err, out)
+	}
+	args := append([]string{"build", "-trimpath", "-o", dir + string(filepath.Separator), "-tags", BuildTags}, buildPackages...)
+	build := exec.Command("go", args...)
+	build.Dir = src
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-mod=mod")
+	if out, err := build.CombinedOutput(); err != nil {
+		return Binaries{}, fmt.Errorf("testcluster: building %s: go %v: %v\n%s", commit, args, err, out)
+	}
+	if err := os.WriteFile(stamp, []byte(commit), 0o644); err != nil {
+		return Binaries{}, err
+	}
+	return Binaries{Dir: dir}, nil
+}

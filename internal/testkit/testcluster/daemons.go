@@ -19,6 +19,7 @@ type daemonConfig struct {
 	localDir string
 	args     []string
 	env      []string
+	bin      *Binaries // nil: the Cluster's
 }
 
 // WithName names the daemon in progress lines and names its log file
@@ -45,6 +46,10 @@ func WithLocalDir(dir string) DaemonOption { return func(c *daemonConfig) { c.lo
 func WithArgs(args ...string) DaemonOption {
 	return func(c *daemonConfig) { c.args = append(c.args, args...) }
 }
+
+// WithBinariesOf runs the daemon from b instead of the Cluster's binaries:
+// another release's (BuildAt), for a cluster that mixes releases.
+func WithBinariesOf(b Binaries) DaemonOption { return func(c *daemonConfig) { c.bin = &b } }
 
 // WithEnv adds environment variables (KEY=value) to the test's. Several
 // WithEnv add up.
@@ -149,7 +154,11 @@ func (c *Cluster) launch(cfg daemonConfig, binary string, args []string) (*Proce
 		args = append(args, secArgs...)
 		env = append(secEnv, env...)
 	}
-	p, err := startProcess(cfg.name, c.Bin.Path(binary), filepath.Join(c.Dir, cfg.name+".log"), append(args, cfg.args...), env)
+	bin := c.Bin
+	if cfg.bin != nil {
+		bin = *cfg.bin
+	}
+	p, err := startProcess(cfg.name, bin.Path(binary), filepath.Join(c.Dir, cfg.name+".log"), append(args, cfg.args...), env)
 	if err != nil {
 		return nil, err
 	}
