@@ -2,6 +2,7 @@ package leader
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -95,15 +96,15 @@ func (e *Election) Leave(ctx context.Context) error {
 // to lead, or "" for whoever is next in the queue. In one ZooKeeper write
 // it deletes this nimbus's lock node and every node queued between it and
 // next: those nimbuses join again behind, and next leads within one
-// ZooKeeper notification. The term, if any, ends before the write. It
-// returns once the write is done, or fails, or when ctx ends; it fails
-// when next has left the queue (nothing is deleted, and this nimbus
-// leads again if it led).
+// ZooKeeper notification. The term ends before the write. It returns once
+// the write is done, or fails, or when ctx ends; it fails with ErrNotLeading
+// when this nimbus does not lead, and when next has left the queue
+// (nothing is deleted, and this nimbus leads again).
 func (e *Election) StepDown(ctx context.Context, next string) error {
 	return e.handOver(ctx, next, true)
 }
 
-// LeaveFor is StepDown for a nimbus that stops: it leaves the queue
+// LeaveFor is StepDown for a leader that stops: it leaves the queue
 // instead of joining it again.
 func (e *Election) LeaveFor(ctx context.Context, next string) error {
 	return e.handOver(ctx, next, false)
@@ -116,14 +117,17 @@ type handover struct {
 	err        error
 }
 
+// ErrNotLeading: a hand-over asked of a nimbus that does not lead.
+var ErrNotLeading = errors.New("leader: hand over: this nimbus does not lead")
+
 func (e *Election) handOver(ctx context.Context, next string, requeue bool) error {
 	h := &handover{next: next}
 	e.update(func() {
-		h.node = e.node
-		if h.node == "" {
-			h.done = true
+		if e.current == nil || e.current.ctx.Err() != nil {
+			h.done, h.err = true, ErrNotLeading
 			return
 		}
+		h.node = e.current.node
 		e.handover = h
 		if !requeue {
 			e.queued = false

@@ -527,3 +527,18 @@ func byPort(t *testing.T, cs []*candidate, port int32) *candidate {
 	t.Fatalf("no candidate on port %d", port)
 	return nil
 }
+
+// A follower asked to step down does nothing: only a leader hands over.
+func TestStepDownOfAFollowerDoesNothing(t *testing.T) {
+	z := testcluster.StartZooKeeper(t)
+	cs := []*candidate{startCandidate(t, z.Addr(), 1, nil), startCandidate(t, z.Addr(), 2, nil)}
+	first := waitOneLeader(t, cs, 10*time.Second)
+	queue := waitQueue(t, first, 2)
+	follower := byPort(t, cs, queue[1].Info.GetPort())
+	if err := follower.election.StepDown(t.Context(), ""); !errors.Is(err, leader.ErrNotLeading) {
+		t.Fatalf("a follower's step-down: %v, want ErrNotLeading", err)
+	}
+	if after := waitQueue(t, first, 2); after[0].Name != queue[0].Name || after[1].Name != queue[1].Name {
+		t.Fatalf("the queue changed: %v, was %v", after, queue)
+	}
+}

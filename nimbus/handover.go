@@ -13,6 +13,7 @@ import (
 	"github.com/nimbusha/nimbus/apierr"
 	"github.com/nimbusha/nimbus/apistatus"
 	"github.com/nimbusha/nimbus/cluster"
+	"github.com/nimbusha/nimbus/leader"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 	"github.com/nimbusha/nimbus/validate"
@@ -60,10 +61,13 @@ func (s *service) HandOver(ctx context.Context, req *nimbusv1.HandOverRequest) (
 	return resp, nil
 }
 
-// handoverFailed says what a failed step-down means: the target left the
-// queue (nothing was deleted; this nimbus leads again), or ZooKeeper did
-// not answer in time.
+// handoverFailed says what a failed step-down means: this nimbus no longer
+// led, the target left the queue (nothing was deleted; this nimbus leads
+// again), or ZooKeeper did not answer in time.
 func handoverFailed(target cluster.LockEntry, err error) error {
+	if errors.Is(err, leader.ErrNotLeading) {
+		return fmt.Errorf("%w: this nimbus stopped leading before it could hand over; nothing was done", apierr.ErrUnavailable)
+	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return fmt.Errorf("%w: handing over to %s: %v", apierr.ErrOutcomeUnknown, cluster.HostPort(target.Info), err)
 	}
