@@ -40,6 +40,13 @@ const (
 	healFor = 90 * time.Second
 )
 
+// exitAtOnce keeps the race detector from waiting a second before a
+// supervisor exits (its atexit_sleep_ms), which no release build does:
+// restarted (restart-supervisor), the supervisor must be back within
+// its keepers' window, under a second with the run's session
+// (docs/ARCHITECTURE.md section 17), or they stop its workers.
+const exitAtOnce = "GORACE=atexit_sleep_ms=0"
+
 // daemon is one nimbus or supervisor of the run, across its restarts.
 type daemon struct {
 	name    string
@@ -102,6 +109,7 @@ type run struct {
 	proxies    []*testcluster.Proxy // between nimbuses[2] and ZooKeeper, one per server
 	supProxies []*testcluster.Proxy // between sups[2] and ZooKeeper, one per server
 	peers      *testcluster.PeerNet // between nimbuses; nil where it cannot run
+	firewall   bool                 // testcluster.RejectPort can run here
 	nimbuses   []*daemon
 	sups       []*daemon
 	nimbusArgs []string
@@ -122,6 +130,9 @@ type run struct {
 	recoveries     []time.Duration      // from losing the leader to a leader's write
 	healed         []time.Duration      // from a fault's end to a leader's write
 	codeRecoveries []time.Duration      // from wiping every nimbus's code to its return
+	handOvers      map[string]int       // hand-over faults by outcome
+	leaderless     []time.Duration      // hand-overs done: their leaderless_ms
+	resetChanges   []int                // leader changes under each reset of the leader's connections
 	started        time.Time            // the faults'
 	samples        [2]map[string]sample // the daemons, before the faults and after the heal
 	staleSent      int                  // writes sent to deposed leaders
@@ -218,7 +229,7 @@ func newRun(t *testing.T, set settings) *run {
 	r := &run{
 		t: t, set: set, rng: rand.New(rand.NewPCG(set.seed, 0)), dir: dir, hist: newHistory(),
 		acked: map[string]string{}, killAsked: map[string]bool{}, lostByFault: map[string]bool{}, names: map[string]bool{},
-		ops: map[string]int{}, opErrors: map[string]int{}, faults: map[string]int{},
+		ops: map[string]int{}, opErrors: map[string]int{}, faults: map[string]int{}, handOvers: map[string]int{},
 		stamps: map[string]stamp{}, reported: map[string]bool{}, goroutines: map[*testcluster.Process]*goroutineCount{},
 		nimbusArgs: []string{
 			"--topology.min.replication.count", strconv.Itoa(minReplicas),
@@ -252,6 +263,11 @@ func newRun(t *testing.T, set settings) *run {
 		t.Logf("chaos: no %s faults: %v", cutPeersName, err)
 	} else {
 		r.peers = testcluster.NewPeerNet(t, 3)
+	}
+	if err := testcluster.RejectPortAvailable(); err != nil {
+		t.Logf("chaos: no %s faults: %v", resetLeaderName, err)
+	} else {
+		r.firewall = true
 	}
 	cluster := func(sub, zkConnect string) *testcluster.Cluster {
 		opts := []testcluster.ClusterOption{testcluster.WithSessionTimeout(session), testcluster.WithDir(filepath.Join(dir, sub))}
@@ -296,9 +312,10 @@ func newRun(t *testing.T, set settings) *run {
 		if i == 2 {
 			c = cuttableSup
 		}
-		d := &daemon{name: name, cluster: c, local: filepath.Join(dir, name), slots: ports[3+i*slotsEach : 3+(i+1)*slotsEach]}
+		d := &daemon{name: name, cluster: c, local: filepath.Join(dir, name), slots: ports[3+i*slotsEach : 3+(i+1)*slotsEach],
+			opts: []testcluster.DaemonOption{testcluster.WithEnv(exitAtOnce)}}
 		if r.peers != nil {
-			d.opts = []testcluster.DaemonOption{testcluster.WithEnv(r.peers.Env(-1))}
+			d.opts = append(d.opts, testcluster.WithEnv(r.peers.Env(-1)))
 		}
 		if err := d.start(nil); err != nil {
 			t.Fatal(err)

@@ -329,16 +329,19 @@ func (r *run) report(seed uint64, duration time.Duration) {
 	slices.Sort(kinds)
 	p50, p99, most99 := percentiles(r.recoveries)
 	h50, h99, hmax := percentiles(r.healed)
+	o50, o99, omax := percentiles(r.leaderless)
 	most := 0
 	for _, c := range r.goroutines {
 		most = max(most, c.most)
 	}
 	r.t.Logf("chaos: seed %d, %s: %d faults (%s); %d submits, %d acknowledged; client ok %v, failed %v; "+
 		"recovery after losing the leader (%d): p50 %s, p99 %s, max %s; after a fault's end (%d): p50 %s, p99 %s, max %s; "+
+		"hand-overs %v, without a leader (%d): p50 %s, p99 %s, max %s; leader changes under a reset rule on the leader's port: %s; "+
 		"writes sent to deposed leaders: %d, rejected %d (%d fenced, the others refused before a write); "+
 		"most goroutines in a daemon: %d; history: %d operations checked (%d of unknown outcome), %s in %s, "+
 		"with linearizable reads %s; violations: %d",
 		seed, duration, total, strings.Join(kinds, ", "), r.submitted, r.ops["submit"], r.ops, r.opErrors,
-		len(r.recoveries), p50, p99, most99, len(r.healed), h50, h99, hmax, r.staleSent, r.staleRejected, r.staleFenced, most,
+		len(r.recoveries), p50, p99, most99, len(r.healed), h50, h99, hmax,
+		r.handOvers, len(r.leaderless), o50, o99, omax, resetChanges(r.resetChanges), r.staleSent, r.staleRejected, r.staleFenced, most,
 		r.checked, r.checkedUnknown, r.checkResult, r.checkTook.Round(time.Millisecond), r.strictResult, len(r.violations))
 }

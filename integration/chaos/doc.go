@@ -8,10 +8,35 @@
 // SIGKILLs the leader while it is nimbus-1, whose session is Storm's
 // default 20 s, so that only deposition replaces it in time, deletes the live leader's lock node by hand (a
 // false deposition), pauses a nimbus for longer than its session, wipes a
-// follower's code, restarts a ZooKeeper server, SIGKILLs a supervisor and
-// cuts a nimbus off from ZooKeeper. The other nimbuses and the supervisors
-// have a 4 s session. A checker looks at the cluster every second and
-// once more after the faults stop and the cluster has healed.
+// follower's code, restarts a ZooKeeper server, SIGKILLs a supervisor,
+// stops a supervisor with SIGTERM and starts it again at once on its local
+// dir and slots, as an upgrade would (restart-supervisor, workers_test.go:
+// every worker it ran under an assignment that had stood for 3 s must run
+// on, the same process, once the new one is up, adopted from its keeper;
+// invariant 7; the supervisors skip the race detector's second of sleep at
+// exit, which no release build has and which would outlast their keepers'
+// window), and cuts a nimbus off from ZooKeeper. The other nimbuses and
+// the supervisors have a 4 s session. A checker looks at the cluster
+// every second and once more after the faults stop and the cluster has
+// healed.
+//
+// Two faults move or threaten leadership while the leader runs
+// (leadership_test.go). hand-over asks the leader through the SDK
+// (client.Client.HandOver) to hand leadership to the next nimbus able to
+// lead or, half the time, to a live follower named at random: a refusal
+// (FAILED_PRECONDITION or NOT_FOUND: the nimbus named is not queued or
+// lacks code, as right after a submit) is counted as one, any other error
+// logged; a hand-over done must leave its target leading at the epoch it
+// answered, and its leaderless_ms goes into the summary (p50, p99). The
+// workload's calls meanwhile are checked with every other.
+// reset-leader-connections has the firewall answer every connection to the
+// leader's gRPC port with a reset for 3 to 8 s (testcluster.RejectPort:
+// iptables REJECT --reject-with tcp-reset on loopback, and ss -K), so that
+// its followers see what a dead leader looks like; from the rule until 2 s
+// after it the head of the leader queue, watched in ZooKeeper, may change
+// at most once (a follower challenges the leader through ZooKeeper before
+// deposing it, docs/ARCHITECTURE.md section 3.5). It needs root, iptables
+// and ss; without them the run says so and leaves it out.
 //
 // Partitions (partitions_test.go) go through testcluster.Proxy: nimbus-3
 // and supervisor-3 reach each ZooKeeper server through a proxy of their
@@ -82,7 +107,9 @@
 // CHAOS_FAULT_KINDS=a,b injects only those kinds (the names the log
 // prints). Every run ends with a summary (logged, and written as
 // summary.md into the run's directory under CHAOS_DIR): the faults by
-// kind, the operations Porcupine checked, the recovery times, and each
-// daemon's RSS (/proc) and goroutines (go_goroutines) before the faults
-// and after the heal, ready for bench/RESULTS.md.
+// kind, the operations Porcupine checked, the recovery times, the
+// hand-overs (by outcome, and their time without a leader), the leader
+// changes under each reset rule, and each daemon's RSS (/proc) and
+// goroutines (go_goroutines) before the faults and after the heal, ready
+// for bench/RESULTS.md.
 package chaos

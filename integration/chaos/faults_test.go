@@ -35,7 +35,9 @@ type fault struct {
 }
 
 // faults are the kinds a run draws from: every kind, less those
-// CHAOS_FAULT_KINDS leaves out; wipe-all-code only with CHAOS_WIPE_ALL=1.
+// CHAOS_FAULT_KINDS leaves out; wipe-all-code only with CHAOS_WIPE_ALL=1;
+// the cut between nimbuses and the reset of the leader's connections only
+// where the machine allows them.
 func (r *run) faultKinds() ([]fault, error) {
 	all := []fault{
 		{"kill-leader", r.killLeader},
@@ -46,6 +48,8 @@ func (r *run) faultKinds() ([]fault, error) {
 		{"wipe-follower-code", r.wipeFollowerCode},
 		{"restart-zookeeper", r.restartZooKeeper},
 		{"kill-supervisor", r.killSupervisor},
+		{"restart-supervisor", r.restartSupervisor},
+		{"hand-over", r.handOver},
 		{"cut-nimbus-from-zookeeper", r.cutNimbus},
 		{"cut-nimbus-from-part-of-zookeeper", r.cutNimbusFromPart},
 		{"cut-nimbus-from-zookeeper-one-way", r.cutNimbusOneWay},
@@ -53,6 +57,9 @@ func (r *run) faultKinds() ([]fault, error) {
 	}
 	if r.peers != nil {
 		all = append(all, fault{cutPeersName, r.cutNimbusFromPeers})
+	}
+	if r.firewall {
+		all = append(all, fault{resetLeaderName, r.resetLeaderConnections})
 	}
 	if r.set.wipeAll {
 		all = append(all, fault{wipeAllName, r.wipeAllCode})
@@ -62,8 +69,8 @@ func (r *run) faultKinds() ([]fault, error) {
 	}
 	for _, k := range r.set.kinds {
 		if !slices.ContainsFunc(all, func(f fault) bool { return f.name == k }) {
-			return nil, fmt.Errorf("CHAOS_FAULT_KINDS: no fault %q here (%s needs CHAOS_WIPE_ALL=1; %s needs root, unshare and ip)",
-				k, wipeAllName, cutPeersName)
+			return nil, fmt.Errorf("CHAOS_FAULT_KINDS: no fault %q here (%s needs CHAOS_WIPE_ALL=1; %s needs root, unshare and ip; %s needs root, iptables and ss)",
+				k, wipeAllName, cutPeersName, resetLeaderName)
 		}
 	}
 	return slices.DeleteFunc(all, func(f fault) bool { return !slices.Contains(r.set.kinds, f.name) }), nil
@@ -367,11 +374,13 @@ func (r *run) cutNimbus() {
 	}
 }
 
+// lockDir is the leader-lock queue: its first node leads.
+const lockDir = "/storm/leader-lock"
+
 // leader returns the nimbus whose lock node is first in ZooKeeper, its
 // epoch and its lock node; nil while nobody holds the lock.
 func (r *run) leader() (d *daemon, epoch int64, node string) {
-	const lock = "/storm/leader-lock"
-	names, _, err := r.conn.Children(lock)
+	names, _, err := r.conn.Children(lockDir)
 	if err != nil {
 		return nil, 0, ""
 	}
@@ -380,7 +389,7 @@ func (r *run) leader() (d *daemon, epoch int64, node string) {
 		return nil, 0, ""
 	}
 	head := order[0]
-	data, _, err := r.conn.Get(lock + "/" + head.Name)
+	data, _, err := r.conn.Get(lockDir + "/" + head.Name)
 	if err != nil {
 		return nil, 0, ""
 	}
@@ -390,7 +399,7 @@ func (r *run) leader() (d *daemon, epoch int64, node string) {
 	}
 	for _, d := range r.nimbuses {
 		if int32(d.port) == info.GetPort() {
-			return d, head.Epoch(), lock + "/" + head.Name
+			return d, head.Epoch(), lockDir + "/" + head.Name
 		}
 	}
 	return nil, 0, ""

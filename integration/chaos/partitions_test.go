@@ -5,15 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
-	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 )
 
 // wipeAllName is the fault CHAOS_WIPE_ALL=1 adds: recovering from it needs
@@ -116,11 +112,6 @@ func (r *run) cutNimbusOneWay() {
 	restoreProxies(r.proxies)
 }
 
-// settled is how long an assignment must have stood unchanged before a
-// cut for the cut-off supervisor to be held to it: long enough for the
-// supervisor to have read it and acted on it.
-const settled = 3 * time.Second
-
 // cutSupervisor cuts the proxied supervisor off ZooKeeper for longer than
 // its session. Its workers must keep running meanwhile (invariant 7): a
 // worker it ran when cut off still runs, the same process, when the cut
@@ -131,92 +122,16 @@ const settled = 3 * time.Second
 func (r *run) cutSupervisor() {
 	d := r.sups[2]
 	silent := r.rng.IntN(2) == 0
-	id := d.proc().ID()
-	earlier := r.assignedSlots(id)
+	earlier := r.assignedSlots(d.proc().ID())
 	start := time.Now()
 	cutProxies(r.supProxies, silent)
-	before := r.workersOf(d)
-	at := r.assignedSlots(id)
-	r.t.Logf("chaos: %s cut (%s) from ZooKeeper for %s, running %d workers", d.name, cutKind(silent), pauseFor, len(before))
+	kept := r.watchWorkers(d, earlier, start)
+	r.t.Logf("chaos: %s cut (%s) from ZooKeeper for %s, running %d workers", d.name, cutKind(silent), pauseFor, len(kept.before))
 	r.hold(pauseFor)
 	after := r.workersOf(d)
 	restoreProxies(r.supProxies)
-	for port, w := range before {
-		slot := fmt.Sprintf("%s:%d", w.topology, port)
-		a, ok := at[slot]
-		if !ok || earlier[slot] != a || start.Sub(a.mtime) < settled {
-			continue // its assignment had just changed, or the checker could not read it
-		}
-		if now, ok := after[port]; !ok || now.pid != w.pid {
-			r.violation("%s, cut off ZooKeeper, stopped its worker of %s on port %d (pid %d) during the cut; "+
-				"the assignment placing it there was written at %s", d.name, w.topology, port, w.pid, a.mtime.Format("15:04:05.000"))
-		}
-	}
-}
-
-// worker is one worker process, as /proc shows it.
-type worker struct {
-	pid      int
-	topology string
-}
-
-// workersOf returns the workers running on d's slots, by port.
-func (r *run) workersOf(d *daemon) map[int]worker {
-	out := map[int]worker{}
-	pids, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, f := range pids {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		args := strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
-		if len(args) < 3 || !strings.HasPrefix(args[0], d.local+string(filepath.Separator)) || filepath.Base(args[0]) != "artifact" {
-			continue
-		}
-		i := slices.Index(args, "--port")
-		if i < 0 || i+1 >= len(args) {
-			continue
-		}
-		port, err1 := strconv.Atoi(args[i+1])
-		pid, err2 := strconv.Atoi(filepath.Base(filepath.Dir(f)))
-		if err1 == nil && err2 == nil && slices.Contains(d.slots, port) {
-			out[port] = worker{pid: pid, topology: filepath.Base(filepath.Dir(args[0]))}
-		}
-	}
-	return out
-}
-
-// written identifies one write of an assignment node.
-type written struct {
-	mzxid int64
-	mtime time.Time
-}
-
-// assignedSlots returns, by "topology:port", every slot the assignments in
-// ZooKeeper give the supervisor id, with the write of its assignment; nil
-// if they cannot be read.
-func (r *run) assignedSlots(id string) map[string]written {
-	ids, _, err := r.conn.Children("/storm/assignments")
-	if err != nil {
-		return nil
-	}
-	out := map[string]written{}
-	for _, topo := range ids {
-		data, st, err := r.conn.Get("/storm/assignments/" + topo)
-		if err != nil {
-			continue
-		}
-		a := new(clusterv1.Assignment)
-		if cluster.Decode(topo, data, a) != nil {
-			continue
-		}
-		for _, e := range a.GetExecutors() {
-			if s := e.GetSlot(); s.GetSupervisorId() == id {
-				out[fmt.Sprintf("%s:%d", topo, s.GetPort())] = written{st.Mzxid, time.UnixMilli(st.Mtime)}
-			}
-		}
-	}
-	return out
+	// Cut off, it read no assignment since: each one it had read holds.
+	r.checkKept(kept, after, nil, "while cut off ZooKeeper")
 }
 
 // heldBySupervisors is the set of live topologies whose code is on some

@@ -93,6 +93,14 @@ func (r *run) writeSummary(took time.Duration) {
 		fmt.Fprintf(&b, "| code back at %d nimbuses after every nimbus's was wiped (%d) | p50 %s, p99 %s, max %s |\n",
 			minReplicas, len(r.codeRecoveries), c50, c99, cmax)
 	}
+	if len(r.handOvers) > 0 {
+		o50, o99, omax := percentiles(r.leaderless)
+		fmt.Fprintf(&b, "| hand-overs | %v; without a leader (leaderless_ms, %d): p50 %s, p99 %s, max %s |\n",
+			r.handOvers, len(r.leaderless), o50, o99, omax)
+	}
+	if len(r.resetChanges) > 0 {
+		fmt.Fprintf(&b, "| leader changes under a reset rule on the leader's port, until %s after it | %s |\n", resetAfter, resetChanges(r.resetChanges))
+	}
 	fmt.Fprintf(&b, "| writes sent to deposed leaders | %d, rejected %d (%d fenced) |\n", r.staleSent, r.staleRejected, r.staleFenced)
 	fmt.Fprintf(&b, "| client calls | ok %v, failed %v |\n", r.ops, r.opErrors)
 	fmt.Fprintf(&b, "| violations | %d |\n\n", len(r.violations))
@@ -111,6 +119,19 @@ func (r *run) writeSummary(took time.Duration) {
 		r.t.Errorf("chaos: summary: %v", err)
 	}
 	r.t.Logf("chaos: summary (%s):\n%s", path, b.String())
+}
+
+// resetChanges sums up the leader changes counted under each reset of the
+// leader's connections: at most one each, or it is a violation.
+func resetChanges(changes []int) string {
+	if len(changes) == 0 {
+		return "-"
+	}
+	total := 0
+	for _, n := range changes {
+		total += n
+	}
+	return fmt.Sprintf("%d in %d faults, at most %d in one", total, len(changes), slices.Max(changes))
 }
 
 func mib(kib int64) string {
