@@ -77,17 +77,24 @@ func (r Reader) LostMarks() (map[string]*clusterv1.LostMark, error) {
 	return marks, nil
 }
 
-// LeaderEpoch is the epoch of the head of the leader queue (0: nobody is
-// queued).
-func (r Reader) LeaderEpoch() (int64, error) {
+// LeaderRegistration reads the registration (/nimbuses/<host:port>) of
+// the nimbus at the head of the leader queue; ErrNoNode when nobody is
+// queued or the head is not registered.
+func (r Reader) LeaderRegistration() (*clusterv1.NimbusInfo, error) {
 	names, err := children(r, r.s.paths.LeaderLock())
-	if err != nil && !errors.Is(err, ErrNoNode) {
-		return 0, err
+	if err != nil {
+		return nil, err
 	}
-	if q := LockOrder(names); len(q) > 0 {
-		return q[0].Epoch(), nil
+	q := LockOrder(names)
+	if len(q) == 0 {
+		return nil, ErrNoNode
 	}
-	return 0, nil
+	head, _, err := readNode(r, r.s.paths.LeaderLock()+"/"+q[0].Name, new(clusterv1.NimbusInfo))
+	if err != nil {
+		return nil, err
+	}
+	reg, _, err := readNode(r, r.s.paths.Nimbus(HostPort(head)), new(clusterv1.NimbusInfo))
+	return reg, err
 }
 
 // ClusterVersion reads the cluster version and its node's version;

@@ -204,9 +204,10 @@ const clusterVersionRead = time.Second
 
 // clusterVersion is the cluster version, read afresh (the cache may be a
 // notification behind the leader's last write), or as last cached when
-// ZooKeeper does not answer in time. It counts only if the leader of the
-// moment wrote it: one a former leader wrote may be stale (a leader of
-// release 0.1 writes none); then it is "" (unknown).
+// ZooKeeper does not answer in time; never above the release of the
+// nimbus that leads now, which is registered: a leader of release 0.1
+// writes no cluster version, so the node may be one a 0.2 leader wrote
+// before a roll back.
 func (s *Supervisor) clusterVersion() string {
 	ctx, cancel := context.WithTimeout(context.Background(), clusterVersionRead)
 	defer cancel()
@@ -215,10 +216,11 @@ func (s *Supervisor) clusterVersion() string {
 	if err != nil {
 		v = s.versions.Snapshot()[cluster.ClusterVersionNode]
 	}
-	epoch, err := read.LeaderEpoch()
-	if err == nil && epoch != v.GetEpoch() {
-		s.log.Info("the cluster version was written by a former leader: taken as unknown", "written_in", v.GetEpoch(), "leader_epoch", epoch)
+	if v.GetRelease() == "" {
 		return ""
+	}
+	if leader, err := read.LeaderRegistration(); err == nil {
+		return version.Lowest(v.GetRelease(), leader.GetRelease())
 	}
 	return v.GetRelease()
 }

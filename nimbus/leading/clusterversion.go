@@ -16,9 +16,7 @@ import (
 // registered nimbus or supervisor runs (view.ClusterVersion), so that a
 // daemon can tell, from one small node, whether a behaviour that needs
 // every daemon upgraded may be on (internal/version.Feature). It rewrites
-// the node when that changes, and once per term: a reader trusts the node
-// only when the leader of the moment wrote it (a leader of release 0.1
-// writes none, and the node would otherwise outlive the version it says).
+// the node only when that changes.
 type clusterVersion struct {
 	term *leader.Term
 	sess *cluster.Session
@@ -48,7 +46,7 @@ func (c *clusterVersion) round(r roundState) time.Time {
 	if c.known == nil && !c.read(r.now) {
 		return c.retryAt
 	}
-	if c.known.GetRelease() == release && slices.Equal(c.known.GetLowest(), lowest) && c.known.GetEpoch() == c.term.Epoch() {
+	if c.known.GetRelease() == release && slices.Equal(c.known.GetLowest(), lowest) {
 		return time.Time{}
 	}
 	next := &clusterv1.ClusterVersion{Release: release, SetUnixMs: r.now.UnixMilli(), Epoch: c.term.Epoch(), Lowest: lowest}
