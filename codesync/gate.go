@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/nimbusha/nimbus/cluster"
+	"github.com/nimbusha/nimbus/clusterid"
 	"github.com/nimbusha/nimbus/codedistributor"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 )
@@ -21,12 +22,29 @@ type Gate struct {
 	Storms *cluster.DirCache[*clusterv1.StormBase]
 	// Lost is the cache of /lost (lost.go); nil: no topology is LOST.
 	Lost *cluster.DirCache[*clusterv1.LostMark]
+	// Versions is the cache of /versions and Memory the cluster this
+	// nimbus belongs to (package clusterid); nil Memory: not checked.
+	Versions *cluster.DirCache[*clusterv1.ClusterVersion]
+	Memory   *clusterid.Memory
+}
+
+// Identity is nil while ZooKeeper holds the cluster this nimbus belongs
+// to (or one not named yet), else clusterid's ErrOutage: the root was
+// wiped or is another cluster's, and nothing may be led or deleted.
+func (g Gate) Identity() error {
+	if g.Memory == nil {
+		return nil
+	}
+	return g.Memory.Check(g.Versions.Snapshot()[cluster.ClusterVersionNode])
 }
 
 // Eligible checks, against a fresh read of /storms (a cache may lag the
 // write that a lock hand-over follows), that this nimbus holds the code of
 // every topology that needs it, verified.
 func (g Gate) Eligible() error {
+	if err := g.Identity(); err != nil {
+		return err
+	}
 	read := g.Session.Read()
 	ids, err := read.StormIDs()
 	if errors.Is(err, cluster.ErrNoNode) {

@@ -147,6 +147,10 @@ type run struct {
 	missing    map[string]bool   // what a leader needs that this nimbus is not a replica of
 	gens       struct{ storms, dists, lost uint64 }
 	tampers    uint64 // the store's Tampers as of the last full pass
+	inOutage   bool   // the cluster's state was gone at the last pass (outage)
+	// goneSince is when each topology with code here was first seen with
+	// neither StormBase nor distribution (removeUnwanted).
+	goneSince map[string]time.Time
 }
 
 // tamperLookEvery is how often an idle Syncer passes anyway, so that a
@@ -174,7 +178,11 @@ func (s *Syncer) Run(ctx context.Context) error {
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	for _, c := range []<-chan struct{}{s.cfg.Storms.Loaded(), s.cfg.Replicas.Distributions.Loaded()} {
+	loaded := []<-chan struct{}{s.cfg.Storms.Loaded(), s.cfg.Replicas.Distributions.Loaded()}
+	if s.cfg.Memory != nil {
+		loaded = append(loaded, s.cfg.Versions.Loaded())
+	}
+	for _, c := range loaded {
 		select {
 		case <-c:
 		case <-ctx.Done():
@@ -186,7 +194,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 	look := time.NewTicker(tamperLookEvery)
 	defer look.Stop()
 	r := &run{Syncer: s, ctx: ctx, wg: &wg, fetching: tasks{}, registered: tasks{}, fetched: make(chan *task, 16),
-		catchUp: newCatchUp(s.cfg.CatchUpWait), wanted: map[string][]byte{}, missing: map[string]bool{}}
+		catchUp: newCatchUp(s.cfg.CatchUpWait), wanted: map[string][]byte{}, missing: map[string]bool{}, goneSince: map[string]time.Time{}}
 	for full := true; ; {
 		// Taken before what they announce is read: no change goes unseen.
 		// Not every replica list: another nimbus's replica changes
@@ -197,8 +205,12 @@ func (s *Syncer) Run(ctx context.Context) error {
 		if s.cfg.Lost != nil {
 			lost = s.cfg.Lost.Changed()
 		}
+		var versions <-chan struct{} // the cluster's identity gone or back
+		if s.cfg.Memory != nil {
+			versions = s.cfg.Versions.Changed()
+		}
 
-		stuckAt := r.pass(full)
+		stuckAt := r.pass(full) // or when a removal's grace ends
 		full = false
 
 		var stuck <-chan time.Time // code missing until then is stuck: say so
@@ -215,6 +227,8 @@ func (s *Syncer) Run(ctx context.Context) error {
 		case <-reported: // a copy found corrupt: verify it again
 			full = true
 		case <-lost:
+		case <-versions:
+			full = true
 		case <-s.wake:
 		case <-sweep.C:
 			full = true
@@ -235,6 +249,9 @@ func (s *Syncer) Run(ctx context.Context) error {
 // step, and returns when code missing now will have been missing for the
 // catch-up wait (zero if none will).
 func (r *run) pass(full bool) time.Time {
+	if r.outage() {
+		return time.Time{}
+	}
 	ids, complete := r.changedSince()
 	tampers, err := r.cfg.Store.Tampers()
 	if full || !complete || err != nil || tampers != r.tampers {
@@ -249,9 +266,32 @@ func (r *run) pass(full bool) time.Time {
 			r.registered.stop(id)
 		}
 	}
-	r.removeUnwanted(ids)
+	removeDue := r.removeUnwanted(ids)
 	r.updateMissing(ids)
-	return r.gate(slices.Sorted(maps.Keys(r.missing)))
+	stuckAt := r.gate(slices.Sorted(maps.Keys(r.missing)))
+	if stuckAt.IsZero() || (!removeDue.IsZero() && removeDue.Before(stuckAt)) {
+		return removeDue
+	}
+	return stuckAt
+}
+
+// outage reports whether the cluster's state is gone from ZooKeeper
+// (Gate.Identity): then nothing is removed or queued, and this nimbus
+// leaves the leader queue, until the state comes back.
+func (r *run) outage() bool {
+	err := r.cfg.Identity()
+	switch {
+	case err == nil && r.inOutage:
+		r.log.Warn("the cluster's state is back in ZooKeeper; syncing again")
+		r.inOutage = false
+	case err != nil && !r.inOutage:
+		r.log.Error("not leading, not removing code: "+err.Error(), "queued", r.cfg.Election.Queued())
+		r.inOutage = true
+	}
+	if err != nil && r.cfg.Election.Queued() {
+		r.cfg.Election.Withdraw()
+	}
+	return err != nil
 }
 
 // touch has the next pass look at id.
@@ -451,21 +491,48 @@ func (r *run) gate(missing []string) (stuckAt time.Time) {
 	return stuckAt
 }
 
+// removeGrace is how long a topology must be gone (no StormBase, no
+// distribution) before its code here is deleted. Deleting the root
+// (deleteall) removes /storms and /code-distributor before, perhaps, the
+// node that names the cluster: by the grace's end the outage shows
+// (outage) and nothing is deleted.
+const removeGrace = 2 * time.Second
+
 // removeUnwanted deletes the local code of ids the cluster no longer
-// wants. The caches can lag a submission (its distribution created a
-// moment ago), so each deletion is checked against pins and a fresh read
-// of ZooKeeper.
-func (r *run) removeUnwanted(ids map[string]bool) {
+// wants, once gone for removeGrace; it returns when the next grace ends
+// (zero if none runs), for a pass then. The caches can lag a submission
+// (its distribution created a moment ago), so each deletion is checked
+// against pins and a fresh read of ZooKeeper.
+func (r *run) removeUnwanted(ids map[string]bool) (due time.Time) {
 	s := r.Syncer
 	read := s.cfg.Session.Read()
-	for id := range ids {
+	look := maps.Clone(ids)
+	for id := range r.goneSince {
+		look[id] = true // again, every topology in its grace
+	}
+	now := time.Now()
+	for id := range look {
 		if _, ok := r.wanted[id]; ok || s.isPinned(id) || !s.cfg.Store.Has(id) {
+			delete(r.goneSince, id)
 			continue
 		}
 		if ok, err := read.HasDistribution(id); err != nil || ok {
+			delete(r.goneSince, id)
 			continue
 		}
 		if ok, err := read.HasStorm(id); err != nil || ok {
+			delete(r.goneSince, id)
+			continue
+		}
+		since, seen := r.goneSince[id]
+		if !seen {
+			since = now
+			r.goneSince[id] = now
+		}
+		if end := since.Add(removeGrace); now.Before(end) {
+			if due.IsZero() || end.Before(due) {
+				due = end
+			}
 			continue
 		}
 		if s.isPinned(id) { // pinned while we looked
@@ -475,11 +542,13 @@ func (r *run) removeUnwanted(ids map[string]bool) {
 			s.log.Warn("cannot remove code", "topology", id, "err", err)
 			continue
 		}
+		delete(r.goneSince, id)
 		s.mu.Lock()
 		delete(s.recovered, id)
 		s.mu.Unlock()
 		s.log.Info("removed code of a topology the cluster no longer has", "topology", id)
 	}
+	return due
 }
 
 // fetch retries until the code of id is installed or ctx ends: at once

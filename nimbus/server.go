@@ -23,6 +23,7 @@ import (
 	"github.com/nimbusha/nimbus/auth"
 	"github.com/nimbusha/nimbus/certs"
 	"github.com/nimbusha/nimbus/cluster"
+	"github.com/nimbusha/nimbus/clusterid"
 	"github.com/nimbusha/nimbus/codedistributor"
 	_ "github.com/nimbusha/nimbus/codedistributor/backends" // every storm.codedistributor.class
 	"github.com/nimbusha/nimbus/codeservice"
@@ -52,6 +53,7 @@ type Server struct {
 	metricsLn net.Listener // nil when nimbus.metrics.port is -1
 	uiLn      net.Listener // nil when ui.port is -1
 	store     *codedistributor.Store
+	memory    *clusterid.Memory // the cluster this nimbus belongs to
 	sess      *cluster.Session
 	metrics   *metrics
 	view      *view.View
@@ -178,6 +180,9 @@ func (s *Server) connect(ctx context.Context) (err error) {
 	if s.store, err = codedistributor.OpenStore(filepath.Join(cfg.LocalDir, "nimbus")); err != nil {
 		return fmt.Errorf("nimbus: storm.local.dir %s: %w", cfg.LocalDir, err)
 	}
+	if s.memory, err = clusterid.Open(filepath.Join(cfg.LocalDir, "nimbus")); err != nil {
+		return fmt.Errorf("nimbus: storm.local.dir %s: %w", cfg.LocalDir, err)
+	}
 	s.sess, err = cluster.Connect(ctx, daemon.SessionConfig(cfg, s.base))
 	if err != nil {
 		return err
@@ -213,7 +218,9 @@ func (s *Server) build() (err error) {
 	// The gate of invariant 6: a nimbus that wins the lock leads only if
 	// it holds every active topology's code, checked afresh; the syncer
 	// keeps it queued only while it holds them.
-	gate := codesync.Gate{Session: s.sess, Store: s.store, Storms: s.view.Storms, Lost: s.view.Lost}
+	gate := codesync.Gate{Session: s.sess, Store: s.store, Storms: s.view.Storms, Lost: s.view.Lost,
+		Versions: s.view.Versions, Memory: s.memory}
+	s.view.Identity = gate.Identity
 	s.election = leader.New(leader.Config{Session: s.sess, Self: s.self, Eligible: gate.Eligible, Logger: s.base})
 	s.syncer = codesync.New(codesync.Config{
 		Gate:        gate,
@@ -248,7 +255,7 @@ func (s *Server) build() (err error) {
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	s.health.SetServingStatus(nimbusv1.LeaderHealthService, healthpb.HealthCheckResponse_NOT_SERVING)
 	s.duties = leading.New(leading.Config{Session: s.sess, View: s.view, Dist: s.dist, Pending: s.svc.isPending,
-		Actions: s.actions, Nimbus: cfg, Metrics: leading.NewMetrics(s.reg), Logger: s.base})
+		Actions: s.actions, Nimbus: cfg, ClusterID: s.memory, Metrics: leading.NewMetrics(s.reg), Logger: s.base})
 	s.grpc = grpc.NewServer(s.grpcOptions(encodings)...)
 	nimbusv1.RegisterNimbusServiceServer(s.grpc, s.svc)
 	nimbusv1.RegisterCodeServiceServer(s.grpc, codeservice.New(s.store, s.metrics.codeSent, codeservice.WithAuthorizer(s.authz)))

@@ -35,6 +35,9 @@ func whyNoLeader(cs *nimbusv1.ClusterSummary, st State) []string {
 	if cs == nil {
 		return append(out, "this nimbus has not read the cluster's state yet")
 	}
+	if problem := cs.GetClusterStateProblem(); problem != "" {
+		return append(out, problem) // nobody leads until it is solved
+	}
 	names := map[string]string{}
 	for _, t := range cs.GetTopologies() {
 		names[t.GetId()] = t.GetName()

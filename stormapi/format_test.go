@@ -106,6 +106,9 @@ func TestWhyNoLeader(t *testing.T) {
 		{"election", &nimbusv1.ClusterSummary{Nimbuses: []*nimbusv1.NimbusSummary{
 			{Host: "a", Port: 1, HoldsAllCode: true}, {Host: "b", Port: 2, MissingTopologyIds: []string{"t1"}},
 		}}, State{}, []string{"an election is under way: a:1 hold the code"}},
+		{"root wiped", &nimbusv1.ClusterSummary{ClusterStateProblem: "cluster x is gone from ZooKeeper",
+			Nimbuses: []*nimbusv1.NimbusSummary{{Host: "a", Port: 1, HoldsAllCode: true}}},
+			State{}, []string{"cluster x is gone from ZooKeeper"}},
 		{"no session", &nimbusv1.ClusterSummary{Nimbuses: []*nimbusv1.NimbusSummary{{Host: "a", Port: 1, HoldsAllCode: true}}},
 			State{CacheAge: 3 * time.Second}, []string{"no ZooKeeper session for 3s", "an election is under way"}},
 	} {

@@ -2,11 +2,13 @@ package supervisor
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/internal/version"
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	"github.com/nimbusha/nimbus/workerproto"
 )
 
@@ -20,7 +22,7 @@ func (s *Supervisor) reconcileLoop(ctx context.Context) {
 	// Act only on loaded assignments: an empty first read would delete
 	// every bundle and start nothing. The statuses too: a worker starts
 	// with its topology's.
-	for _, loaded := range []<-chan struct{}{s.assignments.Loaded(), s.storms.Loaded()} {
+	for _, loaded := range []<-chan struct{}{s.assignments.Loaded(), s.storms.Loaded(), s.versions.Loaded()} {
 		select {
 		case <-loaded:
 		case <-ctx.Done():
@@ -34,20 +36,42 @@ func (s *Supervisor) reconcileLoop(ctx context.Context) {
 	}()
 	tick := time.NewTicker(resync)
 	defer tick.Stop()
+	var outage outageLog
+	gone := goneTopologies{}
 	for {
 		// Taken before what they announce is read: no change goes unseen.
 		assigned, reported, statuses := s.assignments.Changed(), s.store.Reported(), s.storms.Changed()
+		versions := s.versions.Changed()
+		if outage.note(s.log, s.identity()) {
+			// The assignments read are not this cluster's (the root was
+			// wiped): keep every worker and all code as they are.
+			select {
+			case <-ctx.Done():
+				return
+			case <-versions:
+			case <-tick.C:
+			}
+			continue
+		}
 		desired := s.desired()
 		ready := f.fetchMissing(desired) // a worker starts only from verified code
-		s.stopMismatched(desired)
+		gone.forgetAssigned(s.assignments.Snapshot())
+		s.stopMismatched(desired, gone)
 		s.applyStatuses()
 		s.startMissing(ctx, desired, ready)
-		s.removeDeadCode(desired)
+		s.removeDeadCode(desired, gone)
 
+		due := gone.nextDue()
+		var dueC <-chan time.Time
+		if !due.IsZero() {
+			dueC = time.After(time.Until(due))
+		}
 		select {
 		case <-ctx.Done():
 			return
+		case <-dueC: // a topology has been gone for the grace
 		case <-assigned:
+		case <-versions:
 		case <-statuses: // activate, deactivate, kill: tell the workers
 		case <-reported: // a copy found corrupt: verify it again
 		case <-s.wake:
@@ -118,11 +142,60 @@ func (f *fetches) stopAll() {
 
 // stopMismatched stops, all at once (each takes up to the grace period),
 // the workers whose slot no longer runs what the assignments ask.
-func (s *Supervisor) stopMismatched(desired map[int32]desiredWorker) {
+func (s *Supervisor) stopMismatched(desired map[int32]desiredWorker, gone goneTopologies) {
 	s.stopWorkers(func(port int32, w *worker) bool {
 		d, ok := desired[port]
-		return !ok || d.topologyID != w.spec.TopologyID || d.executors != w.spec.Executors
+		if ok && d.topologyID == w.spec.TopologyID && d.executors == w.spec.Executors {
+			return false
+		}
+		// Moved or changed: stop it now. A worker whose topology has no
+		// assignment at all waits the grace: the root may be going.
+		return ok || s.assignments.Snapshot()[w.spec.TopologyID] != nil || !gone.waiting(w.spec.TopologyID)
 	})
+}
+
+// vanishGrace is how long a topology's assignment must stay gone before
+// the workers it placed here stop and its code is removed. Deleting the
+// root (deleteall) removes the assignments before the node that names the
+// cluster, so for a moment a wiped root looks like a cluster whose
+// topologies were all killed; by the grace's end the outage shows
+// (package clusterid) and nothing is stopped. A killed topology's workers
+// stop this much later.
+const vanishGrace = 2 * time.Second
+
+// goneTopologies remembers since when each topology a worker here ran
+// has had no assignment.
+type goneTopologies map[string]time.Time
+
+// forgetAssigned forgets the topologies that have an assignment again.
+func (g goneTopologies) forgetAssigned(assignments map[string]*clusterv1.Assignment) {
+	for id := range g {
+		if assignments[id] != nil {
+			delete(g, id)
+		}
+	}
+}
+
+// nextDue is when the next grace still running ends; zero if none is.
+func (g goneTopologies) nextDue() (due time.Time) {
+	now := time.Now()
+	for _, since := range g {
+		if end := since.Add(vanishGrace); now.Before(end) && (due.IsZero() || end.Before(due)) {
+			due = end
+		}
+	}
+	return due
+}
+
+// waiting reports whether topology id, which has no assignment, is still
+// within its grace; the first call for it starts the grace.
+func (g goneTopologies) waiting(id string) bool {
+	since, ok := g[id]
+	if !ok {
+		g[id] = time.Now()
+		return true
+	}
+	return time.Since(since) < vanishGrace
 }
 
 // startMissing starts a worker on every desired slot that runs none and
@@ -188,6 +261,10 @@ func (s *Supervisor) stopWorkers(stop func(int32, *worker) bool) {
 // release 0.1 may come next, and would start a second worker beside each
 // kept one) it stops them, as 0.1 did.
 func (s *Supervisor) leaveWorkers() {
+	if s.identity() != nil {
+		s.detachWorkers() // the next supervisor keeps them through the outage too
+		return
+	}
 	release := s.clusterVersion()
 	if version.KeepWorkersOnStop.Enabled(release) {
 		s.detachWorkers()
@@ -196,6 +273,28 @@ func (s *Supervisor) leaveWorkers() {
 	s.log.Warn("stopping the workers: the cluster version does not let a supervisor leave them to the next",
 		"cluster_version", release, "needs", version.KeepWorkersOnStop.Release)
 	s.stopWorkers(func(int32, *worker) bool { return true })
+}
+
+// identity is nil while ZooKeeper holds the cluster this supervisor
+// belongs to (package clusterid).
+func (s *Supervisor) identity() error {
+	return s.memory.Check(s.versions.Snapshot()[cluster.ClusterVersionNode])
+}
+
+// outageLog logs the start and the end of an outage, once each.
+type outageLog struct{ in bool }
+
+// note logs a change of err, the identity's answer, and reports whether
+// the cluster's state is gone.
+func (o *outageLog) note(log *slog.Logger, err error) bool {
+	switch {
+	case err != nil && !o.in:
+		log.Error("keeping every worker and all code as they are: " + err.Error())
+	case err == nil && o.in:
+		log.Warn("the cluster's state is back in ZooKeeper; following its assignments again")
+	}
+	o.in = err != nil
+	return o.in
 }
 
 // clusterVersionRead bounds the fresh read of the cluster version when
@@ -244,17 +343,21 @@ func (s *Supervisor) detachWorkers() {
 // are what nimbuses that lost theirs recover from, and the supervisors a
 // topology moved to may not have fetched it yet. A supervisor never holds
 // more than a nimbus does, which holds every live topology.
-func (s *Supervisor) removeDeadCode(desired map[int32]desiredWorker) {
+func (s *Supervisor) removeDeadCode(desired map[int32]desiredWorker, gone goneTopologies) {
 	ids, err := s.store.IDs()
 	if err != nil {
 		return
 	}
 	storms := s.storms.Snapshot()
 	for id := range ids {
-		if !wanted(desired, id) && !cluster.Lives(storms[id]) {
-			if err := s.store.Remove(id); err == nil {
-				s.log.Info("removed code of a topology the cluster no longer has", "topology", id)
-			}
+		// Code goes only once its topology's assignment has been gone for
+		// the grace: a root being deleted may take /storms first.
+		if wanted(desired, id) || cluster.Lives(storms[id]) || gone.waiting(id) {
+			continue
+		}
+		if err := s.store.Remove(id); err == nil {
+			delete(gone, id)
+			s.log.Info("removed code of a topology the cluster no longer has", "topology", id)
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/nimbusha/nimbus/certs"
 	"github.com/nimbusha/nimbus/cluster"
+	"github.com/nimbusha/nimbus/clusterid"
 	"github.com/nimbusha/nimbus/codedistributor"
 	_ "github.com/nimbusha/nimbus/codedistributor/backends" // every storm.codedistributor.class
 	"github.com/nimbusha/nimbus/configs"
@@ -46,7 +47,8 @@ type Supervisor struct {
 	assignments *cluster.DirCache[*clusterv1.Assignment]
 	storms      *cluster.DirCache[*clusterv1.StormBase]      // the topologies' statuses, for the worker protocol
 	keepers     keepers                                      // what holds each worker's run (keep.go)
-	versions    *cluster.DirCache[*clusterv1.ClusterVersion] // /versions: the cluster version, read when stopping
+	versions    *cluster.DirCache[*clusterv1.ClusterVersion] // /versions: the cluster's identity and version
+	memory      *clusterid.Memory                            // the cluster this supervisor belongs to
 	// wctx is every worker's: never cancelled by Close, which leaves the
 	// workers to their keepers; a worker's own stop ends it.
 	wctx      context.Context
@@ -149,6 +151,9 @@ func (s *Supervisor) claimDir() (err error) {
 	}
 	s.log = s.log.With("supervisor_id", s.id)
 	if s.store, err = codedistributor.OpenStore(s.dir); err != nil {
+		return err
+	}
+	if s.memory, err = clusterid.Open(s.dir); err != nil {
 		return err
 	}
 	s.keepers, err = newKeepers(s.dir, s.cfg)

@@ -167,6 +167,11 @@ func writeNimbusesAndFailover(w io.Writer, s *nimbusv1.ClusterSummary) error {
 	if _, err := fmt.Fprintf(w, "eligible standbys: %d\n", s.GetEligibleStandbys()); err != nil {
 		return err
 	}
+	if problem := s.GetClusterStateProblem(); problem != "" {
+		if _, err := fmt.Fprintf(w, "WARNING: %s\n", problem); err != nil {
+			return err
+		}
+	}
 	if v := s.GetClusterVersion(); v != "" {
 		// The lowest release any daemon runs: what the cluster may do.
 		if _, err := fmt.Fprintf(w, "cluster version: %s\n", v); err != nil {

@@ -1,12 +1,15 @@
 package leading
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"log/slog"
 	"slices"
 	"time"
 
 	"github.com/nimbusha/nimbus/cluster"
+	"github.com/nimbusha/nimbus/clusterid"
 	"github.com/nimbusha/nimbus/leader"
 	"github.com/nimbusha/nimbus/nimbus/view"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
@@ -18,10 +21,11 @@ import (
 // every daemon upgraded may be on (internal/version.Feature). It rewrites
 // the node only when that changes.
 type clusterVersion struct {
-	term *leader.Term
-	sess *cluster.Session
-	view *view.View
-	log  *slog.Logger
+	term   *leader.Term
+	sess   *cluster.Session
+	view   *view.View
+	memory *clusterid.Memory
+	log    *slog.Logger
 
 	known   *clusterv1.ClusterVersion // as read or written this term; nil: read it first
 	version int32                     // known's node version; -1: no node
@@ -29,7 +33,7 @@ type clusterVersion struct {
 }
 
 func newClusterVersion(term *leader.Term, cfg Config, log *slog.Logger) *clusterVersion {
-	return &clusterVersion{term: term, sess: cfg.Session, view: cfg.View, log: log}
+	return &clusterVersion{term: term, sess: cfg.Session, view: cfg.View, memory: cfg.ClusterID, log: log}
 }
 
 // clusterVersionRetry paces a failed read or write of the node.
@@ -49,7 +53,12 @@ func (c *clusterVersion) round(r roundState) time.Time {
 	if c.known.GetRelease() == release && slices.Equal(c.known.GetLowest(), lowest) {
 		return time.Time{}
 	}
-	next := &clusterv1.ClusterVersion{Release: release, SetUnixMs: r.now.UnixMilli(), Epoch: c.term.Epoch(), Lowest: lowest}
+	next := &clusterv1.ClusterVersion{Release: release, SetUnixMs: r.now.UnixMilli(), Epoch: c.term.Epoch(), Lowest: lowest,
+		ClusterId: c.known.GetClusterId(), CreatedUnixMs: c.known.GetCreatedUnixMs()}
+	if next.ClusterId == "" { // the first leader of this release names the cluster
+		next.ClusterId, next.CreatedUnixMs = c.newID(), r.now.UnixMilli()
+		c.log.Info("naming the cluster", "cluster_id", next.ClusterId)
+	}
 	op := c.sess.Ops().CreateClusterVersion(next)
 	if c.version >= 0 {
 		op = c.sess.Ops().SetClusterVersion(next, c.version)
@@ -84,6 +93,17 @@ func (c *clusterVersion) read(now time.Time) bool {
 		c.known, c.version = v, version
 	}
 	return true
+}
+
+// newID is the id of a cluster being named: the one this nimbus remembers,
+// if any (it leads, so ZooKeeper holds that cluster), else a random one.
+func (c *clusterVersion) newID() string {
+	if c.memory != nil && c.memory.ID() != "" {
+		return c.memory.ID()
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand does not fail on Linux
+	return hex.EncodeToString(b[:])
 }
 
 func (c *clusterVersion) stop() {}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nimbusha/nimbus/cluster"
+	"github.com/nimbusha/nimbus/clusterid"
 	"github.com/nimbusha/nimbus/codedistributor"
 	"github.com/nimbusha/nimbus/configs"
 	"github.com/nimbusha/nimbus/leader"
@@ -26,8 +27,11 @@ type Config struct {
 	// Actions wakes a round: a kill, a rebalance, a submission that ended.
 	Actions <-chan struct{}
 	Nimbus  *configs.Config // the nimbus's settings: timeouts, periods, the node budget
-	Metrics *Metrics
-	Logger  *slog.Logger
+	// ClusterID is the cluster this nimbus belongs to: the id the first
+	// cluster version names (clusterVersion).
+	ClusterID *clusterid.Memory
+	Metrics   *Metrics
+	Logger    *slog.Logger
 }
 
 // Duties does the leader's duties for every term this nimbus holds.

@@ -80,8 +80,8 @@ func partOf(x *clusterIndex, req *nimbusv1.GetClusterInfoRequest) (*nimbusv1.Get
 	c := x.of
 	part := &nimbusv1.ClusterSummary{
 		EligibleStandbys: c.GetEligibleStandbys(), LeadershipBlockedBy: c.GetLeadershipBlockedBy(), LostTopologies: c.GetLostTopologies(),
-		ClusterVersion: c.GetClusterVersion(),
-		NumTopologies:  c.GetNumTopologies(), NumSupervisors: c.GetNumSupervisors(), NumSlots: c.GetNumSlots(), NumUsedSlots: c.GetNumUsedSlots(),
+		ClusterVersion: c.GetClusterVersion(), ClusterStateProblem: c.GetClusterStateProblem(),
+		NumTopologies: c.GetNumTopologies(), NumSupervisors: c.GetNumSupervisors(), NumSlots: c.GetNumSlots(), NumUsedSlots: c.GetNumUsedSlots(),
 	}
 	if !req.GetOmitNimbuses() {
 		part.Nimbuses = c.GetNimbuses()

@@ -32,8 +32,14 @@ import (
 type View struct {
 	Nimbuses *cluster.DirCache[*clusterv1.NimbusInfo] // /nimbuses, by host:port
 	Locks    *cluster.DirCache[*clusterv1.NimbusInfo] // /leader-lock, by node name
-	Storms   *cluster.DirCache[*clusterv1.StormBase]  // /storms, by topology id
-	Replicas *cluster.ReplicaCache                    // /code-distributor
+	// Versions is /versions: the cluster's identity and version.
+	Versions *cluster.DirCache[*clusterv1.ClusterVersion]
+	// Identity is nil while ZooKeeper holds the cluster this nimbus
+	// belongs to (codesync.Gate.Identity); the cluster summary says what is
+	// wrong otherwise. Nil: not checked.
+	Identity func() error
+	Storms   *cluster.DirCache[*clusterv1.StormBase] // /storms, by topology id
+	Replicas *cluster.ReplicaCache                   // /code-distributor
 	// /supervisors and /assignments, by supervisor and topology id.
 	Supervisors *cluster.DirCache[*clusterv1.SupervisorInfo]
 	Assignments *cluster.DirCache[*clusterv1.Assignment]
@@ -76,8 +82,17 @@ type built[M proto.Message] struct {
 // viewKey identifies the caches' state and the second a summary was built
 // in: equal keys give equal summaries.
 type viewKey struct {
-	nimbuses, locks, storms, replicas, supervisors, assignments, lost uint64
-	second                                                            int64
+	nimbuses, locks, storms, replicas, supervisors, assignments, lost, versions uint64
+	second                                                                      int64
+}
+
+// versionsGen is the Versions cache's generation; 0 without one (views
+// made by hand in tests).
+func (v *View) versionsGen() uint64 {
+	if v.Versions == nil {
+		return 0
+	}
+	return v.Versions.Gen()
 }
 
 // leaderKey is key without the caches that the leader's summary and
@@ -92,7 +107,7 @@ func (v *View) leaderKey() viewKey {
 func (v *View) key() viewKey {
 	return viewKey{
 		nimbuses: v.Nimbuses.Gen(), locks: v.Locks.Gen(), storms: v.Storms.Gen(), replicas: v.Replicas.Gen(),
-		supervisors: v.Supervisors.Gen(), assignments: v.Assignments.Gen(), lost: v.Lost.Gen(), second: v.now().Unix(),
+		supervisors: v.Supervisors.Gen(), assignments: v.Assignments.Gen(), lost: v.Lost.Gen(), versions: v.versionsGen(), second: v.now().Unix(),
 	}
 }
 
@@ -141,6 +156,8 @@ func New(sess *cluster.Session, heartbeat time.Duration, share func(m, old proto
 			func() *clusterv1.Assignment { return new(clusterv1.Assignment) }, log).Recreate(),
 		Lost: cluster.NewDirCache(sess, paths.LostDir(),
 			func() *clusterv1.LostMark { return new(clusterv1.LostMark) }, log).Recreate(),
+		Versions: cluster.NewDirCache(sess, paths.Versions(),
+			func() *clusterv1.ClusterVersion { return new(clusterv1.ClusterVersion) }, log).Recreate(),
 		now:   time.Now,
 		beats: &heartbeatReads{every: heartbeat},
 		share: share,
@@ -152,7 +169,7 @@ func New(sess *cluster.Session, heartbeat time.Duration, share func(m, old proto
 
 // Caches are the view's caches, to Run.
 func (v *View) Caches() []interface{ Run(context.Context) error } {
-	return []interface{ Run(context.Context) error }{v.Nimbuses, v.Locks, v.Storms, v.Replicas, v.Supervisors, v.Assignments, v.Lost}
+	return []interface{ Run(context.Context) error }{v.Nimbuses, v.Locks, v.Storms, v.Replicas, v.Supervisors, v.Assignments, v.Lost, v.Versions}
 }
 
 // LeaderInfo is GetLeader's answer, shared: callers must not modify it.
@@ -302,6 +319,9 @@ func (v *View) clusterSummary() *nimbusv1.ClusterSummary {
 		LeadershipBlockedBy: f.GetLeadershipBlockedBy(), LostTopologies: f.GetLostTopologies(),
 	}
 	c.ClusterVersion, _ = v.ClusterVersion()
+	if err := v.identity(); err != nil {
+		c.ClusterStateProblem = err.Error()
+	}
 	lost := codesync.LostMarks(storms, v.Lost.Snapshot())
 	for id, base := range storms {
 		t := v.topologySummary(id, base, lost)
@@ -333,6 +353,20 @@ func (v *View) clusterSummary() *nimbusv1.ClusterSummary {
 	sort.Slice(c.Supervisors, func(i, j int) bool { return c.Supervisors[i].SupervisorId < c.Supervisors[j].SupervisorId })
 	c.NumTopologies, c.NumSupervisors = int32(len(c.Topologies)), int32(len(c.Supervisors))
 	return c
+}
+
+// identity is Identity's answer once /versions is loaded (nil before: an
+// empty cache is no evidence of a wiped root).
+func (v *View) identity() error {
+	if v.Identity == nil {
+		return nil
+	}
+	select {
+	case <-v.Versions.Loaded():
+		return v.Identity()
+	default:
+		return nil
+	}
 }
 
 // ClusterVersion is the lowest release any registered nimbus or

@@ -1231,7 +1231,8 @@ func (x *LostMark) GetMarkedBy() string {
 }
 
 // ClusterVersion is the payload of /versions/cluster, which the leader
-// writes: the lowest release any registered nimbus or supervisor runs.
+// writes: the cluster's identity, and the lowest release any registered
+// nimbus or supervisor runs.
 // A behaviour that needs every daemon upgraded is on only once it is at
 // least that behaviour's release.
 type ClusterVersion struct {
@@ -1241,7 +1242,13 @@ type ClusterVersion struct {
 	Epoch     int64                  `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"` // the term of the leader that wrote it
 	// Up to 10 daemons at that release (nimbus host:port, supervisor id):
 	// what holds the cluster version back.
-	Lowest        []string `protobuf:"bytes,4,rep,name=lowest,proto3" json:"lowest,omitempty"`
+	Lowest []string `protobuf:"bytes,4,rep,name=lowest,proto3" json:"lowest,omitempty"`
+	// The cluster's identity: random, made by the first leader to write this
+	// node and kept by every later one. Each daemon remembers it on its disk
+	// (package clusterid), so that a root wiped or replaced under it reads as
+	// an outage, not as an empty cluster.
+	ClusterId     string `protobuf:"bytes,5,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	CreatedUnixMs int64  `protobuf:"varint,6,opt,name=created_unix_ms,json=createdUnixMs,proto3" json:"created_unix_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1302,6 +1309,20 @@ func (x *ClusterVersion) GetLowest() []string {
 		return x.Lowest
 	}
 	return nil
+}
+
+func (x *ClusterVersion) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
+
+func (x *ClusterVersion) GetCreatedUnixMs() int64 {
+	if x != nil {
+		return x.CreatedUnixMs
+	}
+	return 0
 }
 
 var File_cluster_v1_cluster_proto protoreflect.FileDescriptor
@@ -1418,12 +1439,15 @@ const file_cluster_v1_cluster_proto_rawDesc = "" +
 	"\x10code_meta_digest\x18\x01 \x01(\fR\x0ecodeMetaDigest\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\"\n" +
 	"\rsince_unix_ms\x18\x03 \x01(\x03R\vsinceUnixMs\x12\x1b\n" +
-	"\tmarked_by\x18\x04 \x01(\tR\bmarkedBy\"x\n" +
+	"\tmarked_by\x18\x04 \x01(\tR\bmarkedBy\"\xbf\x01\n" +
 	"\x0eClusterVersion\x12\x18\n" +
 	"\arelease\x18\x01 \x01(\tR\arelease\x12\x1e\n" +
 	"\vset_unix_ms\x18\x02 \x01(\x03R\tsetUnixMs\x12\x14\n" +
 	"\x05epoch\x18\x03 \x01(\x03R\x05epoch\x12\x16\n" +
-	"\x06lowest\x18\x04 \x03(\tR\x06lowest*\xa8\x01\n" +
+	"\x06lowest\x18\x04 \x03(\tR\x06lowest\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x05 \x01(\tR\tclusterId\x12&\n" +
+	"\x0fcreated_unix_ms\x18\x06 \x01(\x03R\rcreatedUnixMs*\xa8\x01\n" +
 	"\x0eTopologyStatus\x12\x1f\n" +
 	"\x1bTOPOLOGY_STATUS_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16TOPOLOGY_STATUS_ACTIVE\x10\x01\x12\x1c\n" +

@@ -2384,8 +2384,13 @@ type ClusterSummary struct {
 	// The cluster version: the lowest release (major.minor) any registered
 	// nimbus or supervisor runs (docs/ARCHITECTURE.md section 18).
 	ClusterVersion string `protobuf:"bytes,11,opt,name=cluster_version,json=clusterVersion,proto3" json:"cluster_version,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Set when the cluster's state in ZooKeeper is not the one the answering
+	// nimbus belongs to (the root was wiped, or names another cluster): no
+	// nimbus leads, no code is deleted and supervisors keep their workers
+	// until a snapshot is restored (docs/ARCHITECTURE.md section 19).
+	ClusterStateProblem string `protobuf:"bytes,12,opt,name=cluster_state_problem,json=clusterStateProblem,proto3" json:"cluster_state_problem,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *ClusterSummary) Reset() {
@@ -2491,6 +2496,13 @@ func (x *ClusterSummary) GetNumUsedSlots() int32 {
 func (x *ClusterSummary) GetClusterVersion() string {
 	if x != nil {
 		return x.ClusterVersion
+	}
+	return ""
+}
+
+func (x *ClusterSummary) GetClusterStateProblem() string {
+	if x != nil {
+		return x.ClusterStateProblem
 	}
 	return ""
 }
@@ -3005,7 +3017,7 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\blog_tail\x18\v \x01(\tR\alogTail\x12#\n" +
 	"\rnum_executors\x18\f \x01(\x05R\fnumExecutors\x12\x10\n" +
 	"\x03pid\x18\r \x01(\x05R\x03pidB\x11\n" +
-	"\x0f_last_exit_code\"\x88\x04\n" +
+	"\x0f_last_exit_code\"\xbc\x04\n" +
 	"\x0eClusterSummary\x12>\n" +
 	"\vsupervisors\x18\x01 \x03(\v2\x1c.nimbus.v1.SupervisorSummaryR\vsupervisors\x12:\n" +
 	"\n" +
@@ -3020,7 +3032,8 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\tnum_slots\x18\t \x01(\x05R\bnumSlots\x12$\n" +
 	"\x0enum_used_slots\x18\n" +
 	" \x01(\x05R\fnumUsedSlots\x12'\n" +
-	"\x0fcluster_version\x18\v \x01(\tR\x0eclusterVersion\"\xb1\x01\n" +
+	"\x0fcluster_version\x18\v \x01(\tR\x0eclusterVersion\x122\n" +
+	"\x15cluster_state_problem\x18\f \x01(\tR\x13clusterStateProblem\"\xb1\x01\n" +
 	"\x0fExecutorSummary\x120\n" +
 	"\bexecutor\x18\x01 \x01(\v2\x14.cluster.v1.ExecutorR\bexecutor\x12#\n" +
 	"\rsupervisor_id\x18\x02 \x01(\tR\fsupervisorId\x12\x12\n" +
