@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,14 +31,15 @@ import (
 // cheap and a worker's life is its pid.
 //
 // What the daemons do, decided here:
-//   - The root deleted: ZooKeeper is the authority (invariant 1), so the
-//     topologies and assignments in it are gone. Every daemon logs, at
-//     error level, that the root was deleted, naming it; the daemons
-//     re-create the directories of the layout and their own nodes
-//     (registrations, lock nodes), elect a leader again and accept new
-//     submissions. Supervisors stop the workers whose assignment vanished
-//     and every node drops the code of the vanished topologies: nothing
-//     keeps running orphaned. Topologies must be submitted again.
+//   - The root deleted: an outage, not an empty cluster (package clusterid,
+//     docs/ARCHITECTURE.md section 19). Every daemon logs, at error level,
+//     that the root was deleted, naming it, and re-creates the directories
+//     of the layout and its own nodes (registrations); no nimbus leads,
+//     workers run on and code stays, until the state is put back (a
+//     snapshot restored: wipedroot_test.go) or the operator starts a new
+//     cluster by removing the daemons' cluster-id files, after which the
+//     daemons elect a leader, drop what the old cluster ran and take new
+//     submissions.
 //   - Garbage in a node (or a payload that parses but lacks what every
 //     writer sets, as an empty node): logged naming the node, never fatal.
 //     A node that was readable keeps, in every cache, its last readable
@@ -186,12 +189,16 @@ func allRunning(t *testing.T, ps ...*testcluster.Process) {
 }
 
 // The /storm root deleted by hand while a topology runs: the daemons say
-// so, re-create what they own, elect again and take new submissions; the
-// topology is gone, and so are its workers and code.
+// so and re-create what they own, but nobody leads and nothing is stopped
+// or removed: an outage. The operator then starts a new cluster on the
+// same hosts (the cluster-id files removed, the daemons restarted): a
+// leader again, the old topology's workers and code gone, and new
+// submissions taken.
 func TestHostileRootDeleted(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
 	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(4*time.Second))
-	ps := c.StartNimbuses(t, 2, testcluster.WithArgs("--nimbus.monitor.freq.secs", "1", "--topology.min.replication.count", "2"))
+	nimbusArgs := testcluster.WithArgs("--nimbus.monitor.freq.secs", "1", "--topology.min.replication.count", "2")
+	ps := c.StartNimbuses(t, 2, nimbusArgs)
 	c.WaitLeader(t, ps, 10*time.Second)
 	sups := c.StartSupervisors(t, 1)
 	conn := testcluster.ConnectZooKeeper(t, 5*time.Second, z.Addr())
@@ -206,14 +213,53 @@ func TestHostileRootDeleted(t *testing.T) {
 		waitLogged(t, p, "ZooKeeper root was deleted: its topologies and assignments are gone; re-creating this daemon's nodes",
 			map[string]string{"level": "ERROR", "root": "/storm"})
 	}
-	// A leader again, both nimbuses registered and queued, the supervisor
-	// registered.
-	c.WaitLeader(t, ps, 15*time.Second)
-	c.WaitQueued(t, 2, 10*time.Second)
+	// An outage: registered again, nobody leads, the workers run on.
 	testcluster.WaitFor(t, 10*time.Second, "the supervisor registered again", func() error {
 		_, err := supervisorInfo(t, conn, sups[0].ID())
 		return err
 	})
+	for _, p := range ps {
+		testcluster.WaitFor(t, 10*time.Second, p.Name+" reporting the outage", func() error {
+			if problem := clusterSummary(t, c, p).GetClusterStateProblem(); !strings.Contains(problem, "gone from ZooKeeper") {
+				return fmt.Errorf("%q", problem)
+			}
+			return nil
+		})
+	}
+	for port, pid := range workers {
+		if !processRuns(int(pid)) {
+			t.Fatalf("worker %d on port %d stopped in the outage", pid, port)
+		}
+	}
+
+	// A new cluster on the same hosts: each daemon forgets the old one.
+	for _, p := range append(slices.Clone(ps), sups...) {
+		files, _ := filepath.Glob(filepath.Join(p.LocalDir, "*", "cluster-id"))
+		for _, f := range files {
+			if err := os.Remove(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i, p := range ps {
+		if err := p.Stop(syscall.SIGTERM, 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if ps[i], err = c.StartNimbus(testcluster.WithLocalDir(p.LocalDir), nimbusArgs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sups[0].Stop(syscall.SIGTERM, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	if sups[0], err = c.StartSupervisor(testcluster.WithLocalDir(sups[0].LocalDir)); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitLeader(t, ps, 15*time.Second)
+	c.WaitQueued(t, 2, 10*time.Second)
+	cl = newClient(t, c, ps...) // on their new ports
 	// The topology is gone: its workers stopped, its code removed from
 	// every node, and no nimbus lists it.
 	testcluster.WaitFor(t, 20*time.Second, "the vanished topology's workers stopped and code removed", func() error {
