@@ -41,12 +41,16 @@ const (
 	// ActionHandOver hands leadership to another nimbus (HandOver). Admins
 	// only.
 	ActionHandOver Action = "handover"
+	// ActionSnapshot saves or restores a snapshot of the cluster
+	// (SaveSnapshot, RestoreSnapshot): every topology's conf, and on
+	// restore the whole state. Admins only.
+	ActionSnapshot Action = "snapshot"
 )
 
 // Actions lists every action, in a fixed order (for tests and docs).
 func Actions() []Action {
 	return []Action{ActionSubmit, ActionKill, ActionActivate, ActionDeactivate, ActionRebalance,
-		ActionReadConf, ActionFetchCode, ActionReadCluster, ActionReadNimbusConfig, ActionRecoverCode, ActionForget, ActionHandOver}
+		ActionReadConf, ActionFetchCode, ActionReadCluster, ActionReadNimbusConfig, ActionRecoverCode, ActionForget, ActionHandOver, ActionSnapshot}
 }
 
 // phrase is how a refusal says the action: "alice may not <phrase> <topology>".
@@ -64,6 +68,8 @@ func (a Action) phrase() string {
 		return "read the nimbus configuration"
 	case ActionHandOver:
 		return "hand leadership over"
+	case ActionSnapshot:
+		return "save or restore a snapshot of the cluster"
 	}
 	return string(a)
 }

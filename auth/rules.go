@@ -64,6 +64,7 @@ var rules = map[Action]role{
 	ActionRecoverCode:      roleAdmin | roleDaemon,
 	ActionForget:           roleAdmin,
 	ActionHandOver:         roleAdmin,
+	ActionSnapshot:         roleAdmin,
 }
 
 // Decide answers "may principal take act on t?" under p: nil, or an error

@@ -53,6 +53,7 @@ func TestDecideTable(t *testing.T) {
 			auth.ActionRecoverCode:      "YnnnnYn",
 			auth.ActionForget:           "Ynnnnnn",
 			auth.ActionHandOver:         "Ynnnnnn",
+			auth.ActionSnapshot:         "Ynnnnnn",
 		},
 		false: { // nimbus.users empty: any authenticated principal may submit
 			auth.ActionSubmit:      "YYYYYYY",
@@ -68,6 +69,7 @@ func TestDecideTable(t *testing.T) {
 			auth.ActionRecoverCode:      "YnnnnYn",
 			auth.ActionForget:           "Ynnnnnn",
 			auth.ActionHandOver:         "Ynnnnnn",
+			auth.ActionSnapshot:         "Ynnnnnn",
 		},
 	}
 	for _, usersSet := range []bool{true, false} {

@@ -31,6 +31,8 @@ const (
 	KeyTopologyMessageTimeout = "topology.message.timeout.secs"
 	KeyCodeSyncFreq           = "nimbus.code.sync.freq.secs"
 	KeyCodeLostGrace          = "nimbus.code.lost.grace.secs"
+	KeySnapshotInterval       = "nimbus.snapshot.interval.secs"
+	KeySnapshotRetain         = "nimbus.snapshot.retain"
 	KeyMonitorFreq            = "nimbus.monitor.freq.secs"
 	KeySupervisorTimeout      = "nimbus.supervisor.timeout.secs"
 	KeySupervisorSlotsPorts   = "supervisor.slots.ports"
@@ -109,6 +111,14 @@ const (
 	DefaultTopologyMessageTimeout = 30 * time.Second
 	DefaultCodeSyncFreq           = 120 * time.Second
 	DefaultCodeLostGraceSecs      = 300
+	// The leader's snapshots: every 5 minutes, when something changed,
+	// and the last 288 of them (at least a day of changes every 5
+	// minutes; a quiet cluster's last snapshot is not repeated, so they
+	// reach back much further). A snapshot without code is small (a few
+	// MB at 1,000 topologies): cheap to keep, and a wiped root restored
+	// from it loses at most 5 minutes of changes.
+	DefaultSnapshotInterval       = 5 * time.Minute
+	DefaultSnapshotRetain         = 288
 	DefaultMonitorFreq            = 10 * time.Second
 	DefaultSupervisorTimeout      = 60 * time.Second
 	DefaultSupervisorHeartbeat    = 5 * time.Second
@@ -205,6 +215,8 @@ type Config struct {
 	MinReplicationCount    int           // topology.min.replication.count
 	MaxReplicationWaitSecs int           // topology.max.replication.wait.time.sec: -1 = forever; see MaxReplicationWait
 	CodeLostGraceSecs      int           // nimbus.code.lost.grace.secs: -1 = never mark LOST; see CodeLostGrace
+	SnapshotInterval       time.Duration // nimbus.snapshot.interval.secs: the leader's snapshots; 0 = none
+	SnapshotRetain         int           // nimbus.snapshot.retain: how many the leader keeps
 	TopologyMessageTimeout time.Duration // topology.message.timeout.secs
 	CodeSyncFreq           time.Duration // nimbus.code.sync.freq.secs
 	MonitorFreq            time.Duration // nimbus.monitor.freq.secs
@@ -286,6 +298,8 @@ func Default() *Config {
 		MinReplicationCount:     DefaultMinReplicationCount,
 		MaxReplicationWaitSecs:  DefaultMaxReplicationWaitSecs,
 		CodeLostGraceSecs:       DefaultCodeLostGraceSecs,
+		SnapshotInterval:        DefaultSnapshotInterval,
+		SnapshotRetain:          DefaultSnapshotRetain,
 		TopologyMessageTimeout:  DefaultTopologyMessageTimeout,
 		CodeSyncFreq:            DefaultCodeSyncFreq,
 		MonitorFreq:             DefaultMonitorFreq,
@@ -353,6 +367,8 @@ var fields = []field{
 	{KeyMinReplicationCount, 0, "nimbuses that must hold a topology's code before it is active", func(c *Config) any { return &c.MinReplicationCount }},
 	{KeyMaxReplicationWait, 0, "seconds to wait for min replication (-1 = forever)", func(c *Config) any { return &c.MaxReplicationWaitSecs }},
 	{KeyCodeLostGrace, 0, "seconds a topology's code may be held by no nimbus and no supervisor before it is marked LOST (-1 = never)", func(c *Config) any { return &c.CodeLostGraceSecs }},
+	{KeySnapshotInterval, time.Second, "how often the leader saves a snapshot of the cluster into storm.local.dir, if it changed (secs or a duration; 0 = never)", func(c *Config) any { return &c.SnapshotInterval }},
+	{KeySnapshotRetain, 0, "how many of its snapshots the leader keeps", func(c *Config) any { return &c.SnapshotRetain }},
 	{KeyTopologyMessageTimeout, time.Second, "default topology message timeout (secs or a duration)", func(c *Config) any { return &c.TopologyMessageTimeout }},
 	{KeyCodeSyncFreq, time.Second, "how often a non-leader syncs missing code (secs or a duration)", func(c *Config) any { return &c.CodeSyncFreq }},
 	{KeyMonitorFreq, time.Second, "how often the leader checks assignments (secs or a duration)", func(c *Config) any { return &c.MonitorFreq }},
@@ -407,7 +423,7 @@ func NimbusFlagKeys() []string {
 		KeyZKServers, KeyZKPort, KeyZKRoot, KeyZKSessionTimeout, KeyZKConnectionTimeout, KeyLocalDir,
 		KeyNimbusHost, KeyNimbusGRPCPort, KeyNimbusMetricsPort, KeyUIPort, KeyUIHost, KeyUIActionsEnabled, KeyCodeDistributorClass, KeyLogLevel, KeyLogFormat,
 		KeyMinReplicationCount, KeyMaxReplicationWait, KeyCodeSyncFreq, KeyCodeLostGrace, KeyNimbusMaxArtifactBytes, KeyTopologyMessageTimeout,
-		KeyMonitorFreq, KeySupervisorTimeout, KeyBittorrentPort, KeyBittorrentTrackerURL,
+		KeySnapshotInterval, KeySnapshotRetain, KeyMonitorFreq, KeySupervisorTimeout, KeyBittorrentPort, KeyBittorrentTrackerURL,
 		KeyBittorrentMaxUpload, KeyBittorrentMaxDownload, KeyBittorrentSeedPeers,
 		KeyTLSEnable, KeyTLSCert, KeyTLSKey, KeyTLSTruststore, KeyTLSClientAuthRequired, KeyTLSPrincipal,
 		KeyNimbusAdmins, KeyNimbusUsers, KeyNimbusSupervisorUsers, KeyNimbusDaemonUsers, KeyMetricsPprof,

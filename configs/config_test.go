@@ -467,6 +467,8 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{KeyMaxReplicationWait, func(c *Config) { c.MaxReplicationWaitSecs = -2 }},
 		{KeyCodeLostGrace, func(c *Config) { c.CodeLostGraceSecs = 0 }},
 		{KeyCodeLostGrace, func(c *Config) { c.CodeLostGraceSecs = -2 }},
+		{KeySnapshotInterval, func(c *Config) { c.SnapshotInterval = -time.Second }},
+		{KeySnapshotRetain, func(c *Config) { c.SnapshotRetain = 0 }},
 		{KeyTopologyMessageTimeout, func(c *Config) { c.TopologyMessageTimeout = 0 }},
 		{KeyCodeSyncFreq, func(c *Config) { c.CodeSyncFreq = 0 }},
 		{KeyMonitorFreq, func(c *Config) { c.MonitorFreq = 0 }},

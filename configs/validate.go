@@ -83,6 +83,12 @@ func (c *Config) Validate() error {
 	if c.CodeLostGraceSecs < WaitForever || c.CodeLostGraceSecs == 0 {
 		add(invalid(KeyCodeLostGrace, "%d is neither positive nor -1 (-1 never marks a topology LOST)", c.CodeLostGraceSecs))
 	}
+	if c.SnapshotInterval < 0 {
+		add(invalid(KeySnapshotInterval, "%v is negative (0 takes no snapshots)", c.SnapshotInterval))
+	}
+	if c.SnapshotRetain < 1 {
+		add(invalid(KeySnapshotRetain, "%d is less than 1", c.SnapshotRetain))
+	}
 	if c.MaxReplicationWaitSecs < WaitForever {
 		add(invalid(KeyMaxReplicationWait, "%d is less than -1 (-1 waits forever)", c.MaxReplicationWaitSecs))
 	}

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -12,18 +13,25 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
+	"github.com/nimbusha/nimbus/client"
 	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
+	"github.com/nimbusha/nimbus/snapshot"
 )
 
 // TestWipedRootIsAnOutage: the ZooKeeper root deleted under a running
 // cluster (deleteall) is an outage, not an empty cluster. Past every
 // grace, the worker runs on with its pid, each nimbus keeps the code, no
-// nimbus leads and the cluster summary says what happened. Once the
-// persistent nodes are put back as they were (what a snapshot restore
-// does), the cluster carries on: the same topology, ACTIVE, scheduled
-// again, its worker adopted, not restarted.
+// nimbus leads and the cluster summary says what happened. A snapshot
+// saved before (stormctl admin snapshot save) is refused if truncated,
+// from another cluster or from a newer release; restored, the cluster
+// carries on: the same topologies, ids and statuses, scheduled again, the
+// worker not restarted. A second restore onto the root, which now holds a
+// topology the snapshot does not, is refused unless forced.
 func TestWipedRootIsAnOutage(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
 	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(10*time.Second))
@@ -33,6 +41,10 @@ func TestWipedRootIsAnOutage(t *testing.T) {
 	cl := newClient(t, c, ps...)
 	conn := testcluster.ConnectZooKeeper(t, 10*time.Second, z.Addr())
 	id := submitSleeper(t, cl, "survivor", 1).GetTopologyId()
+	idle := submitSleeper(t, cl, "idle", 1).GetTopologyId()
+	if err := cl.DeactivateTopology(t.Context(), "idle"); err != nil {
+		t.Fatal(err)
+	}
 	pids := sleepers(t, conn, id, 1, 30*time.Second, sup)
 	for _, p := range append(slices.Clone(ps), sup) {
 		testcluster.WaitFor(t, 20*time.Second, p.Name+" remembering its cluster", func() error {
@@ -44,7 +56,11 @@ func TestWipedRootIsAnOutage(t *testing.T) {
 		})
 	}
 
-	saved := persistentNodes(t, conn, c.Root)
+	file := filepath.Join(t.TempDir(), "cluster.snapshot")
+	seeds := "--seeds=" + ps[0].Addr() + "," + ps[1].Addr()
+	if out, errOut, code := stormctl(t, seeds, "admin", "snapshot", "save", file); code != 0 || !strings.Contains(out, "saved "+file) {
+		t.Fatalf("snapshot save: exit %d\n%s%s", code, out, errOut)
+	}
 	deleteAll(t, conn, c.Root)
 
 	// Longer than every grace: nothing is stopped or removed.
@@ -73,7 +89,10 @@ func TestWipedRootIsAnOutage(t *testing.T) {
 		}
 	}
 
-	restoreNodes(t, conn, saved)
+	refuseBadSnapshots(t, cl, file)
+	if out, errOut, code := stormctl(t, seeds, "admin", "snapshot", "restore", file); code != 0 || !strings.Contains(out, "restored 2 topologies") {
+		t.Fatalf("snapshot restore: exit %d\n%s%s", code, out, errOut)
+	}
 	c.WaitLeader(t, ps, 30*time.Second)
 	testcluster.WaitFor(t, 30*time.Second, id+" ACTIVE and running again", func() error {
 		info, err := cl.GetTopologyInfo(t.Context(), "survivor")
@@ -89,6 +108,71 @@ func TestWipedRootIsAnOutage(t *testing.T) {
 	if now := sleepers(t, conn, id, 1, 10*time.Second, sup); !equalPids(now, pids) {
 		t.Errorf("after the restore the worker is %v, was %v: restarted", now, pids)
 	}
+	if info, err := cl.GetTopologyInfo(t.Context(), "idle"); err != nil || info.GetTopology().GetId() != idle ||
+		info.GetTopology().GetStatus() != clusterv1.TopologyStatus_TOPOLOGY_STATUS_INACTIVE {
+		t.Errorf("idle after the restore: %v, %v; want %s INACTIVE", info.GetTopology(), err, idle)
+	}
+
+	// The root holds a topology the snapshot does not: refused, unless
+	// forced.
+	extra := submitSleeper(t, cl, "extra", 1).GetTopologyId()
+	out, errOut, code := stormctl(t, seeds, "admin", "snapshot", "restore", file)
+	if code != 6 || !strings.Contains(errOut, "not empty") || !strings.Contains(errOut, extra) {
+		t.Errorf("restore onto a root that holds %s: exit %d\n%s%s; want 6 (wrong status) naming it", extra, code, out, errOut)
+	}
+	if out, errOut, code := stormctl(t, seeds, "admin", "snapshot", "restore", file, "--force"); code != 0 || !strings.Contains(out, "kept topologies the snapshot does not hold: "+extra) {
+		t.Errorf("forced restore: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// refuseBadSnapshots checks that a truncated snapshot, one of another
+// cluster and one of a newer release are refused, saying why.
+func refuseBadSnapshots(t *testing.T, cl *client.Client, file string) {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rewritten := func(change func(*clusterv1.SnapshotHeader)) []byte {
+		contents, err := snapshot.Verify(bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := proto.CloneOf(contents.Header)
+		change(h)
+		var b bytes.Buffer
+		w := snapshot.NewWriter(&b, h)
+		if err := snapshot.Read(bytes.NewReader(data), func(r *clusterv1.SnapshotRecord) error {
+			switch {
+			case r.GetNode() != nil:
+				return w.Node(r.GetNode().GetPath(), r.GetNode().GetData())
+			case r.GetFile() != nil:
+				f := r.GetFile()
+				return w.File(f.GetTopologyId(), f.GetName(), bytes.NewReader(f.GetData()))
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	for _, tc := range []struct {
+		name, says string
+		code       codes.Code
+		data       []byte
+	}{
+		{"truncated", "truncated", codes.InvalidArgument, data[:len(data)-10]},
+		{"of another cluster", "this nimbus belongs to cluster", codes.FailedPrecondition, rewritten(func(h *clusterv1.SnapshotHeader) { h.ClusterId = "another" })},
+		{"of a newer release", "newer than this nimbus's", codes.FailedPrecondition, rewritten(func(h *clusterv1.SnapshotHeader) { h.Release = "9.9" })},
+	} {
+		_, err := cl.RestoreSnapshot(t.Context(), bytes.NewReader(tc.data), false)
+		if status.Code(err) != tc.code || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("a snapshot %s: %v, want %v saying %q", tc.name, err, tc.code, tc.says)
+		}
+	}
 }
 
 // holdsCode checks that nimbus p's store still holds topology id.
@@ -97,38 +181,6 @@ func holdsCode(p *testcluster.Process, id string) error {
 		return fmt.Errorf("%s no longer holds %s: %w", p.Name, id, err)
 	}
 	return nil
-}
-
-type savedNode struct {
-	path string
-	data []byte
-}
-
-// persistentNodes reads every persistent node under root, parents first:
-// what a snapshot holds (ephemeral nodes are their owners' to recreate).
-func persistentNodes(t *testing.T, conn *zk.Conn, root string) []savedNode {
-	t.Helper()
-	var out []savedNode
-	var walk func(p string)
-	walk = func(p string) {
-		data, stat, err := conn.Get(p)
-		if err != nil {
-			t.Fatalf("read %s: %v", p, err)
-		}
-		if stat.EphemeralOwner != 0 {
-			return
-		}
-		out = append(out, savedNode{p, data})
-		children, _, err := conn.Children(p)
-		if err != nil {
-			t.Fatalf("list %s: %v", p, err)
-		}
-		for _, c := range children {
-			walk(path.Join(p, c))
-		}
-	}
-	walk(root)
-	return out
 }
 
 // deleteAll deletes root and everything under it, as zkCli's deleteall
@@ -147,20 +199,5 @@ func deleteAll(t *testing.T, conn *zk.Conn, root string) {
 	}
 	if err := conn.Delete(root, -1); err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrNotEmpty) {
 		t.Fatalf("delete %s: %v", root, err)
-	}
-}
-
-// restoreNodes writes saved back, parents first; a node that exists (a
-// directory a daemon made again) gets its data set.
-func restoreNodes(t *testing.T, conn *zk.Conn, saved []savedNode) {
-	t.Helper()
-	for _, n := range saved {
-		_, err := conn.Create(n.path, n.data, 0, zk.WorldACL(zk.PermAll))
-		if errors.Is(err, zk.ErrNodeExists) {
-			_, err = conn.Set(n.path, n.data, -1)
-		}
-		if err != nil {
-			t.Fatalf("restore %s: %v", n.path, err)
-		}
 	}
 }

@@ -19,6 +19,9 @@ import (
 	"github.com/nimbusha/nimbus/validate"
 )
 
+// errHandOverRefused: the hand-over asked for cannot be done; nothing was.
+var errHandOverRefused = apierr.Sentinel("nimbus: hand-over refused", apierr.ErrWrongStatus)
+
 // handoverWait bounds how long a hand-over waits for the new leader to
 // act once this nimbus stepped down: it checks its code first, which takes
 // milliseconds; a target that takes longer is reported, not waited for.
@@ -71,7 +74,7 @@ func handoverFailed(target cluster.LockEntry, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return fmt.Errorf("%w: handing over to %s: %v", apierr.ErrOutcomeUnknown, cluster.HostPort(target.Info), err)
 	}
-	return fmt.Errorf("%w: %s left the leader queue during the hand-over; nothing changed: %v", apierr.ErrWrongStatus, cluster.HostPort(target.Info), err)
+	return fmt.Errorf("%w: %s left the leader queue during the hand-over; nothing changed: %v", errHandOverRefused, cluster.HostPort(target.Info), err)
 }
 
 // awaitLeading waits, within handoverWait, until the nimbus at addr says
@@ -161,16 +164,16 @@ func chooseTarget(v handoverView, to string) (cluster.LockEntry, error) {
 			reasons = append(reasons, why)
 		}
 		if len(reasons) == 0 {
-			return cluster.LockEntry{}, fmt.Errorf("%w: no other nimbus is queued for leadership", apierr.ErrWrongStatus)
+			return cluster.LockEntry{}, fmt.Errorf("%w: no other nimbus is queued for leadership", errHandOverRefused)
 		}
-		return cluster.LockEntry{}, fmt.Errorf("%w: no nimbus can take over: %s", apierr.ErrWrongStatus, strings.Join(reasons, "; "))
+		return cluster.LockEntry{}, fmt.Errorf("%w: no nimbus can take over: %s", errHandOverRefused, strings.Join(reasons, "; "))
 	}
 	i := slices.IndexFunc(behind, func(e cluster.LockEntry) bool { return cluster.HostPort(e.Info) == to })
 	if i < 0 {
 		return cluster.LockEntry{}, v.notQueued(to)
 	}
 	if why := v.cannotLead(to); why != "" {
-		return cluster.LockEntry{}, fmt.Errorf("%w: %s", apierr.ErrWrongStatus, why)
+		return cluster.LockEntry{}, fmt.Errorf("%w: %s", errHandOverRefused, why)
 	}
 	return behind[i], nil
 }
@@ -198,9 +201,9 @@ func (v handoverView) notQueued(to string) error {
 		if r := v.cannotLead(to); r != "" {
 			why = r
 		}
-		return fmt.Errorf("%w: %s is registered but not queued for leadership: %s", apierr.ErrWrongStatus, to, why)
+		return fmt.Errorf("%w: %s is registered but not queued for leadership: %s", errHandOverRefused, to, why)
 	case slices.Contains(v.seeds, to):
-		return fmt.Errorf("%w: %s is in nimbus.seeds but not registered: is it running?", apierr.ErrWrongStatus, to)
+		return fmt.Errorf("%w: %s is in nimbus.seeds but not registered: is it running?", errHandOverRefused, to)
 	}
 	var known []string
 	for addr, reg := range v.registered {

@@ -242,7 +242,7 @@ func (s *Server) build() (err error) {
 	s.storeHealth = new(storeHealth)
 	s.svc = &service{
 		cfg: cfg, log: s.log, self: s.Addr(), view: s.view, sess: s.sess, election: s.election, authz: s.authz,
-		store: s.store, dist: s.dist, syncer: s.syncer, peers: peers, inFlight: map[string]bool{}, pending: map[string]bool{},
+		store: s.store, dist: s.dist, syncer: s.syncer, peers: peers, memory: s.memory, inFlight: map[string]bool{}, pending: map[string]bool{},
 		uploads: newUploadGate(cfg.NimbusMaxUploads, s.storeHealth),
 		actionsChanged: func() {
 			select {

@@ -12,6 +12,7 @@ import (
 	"github.com/nimbusha/nimbus/apistatus"
 	"github.com/nimbusha/nimbus/auth"
 	"github.com/nimbusha/nimbus/cluster"
+	"github.com/nimbusha/nimbus/clusterid"
 	"github.com/nimbusha/nimbus/codedistributor"
 	"github.com/nimbusha/nimbus/codeservice"
 	"github.com/nimbusha/nimbus/codesync"
@@ -45,6 +46,9 @@ type service struct {
 	// rebalance or a submission that ended.
 	actionsChanged func()
 	uploads        *uploadGate // admits submissions' uploads (admission.go)
+
+	memory    *clusterid.Memory // the cluster this nimbus belongs to
+	restoring sync.Mutex        // one snapshot restored at a time (snapshot.go)
 
 	mu       sync.Mutex
 	inFlight map[string]bool // names being submitted through this nimbus

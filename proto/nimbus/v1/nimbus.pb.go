@@ -676,6 +676,259 @@ func (x *ForgetTopologyResponse) GetFenced() bool {
 	return false
 }
 
+// SaveSnapshotRequest asks for a snapshot.
+type SaveSnapshotRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	WithCode      bool                   `protobuf:"varint,1,opt,name=with_code,json=withCode,proto3" json:"with_code,omitempty"` // every topology's code too, not only its spec
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SaveSnapshotRequest) Reset() {
+	*x = SaveSnapshotRequest{}
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SaveSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SaveSnapshotRequest) ProtoMessage() {}
+
+func (x *SaveSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SaveSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*SaveSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *SaveSnapshotRequest) GetWithCode() bool {
+	if x != nil {
+		return x.WithCode
+	}
+	return false
+}
+
+// SnapshotChunk is the next piece of a snapshot file.
+type SnapshotChunk struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Data          []byte                 `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotChunk) Reset() {
+	*x = SnapshotChunk{}
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotChunk) ProtoMessage() {}
+
+func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
+func (*SnapshotChunk) Descriptor() ([]byte, []int) {
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *SnapshotChunk) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+// RestoreSnapshotRequest is one piece of the file to restore.
+type RestoreSnapshotRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Overwrite what the root holds otherwise (read from the first message).
+	Force         bool   `protobuf:"varint,1,opt,name=force,proto3" json:"force,omitempty"`
+	Data          []byte `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestoreSnapshotRequest) Reset() {
+	*x = RestoreSnapshotRequest{}
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestoreSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestoreSnapshotRequest) ProtoMessage() {}
+
+func (x *RestoreSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestoreSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*RestoreSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *RestoreSnapshotRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
+}
+
+func (x *RestoreSnapshotRequest) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+// RestoreSnapshotResponse says what was restored.
+type RestoreSnapshotResponse struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	ClusterId      string                 `protobuf:"bytes,1,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	Release        string                 `protobuf:"bytes,2,opt,name=release,proto3" json:"release,omitempty"` // of the nimbus that took it
+	TakenUnixMs    int64                  `protobuf:"varint,3,opt,name=taken_unix_ms,json=takenUnixMs,proto3" json:"taken_unix_ms,omitempty"`
+	Nodes          int32                  `protobuf:"varint,4,opt,name=nodes,proto3" json:"nodes,omitempty"`
+	Topologies     int32                  `protobuf:"varint,5,opt,name=topologies,proto3" json:"topologies,omitempty"`
+	Overwritten    []string               `protobuf:"bytes,6,rep,name=overwritten,proto3" json:"overwritten,omitempty"` // at most 10
+	NumOverwritten int32                  `protobuf:"varint,7,opt,name=num_overwritten,json=numOverwritten,proto3" json:"num_overwritten,omitempty"`
+	Remaining      []string               `protobuf:"bytes,8,rep,name=remaining,proto3" json:"remaining,omitempty"`                           // topologies the root held and the snapshot did not
+	CodeRestored   []string               `protobuf:"bytes,9,rep,name=code_restored,json=codeRestored,proto3" json:"code_restored,omitempty"` // topologies whose code this nimbus took from it
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *RestoreSnapshotResponse) Reset() {
+	*x = RestoreSnapshotResponse{}
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestoreSnapshotResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestoreSnapshotResponse) ProtoMessage() {}
+
+func (x *RestoreSnapshotResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestoreSnapshotResponse.ProtoReflect.Descriptor instead.
+func (*RestoreSnapshotResponse) Descriptor() ([]byte, []int) {
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *RestoreSnapshotResponse) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
+
+func (x *RestoreSnapshotResponse) GetRelease() string {
+	if x != nil {
+		return x.Release
+	}
+	return ""
+}
+
+func (x *RestoreSnapshotResponse) GetTakenUnixMs() int64 {
+	if x != nil {
+		return x.TakenUnixMs
+	}
+	return 0
+}
+
+func (x *RestoreSnapshotResponse) GetNodes() int32 {
+	if x != nil {
+		return x.Nodes
+	}
+	return 0
+}
+
+func (x *RestoreSnapshotResponse) GetTopologies() int32 {
+	if x != nil {
+		return x.Topologies
+	}
+	return 0
+}
+
+func (x *RestoreSnapshotResponse) GetOverwritten() []string {
+	if x != nil {
+		return x.Overwritten
+	}
+	return nil
+}
+
+func (x *RestoreSnapshotResponse) GetNumOverwritten() int32 {
+	if x != nil {
+		return x.NumOverwritten
+	}
+	return 0
+}
+
+func (x *RestoreSnapshotResponse) GetRemaining() []string {
+	if x != nil {
+		return x.Remaining
+	}
+	return nil
+}
+
+func (x *RestoreSnapshotResponse) GetCodeRestored() []string {
+	if x != nil {
+		return x.CodeRestored
+	}
+	return nil
+}
+
 // HandOverRequest names the nimbus to lead next.
 type HandOverRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -688,7 +941,7 @@ type HandOverRequest struct {
 
 func (x *HandOverRequest) Reset() {
 	*x = HandOverRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[8]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -700,7 +953,7 @@ func (x *HandOverRequest) String() string {
 func (*HandOverRequest) ProtoMessage() {}
 
 func (x *HandOverRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[8]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -713,7 +966,7 @@ func (x *HandOverRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandOverRequest.ProtoReflect.Descriptor instead.
 func (*HandOverRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{8}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *HandOverRequest) GetTo() string {
@@ -740,7 +993,7 @@ type HandOverResponse struct {
 
 func (x *HandOverResponse) Reset() {
 	*x = HandOverResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[9]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -752,7 +1005,7 @@ func (x *HandOverResponse) String() string {
 func (*HandOverResponse) ProtoMessage() {}
 
 func (x *HandOverResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[9]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -765,7 +1018,7 @@ func (x *HandOverResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandOverResponse.ProtoReflect.Descriptor instead.
 func (*HandOverResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{9}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *HandOverResponse) GetFrom() string {
@@ -812,7 +1065,7 @@ type KillTopologyResponse struct {
 
 func (x *KillTopologyResponse) Reset() {
 	*x = KillTopologyResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[10]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -824,7 +1077,7 @@ func (x *KillTopologyResponse) String() string {
 func (*KillTopologyResponse) ProtoMessage() {}
 
 func (x *KillTopologyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[10]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -837,7 +1090,7 @@ func (x *KillTopologyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillTopologyResponse.ProtoReflect.Descriptor instead.
 func (*KillTopologyResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{10}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{14}
 }
 
 // ActivateTopologyRequest activates a topology by name.
@@ -850,7 +1103,7 @@ type ActivateTopologyRequest struct {
 
 func (x *ActivateTopologyRequest) Reset() {
 	*x = ActivateTopologyRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[11]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -862,7 +1115,7 @@ func (x *ActivateTopologyRequest) String() string {
 func (*ActivateTopologyRequest) ProtoMessage() {}
 
 func (x *ActivateTopologyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[11]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -875,7 +1128,7 @@ func (x *ActivateTopologyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateTopologyRequest.ProtoReflect.Descriptor instead.
 func (*ActivateTopologyRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{11}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ActivateTopologyRequest) GetName() string {
@@ -894,7 +1147,7 @@ type ActivateTopologyResponse struct {
 
 func (x *ActivateTopologyResponse) Reset() {
 	*x = ActivateTopologyResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[12]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -906,7 +1159,7 @@ func (x *ActivateTopologyResponse) String() string {
 func (*ActivateTopologyResponse) ProtoMessage() {}
 
 func (x *ActivateTopologyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[12]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -919,7 +1172,7 @@ func (x *ActivateTopologyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateTopologyResponse.ProtoReflect.Descriptor instead.
 func (*ActivateTopologyResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{12}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{16}
 }
 
 // DeactivateTopologyRequest deactivates a topology by name.
@@ -932,7 +1185,7 @@ type DeactivateTopologyRequest struct {
 
 func (x *DeactivateTopologyRequest) Reset() {
 	*x = DeactivateTopologyRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[13]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -944,7 +1197,7 @@ func (x *DeactivateTopologyRequest) String() string {
 func (*DeactivateTopologyRequest) ProtoMessage() {}
 
 func (x *DeactivateTopologyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[13]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -957,7 +1210,7 @@ func (x *DeactivateTopologyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeactivateTopologyRequest.ProtoReflect.Descriptor instead.
 func (*DeactivateTopologyRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{13}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DeactivateTopologyRequest) GetName() string {
@@ -976,7 +1229,7 @@ type DeactivateTopologyResponse struct {
 
 func (x *DeactivateTopologyResponse) Reset() {
 	*x = DeactivateTopologyResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[14]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -988,7 +1241,7 @@ func (x *DeactivateTopologyResponse) String() string {
 func (*DeactivateTopologyResponse) ProtoMessage() {}
 
 func (x *DeactivateTopologyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[14]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1001,7 +1254,7 @@ func (x *DeactivateTopologyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeactivateTopologyResponse.ProtoReflect.Descriptor instead.
 func (*DeactivateTopologyResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{14}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{18}
 }
 
 // RebalanceTopologyRequest rebalances a topology by name.
@@ -1021,7 +1274,7 @@ type RebalanceTopologyRequest struct {
 
 func (x *RebalanceTopologyRequest) Reset() {
 	*x = RebalanceTopologyRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[15]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1033,7 +1286,7 @@ func (x *RebalanceTopologyRequest) String() string {
 func (*RebalanceTopologyRequest) ProtoMessage() {}
 
 func (x *RebalanceTopologyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[15]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1046,7 +1299,7 @@ func (x *RebalanceTopologyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceTopologyRequest.ProtoReflect.Descriptor instead.
 func (*RebalanceTopologyRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{15}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RebalanceTopologyRequest) GetName() string {
@@ -1086,7 +1339,7 @@ type RebalanceTopologyResponse struct {
 
 func (x *RebalanceTopologyResponse) Reset() {
 	*x = RebalanceTopologyResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[16]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1098,7 +1351,7 @@ func (x *RebalanceTopologyResponse) String() string {
 func (*RebalanceTopologyResponse) ProtoMessage() {}
 
 func (x *RebalanceTopologyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[16]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1111,7 +1364,7 @@ func (x *RebalanceTopologyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceTopologyResponse.ProtoReflect.Descriptor instead.
 func (*RebalanceTopologyResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{16}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{20}
 }
 
 // GetClusterInfoRequest asks for the cluster summary, or for part of it.
@@ -1154,7 +1407,7 @@ type GetClusterInfoRequest struct {
 
 func (x *GetClusterInfoRequest) Reset() {
 	*x = GetClusterInfoRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[17]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1166,7 +1419,7 @@ func (x *GetClusterInfoRequest) String() string {
 func (*GetClusterInfoRequest) ProtoMessage() {}
 
 func (x *GetClusterInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[17]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1179,7 +1432,7 @@ func (x *GetClusterInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterInfoRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{17}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetClusterInfoRequest) GetLinearizable() bool {
@@ -1252,7 +1505,7 @@ type GetClusterInfoResponse struct {
 
 func (x *GetClusterInfoResponse) Reset() {
 	*x = GetClusterInfoResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[18]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1264,7 +1517,7 @@ func (x *GetClusterInfoResponse) String() string {
 func (*GetClusterInfoResponse) ProtoMessage() {}
 
 func (x *GetClusterInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[18]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1277,7 +1530,7 @@ func (x *GetClusterInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetClusterInfoResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{18}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetClusterInfoResponse) GetCluster() *ClusterSummary {
@@ -1303,7 +1556,7 @@ type GetLeaderRequest struct {
 
 func (x *GetLeaderRequest) Reset() {
 	*x = GetLeaderRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[19]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1315,7 +1568,7 @@ func (x *GetLeaderRequest) String() string {
 func (*GetLeaderRequest) ProtoMessage() {}
 
 func (x *GetLeaderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[19]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1328,7 +1581,7 @@ func (x *GetLeaderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLeaderRequest.ProtoReflect.Descriptor instead.
 func (*GetLeaderRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{19}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{23}
 }
 
 // GetLeaderResponse carries the leader's summary.
@@ -1341,7 +1594,7 @@ type GetLeaderResponse struct {
 
 func (x *GetLeaderResponse) Reset() {
 	*x = GetLeaderResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[20]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1353,7 +1606,7 @@ func (x *GetLeaderResponse) String() string {
 func (*GetLeaderResponse) ProtoMessage() {}
 
 func (x *GetLeaderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[20]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1366,7 +1619,7 @@ func (x *GetLeaderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLeaderResponse.ProtoReflect.Descriptor instead.
 func (*GetLeaderResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{20}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetLeaderResponse) GetLeader() *NimbusSummary {
@@ -1392,7 +1645,7 @@ type GetTopologyInfoRequest struct {
 
 func (x *GetTopologyInfoRequest) Reset() {
 	*x = GetTopologyInfoRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[21]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1404,7 +1657,7 @@ func (x *GetTopologyInfoRequest) String() string {
 func (*GetTopologyInfoRequest) ProtoMessage() {}
 
 func (x *GetTopologyInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[21]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1417,7 +1670,7 @@ func (x *GetTopologyInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTopologyInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetTopologyInfoRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{21}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetTopologyInfoRequest) GetName() string {
@@ -1467,7 +1720,7 @@ type GetTopologyInfoResponse struct {
 
 func (x *GetTopologyInfoResponse) Reset() {
 	*x = GetTopologyInfoResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[22]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1479,7 +1732,7 @@ func (x *GetTopologyInfoResponse) String() string {
 func (*GetTopologyInfoResponse) ProtoMessage() {}
 
 func (x *GetTopologyInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[22]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1492,7 +1745,7 @@ func (x *GetTopologyInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTopologyInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetTopologyInfoResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{22}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetTopologyInfoResponse) GetTopology() *TopologySummary {
@@ -1561,7 +1814,7 @@ type GetTopologyConfRequest struct {
 
 func (x *GetTopologyConfRequest) Reset() {
 	*x = GetTopologyConfRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[23]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1573,7 +1826,7 @@ func (x *GetTopologyConfRequest) String() string {
 func (*GetTopologyConfRequest) ProtoMessage() {}
 
 func (x *GetTopologyConfRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[23]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1586,7 +1839,7 @@ func (x *GetTopologyConfRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTopologyConfRequest.ProtoReflect.Descriptor instead.
 func (*GetTopologyConfRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{23}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetTopologyConfRequest) GetName() string {
@@ -1607,7 +1860,7 @@ type GetTopologyConfResponse struct {
 
 func (x *GetTopologyConfResponse) Reset() {
 	*x = GetTopologyConfResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[24]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1619,7 +1872,7 @@ func (x *GetTopologyConfResponse) String() string {
 func (*GetTopologyConfResponse) ProtoMessage() {}
 
 func (x *GetTopologyConfResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[24]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1632,7 +1885,7 @@ func (x *GetTopologyConfResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTopologyConfResponse.ProtoReflect.Descriptor instead.
 func (*GetTopologyConfResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{24}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetTopologyConfResponse) GetTopologyId() string {
@@ -1658,7 +1911,7 @@ type GetNimbusConfigRequest struct {
 
 func (x *GetNimbusConfigRequest) Reset() {
 	*x = GetNimbusConfigRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[25]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1670,7 +1923,7 @@ func (x *GetNimbusConfigRequest) String() string {
 func (*GetNimbusConfigRequest) ProtoMessage() {}
 
 func (x *GetNimbusConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[25]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1683,7 +1936,7 @@ func (x *GetNimbusConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNimbusConfigRequest.ProtoReflect.Descriptor instead.
 func (*GetNimbusConfigRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{25}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{29}
 }
 
 // GetNimbusConfigResponse is a nimbus's effective configuration, sorted
@@ -1699,7 +1952,7 @@ type GetNimbusConfigResponse struct {
 
 func (x *GetNimbusConfigResponse) Reset() {
 	*x = GetNimbusConfigResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[26]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1711,7 +1964,7 @@ func (x *GetNimbusConfigResponse) String() string {
 func (*GetNimbusConfigResponse) ProtoMessage() {}
 
 func (x *GetNimbusConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[26]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1724,7 +1977,7 @@ func (x *GetNimbusConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNimbusConfigResponse.ProtoReflect.Descriptor instead.
 func (*GetNimbusConfigResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{26}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GetNimbusConfigResponse) GetNimbus() string {
@@ -1762,7 +2015,7 @@ type ConfEntry struct {
 
 func (x *ConfEntry) Reset() {
 	*x = ConfEntry{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[27]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1774,7 +2027,7 @@ func (x *ConfEntry) String() string {
 func (*ConfEntry) ProtoMessage() {}
 
 func (x *ConfEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[27]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1787,7 +2040,7 @@ func (x *ConfEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfEntry.ProtoReflect.Descriptor instead.
 func (*ConfEntry) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{27}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ConfEntry) GetKey() string {
@@ -1843,7 +2096,7 @@ type NimbusSummary struct {
 
 func (x *NimbusSummary) Reset() {
 	*x = NimbusSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[28]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1855,7 +2108,7 @@ func (x *NimbusSummary) String() string {
 func (*NimbusSummary) ProtoMessage() {}
 
 func (x *NimbusSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[28]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1868,7 +2121,7 @@ func (x *NimbusSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NimbusSummary.ProtoReflect.Descriptor instead.
 func (*NimbusSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{28}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *NimbusSummary) GetHost() string {
@@ -1954,7 +2207,7 @@ type SupervisorSummary struct {
 
 func (x *SupervisorSummary) Reset() {
 	*x = SupervisorSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[29]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1966,7 +2219,7 @@ func (x *SupervisorSummary) String() string {
 func (*SupervisorSummary) ProtoMessage() {}
 
 func (x *SupervisorSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[29]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1979,7 +2232,7 @@ func (x *SupervisorSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SupervisorSummary.ProtoReflect.Descriptor instead.
 func (*SupervisorSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{29}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SupervisorSummary) GetSupervisorId() string {
@@ -2073,7 +2326,7 @@ type TopologySummary struct {
 
 func (x *TopologySummary) Reset() {
 	*x = TopologySummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[30]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2085,7 +2338,7 @@ func (x *TopologySummary) String() string {
 func (*TopologySummary) ProtoMessage() {}
 
 func (x *TopologySummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[30]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2098,7 +2351,7 @@ func (x *TopologySummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopologySummary.ProtoReflect.Descriptor instead.
 func (*TopologySummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{30}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *TopologySummary) GetId() string {
@@ -2242,7 +2495,7 @@ type WorkerSummary struct {
 
 func (x *WorkerSummary) Reset() {
 	*x = WorkerSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[31]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2254,7 +2507,7 @@ func (x *WorkerSummary) String() string {
 func (*WorkerSummary) ProtoMessage() {}
 
 func (x *WorkerSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[31]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2267,7 +2520,7 @@ func (x *WorkerSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerSummary.ProtoReflect.Descriptor instead.
 func (*WorkerSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{31}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *WorkerSummary) GetTopologyId() string {
@@ -2395,7 +2648,7 @@ type ClusterSummary struct {
 
 func (x *ClusterSummary) Reset() {
 	*x = ClusterSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[32]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2407,7 +2660,7 @@ func (x *ClusterSummary) String() string {
 func (*ClusterSummary) ProtoMessage() {}
 
 func (x *ClusterSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[32]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2420,7 +2673,7 @@ func (x *ClusterSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterSummary.ProtoReflect.Descriptor instead.
 func (*ClusterSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{32}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ClusterSummary) GetSupervisors() []*SupervisorSummary {
@@ -2521,7 +2774,7 @@ type ExecutorSummary struct {
 
 func (x *ExecutorSummary) Reset() {
 	*x = ExecutorSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[33]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2533,7 +2786,7 @@ func (x *ExecutorSummary) String() string {
 func (*ExecutorSummary) ProtoMessage() {}
 
 func (x *ExecutorSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[33]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2546,7 +2799,7 @@ func (x *ExecutorSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutorSummary.ProtoReflect.Descriptor instead.
 func (*ExecutorSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{33}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ExecutorSummary) GetExecutor() *v1.Executor {
@@ -2595,7 +2848,7 @@ type ReplicaSummary struct {
 
 func (x *ReplicaSummary) Reset() {
 	*x = ReplicaSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[34]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2607,7 +2860,7 @@ func (x *ReplicaSummary) String() string {
 func (*ReplicaSummary) ProtoMessage() {}
 
 func (x *ReplicaSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[34]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2620,7 +2873,7 @@ func (x *ReplicaSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaSummary.ProtoReflect.Descriptor instead.
 func (*ReplicaSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{34}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ReplicaSummary) GetHost() string {
@@ -2648,7 +2901,7 @@ type DownloadCodeRequest struct {
 
 func (x *DownloadCodeRequest) Reset() {
 	*x = DownloadCodeRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[35]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2660,7 +2913,7 @@ func (x *DownloadCodeRequest) String() string {
 func (*DownloadCodeRequest) ProtoMessage() {}
 
 func (x *DownloadCodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[35]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2673,7 +2926,7 @@ func (x *DownloadCodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownloadCodeRequest.ProtoReflect.Descriptor instead.
 func (*DownloadCodeRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{35}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *DownloadCodeRequest) GetTopologyId() string {
@@ -2700,7 +2953,7 @@ type DownloadCodeResponse struct {
 
 func (x *DownloadCodeResponse) Reset() {
 	*x = DownloadCodeResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[36]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2712,7 +2965,7 @@ func (x *DownloadCodeResponse) String() string {
 func (*DownloadCodeResponse) ProtoMessage() {}
 
 func (x *DownloadCodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[36]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2725,7 +2978,7 @@ func (x *DownloadCodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownloadCodeResponse.ProtoReflect.Descriptor instead.
 func (*DownloadCodeResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{36}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *DownloadCodeResponse) GetChunk() []byte {
@@ -2745,7 +2998,7 @@ type GetCodeMetaRequest struct {
 
 func (x *GetCodeMetaRequest) Reset() {
 	*x = GetCodeMetaRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[37]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2757,7 +3010,7 @@ func (x *GetCodeMetaRequest) String() string {
 func (*GetCodeMetaRequest) ProtoMessage() {}
 
 func (x *GetCodeMetaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[37]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2770,7 +3023,7 @@ func (x *GetCodeMetaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCodeMetaRequest.ProtoReflect.Descriptor instead.
 func (*GetCodeMetaRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{37}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *GetCodeMetaRequest) GetTopologyId() string {
@@ -2793,7 +3046,7 @@ type GetCodeMetaResponse struct {
 
 func (x *GetCodeMetaResponse) Reset() {
 	*x = GetCodeMetaResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[38]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2805,7 +3058,7 @@ func (x *GetCodeMetaResponse) String() string {
 func (*GetCodeMetaResponse) ProtoMessage() {}
 
 func (x *GetCodeMetaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[38]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2818,7 +3071,7 @@ func (x *GetCodeMetaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCodeMetaResponse.ProtoReflect.Descriptor instead.
 func (*GetCodeMetaResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{38}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *GetCodeMetaResponse) GetMeta() []byte {
@@ -2875,7 +3128,27 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\x16ForgetTopologyResponse\x12\x1f\n" +
 	"\vtopology_id\x18\x01 \x01(\tR\n" +
 	"topologyId\x12\x16\n" +
-	"\x06fenced\x18\x02 \x01(\bR\x06fenced\"!\n" +
+	"\x06fenced\x18\x02 \x01(\bR\x06fenced\"2\n" +
+	"\x13SaveSnapshotRequest\x12\x1b\n" +
+	"\twith_code\x18\x01 \x01(\bR\bwithCode\"#\n" +
+	"\rSnapshotChunk\x12\x12\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\"B\n" +
+	"\x16RestoreSnapshotRequest\x12\x14\n" +
+	"\x05force\x18\x01 \x01(\bR\x05force\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\"\xba\x02\n" +
+	"\x17RestoreSnapshotResponse\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x01 \x01(\tR\tclusterId\x12\x18\n" +
+	"\arelease\x18\x02 \x01(\tR\arelease\x12\"\n" +
+	"\rtaken_unix_ms\x18\x03 \x01(\x03R\vtakenUnixMs\x12\x14\n" +
+	"\x05nodes\x18\x04 \x01(\x05R\x05nodes\x12\x1e\n" +
+	"\n" +
+	"topologies\x18\x05 \x01(\x05R\n" +
+	"topologies\x12 \n" +
+	"\voverwritten\x18\x06 \x03(\tR\voverwritten\x12'\n" +
+	"\x0fnum_overwritten\x18\a \x01(\x05R\x0enumOverwritten\x12\x1c\n" +
+	"\tremaining\x18\b \x03(\tR\tremaining\x12#\n" +
+	"\rcode_restored\x18\t \x03(\tR\fcodeRestored\"!\n" +
 	"\x0fHandOverRequest\x12\x0e\n" +
 	"\x02to\x18\x01 \x01(\tR\x02to\"\x95\x01\n" +
 	"\x10HandOverResponse\x12\x12\n" +
@@ -3062,7 +3335,7 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\rInitialStatus\x12\x1e\n" +
 	"\x1aINITIAL_STATUS_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15INITIAL_STATUS_ACTIVE\x10\x01\x12\x1b\n" +
-	"\x17INITIAL_STATUS_INACTIVE\x10\x022\xa2\b\n" +
+	"\x17INITIAL_STATUS_INACTIVE\x10\x022\xca\t\n" +
 	"\rNimbusService\x12W\n" +
 	"\x0eSubmitTopology\x12 .nimbus.v1.SubmitTopologyRequest\x1a!.nimbus.v1.SubmitTopologyResponse(\x01\x12O\n" +
 	"\fKillTopology\x12\x1e.nimbus.v1.KillTopologyRequest\x1a\x1f.nimbus.v1.KillTopologyResponse\x12[\n" +
@@ -3075,7 +3348,9 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\x0fGetTopologyConf\x12!.nimbus.v1.GetTopologyConfRequest\x1a\".nimbus.v1.GetTopologyConfResponse\x12X\n" +
 	"\x0fGetNimbusConfig\x12!.nimbus.v1.GetNimbusConfigRequest\x1a\".nimbus.v1.GetNimbusConfigResponse\x12U\n" +
 	"\x0eForgetTopology\x12 .nimbus.v1.ForgetTopologyRequest\x1a!.nimbus.v1.ForgetTopologyResponse\x12C\n" +
-	"\bHandOver\x12\x1a.nimbus.v1.HandOverRequest\x1a\x1b.nimbus.v1.HandOverResponse2\xae\x01\n" +
+	"\bHandOver\x12\x1a.nimbus.v1.HandOverRequest\x1a\x1b.nimbus.v1.HandOverResponse\x12J\n" +
+	"\fSaveSnapshot\x12\x1e.nimbus.v1.SaveSnapshotRequest\x1a\x18.nimbus.v1.SnapshotChunk0\x01\x12Z\n" +
+	"\x0fRestoreSnapshot\x12!.nimbus.v1.RestoreSnapshotRequest\x1a\".nimbus.v1.RestoreSnapshotResponse(\x012\xae\x01\n" +
 	"\vCodeService\x12Q\n" +
 	"\fDownloadCode\x12\x1e.nimbus.v1.DownloadCodeRequest\x1a\x1f.nimbus.v1.DownloadCodeResponse0\x01\x12L\n" +
 	"\vGetCodeMeta\x12\x1d.nimbus.v1.GetCodeMetaRequest\x1a\x1e.nimbus.v1.GetCodeMetaResponseB5Z3github.com/nimbusha/nimbus/proto/nimbus/v1;nimbusv1b\x06proto3"
@@ -3093,7 +3368,7 @@ func file_nimbus_v1_nimbus_proto_rawDescGZIP() []byte {
 }
 
 var file_nimbus_v1_nimbus_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_nimbus_v1_nimbus_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
+var file_nimbus_v1_nimbus_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_nimbus_v1_nimbus_proto_goTypes = []any{
 	(ComponentKind)(0),                 // 0: nimbus.v1.ComponentKind
 	(InitialStatus)(0),                 // 1: nimbus.v1.InitialStatus
@@ -3105,98 +3380,106 @@ var file_nimbus_v1_nimbus_proto_goTypes = []any{
 	(*KillTopologyRequest)(nil),        // 7: nimbus.v1.KillTopologyRequest
 	(*ForgetTopologyRequest)(nil),      // 8: nimbus.v1.ForgetTopologyRequest
 	(*ForgetTopologyResponse)(nil),     // 9: nimbus.v1.ForgetTopologyResponse
-	(*HandOverRequest)(nil),            // 10: nimbus.v1.HandOverRequest
-	(*HandOverResponse)(nil),           // 11: nimbus.v1.HandOverResponse
-	(*KillTopologyResponse)(nil),       // 12: nimbus.v1.KillTopologyResponse
-	(*ActivateTopologyRequest)(nil),    // 13: nimbus.v1.ActivateTopologyRequest
-	(*ActivateTopologyResponse)(nil),   // 14: nimbus.v1.ActivateTopologyResponse
-	(*DeactivateTopologyRequest)(nil),  // 15: nimbus.v1.DeactivateTopologyRequest
-	(*DeactivateTopologyResponse)(nil), // 16: nimbus.v1.DeactivateTopologyResponse
-	(*RebalanceTopologyRequest)(nil),   // 17: nimbus.v1.RebalanceTopologyRequest
-	(*RebalanceTopologyResponse)(nil),  // 18: nimbus.v1.RebalanceTopologyResponse
-	(*GetClusterInfoRequest)(nil),      // 19: nimbus.v1.GetClusterInfoRequest
-	(*GetClusterInfoResponse)(nil),     // 20: nimbus.v1.GetClusterInfoResponse
-	(*GetLeaderRequest)(nil),           // 21: nimbus.v1.GetLeaderRequest
-	(*GetLeaderResponse)(nil),          // 22: nimbus.v1.GetLeaderResponse
-	(*GetTopologyInfoRequest)(nil),     // 23: nimbus.v1.GetTopologyInfoRequest
-	(*GetTopologyInfoResponse)(nil),    // 24: nimbus.v1.GetTopologyInfoResponse
-	(*GetTopologyConfRequest)(nil),     // 25: nimbus.v1.GetTopologyConfRequest
-	(*GetTopologyConfResponse)(nil),    // 26: nimbus.v1.GetTopologyConfResponse
-	(*GetNimbusConfigRequest)(nil),     // 27: nimbus.v1.GetNimbusConfigRequest
-	(*GetNimbusConfigResponse)(nil),    // 28: nimbus.v1.GetNimbusConfigResponse
-	(*ConfEntry)(nil),                  // 29: nimbus.v1.ConfEntry
-	(*NimbusSummary)(nil),              // 30: nimbus.v1.NimbusSummary
-	(*SupervisorSummary)(nil),          // 31: nimbus.v1.SupervisorSummary
-	(*TopologySummary)(nil),            // 32: nimbus.v1.TopologySummary
-	(*WorkerSummary)(nil),              // 33: nimbus.v1.WorkerSummary
-	(*ClusterSummary)(nil),             // 34: nimbus.v1.ClusterSummary
-	(*ExecutorSummary)(nil),            // 35: nimbus.v1.ExecutorSummary
-	(*ReplicaSummary)(nil),             // 36: nimbus.v1.ReplicaSummary
-	(*DownloadCodeRequest)(nil),        // 37: nimbus.v1.DownloadCodeRequest
-	(*DownloadCodeResponse)(nil),       // 38: nimbus.v1.DownloadCodeResponse
-	(*GetCodeMetaRequest)(nil),         // 39: nimbus.v1.GetCodeMetaRequest
-	(*GetCodeMetaResponse)(nil),        // 40: nimbus.v1.GetCodeMetaResponse
-	nil,                                // 41: nimbus.v1.TopologySpec.ConfigEntry
-	nil,                                // 42: nimbus.v1.RebalanceTopologyRequest.ComponentParallelismEntry
-	nil,                                // 43: nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
-	nil,                                // 44: nimbus.v1.GetTopologyInfoResponse.StorageEntry
-	(v1.TopologyStatus)(0),             // 45: cluster.v1.TopologyStatus
-	(*v1.Executor)(nil),                // 46: cluster.v1.Executor
+	(*SaveSnapshotRequest)(nil),        // 10: nimbus.v1.SaveSnapshotRequest
+	(*SnapshotChunk)(nil),              // 11: nimbus.v1.SnapshotChunk
+	(*RestoreSnapshotRequest)(nil),     // 12: nimbus.v1.RestoreSnapshotRequest
+	(*RestoreSnapshotResponse)(nil),    // 13: nimbus.v1.RestoreSnapshotResponse
+	(*HandOverRequest)(nil),            // 14: nimbus.v1.HandOverRequest
+	(*HandOverResponse)(nil),           // 15: nimbus.v1.HandOverResponse
+	(*KillTopologyResponse)(nil),       // 16: nimbus.v1.KillTopologyResponse
+	(*ActivateTopologyRequest)(nil),    // 17: nimbus.v1.ActivateTopologyRequest
+	(*ActivateTopologyResponse)(nil),   // 18: nimbus.v1.ActivateTopologyResponse
+	(*DeactivateTopologyRequest)(nil),  // 19: nimbus.v1.DeactivateTopologyRequest
+	(*DeactivateTopologyResponse)(nil), // 20: nimbus.v1.DeactivateTopologyResponse
+	(*RebalanceTopologyRequest)(nil),   // 21: nimbus.v1.RebalanceTopologyRequest
+	(*RebalanceTopologyResponse)(nil),  // 22: nimbus.v1.RebalanceTopologyResponse
+	(*GetClusterInfoRequest)(nil),      // 23: nimbus.v1.GetClusterInfoRequest
+	(*GetClusterInfoResponse)(nil),     // 24: nimbus.v1.GetClusterInfoResponse
+	(*GetLeaderRequest)(nil),           // 25: nimbus.v1.GetLeaderRequest
+	(*GetLeaderResponse)(nil),          // 26: nimbus.v1.GetLeaderResponse
+	(*GetTopologyInfoRequest)(nil),     // 27: nimbus.v1.GetTopologyInfoRequest
+	(*GetTopologyInfoResponse)(nil),    // 28: nimbus.v1.GetTopologyInfoResponse
+	(*GetTopologyConfRequest)(nil),     // 29: nimbus.v1.GetTopologyConfRequest
+	(*GetTopologyConfResponse)(nil),    // 30: nimbus.v1.GetTopologyConfResponse
+	(*GetNimbusConfigRequest)(nil),     // 31: nimbus.v1.GetNimbusConfigRequest
+	(*GetNimbusConfigResponse)(nil),    // 32: nimbus.v1.GetNimbusConfigResponse
+	(*ConfEntry)(nil),                  // 33: nimbus.v1.ConfEntry
+	(*NimbusSummary)(nil),              // 34: nimbus.v1.NimbusSummary
+	(*SupervisorSummary)(nil),          // 35: nimbus.v1.SupervisorSummary
+	(*TopologySummary)(nil),            // 36: nimbus.v1.TopologySummary
+	(*WorkerSummary)(nil),              // 37: nimbus.v1.WorkerSummary
+	(*ClusterSummary)(nil),             // 38: nimbus.v1.ClusterSummary
+	(*ExecutorSummary)(nil),            // 39: nimbus.v1.ExecutorSummary
+	(*ReplicaSummary)(nil),             // 40: nimbus.v1.ReplicaSummary
+	(*DownloadCodeRequest)(nil),        // 41: nimbus.v1.DownloadCodeRequest
+	(*DownloadCodeResponse)(nil),       // 42: nimbus.v1.DownloadCodeResponse
+	(*GetCodeMetaRequest)(nil),         // 43: nimbus.v1.GetCodeMetaRequest
+	(*GetCodeMetaResponse)(nil),        // 44: nimbus.v1.GetCodeMetaResponse
+	nil,                                // 45: nimbus.v1.TopologySpec.ConfigEntry
+	nil,                                // 46: nimbus.v1.RebalanceTopologyRequest.ComponentParallelismEntry
+	nil,                                // 47: nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
+	nil,                                // 48: nimbus.v1.GetTopologyInfoResponse.StorageEntry
+	(v1.TopologyStatus)(0),             // 49: cluster.v1.TopologyStatus
+	(*v1.Executor)(nil),                // 50: cluster.v1.Executor
 }
 var file_nimbus_v1_nimbus_proto_depIdxs = []int32{
 	0,  // 0: nimbus.v1.ComponentSpec.kind:type_name -> nimbus.v1.ComponentKind
 	2,  // 1: nimbus.v1.TopologySpec.components:type_name -> nimbus.v1.ComponentSpec
-	41, // 2: nimbus.v1.TopologySpec.config:type_name -> nimbus.v1.TopologySpec.ConfigEntry
+	45, // 2: nimbus.v1.TopologySpec.config:type_name -> nimbus.v1.TopologySpec.ConfigEntry
 	1,  // 3: nimbus.v1.TopologySpec.initial_status:type_name -> nimbus.v1.InitialStatus
 	3,  // 4: nimbus.v1.SubmitTopologyRequest.spec:type_name -> nimbus.v1.TopologySpec
 	4,  // 5: nimbus.v1.SubmitTopologyRequest.trailer:type_name -> nimbus.v1.ArtifactTrailer
-	42, // 6: nimbus.v1.RebalanceTopologyRequest.component_parallelism:type_name -> nimbus.v1.RebalanceTopologyRequest.ComponentParallelismEntry
-	34, // 7: nimbus.v1.GetClusterInfoResponse.cluster:type_name -> nimbus.v1.ClusterSummary
-	30, // 8: nimbus.v1.GetLeaderResponse.leader:type_name -> nimbus.v1.NimbusSummary
-	32, // 9: nimbus.v1.GetTopologyInfoResponse.topology:type_name -> nimbus.v1.TopologySummary
-	35, // 10: nimbus.v1.GetTopologyInfoResponse.executors:type_name -> nimbus.v1.ExecutorSummary
-	36, // 11: nimbus.v1.GetTopologyInfoResponse.replicas:type_name -> nimbus.v1.ReplicaSummary
-	43, // 12: nimbus.v1.GetTopologyInfoResponse.component_parallelism:type_name -> nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
-	44, // 13: nimbus.v1.GetTopologyInfoResponse.storage:type_name -> nimbus.v1.GetTopologyInfoResponse.StorageEntry
-	33, // 14: nimbus.v1.GetTopologyInfoResponse.workers:type_name -> nimbus.v1.WorkerSummary
-	29, // 15: nimbus.v1.GetTopologyConfResponse.entries:type_name -> nimbus.v1.ConfEntry
-	29, // 16: nimbus.v1.GetNimbusConfigResponse.entries:type_name -> nimbus.v1.ConfEntry
-	33, // 17: nimbus.v1.SupervisorSummary.workers:type_name -> nimbus.v1.WorkerSummary
-	45, // 18: nimbus.v1.TopologySummary.status:type_name -> cluster.v1.TopologyStatus
-	31, // 19: nimbus.v1.ClusterSummary.supervisors:type_name -> nimbus.v1.SupervisorSummary
-	32, // 20: nimbus.v1.ClusterSummary.topologies:type_name -> nimbus.v1.TopologySummary
-	30, // 21: nimbus.v1.ClusterSummary.nimbuses:type_name -> nimbus.v1.NimbusSummary
-	46, // 22: nimbus.v1.ExecutorSummary.executor:type_name -> cluster.v1.Executor
+	46, // 6: nimbus.v1.RebalanceTopologyRequest.component_parallelism:type_name -> nimbus.v1.RebalanceTopologyRequest.ComponentParallelismEntry
+	38, // 7: nimbus.v1.GetClusterInfoResponse.cluster:type_name -> nimbus.v1.ClusterSummary
+	34, // 8: nimbus.v1.GetLeaderResponse.leader:type_name -> nimbus.v1.NimbusSummary
+	36, // 9: nimbus.v1.GetTopologyInfoResponse.topology:type_name -> nimbus.v1.TopologySummary
+	39, // 10: nimbus.v1.GetTopologyInfoResponse.executors:type_name -> nimbus.v1.ExecutorSummary
+	40, // 11: nimbus.v1.GetTopologyInfoResponse.replicas:type_name -> nimbus.v1.ReplicaSummary
+	47, // 12: nimbus.v1.GetTopologyInfoResponse.component_parallelism:type_name -> nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
+	48, // 13: nimbus.v1.GetTopologyInfoResponse.storage:type_name -> nimbus.v1.GetTopologyInfoResponse.StorageEntry
+	37, // 14: nimbus.v1.GetTopologyInfoResponse.workers:type_name -> nimbus.v1.WorkerSummary
+	33, // 15: nimbus.v1.GetTopologyConfResponse.entries:type_name -> nimbus.v1.ConfEntry
+	33, // 16: nimbus.v1.GetNimbusConfigResponse.entries:type_name -> nimbus.v1.ConfEntry
+	37, // 17: nimbus.v1.SupervisorSummary.workers:type_name -> nimbus.v1.WorkerSummary
+	49, // 18: nimbus.v1.TopologySummary.status:type_name -> cluster.v1.TopologyStatus
+	35, // 19: nimbus.v1.ClusterSummary.supervisors:type_name -> nimbus.v1.SupervisorSummary
+	36, // 20: nimbus.v1.ClusterSummary.topologies:type_name -> nimbus.v1.TopologySummary
+	34, // 21: nimbus.v1.ClusterSummary.nimbuses:type_name -> nimbus.v1.NimbusSummary
+	50, // 22: nimbus.v1.ExecutorSummary.executor:type_name -> cluster.v1.Executor
 	5,  // 23: nimbus.v1.NimbusService.SubmitTopology:input_type -> nimbus.v1.SubmitTopologyRequest
 	7,  // 24: nimbus.v1.NimbusService.KillTopology:input_type -> nimbus.v1.KillTopologyRequest
-	13, // 25: nimbus.v1.NimbusService.ActivateTopology:input_type -> nimbus.v1.ActivateTopologyRequest
-	15, // 26: nimbus.v1.NimbusService.DeactivateTopology:input_type -> nimbus.v1.DeactivateTopologyRequest
-	17, // 27: nimbus.v1.NimbusService.RebalanceTopology:input_type -> nimbus.v1.RebalanceTopologyRequest
-	19, // 28: nimbus.v1.NimbusService.GetClusterInfo:input_type -> nimbus.v1.GetClusterInfoRequest
-	21, // 29: nimbus.v1.NimbusService.GetLeader:input_type -> nimbus.v1.GetLeaderRequest
-	23, // 30: nimbus.v1.NimbusService.GetTopologyInfo:input_type -> nimbus.v1.GetTopologyInfoRequest
-	25, // 31: nimbus.v1.NimbusService.GetTopologyConf:input_type -> nimbus.v1.GetTopologyConfRequest
-	27, // 32: nimbus.v1.NimbusService.GetNimbusConfig:input_type -> nimbus.v1.GetNimbusConfigRequest
+	17, // 25: nimbus.v1.NimbusService.ActivateTopology:input_type -> nimbus.v1.ActivateTopologyRequest
+	19, // 26: nimbus.v1.NimbusService.DeactivateTopology:input_type -> nimbus.v1.DeactivateTopologyRequest
+	21, // 27: nimbus.v1.NimbusService.RebalanceTopology:input_type -> nimbus.v1.RebalanceTopologyRequest
+	23, // 28: nimbus.v1.NimbusService.GetClusterInfo:input_type -> nimbus.v1.GetClusterInfoRequest
+	25, // 29: nimbus.v1.NimbusService.GetLeader:input_type -> nimbus.v1.GetLeaderRequest
+	27, // 30: nimbus.v1.NimbusService.GetTopologyInfo:input_type -> nimbus.v1.GetTopologyInfoRequest
+	29, // 31: nimbus.v1.NimbusService.GetTopologyConf:input_type -> nimbus.v1.GetTopologyConfRequest
+	31, // 32: nimbus.v1.NimbusService.GetNimbusConfig:input_type -> nimbus.v1.GetNimbusConfigRequest
 	8,  // 33: nimbus.v1.NimbusService.ForgetTopology:input_type -> nimbus.v1.ForgetTopologyRequest
-	10, // 34: nimbus.v1.NimbusService.HandOver:input_type -> nimbus.v1.HandOverRequest
-	37, // 35: nimbus.v1.CodeService.DownloadCode:input_type -> nimbus.v1.DownloadCodeRequest
-	39, // 36: nimbus.v1.CodeService.GetCodeMeta:input_type -> nimbus.v1.GetCodeMetaRequest
-	6,  // 37: nimbus.v1.NimbusService.SubmitTopology:output_type -> nimbus.v1.SubmitTopologyResponse
-	12, // 38: nimbus.v1.NimbusService.KillTopology:output_type -> nimbus.v1.KillTopologyResponse
-	14, // 39: nimbus.v1.NimbusService.ActivateTopology:output_type -> nimbus.v1.ActivateTopologyResponse
-	16, // 40: nimbus.v1.NimbusService.DeactivateTopology:output_type -> nimbus.v1.DeactivateTopologyResponse
-	18, // 41: nimbus.v1.NimbusService.RebalanceTopology:output_type -> nimbus.v1.RebalanceTopologyResponse
-	20, // 42: nimbus.v1.NimbusService.GetClusterInfo:output_type -> nimbus.v1.GetClusterInfoResponse
-	22, // 43: nimbus.v1.NimbusService.GetLeader:output_type -> nimbus.v1.GetLeaderResponse
-	24, // 44: nimbus.v1.NimbusService.GetTopologyInfo:output_type -> nimbus.v1.GetTopologyInfoResponse
-	26, // 45: nimbus.v1.NimbusService.GetTopologyConf:output_type -> nimbus.v1.GetTopologyConfResponse
-	28, // 46: nimbus.v1.NimbusService.GetNimbusConfig:output_type -> nimbus.v1.GetNimbusConfigResponse
-	9,  // 47: nimbus.v1.NimbusService.ForgetTopology:output_type -> nimbus.v1.ForgetTopologyResponse
-	11, // 48: nimbus.v1.NimbusService.HandOver:output_type -> nimbus.v1.HandOverResponse
-	38, // 49: nimbus.v1.CodeService.DownloadCode:output_type -> nimbus.v1.DownloadCodeResponse
-	40, // 50: nimbus.v1.CodeService.GetCodeMeta:output_type -> nimbus.v1.GetCodeMetaResponse
-	37, // [37:51] is the sub-list for method output_type
-	23, // [23:37] is the sub-list for method input_type
+	14, // 34: nimbus.v1.NimbusService.HandOver:input_type -> nimbus.v1.HandOverRequest
+	10, // 35: nimbus.v1.NimbusService.SaveSnapshot:input_type -> nimbus.v1.SaveSnapshotRequest
+	12, // 36: nimbus.v1.NimbusService.RestoreSnapshot:input_type -> nimbus.v1.RestoreSnapshotRequest
+	41, // 37: nimbus.v1.CodeService.DownloadCode:input_type -> nimbus.v1.DownloadCodeRequest
+	43, // 38: nimbus.v1.CodeService.GetCodeMeta:input_type -> nimbus.v1.GetCodeMetaRequest
+	6,  // 39: nimbus.v1.NimbusService.SubmitTopology:output_type -> nimbus.v1.SubmitTopologyResponse
+	16, // 40: nimbus.v1.NimbusService.KillTopology:output_type -> nimbus.v1.KillTopologyResponse
+	18, // 41: nimbus.v1.NimbusService.ActivateTopology:output_type -> nimbus.v1.ActivateTopologyResponse
+	20, // 42: nimbus.v1.NimbusService.DeactivateTopology:output_type -> nimbus.v1.DeactivateTopologyResponse
+	22, // 43: nimbus.v1.NimbusService.RebalanceTopology:output_type -> nimbus.v1.RebalanceTopologyResponse
+	24, // 44: nimbus.v1.NimbusService.GetClusterInfo:output_type -> nimbus.v1.GetClusterInfoResponse
+	26, // 45: nimbus.v1.NimbusService.GetLeader:output_type -> nimbus.v1.GetLeaderResponse
+	28, // 46: nimbus.v1.NimbusService.GetTopologyInfo:output_type -> nimbus.v1.GetTopologyInfoResponse
+	30, // 47: nimbus.v1.NimbusService.GetTopologyConf:output_type -> nimbus.v1.GetTopologyConfResponse
+	32, // 48: nimbus.v1.NimbusService.GetNimbusConfig:output_type -> nimbus.v1.GetNimbusConfigResponse
+	9,  // 49: nimbus.v1.NimbusService.ForgetTopology:output_type -> nimbus.v1.ForgetTopologyResponse
+	15, // 50: nimbus.v1.NimbusService.HandOver:output_type -> nimbus.v1.HandOverResponse
+	11, // 51: nimbus.v1.NimbusService.SaveSnapshot:output_type -> nimbus.v1.SnapshotChunk
+	13, // 52: nimbus.v1.NimbusService.RestoreSnapshot:output_type -> nimbus.v1.RestoreSnapshotResponse
+	42, // 53: nimbus.v1.CodeService.DownloadCode:output_type -> nimbus.v1.DownloadCodeResponse
+	44, // 54: nimbus.v1.CodeService.GetCodeMeta:output_type -> nimbus.v1.GetCodeMetaResponse
+	39, // [39:55] is the sub-list for method output_type
+	23, // [23:39] is the sub-list for method input_type
 	23, // [23:23] is the sub-list for extension type_name
 	23, // [23:23] is the sub-list for extension extendee
 	0,  // [0:23] is the sub-list for field type_name
@@ -3213,15 +3496,15 @@ func file_nimbus_v1_nimbus_proto_init() {
 		(*SubmitTopologyRequest_Trailer)(nil),
 	}
 	file_nimbus_v1_nimbus_proto_msgTypes[5].OneofWrappers = []any{}
-	file_nimbus_v1_nimbus_proto_msgTypes[15].OneofWrappers = []any{}
-	file_nimbus_v1_nimbus_proto_msgTypes[31].OneofWrappers = []any{}
+	file_nimbus_v1_nimbus_proto_msgTypes[19].OneofWrappers = []any{}
+	file_nimbus_v1_nimbus_proto_msgTypes[35].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nimbus_v1_nimbus_proto_rawDesc), len(file_nimbus_v1_nimbus_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   43,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -37,6 +37,8 @@ const (
 	NimbusService_GetNimbusConfig_FullMethodName    = "/nimbus.v1.NimbusService/GetNimbusConfig"
 	NimbusService_ForgetTopology_FullMethodName     = "/nimbus.v1.NimbusService/ForgetTopology"
 	NimbusService_HandOver_FullMethodName           = "/nimbus.v1.NimbusService/HandOver"
+	NimbusService_SaveSnapshot_FullMethodName       = "/nimbus.v1.NimbusService/SaveSnapshot"
+	NimbusService_RestoreSnapshot_FullMethodName    = "/nimbus.v1.NimbusService/RestoreSnapshot"
 )
 
 // NimbusServiceClient is the client API for NimbusService service.
@@ -89,6 +91,19 @@ type NimbusServiceClient interface {
 	// registered, not queued or lacks code, or when no nimbus could take
 	// over. Needs handover (nimbus.admins).
 	HandOver(ctx context.Context, in *HandOverRequest, opts ...grpc.CallOption) (*HandOverResponse, error)
+	// SaveSnapshot streams a snapshot of the cluster: the bytes of a file
+	// (docs/ARCHITECTURE.md section 20) holding every persistent node under
+	// the root at one point in time and each topology's spec, with the code
+	// on request. Only the leader answers. Needs snapshot (nimbus.admins).
+	SaveSnapshot(ctx context.Context, in *SaveSnapshotRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SnapshotChunk], error)
+	// RestoreSnapshot puts a snapshot back under the root: the file's bytes
+	// in pieces, the options in the first message. Any nimbus answers, with
+	// or without a leader (after a wipe there is none). Refused
+	// (FAILED_PRECONDITION), nothing written, for a file that is truncated or
+	// altered, from a newer release or from another cluster, and, unless
+	// force, onto a root that holds anything otherwise. Needs snapshot
+	// (nimbus.admins).
+	RestoreSnapshot(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[RestoreSnapshotRequest, RestoreSnapshotResponse], error)
 }
 
 type nimbusServiceClient struct {
@@ -222,6 +237,38 @@ func (c *nimbusServiceClient) HandOver(ctx context.Context, in *HandOverRequest,
 	return out, nil
 }
 
+func (c *nimbusServiceClient) SaveSnapshot(ctx context.Context, in *SaveSnapshotRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SnapshotChunk], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &NimbusService_ServiceDesc.Streams[1], NimbusService_SaveSnapshot_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[SaveSnapshotRequest, SnapshotChunk]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type NimbusService_SaveSnapshotClient = grpc.ServerStreamingClient[SnapshotChunk]
+
+func (c *nimbusServiceClient) RestoreSnapshot(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[RestoreSnapshotRequest, RestoreSnapshotResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &NimbusService_ServiceDesc.Streams[2], NimbusService_RestoreSnapshot_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[RestoreSnapshotRequest, RestoreSnapshotResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type NimbusService_RestoreSnapshotClient = grpc.ClientStreamingClient[RestoreSnapshotRequest, RestoreSnapshotResponse]
+
 // NimbusServiceServer is the server API for NimbusService service.
 // All implementations must embed UnimplementedNimbusServiceServer
 // for forward compatibility.
@@ -272,6 +319,19 @@ type NimbusServiceServer interface {
 	// registered, not queued or lacks code, or when no nimbus could take
 	// over. Needs handover (nimbus.admins).
 	HandOver(context.Context, *HandOverRequest) (*HandOverResponse, error)
+	// SaveSnapshot streams a snapshot of the cluster: the bytes of a file
+	// (docs/ARCHITECTURE.md section 20) holding every persistent node under
+	// the root at one point in time and each topology's spec, with the code
+	// on request. Only the leader answers. Needs snapshot (nimbus.admins).
+	SaveSnapshot(*SaveSnapshotRequest, grpc.ServerStreamingServer[SnapshotChunk]) error
+	// RestoreSnapshot puts a snapshot back under the root: the file's bytes
+	// in pieces, the options in the first message. Any nimbus answers, with
+	// or without a leader (after a wipe there is none). Refused
+	// (FAILED_PRECONDITION), nothing written, for a file that is truncated or
+	// altered, from a newer release or from another cluster, and, unless
+	// force, onto a root that holds anything otherwise. Needs snapshot
+	// (nimbus.admins).
+	RestoreSnapshot(grpc.ClientStreamingServer[RestoreSnapshotRequest, RestoreSnapshotResponse]) error
 	mustEmbedUnimplementedNimbusServiceServer()
 }
 
@@ -317,6 +377,12 @@ func (UnimplementedNimbusServiceServer) ForgetTopology(context.Context, *ForgetT
 }
 func (UnimplementedNimbusServiceServer) HandOver(context.Context, *HandOverRequest) (*HandOverResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method HandOver not implemented")
+}
+func (UnimplementedNimbusServiceServer) SaveSnapshot(*SaveSnapshotRequest, grpc.ServerStreamingServer[SnapshotChunk]) error {
+	return status.Error(codes.Unimplemented, "method SaveSnapshot not implemented")
+}
+func (UnimplementedNimbusServiceServer) RestoreSnapshot(grpc.ClientStreamingServer[RestoreSnapshotRequest, RestoreSnapshotResponse]) error {
+	return status.Error(codes.Unimplemented, "method RestoreSnapshot not implemented")
 }
 func (UnimplementedNimbusServiceServer) mustEmbedUnimplementedNimbusServiceServer() {}
 func (UnimplementedNimbusServiceServer) testEmbeddedByValue()                       {}
@@ -544,6 +610,24 @@ func _NimbusService_HandOver_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _NimbusService_SaveSnapshot_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(SaveSnapshotRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(NimbusServiceServer).SaveSnapshot(m, &grpc.GenericServerStream[SaveSnapshotRequest, SnapshotChunk]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type NimbusService_SaveSnapshotServer = grpc.ServerStreamingServer[SnapshotChunk]
+
+func _NimbusService_RestoreSnapshot_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(NimbusServiceServer).RestoreSnapshot(&grpc.GenericServerStream[RestoreSnapshotRequest, RestoreSnapshotResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type NimbusService_RestoreSnapshotServer = grpc.ClientStreamingServer[RestoreSnapshotRequest, RestoreSnapshotResponse]
+
 // NimbusService_ServiceDesc is the grpc.ServiceDesc for NimbusService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -600,6 +684,16 @@ var NimbusService_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "SubmitTopology",
 			Handler:       _NimbusService_SubmitTopology_Handler,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "SaveSnapshot",
+			Handler:       _NimbusService_SaveSnapshot_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "RestoreSnapshot",
+			Handler:       _NimbusService_RestoreSnapshot_Handler,
 			ClientStreams: true,
 		},
 	},
