@@ -201,3 +201,52 @@ func deleteAll(t *testing.T, conn *zk.Conn, root string) {
 		t.Fatalf("delete %s: %v", root, err)
 	}
 }
+
+// The leader saves a snapshot every nimbus.snapshot.interval.secs when the
+// cluster changed, keeps the last nimbus.snapshot.retain, and each holds
+// the topologies of its moment.
+func TestLeaderSavesSnapshots(t *testing.T) {
+	z := testcluster.StartZooKeeper(t)
+	c := testcluster.New(t, z.Addr())
+	ps := c.StartNimbuses(t, 1, testcluster.WithArgs("--nimbus.snapshot.interval.secs", "1", "--nimbus.snapshot.retain", "2"))
+	c.WaitLeader(t, ps, 15*time.Second)
+	cl := newClient(t, c, ps...)
+	dir := filepath.Join(ps[0].LocalDir, "nimbus", "snapshots")
+	var ids []string
+	for _, name := range []string{"first", "second", "third"} {
+		ids = append(ids, submitSleeper(t, cl, name, 1).GetTopologyId())
+		testcluster.WaitFor(t, 20*time.Second, "a snapshot holding "+name, func() error {
+			files, _ := filepath.Glob(filepath.Join(dir, "snapshot-*.snapshot"))
+			if len(files) == 0 || len(files) > 2 {
+				return fmt.Errorf("%d snapshots, want 1 or 2", len(files))
+			}
+			held, err := snapshotTopologies(files[len(files)-1])
+			if err != nil {
+				return err
+			}
+			if !slices.Equal(held, ids) {
+				return fmt.Errorf("the newest holds %v, want %v", held, ids)
+			}
+			return nil
+		})
+	}
+}
+
+// snapshotTopologies checks the snapshot in file and lists the topologies
+// it holds, sorted.
+func snapshotTopologies(file string) ([]string, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var ids []string
+	err = snapshot.Read(f, func(r *clusterv1.SnapshotRecord) error {
+		if id, ok := strings.CutPrefix(r.GetNode().GetPath(), "storms/"); ok {
+			ids = append(ids, id)
+		}
+		return nil
+	})
+	slices.Sort(ids)
+	return ids, err
+}

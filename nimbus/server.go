@@ -255,7 +255,8 @@ func (s *Server) build() (err error) {
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	s.health.SetServingStatus(nimbusv1.LeaderHealthService, healthpb.HealthCheckResponse_NOT_SERVING)
 	s.duties = leading.New(leading.Config{Session: s.sess, View: s.view, Dist: s.dist, Pending: s.svc.isPending,
-		Actions: s.actions, Nimbus: cfg, ClusterID: s.memory, Metrics: leading.NewMetrics(s.reg), Logger: s.base})
+		Actions: s.actions, Nimbus: cfg, ClusterID: s.memory, Snapshot: s.svc.takeSnapshot,
+		SnapshotDir: filepath.Join(cfg.LocalDir, "nimbus", "snapshots"), Metrics: leading.NewMetrics(s.reg), Logger: s.base})
 	s.grpc = grpc.NewServer(s.grpcOptions(encodings)...)
 	nimbusv1.RegisterNimbusServiceServer(s.grpc, s.svc)
 	nimbusv1.RegisterCodeServiceServer(s.grpc, codeservice.New(s.store, s.metrics.codeSent, codeservice.WithAuthorizer(s.authz)))

@@ -1,6 +1,7 @@
 package nimbus
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -60,6 +61,16 @@ func (s *service) SaveSnapshot(req *nimbusv1.SaveSnapshotRequest, stream nimbusv
 	s.log.Info("snapshot saved", "principal", auth.Who(ctx), "topologies", taken.Topologies, "nodes", taken.Nodes,
 		"with_code", req.GetWithCode(), "zxid", taken.Header.GetZxid(), "not_held", taken.NotHeld)
 	return nil
+}
+
+// takeSnapshot is the leader's own snapshot, without the code (every
+// nimbus holds that): leading's snapshots duty saves it.
+func (s *service) takeSnapshot(ctx context.Context, w io.Writer) (int64, error) {
+	taken, err := snapshot.Take(ctx, s.snapshotSource(), w, s.snapshotHeader(), false)
+	if err != nil {
+		return 0, err
+	}
+	return taken.Header.GetZxid(), nil
 }
 
 func (s *service) snapshotSource() snapshot.Source {

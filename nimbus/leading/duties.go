@@ -2,6 +2,7 @@ package leading
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"time"
 
@@ -30,8 +31,13 @@ type Config struct {
 	// ClusterID is the cluster this nimbus belongs to: the id the first
 	// cluster version names (clusterVersion).
 	ClusterID *clusterid.Memory
-	Metrics   *Metrics
-	Logger    *slog.Logger
+	// Snapshot writes a snapshot of the cluster to w and returns its zxid
+	// (package snapshot); SnapshotDir is where the leader keeps them. Nil:
+	// the leader saves none.
+	Snapshot    func(ctx context.Context, w io.Writer) (zxid int64, err error)
+	SnapshotDir string
+	Metrics     *Metrics
+	Logger      *slog.Logger
 }
 
 // Duties does the leader's duties for every term this nimbus holds.
@@ -130,6 +136,7 @@ func (d *Duties) start(term *leader.Term, log *slog.Logger) []duty {
 		sched,
 		newStandbys(d.cfg, log),
 		newClusterVersion(term, d.cfg, log),
+		newSnapshots(term, d.cfg, log),
 	}
 }
 
