@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -109,7 +110,13 @@ func (s *simSupervisors) heartbeat(ctx context.Context, i int, offset time.Durat
 	tick := time.NewTicker(s.every)
 	defer tick.Stop()
 	for {
-		if _, err := s.conns[i].Set(s.paths.Supervisor(s.ids[i]), s.info(i, started), -1); err != nil {
+		_, err := s.conns[i].Set(s.paths.Supervisor(s.ids[i]), s.info(i, started), -1)
+		if errors.Is(err, zk.ErrNoNode) { // the root was wiped: register again, as a supervisor does
+			if err = cluster.EnsurePath(s.conns[i], s.paths.Supervisors()); err == nil {
+				_, err = s.conns[i].Create(s.paths.Supervisor(s.ids[i]), s.info(i, started), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+			}
+		}
+		if err != nil {
 			s.failed.Add(1)
 		} else {
 			s.beats.Add(1)

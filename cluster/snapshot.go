@@ -170,16 +170,14 @@ func (s *Session) walk(ctx context.Context, withData bool) (tree, error) {
 // whose payload it holds otherwise (a restore would overwrite them), and
 // those it holds the same. A node not there is in neither.
 func (s *Session) Existing(ctx context.Context, nodes []PersistentNode) (differ, same []string, err error) {
-	for _, n := range nodes {
-		data, err := Call(ctx, s, "read "+n.Path, func(conn *zk.Conn) ([]byte, error) {
-			data, _, err := conn.Get(s.paths.Root + "/" + n.Path)
-			return data, err
-		})
+	held, err := s.held(ctx, nodes)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, n := range nodes {
 		switch {
-		case errors.Is(err, zk.ErrNoNode):
-		case err != nil:
-			return nil, nil, err
-		case bytes.Equal(data, n.Data):
+		case held[i] == nil:
+		case bytes.Equal(*held[i], n.Data):
 			same = append(same, n.Path)
 		default:
 			differ = append(differ, n.Path)
@@ -188,10 +186,47 @@ func (s *Session) Existing(ctx context.Context, nodes []PersistentNode) (differ,
 	return differ, same, nil
 }
 
-// WritePersistent writes nodes under the root, parents first, each created
-// with the session's ACL or, if it exists, set. The nodes whose path
-// starts with one of last are written after all the others: the node that
-// tells the daemons the cluster is back goes when everything else is.
+// held reads what ZooKeeper holds at each node's path, walkReads at a
+// time: nil where there is no node.
+func (s *Session) held(ctx context.Context, nodes []PersistentNode) ([]*[]byte, error) {
+	out := make([]*[]byte, len(nodes))
+	errs := make([]error, len(nodes))
+	sem := make(chan struct{}, walkReads)
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			data, err := Call(ctx, s, "read "+n.Path, func(conn *zk.Conn) ([]byte, error) {
+				data, _, err := conn.Get(s.paths.Root + "/" + n.Path)
+				return data, err
+			})
+			switch {
+			case errors.Is(err, zk.ErrNoNode):
+			case err != nil:
+				errs[i] = err
+			default:
+				out[i] = &data
+			}
+		})
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
+// Bounds of one multi of a restore: well under jute.maxbuffer (1 MiB by
+// default) and what ZooKeeper applies at once without delay.
+const (
+	restoreBatchOps   = 500
+	restoreBatchBytes = 512 << 10
+)
+
+// WritePersistent writes nodes under the root, parents first, in multis of
+// up to restoreBatchOps operations: a node not there is created with the
+// session's ACL, one there otherwise is set, one there the same is left.
+// The nodes whose path starts with one of last are written after all the
+// others: the node that tells the daemons the cluster is back goes when
+// everything else is.
 func (s *Session) WritePersistent(ctx context.Context, nodes []PersistentNode, last ...string) error {
 	ordered := slices.Clone(nodes)
 	isLast := func(p string) bool {
@@ -209,18 +244,43 @@ func (s *Session) WritePersistent(ctx context.Context, nodes []PersistentNode, l
 	if err := s.EnsurePath(s.paths.Root); err != nil {
 		return err
 	}
-	for _, n := range ordered {
-		full := s.paths.Root + "/" + n.Path
-		_, err := CallWrite(ctx, s, "write "+full, func(conn *zk.Conn) (struct{}, error) {
-			_, err := conn.Create(full, n.Data, 0, s.access.acl)
-			if errors.Is(err, zk.ErrNodeExists) {
-				_, err = conn.Set(full, n.Data, AnyVersion)
-			}
-			return struct{}{}, err
+	held, err := s.held(ctx, ordered)
+	if err != nil {
+		return err
+	}
+	var batch []any
+	var size int
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		ops := batch
+		batch, size = nil, 0
+		_, err := CallWrite(ctx, s, "restore", func(conn *zk.Conn) ([]zk.MultiResponse, error) {
+			return conn.Multi(ops...)
 		})
 		if err != nil {
-			return fmt.Errorf("cluster: restore %s: %w", full, err)
+			return fmt.Errorf("cluster: restore: %w", err)
+		}
+		return nil
+	}
+	for i, n := range ordered {
+		full := s.paths.Root + "/" + n.Path
+		switch {
+		case held[i] == nil:
+			batch = append(batch, &zk.CreateRequest{Path: full, Data: n.Data, Acl: s.access.acl})
+		case !bytes.Equal(*held[i], n.Data):
+			batch = append(batch, &zk.SetDataRequest{Path: full, Data: n.Data, Version: AnyVersion})
+		default:
+			continue
+		}
+		size += len(full) + len(n.Data)
+		// A batch ends at the limits, and before the nodes written last.
+		if len(batch) >= restoreBatchOps || size >= restoreBatchBytes || (i+1 < len(ordered) && isLast(ordered[i+1].Path) && !isLast(n.Path)) {
+			if err := flush(); err != nil {
+				return err
+			}
 		}
 	}
-	return nil
+	return flush()
 }
