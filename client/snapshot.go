@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -97,7 +98,8 @@ func sendSnapshot(stream nimbusv1.NimbusService_RestoreSnapshotClient, r io.Read
 	for {
 		n, err := io.ReadFull(r, buf)
 		if n > 0 {
-			if serr := stream.Send(&nimbusv1.RestoreSnapshotRequest{Data: buf[:n]}); serr != nil {
+			// A message must not change once sent: a piece of its own.
+			if serr := stream.Send(&nimbusv1.RestoreSnapshotRequest{Data: bytes.Clone(buf[:n])}); serr != nil {
 				if _, rerr := stream.CloseAndRecv(); rerr != nil {
 					return nil, rerr // the server's reason for stopping
 				}

@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/nimbusha/nimbus/apierr"
 )
 
 // The reads and writes of a cluster snapshot (package snapshot): every
@@ -28,8 +30,8 @@ type PersistentNode struct {
 // because something changed while it read.
 const maxSnapshotTries = 5
 
-// ErrChanging: the tree kept changing while it was read.
-var ErrChanging = errors.New("cluster: the state kept changing while it was read")
+// ErrChanging: the tree kept changing while it was read; try again.
+var ErrChanging = apierr.Sentinel("cluster: the state kept changing while it was read", apierr.ErrUnavailable)
 
 // ReadPersistent reads every persistent node under the root, parents
 // first, at one point in time: it walks the tree, then walks it again
@@ -121,7 +123,7 @@ func (s *Session) walk(ctx context.Context, withData bool) (tree, error) {
 					return // deleted since its parent was listed: the next walk differs
 				}
 				if err != nil {
-					r.err = fmt.Errorf("cluster: read %s: %w", full, err)
+					r.err = fmt.Errorf("%w: read %s: %v", ErrUnavailable, full, err)
 					return
 				}
 				if stat.EphemeralOwner != 0 {
@@ -132,7 +134,7 @@ func (s *Session) walk(ctx context.Context, withData bool) (tree, error) {
 				if stat.NumChildren > 0 {
 					children, _, err := conn.Children(full)
 					if err != nil && !errors.Is(err, zk.ErrNoNode) {
-						r.err = fmt.Errorf("cluster: list %s: %w", full, err)
+						r.err = fmt.Errorf("%w: list %s: %v", ErrUnavailable, full, err)
 						return
 					}
 					slices.Sort(children)
@@ -214,6 +216,17 @@ func (s *Session) held(ctx context.Context, nodes []PersistentNode) ([]*[]byte, 
 	return out, errors.Join(errs...)
 }
 
+// lastPath is the path of the last operation of a batch.
+func lastPath(batch []any) string {
+	switch op := batch[len(batch)-1].(type) {
+	case *zk.CreateRequest:
+		return op.Path
+	case *zk.SetDataRequest:
+		return op.Path
+	}
+	return ""
+}
+
 // Bounds of one multi of a restore: well under jute.maxbuffer (1 MiB by
 // default) and what ZooKeeper applies at once without delay.
 const (
@@ -266,21 +279,25 @@ func (s *Session) WritePersistent(ctx context.Context, nodes []PersistentNode, l
 	}
 	for i, n := range ordered {
 		full := s.paths.Root + "/" + n.Path
+		var op any
 		switch {
 		case held[i] == nil:
-			batch = append(batch, &zk.CreateRequest{Path: full, Data: n.Data, Acl: s.access.acl})
+			op = &zk.CreateRequest{Path: full, Data: n.Data, Acl: s.access.acl}
 		case !bytes.Equal(*held[i], n.Data):
-			batch = append(batch, &zk.SetDataRequest{Path: full, Data: n.Data, Version: AnyVersion})
+			op = &zk.SetDataRequest{Path: full, Data: n.Data, Version: AnyVersion}
 		default:
 			continue
 		}
-		size += len(full) + len(n.Data)
-		// A batch ends at the limits, and before the nodes written last.
-		if len(batch) >= restoreBatchOps || size >= restoreBatchBytes || (i+1 < len(ordered) && isLast(ordered[i+1].Path) && !isLast(n.Path)) {
+		// A batch ends before the limits, and before the nodes written
+		// last.
+		grows := len(full) + len(n.Data)
+		if len(batch) >= restoreBatchOps || size+grows > restoreBatchBytes || (isLast(n.Path) && len(batch) > 0 && !isLast(lastPath(batch))) {
 			if err := flush(); err != nil {
 				return err
 			}
 		}
+		batch = append(batch, op)
+		size += grows
 	}
 	return flush()
 }

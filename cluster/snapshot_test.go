@@ -2,9 +2,11 @@ package cluster_test
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"path"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,16 +39,23 @@ func TestPersistentNodesRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	for i := range 600 { // more than one multi's worth when restored
+		if _, err := conn.Create(fmt.Sprintf("%s/storms/t-%d-1", root, i), []byte("base"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	nodes, zxid, err := s.ReadPersistent(t.Context())
 	if err != nil || zxid == 0 {
 		t.Fatalf("read: %v (zxid %d)", err, zxid)
 	}
 	var paths []string
 	for _, n := range nodes {
-		paths = append(paths, n.Path)
+		if !strings.HasPrefix(n.Path, "storms/t-") {
+			paths = append(paths, n.Path)
+		}
 	}
-	if want := []string{"nimbuses", "storms", "versions", "storms/a-1-1", "versions/cluster"}; !slices.Equal(paths, want) {
-		t.Fatalf("read %v, want %v", paths, want)
+	if want := []string{"nimbuses", "storms", "versions", "storms/a-1-1", "versions/cluster"}; !slices.Equal(paths, want) || len(nodes) != 605 {
+		t.Fatalf("read %d nodes, %v besides the 600, want %v", len(nodes), paths, want)
 	}
 
 	// Onto another root, empty: all of it, versions/cluster last.
@@ -59,6 +68,16 @@ func TestPersistentNodesRoundTrip(t *testing.T) {
 	t.Cleanup(other.Close)
 	if err := other.WritePersistent(t.Context(), nodes, "versions/cluster"); err != nil {
 		t.Fatal(err)
+	}
+	// versions/cluster went last, in a multi of its own.
+	_, last, err := other.Conn().Get("/other/versions/cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		if _, stat, err := other.Conn().Get("/other/" + n.Path); err != nil || (n.Path != "versions/cluster" && stat.Czxid >= last.Czxid) {
+			t.Fatalf("%s written at %d, versions/cluster at %d (%v)", n.Path, stat.Czxid, last.Czxid, err)
+		}
 	}
 	got, _, err := other.ReadPersistent(t.Context())
 	if err != nil || len(got) != len(nodes) {

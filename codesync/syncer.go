@@ -246,8 +246,9 @@ func (s *Syncer) Run(ctx context.Context) error {
 }
 
 // pass brings the topologies that changed (all of them, when full) in
-// step, and returns when code missing now will have been missing for the
-// catch-up wait (zero if none will).
+// step, and returns when the next pass is due by the clock: when code
+// missing now will have been missing for the catch-up wait, or when a
+// removal's grace ends (zero if neither).
 func (r *run) pass(full bool) time.Time {
 	if r.outage() {
 		return time.Time{}
@@ -290,6 +291,9 @@ func (r *run) outage() bool {
 	}
 	if err != nil && r.cfg.Election.Queued() {
 		r.cfg.Election.Withdraw()
+	}
+	if err != nil {
+		clear(r.goneSince) // graces start again once the state is back
 	}
 	return err != nil
 }

@@ -179,7 +179,7 @@ func (c *candidate) leave(w wakeups) {
 // behind us fails it, deleting nothing.
 func (c *candidate) handOver(w wakeups, h *handover) {
 	if c.node != h.node {
-		c.e.finish(h, nil) // gone already, with its session or by hand
+		c.e.finish(h, ErrNodeGone) // with its session, or by hand
 		return
 	}
 	children, _, err := c.conn.Children(c.dir)
@@ -190,7 +190,7 @@ func (c *candidate) handOver(w wakeups, h *handover) {
 	order := cluster.LockOrder(children)
 	if c.position(order) < 0 {
 		c.setNode("", 0)
-		c.e.finish(h, errors.New("leader: hand over: our lock node vanished first; whoever is next leads"))
+		c.e.finish(h, ErrNodeGone) // perhaps our own write, whose answer was lost
 		return
 	}
 	passed, err := c.passedOver(order, h.next)
@@ -229,7 +229,7 @@ func (c *candidate) passedOver(order []cluster.LockEntry, next string) ([]string
 		}
 		passed = append(passed, c.dir+"/"+entry.Name)
 	}
-	return nil, fmt.Errorf("leader: hand over: %s is not queued behind %s", next, path.Base(c.node))
+	return nil, fmt.Errorf("%w: %s, behind %s", ErrNextNotQueued, next, path.Base(c.node))
 }
 
 // join creates our lock node, on session sid, after removing any that

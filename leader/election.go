@@ -97,9 +97,11 @@ func (e *Election) Leave(ctx context.Context) error {
 // it deletes this nimbus's lock node and every node queued between it and
 // next: those nimbuses join again behind, and next leads within one
 // ZooKeeper notification. The term ends before the write. It returns once
-// the write is done, or fails, or when ctx ends; it fails with ErrNotLeading
-// when this nimbus does not lead, and when next has left the queue
-// (nothing is deleted, and this nimbus leads again).
+// the write is done, or fails, or when ctx ends. Nothing is done, with
+// ErrNotLeading, when this nimbus does not lead, and with
+// ErrHandOverUnderWay during another hand-over; with ErrNextNotQueued nothing
+// is deleted and this nimbus leads again; with ErrNodeGone its node went
+// first and whoever was next leads.
 func (e *Election) StepDown(ctx context.Context, next string) error {
 	return e.handOver(ctx, next, true)
 }
@@ -117,14 +119,30 @@ type handover struct {
 	err        error
 }
 
-// ErrNotLeading: a hand-over asked of a nimbus that does not lead.
-var ErrNotLeading = errors.New("leader: hand over: this nimbus does not lead")
+// Errors of StepDown and LeaveFor.
+var (
+	// ErrNotLeading: asked of a nimbus that does not lead; nothing done.
+	ErrNotLeading = errors.New("leader: hand over: this nimbus does not lead")
+	// ErrHandOverUnderWay: another hand-over is under way; nothing done.
+	ErrHandOverUnderWay = errors.New("leader: hand over: another hand-over is under way")
+	// ErrNextNotQueued: the nimbus to lead next is not queued behind this
+	// one; nothing deleted, and this nimbus leads again.
+	ErrNextNotQueued = errors.New("leader: hand over: the next is not queued behind this nimbus")
+	// ErrNodeGone: this nimbus's lock node went before the hand-over's
+	// write answered (its session expired, the answer was lost): the term
+	// ended, but who leads next was not this hand-over's choice.
+	ErrNodeGone = errors.New("leader: hand over: this nimbus's lock node went first")
+)
 
 func (e *Election) handOver(ctx context.Context, next string, requeue bool) error {
 	h := &handover{next: next}
 	e.update(func() {
-		if e.current == nil || e.current.ctx.Err() != nil {
+		switch {
+		case e.current == nil || e.current.ctx.Err() != nil:
 			h.done, h.err = true, ErrNotLeading
+			return
+		case e.handover != nil:
+			h.done, h.err = true, ErrHandOverUnderWay
 			return
 		}
 		h.node = e.current.node

@@ -64,17 +64,20 @@ func (s *service) HandOver(ctx context.Context, req *nimbusv1.HandOverRequest) (
 	return resp, nil
 }
 
-// handoverFailed says what a failed step-down means: this nimbus no longer
-// led, the target left the queue (nothing was deleted; this nimbus leads
-// again), or ZooKeeper did not answer in time.
+// handoverFailed says what a failed step-down means to the caller.
 func handoverFailed(target cluster.LockEntry, err error) error {
-	if errors.Is(err, leader.ErrNotLeading) {
+	to := cluster.HostPort(target.Info)
+	switch {
+	case errors.Is(err, leader.ErrNotLeading):
 		return fmt.Errorf("%w: this nimbus stopped leading before it could hand over; nothing was done", apierr.ErrUnavailable)
+	case errors.Is(err, leader.ErrHandOverUnderWay):
+		return fmt.Errorf("%w: another hand-over is under way; nothing was done", errHandOverRefused)
+	case errors.Is(err, leader.ErrNextNotQueued):
+		return fmt.Errorf("%w: %s left the leader queue during the hand-over; nothing changed", errHandOverRefused, to)
 	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return fmt.Errorf("%w: handing over to %s: %v", apierr.ErrOutcomeUnknown, cluster.HostPort(target.Info), err)
-	}
-	return fmt.Errorf("%w: %s left the leader queue during the hand-over; nothing changed: %v", errHandOverRefused, cluster.HostPort(target.Info), err)
+	// The node went (ErrNodeGone), or ZooKeeper did not answer in time:
+	// leadership may have moved, not necessarily to the target.
+	return fmt.Errorf("%w: handing over to %s: %v", apierr.ErrOutcomeUnknown, to, err)
 }
 
 // awaitLeading waits, within handoverWait, until the nimbus at addr says

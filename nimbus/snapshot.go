@@ -1,6 +1,7 @@
 package nimbus
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -46,7 +47,8 @@ func (s *service) SaveSnapshot(req *nimbusv1.SaveSnapshotRequest, stream nimbusv
 	for {
 		n, err := io.ReadFull(pr, buf)
 		if n > 0 {
-			if serr := stream.Send(&nimbusv1.SnapshotChunk{Data: buf[:n]}); serr != nil {
+			// A message must not change once sent: a piece of its own.
+			if serr := stream.Send(&nimbusv1.SnapshotChunk{Data: bytes.Clone(buf[:n])}); serr != nil {
 				return serr
 			}
 		}

@@ -82,7 +82,9 @@ stop_pidfiles() {
 
 down() { # down [quiet]
   [ -d "$DIR" ] || { [ -n "${1:-}" ] || echo "quickstart: nothing running"; return 0; }
-  stop_pidfiles "$DIR"/supervisor-*.pid # first: they stop their workers
+  # Supervisors first: their workers' keepers end the workers once no
+  # supervisor is back within the adoption bound (about half the session).
+  stop_pidfiles "$DIR"/supervisor-*.pid
   stop_pidfiles "$DIR"/nimbus-*.pid
   stop_pidfiles "$DIR/zookeeper.pid"
   [ -n "${1:-}" ] || echo "quickstart: stopped (state, certificates and logs kept in $DIR)"
@@ -137,8 +139,9 @@ restart() {
     *) echo "quickstart: restart what? DAEMON=nimbus-1..3 or supervisor-1..2, e.g. make quickstart-restart DAEMON=nimbus-3" >&2; exit 2 ;;
   esac
   [ -f "$DIR/storm.yaml" ] || { echo "quickstart: no quickstart here; run make quickstart first" >&2; exit 1; }
-  local before
+  local before lines
   before=$(worker_pids)
+  lines=$(wc -l <"$DIR/$name.log" 2>/dev/null || echo 0)
   echo "quickstart: stopping $name (SIGTERM)"
   stop_pidfiles "$DIR/$name.pid"
   case "$name" in
@@ -146,7 +149,9 @@ restart() {
     supervisor-*) start_supervisor "${name#supervisor-}" ;;
   esac
   for _ in $(seq 100); do
-    grep -q '"msg":"\(nimbus\|supervisor\) ready"' <(tail -n 50 "$DIR/$name.log") && admin_ctl leader >/dev/null 2>&1 && break
+    # The new process's ready line: its log is appended to.
+    tail -n +"$((lines + 1))" "$DIR/$name.log" | grep -q 'msg="\(nimbus\|supervisor\) ready"\|"msg":"\(nimbus\|supervisor\) ready"' &&
+      admin_ctl leader >/dev/null 2>&1 && break
     sleep 0.1
   done
   echo "quickstart: $name is back (pid $(cat "$DIR/$name.pid")); the leader is $(leader_name)"

@@ -67,11 +67,7 @@ func TestDamageIsRefused(t *testing.T) {
 	data := sample(t)
 	altered := bytes.Clone(data)
 	altered[len(altered)/2] ^= 1
-	newer := func() []byte {
-		var b bytes.Buffer
-		w := NewWriter(&b, &clusterv1.SnapshotHeader{Release: "9.9"})
-		_ = w.Close()
-		// Rewrite the header's format past this build's.
+	newer := func() []byte { // a header of a format past this build's
 		rec := &clusterv1.SnapshotRecord{Record: &clusterv1.SnapshotRecord_Header{Header: &clusterv1.SnapshotHeader{Format: Format + 1, Release: "9.9"}}}
 		var out bytes.Buffer
 		_, _ = protodelim.MarshalTo(&out, rec)

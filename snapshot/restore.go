@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -74,7 +73,7 @@ func Restore(ctx context.Context, t Target, file *os.File, force bool) (*Restore
 	if err := checkHeader(h, t.ClusterID); err != nil {
 		return r, err
 	}
-	nodes, code, err := readFrom(file)
+	nodes, err := readNodes(file)
 	if err != nil {
 		return r, err
 	}
@@ -91,7 +90,7 @@ func Restore(ctx context.Context, t Target, file *os.File, force bool) (*Restore
 		return r, err
 	}
 	if h.GetWithCode() {
-		if r.CodeRestored, err = installCode(t.Store, code); err != nil {
+		if r.CodeRestored, err = installCode(t.Store, file); err != nil {
 			return r, err
 		}
 	}
@@ -153,33 +152,62 @@ func verifyFrom(file *os.File) (*Contents, error) {
 	return Verify(file)
 }
 
-// bundle is one topology's code in a snapshot: its files by name.
-type bundle map[string]*bytes.Buffer
-
-// readFrom reads the nodes and the code of a verified file. The code is
-// held in memory: a snapshot with the code is as large as the cluster's
-// code, which every nimbus holds on disk anyway.
-func readFrom(file *os.File) ([]cluster.PersistentNode, map[string]bundle, error) {
+// readNodes reads the nodes of a verified file.
+func readNodes(file *os.File) ([]cluster.PersistentNode, error) {
 	if _, err := file.Seek(0, io.SeekStart); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var nodes []cluster.PersistentNode
-	code := map[string]bundle{}
 	err := Read(file, func(rec *clusterv1.SnapshotRecord) error {
 		if n := rec.GetNode(); n != nil {
 			nodes = append(nodes, cluster.PersistentNode{Path: n.GetPath(), Data: n.GetData()})
+		}
+		return nil
+	})
+	return nodes, err
+}
+
+// bundle is one topology's code in a snapshot: its files by name.
+type bundle struct {
+	id    string
+	files map[string]*bytes.Buffer
+}
+
+// installCode reads a verified file's code again, one topology at a time
+// (Take writes each one's files together), installs into store each one
+// it does not hold verified, checked against its meta, and lists them. One
+// topology's code is in memory at a time.
+func installCode(store *codedistributor.Store, file *os.File) ([]string, error) {
+	if _, err := file.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	var installed []string
+	cur := bundle{}
+	done := func() error {
+		if cur.id == "" {
 			return nil
 		}
-		f := rec.GetFile()
-		b := code[f.GetTopologyId()]
-		if b == nil {
-			b = bundle{}
-			code[f.GetTopologyId()] = b
+		ok, err := installBundle(store, cur)
+		if ok {
+			installed = append(installed, cur.id)
 		}
-		buf := b[f.GetName()]
+		return err
+	}
+	err := Read(file, func(rec *clusterv1.SnapshotRecord) error {
+		f := rec.GetFile()
+		if f == nil {
+			return nil
+		}
+		if f.GetTopologyId() != cur.id {
+			if err := done(); err != nil {
+				return err
+			}
+			cur = bundle{id: f.GetTopologyId(), files: map[string]*bytes.Buffer{}}
+		}
+		buf := cur.files[f.GetName()]
 		if buf == nil {
 			buf = new(bytes.Buffer)
-			b[f.GetName()] = buf
+			cur.files[f.GetName()] = buf
 		}
 		if f.GetOffset() != int64(buf.Len()) {
 			return fmt.Errorf("%w: %s of %s: a piece at %d after %d bytes", ErrInvalid, f.GetName(), f.GetTopologyId(), f.GetOffset(), buf.Len())
@@ -187,34 +215,29 @@ func readFrom(file *os.File) ([]cluster.PersistentNode, map[string]bundle, error
 		buf.Write(f.GetData())
 		return nil
 	})
-	return nodes, code, err
+	if err == nil {
+		err = done()
+	}
+	return installed, err
 }
 
-// installCode installs into store every bundle of code that it does not
-// hold verified, each checked against its meta, and lists them.
-func installCode(store *codedistributor.Store, code map[string]bundle) ([]string, error) {
-	var installed []string
-	for _, id := range slices.Sorted(maps.Keys(code)) {
-		b := code[id]
-		raw := b[metaName]
-		if raw == nil {
-			continue
-		}
-		sum := sha256.Sum256(raw.Bytes())
-		digest := sum[:]
-		if store.Verify(id, digest) == nil {
-			continue // held already
-		}
-		meta, err := codedistributor.DecodeMeta(raw.Bytes(), digest)
-		if err != nil {
-			return installed, fmt.Errorf("%w: the meta of %s: %v", ErrInvalid, id, err)
-		}
-		if err := install(store, id, meta, digest, b); err != nil {
-			return installed, err
-		}
-		installed = append(installed, id)
+// installBundle installs b into store unless it holds it verified; true
+// when it did.
+func installBundle(store *codedistributor.Store, b bundle) (bool, error) {
+	raw := b.files[metaName]
+	if raw == nil {
+		return false, nil
 	}
-	return installed, nil
+	sum := sha256.Sum256(raw.Bytes())
+	digest := sum[:]
+	if store.Verify(b.id, digest) == nil {
+		return false, nil // held already
+	}
+	meta, err := codedistributor.DecodeMeta(raw.Bytes(), digest)
+	if err != nil {
+		return false, fmt.Errorf("%w: the meta of %s: %v", ErrInvalid, b.id, err)
+	}
+	return true, install(store, b.id, meta, digest, b)
 }
 
 // install writes bundle b of topology id into the store and verifies it.
@@ -225,7 +248,7 @@ func install(store *codedistributor.Store, id string, meta *clusterv1.CodeMeta, 
 	}
 	defer os.RemoveAll(tmp)
 	for _, f := range meta.GetFiles() {
-		data := b[f.GetName()]
+		data := b.files[f.GetName()]
 		if data == nil {
 			return fmt.Errorf("%w: %s of %s is listed in its meta but not in the snapshot", ErrInvalid, f.GetName(), id)
 		}

@@ -44,7 +44,11 @@ func (s *Supervisor) reconcileLoop(ctx context.Context) {
 		versions := s.versions.Changed()
 		if outage.note(s.log, s.identity()) {
 			// The assignments read are not this cluster's (the root was
-			// wiped): keep every worker and all code as they are.
+			// wiped): keep every worker and all code as they are. Graces
+			// that began as the root went start again once it is back:
+			// the assignments may reload after the node that ends the
+			// outage.
+			clear(gone)
 			select {
 			case <-ctx.Done():
 				return
@@ -163,8 +167,8 @@ func (s *Supervisor) stopMismatched(desired map[int32]desiredWorker, gone goneTo
 // stop this much later.
 const vanishGrace = 2 * time.Second
 
-// goneTopologies remembers since when each topology a worker here ran
-// has had no assignment.
+// goneTopologies remembers since when each topology that has a worker or
+// code here has had no assignment.
 type goneTopologies map[string]time.Time
 
 // forgetAssigned forgets the topologies that have an assignment again.

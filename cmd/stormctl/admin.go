@@ -150,7 +150,7 @@ func newSnapshotRestoreCommand(g *globals) *cobra.Command {
 		Long: "Put a snapshot back under the cluster's ZooKeeper root, through any nimbus, with or without a leader: after a wiped root " +
 			"the daemons keep everything running and wait for it. Refused, nothing written, for a file that is truncated or altered " +
 			"(checked here first), from a newer release or from another cluster, and, unless --force, onto a root that holds " +
-			"anything otherwise: the refusal says what would be overwritten.",
+			"a cluster (a topology, or the node that names a cluster): the refusal says what would be overwritten.",
 		Args: exactArgs("FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := os.Open(args[0])

@@ -100,8 +100,7 @@ func (s *snapshots) save() error {
 	if err := os.Rename(tmp.Name(), filepath.Join(s.dir, name)); err != nil {
 		return err
 	}
-	fi, _ := os.Stat(filepath.Join(s.dir, name))
-	s.log.Info("cluster snapshot saved", "file", filepath.Join(s.dir, name), "bytes", fi.Size(), "took", time.Since(started).Round(time.Millisecond))
+	s.log.Info("cluster snapshot saved", "file", filepath.Join(s.dir, name), "took", time.Since(started).Round(time.Millisecond))
 	for _, old := range s.saved()[:max(0, len(saved)+1-s.retain)] {
 		_ = os.Remove(filepath.Join(s.dir, old))
 	}
