@@ -185,7 +185,6 @@ func holdsCode(p *testcluster.Process, id string) error {
 	return nil
 }
 
-
 // The leader saves a snapshot every nimbus.snapshot.interval.secs when the
 // cluster changed, keeps the last nimbus.snapshot.retain, and each holds
 // the topologies of its moment.
