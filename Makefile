@@ -22,7 +22,7 @@ TEST_TIMEOUT ?= 20m
 CHAOS_DURATION ?= 5m
 FUZZTIME ?= 1m
 
-.PHONY: all build test test-deps chaos chaos-1000 fuzz verify proto lint-proto quickstart quickstart-down quickstart-restart bench bench-scale clean
+.PHONY: all build test test-deps chaos chaos-1000 fuzz verify proto lint-proto quickstart quickstart-down quickstart-restart bench bench-scale bench-roll clean
 
 all: build
 
@@ -111,6 +111,13 @@ bench: test-deps build
 ## bench-scale: the scale benchmark at 1,000, 2,000 and 5,000 supervisors and topologies, each read row in 3 rounds (about 40 min); writes a table per size and how each cost grows into bench/RESULTS.md.
 bench-scale: test-deps build
 	$(GO) test ./bench -run "^$$" -bench Scale -benchtime 1x -timeout 90m -args -scale-sizes 1000,2000,5000 -scale-results bench/RESULTS.md
+
+## bench-roll: TestRoll, a rolling upgrade under load (0.1 → this tree → itself → back to 0.1, one daemon at a time); the daemons' logs and
+## roll.md (per pass: time, failed calls, SDK retries and redirects, worker restarts, leader changes, leaderless_ms) in ROLL_DIR (/tmp/nimbus-roll).
+bench-roll: test-deps
+	@dir=$(or $(ROLL_DIR),/tmp/nimbus-roll); mkdir -p $$dir; \
+	  ROLL_DIR=$$dir $(GO) test -count=1 -run '^TestRoll$$' -v -timeout 15m ./integration/chaos; rc=$$?; \
+	  echo; cat "$$(ls -td $$dir/roll-* | head -1)/roll.md"; exit $$rc
 
 clean:
 	rm -rf bin .quickstart

@@ -3,6 +3,7 @@ package chaos_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -56,6 +57,7 @@ type daemon struct {
 	session time.Duration // a nimbus's own session, if not the cluster's
 	slots   []int         // a supervisor's worker ports
 	opts    []testcluster.DaemonOption
+	from    *testcluster.Binaries // the binaries it runs from; nil: the cluster's (this tree's)
 
 	mu       sync.Mutex
 	p        *testcluster.Process
@@ -76,6 +78,10 @@ func (d *daemon) start(nimbusArgs []string) error {
 		name = fmt.Sprintf("%s.%d", d.name, d.restarts)
 	}
 	d.restarts++
+	opts := slices.Clone(d.opts)
+	if d.from != nil {
+		opts = append(opts, testcluster.WithBinariesOf(*d.from))
+	}
 	d.mu.Unlock()
 	var p *testcluster.Process
 	var err error
@@ -84,10 +90,10 @@ func (d *daemon) start(nimbusArgs []string) error {
 			nimbusArgs = append(slices.Clone(nimbusArgs), "--storm.zookeeper.session.timeout", d.session.String())
 		}
 		p, err = d.cluster.StartNimbus(append([]testcluster.DaemonOption{testcluster.WithName(name), testcluster.WithPort(d.port),
-			testcluster.WithLocalDir(d.local), testcluster.WithArgs(nimbusArgs...)}, d.opts...)...)
+			testcluster.WithLocalDir(d.local), testcluster.WithArgs(nimbusArgs...)}, opts...)...)
 	} else {
 		p, err = d.cluster.StartSupervisor(append([]testcluster.DaemonOption{testcluster.WithName(name),
-			testcluster.WithSlots(d.slots...), testcluster.WithLocalDir(d.local)}, d.opts...)...)
+			testcluster.WithSlots(d.slots...), testcluster.WithLocalDir(d.local)}, opts...)...)
 	}
 	if err != nil {
 		return fmt.Errorf("start %s: %w", d.name, err)
@@ -125,7 +131,10 @@ type run struct {
 	names          map[string]bool // every name submitted, acknowledged or not
 	submitted      int
 	ops            map[string]int // client calls that succeeded, by kind
-	opErrors       map[string]int
+	opErrors       map[string]int // client calls that failed, by kind
+	refused        map[string]int // writes refused for the topology's status (FAILED_PRECONDITION): an answer, not a failure
+	failures       []string       // the first maxFailures failed calls, with their errors
+	sdk            *sdkCounts     // the workload's and the reader's SDK: retries and redirects
 	faults         map[string]int
 	recoveries     []time.Duration      // from losing the leader to a leader's write
 	healed         []time.Duration      // from a fault's end to a leader's write
@@ -215,31 +224,7 @@ func TestChaos(t *testing.T) {
 // session, the third through proxies it can cut) and the supervisors (the
 // third through proxies of its own).
 func newRun(t *testing.T, set settings) *run {
-	dir := t.TempDir()
-	if keep := os.Getenv("CHAOS_DIR"); keep != "" {
-		var err error
-		if err = os.MkdirAll(keep, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if dir, err = os.MkdirTemp(keep, "chaos-"); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("chaos: logs and local dirs kept in %s", dir)
-	}
-	r := &run{
-		t: t, set: set, rng: rand.New(rand.NewPCG(set.seed, 0)), dir: dir, hist: newHistory(),
-		acked: map[string]string{}, killAsked: map[string]bool{}, lostByFault: map[string]bool{}, names: map[string]bool{},
-		ops: map[string]int{}, opErrors: map[string]int{}, faults: map[string]int{}, handOvers: map[string]int{},
-		stamps: map[string]stamp{}, reported: map[string]bool{}, goroutines: map[*testcluster.Process]*goroutineCount{},
-		nimbusArgs: []string{
-			"--topology.min.replication.count", strconv.Itoa(minReplicas),
-			"--topology.max.replication.wait.time.sec", "20",
-			"--nimbus.code.sync.freq.secs", "3",
-			"--nimbus.monitor.freq.secs", "1",
-			"--nimbus.supervisor.timeout.secs", "8",
-			"--topology.message.timeout.secs", "1",
-		},
-	}
+	r := newRunState(t, set, runDir(t, "CHAOS_DIR", "chaos-"))
 	if set.wipeAll {
 		// A topology a wipe of every nimbus leaves with no copy at all
 		// blocks leadership until it is marked LOST: after 15 s, not 5 min.
@@ -270,7 +255,7 @@ func newRun(t *testing.T, set settings) *run {
 		r.firewall = true
 	}
 	cluster := func(sub, zkConnect string) *testcluster.Cluster {
-		opts := []testcluster.ClusterOption{testcluster.WithSessionTimeout(session), testcluster.WithDir(filepath.Join(dir, sub))}
+		opts := []testcluster.ClusterOption{testcluster.WithSessionTimeout(session), testcluster.WithDir(filepath.Join(r.dir, sub))}
 		if r.peers != nil {
 			opts = append(opts, testcluster.WithBinaries(r.peers.Binaries()))
 		}
@@ -279,59 +264,122 @@ func newRun(t *testing.T, set settings) *run {
 	direct := cluster("direct", r.ens.ConnectString())
 	cuttable := cluster("proxied", nimbusZK)
 	cuttableSup := cluster("proxied-supervisor", supZK)
-	ports := testcluster.FreePorts(t, 3+3*slotsEach)
-	var seeds []string
-	for i := range 3 {
-		c := direct
-		if i == 2 {
-			c = cuttable
+	r.addDaemons(func(kind string, i int) *testcluster.Cluster {
+		switch {
+		case i < 2:
+			return direct
+		case kind == "nimbus":
+			return cuttable
 		}
-		name := fmt.Sprintf("nimbus-%d", i+1)
-		d := &daemon{name: name, cluster: c, local: filepath.Join(dir, name), port: ports[i]}
-		if i == 0 {
-			d.session = longSession
-		}
-		if r.peers != nil {
+		return cuttableSup
+	})
+	r.nimbuses[0].session = longSession
+	if r.peers != nil {
+		for i, d := range r.nimbuses {
 			d.opts = []testcluster.DaemonOption{testcluster.WithArgs("--nimbus.host", r.peers.Name(i)), testcluster.WithEnv(r.peers.Env(i))}
 		}
-		r.nimbuses = append(r.nimbuses, d)
-		seeds = append(seeds, net.JoinHostPort("127.0.0.1", strconv.Itoa(d.port)))
-	}
-	var wg sync.WaitGroup
-	for _, d := range r.nimbuses {
-		wg.Go(func() {
-			if err := d.start(r.nimbusArgs); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
-	for i := range 3 {
-		name := fmt.Sprintf("supervisor-%d", i+1)
-		c := direct
-		if i == 2 {
-			c = cuttableSup
-		}
-		d := &daemon{name: name, cluster: c, local: filepath.Join(dir, name), slots: ports[3+i*slotsEach : 3+(i+1)*slotsEach],
-			opts: []testcluster.DaemonOption{testcluster.WithEnv(exitAtOnce)}}
-		if r.peers != nil {
+		for _, d := range r.sups {
 			d.opts = append(d.opts, testcluster.WithEnv(r.peers.Env(-1)))
 		}
-		if err := d.start(nil); err != nil {
-			t.Fatal(err)
-		}
-		r.sups = append(r.sups, d)
 	}
-	if t.Failed() {
-		t.FailNow()
-	}
-	r.conn = testcluster.ConnectZooKeeper(t, 10*time.Second, r.ens.Addrs()...)
-	var err error
+	r.startDaemons()
 	var sdk []client.Option
 	if r.peers != nil { // the leader's address it is sent to is a name only the daemons know
 		sdk = append(sdk, client.WithDialOptions(grpc.WithContextDialer(r.peers.Dial)))
 	}
-	if r.client, err = client.New(seeds, sdk...); err != nil {
+	r.dial(sdk...)
+	return r
+}
+
+// runDir is a run's directory: the test's own temporary one, or, with env
+// (CHAOS_DIR, ROLL_DIR) set, a new one named prefix* in that directory,
+// kept after the test.
+func runDir(t *testing.T, env, prefix string) string {
+	keep := os.Getenv(env)
+	if keep == "" {
+		return t.TempDir()
+	}
+	if err := os.MkdirAll(keep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp(keep, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("chaos: logs and local dirs kept in %s", dir)
+	return dir
+}
+
+// newRunState is a run that has started nothing, with the nimbuses' flags
+// every run gives them.
+func newRunState(t *testing.T, set settings, dir string) *run {
+	return &run{
+		t: t, set: set, rng: rand.New(rand.NewPCG(set.seed, 0)), dir: dir, hist: newHistory(), sdk: new(sdkCounts),
+		acked: map[string]string{}, killAsked: map[string]bool{}, lostByFault: map[string]bool{}, names: map[string]bool{},
+		ops: map[string]int{}, opErrors: map[string]int{}, refused: map[string]int{}, faults: map[string]int{}, handOvers: map[string]int{},
+		stamps: map[string]stamp{}, reported: map[string]bool{}, goroutines: map[*testcluster.Process]*goroutineCount{},
+		nimbusArgs: []string{
+			"--topology.min.replication.count", strconv.Itoa(minReplicas),
+			"--topology.max.replication.wait.time.sec", "20",
+			"--nimbus.code.sync.freq.secs", "3",
+			"--nimbus.monitor.freq.secs", "1",
+			"--nimbus.supervisor.timeout.secs", "8",
+			"--topology.message.timeout.secs", "1",
+		},
+	}
+}
+
+// addDaemons makes the run's 3 nimbuses and 3 supervisors (slotsEach
+// slots each) on free ports, each in its own local dir, the i-th of each
+// kind on clusterOf(kind, i); it starts none.
+func (r *run) addDaemons(clusterOf func(kind string, i int) *testcluster.Cluster) {
+	ports := testcluster.FreePorts(r.t, 3+3*slotsEach)
+	for i := range 3 {
+		name := fmt.Sprintf("nimbus-%d", i+1)
+		r.nimbuses = append(r.nimbuses, &daemon{name: name, cluster: clusterOf("nimbus", i), local: filepath.Join(r.dir, name), port: ports[i]})
+	}
+	for i := range 3 {
+		name := fmt.Sprintf("supervisor-%d", i+1)
+		r.sups = append(r.sups, &daemon{name: name, cluster: clusterOf("supervisor", i), local: filepath.Join(r.dir, name),
+			slots: ports[3+i*slotsEach : 3+(i+1)*slotsEach], opts: []testcluster.DaemonOption{testcluster.WithEnv(exitAtOnce)}})
+	}
+}
+
+// startDaemons starts the nimbuses, at once, then the supervisors, one
+// after the other; it fails the test if one does not start.
+func (r *run) startDaemons() {
+	var wg sync.WaitGroup
+	for _, d := range r.nimbuses {
+		wg.Go(func() {
+			if err := d.start(r.nimbusArgs); err != nil {
+				r.t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	for _, d := range r.sups {
+		if err := d.start(nil); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+	if r.t.Failed() {
+		r.t.FailNow()
+	}
+}
+
+// dial opens the run's clients: the checker's ZooKeeper session, the
+// workload's SDK client (with sdk, counting its retries and redirects)
+// and a direct connection to each nimbus for the probes; and reads the
+// example worker's artifact the workload submits.
+func (r *run) dial(sdk ...client.Option) {
+	t := r.t
+	var seeds []string
+	for _, d := range r.nimbuses {
+		seeds = append(seeds, net.JoinHostPort("127.0.0.1", strconv.Itoa(d.port)))
+	}
+	r.conn = testcluster.ConnectZooKeeper(t, 10*time.Second, r.ens.Addrs()...)
+	var err error
+	if r.client, err = client.New(seeds, append(sdk, client.WithLogger(slog.New(r.sdk)))...); err != nil {
 		t.Fatal(err)
 	}
 	for _, addr := range seeds {
@@ -350,16 +398,16 @@ func newRun(t *testing.T, set settings) *run {
 	if r.artifact, err = os.ReadFile(testcluster.Bin(t).Path("wordcount")); err != nil {
 		t.Fatal(err)
 	}
-	return r
 }
 
 // restart starts d again after a crash, retrying while its port is still
-// held by the dying process.
-func (r *run) restart(d *daemon) {
+// held by the dying process; an error fails the test, and is returned.
+func (r *run) restart(d *daemon) error {
 	err := testcluster.Poll(30*time.Second, func() error { return d.start(r.nimbusArgs) })
 	if err != nil {
 		r.t.Errorf("chaos: %v", err)
 	}
+	return err
 }
 
 // heal undoes whatever a fault left behind: every daemon runs, every

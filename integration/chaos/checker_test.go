@@ -57,16 +57,19 @@ func (r *run) finalCheck() {
 	r.checkEpochs()
 	r.checkSlots()
 	r.checkGoroutines()
-	err := testcluster.Poll(healFor, func() error {
-		var errs []error
-		for id := range r.expectedLive() {
-			errs = append(errs, r.replicated(id), r.running(id))
-		}
-		return errors.Join(errs...)
-	})
-	if err != nil {
+	if err := testcluster.Poll(healFor, r.topologiesHealthy); err != nil {
 		r.violation("%s after the faults stopped: %v", healFor, err)
 	}
+}
+
+// topologiesHealthy: every live topology is held by enough nimbuses and
+// runs all its workers.
+func (r *run) topologiesHealthy() error {
+	var errs []error
+	for id := range r.expectedLive() {
+		errs = append(errs, r.replicated(id), r.running(id))
+	}
+	return errors.Join(errs...)
 }
 
 // expectedLive: acknowledged, no kill asked, and not left without a copy
@@ -334,13 +337,13 @@ func (r *run) report(seed uint64, duration time.Duration) {
 	for _, c := range r.goroutines {
 		most = max(most, c.most)
 	}
-	r.t.Logf("chaos: seed %d, %s: %d faults (%s); %d submits, %d acknowledged; client ok %v, failed %v; "+
+	r.t.Logf("chaos: seed %d, %s: %d faults (%s); %d submits, %d acknowledged; client ok %v, failed %v, refused for the topology's status %v; SDK %s; "+
 		"recovery after losing the leader (%d): p50 %s, p99 %s, max %s; after a fault's end (%d): p50 %s, p99 %s, max %s; "+
 		"hand-overs %v, without a leader (%d): p50 %s, p99 %s, max %s; leader changes under a reset rule on the leader's port: %s; "+
 		"writes sent to deposed leaders: %d, rejected %d (%d fenced, the others refused before a write); "+
 		"most goroutines in a daemon: %d; history: %d operations checked (%d of unknown outcome), %s in %s, "+
 		"with linearizable reads %s; violations: %d",
-		seed, duration, total, strings.Join(kinds, ", "), r.submitted, r.ops["submit"], r.ops, r.opErrors,
+		seed, duration, total, strings.Join(kinds, ", "), r.submitted, r.ops["submit"], r.ops, r.opErrors, r.refused, r.sdk.snapshot(),
 		len(r.recoveries), p50, p99, most99, len(r.healed), h50, h99, hmax,
 		r.handOvers, len(r.leaderless), o50, o99, omax, resetChanges(r.resetChanges), r.staleSent, r.staleRejected, r.staleFenced, most,
 		r.checked, r.checkedUnknown, r.checkResult, r.checkTook.Round(time.Millisecond), r.strictResult, len(r.violations))

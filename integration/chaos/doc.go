@@ -112,4 +112,32 @@
 // changes under each reset rule, and each daemon's RSS (/proc) and
 // goroutines (go_goroutines) before the faults and after the heal, ready
 // for bench/RESULTS.md.
+//
+// TestRoll (roll_test.go) is the roll, proven under load: one ZooKeeper
+// server, 3 nimbuses and 3 supervisors of release 0.1 (this repository at
+// release01, built by testcluster.BuildAt into a directory under the
+// system's temporary one named after the commit, which later runs reuse),
+// a 10 s session (a keeper waits out its supervisor's restart), and the
+// workload, the reader and the checker above running throughout, while
+// every daemon is stopped with SIGTERM and started again as itself, one at
+// a time, three times over: 0.1 to this tree, this tree to itself, and back
+// to 0.1. An upgrade restarts the supervisors, then the followers, then
+// the leader, once it has handed leadership (client.Client.HandOver) to the
+// follower restarted first (a 0.1 leader has no HandOver: its SIGTERM hands
+// over); the roll back restarts the nimbuses first, so that the cluster
+// version is 0.1 before any supervisor of 0.2 stops (docs/ARCHITECTURE.md
+// section 18). After each restart the cluster must be healthy again within
+// healFor: a leader accepting a write, every nimbus queued for the lock,
+// the cluster version written once every daemon runs this tree, every live
+// topology replicated and running all its workers. It fails on: any failed
+// client call (a write refused for the topology's status is an answer, not
+// a failure; SDK retries and redirects are counted, not failed); more than
+// one change of the lock queue's head during a nimbus's restart, or any
+// during a supervisor's; a worker that stopped while the assignment
+// placing it stood, unless its own supervisor was being restarted at a
+// cluster version below 0.2 (restartWatch), which in the same-release pass
+// means any; two workers on a slot; the history's check; the final check.
+// Each pass reports its time, client calls, SDK retries and redirects,
+// worker restarts, leader changes and the hand-over's leaderless_ms (as
+// roll.md in the run's directory under ROLL_DIR; `make bench-roll`).
 package chaos

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -80,18 +81,28 @@ func (r *run) handOver() {
 // hand-over then goes to the next nimbus able to lead).
 func (r *run) followerAddr(pick int) string {
 	leader, _, _ := r.leader()
-	registered, _, err := r.conn.Children("/storm/nimbuses")
-	if err != nil {
-		return ""
-	}
 	for i := range r.nimbuses {
 		d := r.nimbuses[(pick+i)%len(r.nimbuses)]
 		if d == leader || !d.proc().Running() {
 			continue
 		}
-		if j := slices.IndexFunc(registered, func(addr string) bool { return portOf(addr) == d.port }); j >= 0 {
-			return registered[j]
+		if addr := r.registeredAddr(d); addr != "" {
+			return addr
 		}
+	}
+	return ""
+}
+
+// registeredAddr is nimbus d's registered address (host:port, as it
+// advertises itself): what a hand-over names; "" while it is not
+// registered.
+func (r *run) registeredAddr(d *daemon) string {
+	registered, _, err := r.conn.Children("/storm/nimbuses")
+	if err != nil {
+		return ""
+	}
+	if j := slices.IndexFunc(registered, func(addr string) bool { return portOf(addr) == d.port }); j >= 0 {
+		return registered[j]
 	}
 	return ""
 }
@@ -169,27 +180,23 @@ func (r *run) resetLeaderConnections() {
 
 // leaderChanges watches the head of the leader-lock queue from now until
 // the function it returns is called, which returns the epoch of every
-// nimbus that came to head it meanwhile. It sets a children watch again at
-// each change, so that two changes a moment apart (deposition takes at
-// least the 50 ms refusal and the 250 ms challenge) are both seen, where
-// a poll could miss one between two looks.
+// nimbus that came to head it meanwhile: each change of the head's node
+// name counts once (epochs jump when nimbuses queue again). The first look
+// is taken before it returns, so that a change right after counts. It sets
+// a children watch again at each change, so that two changes a moment
+// apart (deposition takes at least the 50 ms refusal and the 250 ms
+// challenge) are both seen, where a poll could miss one between two looks.
 func (r *run) leaderChanges() (stop func() []int64) {
 	ctx, cancel := context.WithCancel(r.t.Context())
 	done := make(chan struct{})
 	var epochs []int64
+	last, _, changed, err := r.lockHead()
 	go func() {
 		defer close(done)
-		var last int64
 		for {
-			names, _, changed, err := r.conn.ChildrenW(lockDir)
 			var retry <-chan time.Time
 			if err != nil {
 				retry = time.After(testcluster.PollInterval) // ZooKeeper is slow: look again in a moment
-			} else if q := cluster.LockOrder(names); len(q) > 0 {
-				if head := q[0].Epoch(); last != 0 && head != last {
-					epochs = append(epochs, head)
-				}
-				last = q[0].Epoch()
 			}
 			select {
 			case <-ctx.Done():
@@ -197,6 +204,15 @@ func (r *run) leaderChanges() (stop func() []int64) {
 			case <-changed:
 			case <-retry:
 			}
+			var head string
+			var epoch int64
+			if head, epoch, changed, err = r.lockHead(); err != nil || head == "" {
+				continue
+			}
+			if last != "" && head != last {
+				epochs = append(epochs, epoch)
+			}
+			last = head
 		}
 	}()
 	return func() []int64 {
@@ -204,6 +220,19 @@ func (r *run) leaderChanges() (stop func() []int64) {
 		<-done
 		return epochs
 	}
+}
+
+// lockHead reads the leader-lock queue's head, its node's name ("" while
+// nobody is queued) and epoch, and watches the queue for its next change.
+func (r *run) lockHead() (name string, epoch int64, changed <-chan zk.Event, err error) {
+	names, _, changed, err := r.conn.ChildrenW(lockDir)
+	if err != nil {
+		return "", 0, nil, err
+	}
+	if q := cluster.LockOrder(names); len(q) > 0 {
+		return q[0].Name, q[0].Epoch(), changed, nil
+	}
+	return "", 0, changed, nil
 }
 
 // challenges sums nimbus_deposition_challenges_total over the nimbuses

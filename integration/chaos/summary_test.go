@@ -102,7 +102,7 @@ func (r *run) writeSummary(took time.Duration) {
 		fmt.Fprintf(&b, "| leader changes under a reset rule on the leader's port, until %s after it | %s |\n", resetAfter, resetChanges(r.resetChanges))
 	}
 	fmt.Fprintf(&b, "| writes sent to deposed leaders | %d, rejected %d (%d fenced) |\n", r.staleSent, r.staleRejected, r.staleFenced)
-	fmt.Fprintf(&b, "| client calls | ok %v, failed %v |\n", r.ops, r.opErrors)
+	fmt.Fprintf(&b, "| client calls | ok %v, failed %v, refused for the topology's status %v; SDK %s |\n", r.ops, r.opErrors, r.refused, r.sdk.snapshot())
 	fmt.Fprintf(&b, "| violations | %d |\n\n", len(r.violations))
 	fmt.Fprintf(&b, "| daemon | RSS before | RSS after | goroutines before | goroutines after | process after |\n|---|---|---|---|---|---|\n")
 	for _, d := range append(slices.Clone(r.nimbuses), r.sups...) {

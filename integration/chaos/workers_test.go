@@ -111,7 +111,7 @@ func (r *run) watchWorkers(d *daemon, earlier map[string]written, start time.Tim
 func (r *run) checkKept(k keptWorkers, after map[int]worker, still map[string]written, during string) int {
 	held := 0
 	for port, w := range k.before {
-		slot := fmt.Sprintf("%s:%d", w.topology, port)
+		slot := slotKey(w.topology, port)
 		a, ok := k.at[slot]
 		if !ok || k.earlier[slot] != a || k.start.Sub(a.mtime) < settled {
 			continue // its assignment had just changed, or the checker could not read it
@@ -172,7 +172,10 @@ type written struct {
 	mtime time.Time
 }
 
-// assignedSlots returns, by "topology:port", every slot the assignments in
+// slotKey names a slot given to a topology, as assignedSlots does.
+func slotKey(topology string, port int) string { return fmt.Sprintf("%s:%d", topology, port) }
+
+// assignedSlots returns, by "topology:port" (slotKey), every slot the assignments in
 // ZooKeeper give the supervisor id, with the write of its assignment; nil
 // if they cannot be read.
 func (r *run) assignedSlots(id string) map[string]written {
@@ -192,7 +195,7 @@ func (r *run) assignedSlots(id string) map[string]written {
 		}
 		for _, e := range a.GetExecutors() {
 			if s := e.GetSlot(); s.GetSupervisorId() == id {
-				out[fmt.Sprintf("%s:%d", topo, s.GetPort())] = written{st.Mzxid, time.UnixMilli(st.Mtime)}
+				out[slotKey(topo, int(s.GetPort()))] = written{st.Mzxid, time.UnixMilli(st.Mtime)}
 			}
 		}
 	}

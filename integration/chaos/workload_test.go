@@ -9,6 +9,9 @@ import (
 	"slices"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/nimbusha/nimbus/client"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
@@ -31,15 +34,14 @@ func (r *run) submit(ctx context.Context, name string, workers int32) error {
 	call := r.hist.now()
 	resp, err := r.client.SubmitTopology(ctx, spec(name, workers), bytes.NewReader(r.artifact), int64(len(r.artifact)), nil)
 	r.hist.write(clientWorkload, opInput{kind: opSubmit, name: name}, call, err, true)
+	r.tally(ctx, "submit", err)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.names[name] = true
 	r.submitted++
 	if err != nil {
-		r.opErrors["submit"]++
 		return err
 	}
-	r.ops["submit"]++
 	r.acked[resp.GetTopologyId()] = name
 	return nil
 }
@@ -113,13 +115,32 @@ func (r *run) call(ctx context.Context, in opInput, f func(context.Context) erro
 	call := r.hist.now()
 	err := f(ctx)
 	r.hist.write(clientWorkload, in, call, err, true)
-	kind := in.kind.String()
-	if err != nil {
-		r.count(r.opErrors, kind)
-	} else {
-		r.count(r.ops, kind)
-	}
+	r.tally(ctx, in.kind.String(), err)
 	return err
+}
+
+// maxFailures is how many failed calls a run keeps, to show.
+const maxFailures = 10
+
+// tally counts a client call by kind as succeeded, refused for the
+// topology's status (FAILED_PRECONDITION without NOT_LEADER: an answer,
+// which the history's check explains) or failed; a call cut short by the
+// end of the run (ctx's) is not counted.
+func (r *run) tally(ctx context.Context, kind string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case err == nil:
+		r.ops[kind]++
+	case ctx.Err() != nil:
+	case status.Code(err) == codes.FailedPrecondition && !notLeader(status.Convert(err)):
+		r.refused[kind]++
+	default:
+		r.opErrors[kind]++
+		if len(r.failures) < maxFailures {
+			r.failures = append(r.failures, fmt.Sprintf("%s at %s: %v", kind, time.Now().Format("15:04:05.000"), err))
+		}
+	}
 }
 
 // reader reads, every 100 to 400 ms until ctx ends, through the SDK as
@@ -138,10 +159,15 @@ func (r *run) reader(ctx context.Context, rng *rand.Rand) {
 			call := r.hist.now()
 			resp, err := r.client.GetTopologyInfo(rctx, name, client.LinearizableTopologyInfo())
 			r.hist.readStatus(name, call, resp, err)
+			if status.Code(err) == codes.NotFound {
+				err = nil // an answer: no such topology (now)
+			}
+			r.tally(ctx, "read-topology", err)
 		} else {
 			call := r.hist.now()
 			resp, err := r.client.GetClusterInfo(rctx, client.LinearizableClusterInfo())
 			r.hist.readList(call, resp, err)
+			r.tally(ctx, "read-cluster", err)
 		}
 		cancel()
 	}
