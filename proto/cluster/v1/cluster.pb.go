@@ -920,7 +920,11 @@ type WorkerState struct {
 	// worker that is not running: at most 10 lines and 1 KiB, and at most
 	// 16 KiB over all of a heartbeat's workers. Not redacted: it is what the
 	// worker printed.
-	LogTail       string `protobuf:"bytes,10,opt,name=log_tail,json=logTail,proto3" json:"log_tail,omitempty"`
+	LogTail string `protobuf:"bytes,10,opt,name=log_tail,json=logTail,proto3" json:"log_tail,omitempty"`
+	// What the worker's current run counted, as it last reported through
+	// the worker protocol (workerproto); unset when it reported nothing,
+	// which readers show as "no data", never as zero.
+	Metrics       *WorkerMetrics `protobuf:"bytes,11,opt,name=metrics,proto3" json:"metrics,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1025,6 +1029,227 @@ func (x *WorkerState) GetLogTail() string {
 	return ""
 }
 
+func (x *WorkerState) GetMetrics() *WorkerMetrics {
+	if x != nil {
+		return x.Metrics
+	}
+	return nil
+}
+
+// WorkerMetrics is one worker run's counters, cumulative since the run
+// started: a reader that misses a heartbeat loses nothing, and one that
+// sees started_unix_ms change knows the counters began again.
+type WorkerMetrics struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// When the worker wrote the counters, and when its run started.
+	TakenUnixMs   int64          `protobuf:"varint,1,opt,name=taken_unix_ms,json=takenUnixMs,proto3" json:"taken_unix_ms,omitempty"`
+	StartedUnixMs int64          `protobuf:"varint,2,opt,name=started_unix_ms,json=startedUnixMs,proto3" json:"started_unix_ms,omitempty"`
+	Streams       []*StreamStats `protobuf:"bytes,3,rep,name=streams,proto3" json:"streams,omitempty"`
+	// Streams the supervisor left out to keep the heartbeat within its
+	// budget (docs/ARCHITECTURE.md says which go first); their counts are
+	// then folded into their component's stream "" where it has room.
+	DroppedStreams int32 `protobuf:"varint,4,opt,name=dropped_streams,json=droppedStreams,proto3" json:"dropped_streams,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *WorkerMetrics) Reset() {
+	*x = WorkerMetrics{}
+	mi := &file_cluster_v1_cluster_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkerMetrics) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkerMetrics) ProtoMessage() {}
+
+func (x *WorkerMetrics) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_v1_cluster_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkerMetrics.ProtoReflect.Descriptor instead.
+func (*WorkerMetrics) Descriptor() ([]byte, []int) {
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *WorkerMetrics) GetTakenUnixMs() int64 {
+	if x != nil {
+		return x.TakenUnixMs
+	}
+	return 0
+}
+
+func (x *WorkerMetrics) GetStartedUnixMs() int64 {
+	if x != nil {
+		return x.StartedUnixMs
+	}
+	return 0
+}
+
+func (x *WorkerMetrics) GetStreams() []*StreamStats {
+	if x != nil {
+		return x.Streams
+	}
+	return nil
+}
+
+func (x *WorkerMetrics) GetDroppedStreams() int32 {
+	if x != nil {
+		return x.DroppedStreams
+	}
+	return 0
+}
+
+// StreamStats is what one component's executors in one worker counted on
+// one stream (Storm's words). Latencies are sums in microseconds: the
+// average is the sum over its count (complete and process latency over
+// acked, execute latency over executed).
+type StreamStats struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Component string                 `protobuf:"bytes,1,opt,name=component,proto3" json:"component,omitempty"`
+	// The stream id; "" holds counts folded from streams left out.
+	Stream string `protobuf:"bytes,2,opt,name=stream,proto3" json:"stream,omitempty"`
+	// "spout" or "bolt".
+	Kind              string `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	Emitted           uint64 `protobuf:"varint,4,opt,name=emitted,proto3" json:"emitted,omitempty"`
+	Transferred       uint64 `protobuf:"varint,5,opt,name=transferred,proto3" json:"transferred,omitempty"`
+	Acked             uint64 `protobuf:"varint,6,opt,name=acked,proto3" json:"acked,omitempty"`
+	Failed            uint64 `protobuf:"varint,7,opt,name=failed,proto3" json:"failed,omitempty"`
+	Executed          uint64 `protobuf:"varint,8,opt,name=executed,proto3" json:"executed,omitempty"`
+	CompleteLatencyUs uint64 `protobuf:"varint,9,opt,name=complete_latency_us,json=completeLatencyUs,proto3" json:"complete_latency_us,omitempty"`
+	ProcessLatencyUs  uint64 `protobuf:"varint,10,opt,name=process_latency_us,json=processLatencyUs,proto3" json:"process_latency_us,omitempty"`
+	ExecuteLatencyUs  uint64 `protobuf:"varint,11,opt,name=execute_latency_us,json=executeLatencyUs,proto3" json:"execute_latency_us,omitempty"`
+	// The component's executors in this worker (the same in each of its rows).
+	Executors     int32 `protobuf:"varint,12,opt,name=executors,proto3" json:"executors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamStats) Reset() {
+	*x = StreamStats{}
+	mi := &file_cluster_v1_cluster_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamStats) ProtoMessage() {}
+
+func (x *StreamStats) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_v1_cluster_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamStats.ProtoReflect.Descriptor instead.
+func (*StreamStats) Descriptor() ([]byte, []int) {
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *StreamStats) GetComponent() string {
+	if x != nil {
+		return x.Component
+	}
+	return ""
+}
+
+func (x *StreamStats) GetStream() string {
+	if x != nil {
+		return x.Stream
+	}
+	return ""
+}
+
+func (x *StreamStats) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *StreamStats) GetEmitted() uint64 {
+	if x != nil {
+		return x.Emitted
+	}
+	return 0
+}
+
+func (x *StreamStats) GetTransferred() uint64 {
+	if x != nil {
+		return x.Transferred
+	}
+	return 0
+}
+
+func (x *StreamStats) GetAcked() uint64 {
+	if x != nil {
+		return x.Acked
+	}
+	return 0
+}
+
+func (x *StreamStats) GetFailed() uint64 {
+	if x != nil {
+		return x.Failed
+	}
+	return 0
+}
+
+func (x *StreamStats) GetExecuted() uint64 {
+	if x != nil {
+		return x.Executed
+	}
+	return 0
+}
+
+func (x *StreamStats) GetCompleteLatencyUs() uint64 {
+	if x != nil {
+		return x.CompleteLatencyUs
+	}
+	return 0
+}
+
+func (x *StreamStats) GetProcessLatencyUs() uint64 {
+	if x != nil {
+		return x.ProcessLatencyUs
+	}
+	return 0
+}
+
+func (x *StreamStats) GetExecuteLatencyUs() uint64 {
+	if x != nil {
+		return x.ExecuteLatencyUs
+	}
+	return 0
+}
+
+func (x *StreamStats) GetExecutors() int32 {
+	if x != nil {
+		return x.Executors
+	}
+	return 0
+}
+
 // SupervisorInfo is the payload of /supervisors/<supervisor-id>.
 type SupervisorInfo struct {
 	state               protoimpl.MessageState `protogen:"open.v1"`
@@ -1050,7 +1275,7 @@ type SupervisorInfo struct {
 
 func (x *SupervisorInfo) Reset() {
 	*x = SupervisorInfo{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[12]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1062,7 +1287,7 @@ func (x *SupervisorInfo) String() string {
 func (*SupervisorInfo) ProtoMessage() {}
 
 func (x *SupervisorInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[12]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1075,7 +1300,7 @@ func (x *SupervisorInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SupervisorInfo.ProtoReflect.Descriptor instead.
 func (*SupervisorInfo) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{12}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SupervisorInfo) GetSupervisorId() string {
@@ -1174,7 +1399,7 @@ type LostMark struct {
 
 func (x *LostMark) Reset() {
 	*x = LostMark{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[13]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1186,7 +1411,7 @@ func (x *LostMark) String() string {
 func (*LostMark) ProtoMessage() {}
 
 func (x *LostMark) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[13]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1199,7 +1424,7 @@ func (x *LostMark) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LostMark.ProtoReflect.Descriptor instead.
 func (*LostMark) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{13}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *LostMark) GetCodeMetaDigest() []byte {
@@ -1255,7 +1480,7 @@ type ClusterVersion struct {
 
 func (x *ClusterVersion) Reset() {
 	*x = ClusterVersion{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[14]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1267,7 +1492,7 @@ func (x *ClusterVersion) String() string {
 func (*ClusterVersion) ProtoMessage() {}
 
 func (x *ClusterVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[14]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1280,7 +1505,7 @@ func (x *ClusterVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterVersion.ProtoReflect.Descriptor instead.
 func (*ClusterVersion) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{14}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ClusterVersion) GetRelease() string {
@@ -1404,7 +1629,7 @@ const file_cluster_v1_cluster_proto_rawDesc = "" +
 	"\x05epoch\x18\x04 \x01(\x03R\x05epoch\x1aB\n" +
 	"\x14SupervisorHostsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd5\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8a\x03\n" +
 	"\vWorkerState\x12\x1f\n" +
 	"\vtopology_id\x18\x01 \x01(\tR\n" +
 	"topologyId\x12\x12\n" +
@@ -1418,8 +1643,28 @@ const file_cluster_v1_cluster_proto_rawDesc = "" +
 	"\x10last_exit_signal\x18\b \x01(\tR\x0elastExitSignal\x12+\n" +
 	"\x12last_error_unix_ms\x18\t \x01(\x03R\x0flastErrorUnixMs\x12\x19\n" +
 	"\blog_tail\x18\n" +
-	" \x01(\tR\alogTailB\x11\n" +
-	"\x0f_last_exit_code\"\x90\x03\n" +
+	" \x01(\tR\alogTail\x123\n" +
+	"\ametrics\x18\v \x01(\v2\x19.cluster.v1.WorkerMetricsR\ametricsB\x11\n" +
+	"\x0f_last_exit_code\"\xb7\x01\n" +
+	"\rWorkerMetrics\x12\"\n" +
+	"\rtaken_unix_ms\x18\x01 \x01(\x03R\vtakenUnixMs\x12&\n" +
+	"\x0fstarted_unix_ms\x18\x02 \x01(\x03R\rstartedUnixMs\x121\n" +
+	"\astreams\x18\x03 \x03(\v2\x17.cluster.v1.StreamStatsR\astreams\x12'\n" +
+	"\x0fdropped_streams\x18\x04 \x01(\x05R\x0edroppedStreams\"\x87\x03\n" +
+	"\vStreamStats\x12\x1c\n" +
+	"\tcomponent\x18\x01 \x01(\tR\tcomponent\x12\x16\n" +
+	"\x06stream\x18\x02 \x01(\tR\x06stream\x12\x12\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\x12\x18\n" +
+	"\aemitted\x18\x04 \x01(\x04R\aemitted\x12 \n" +
+	"\vtransferred\x18\x05 \x01(\x04R\vtransferred\x12\x14\n" +
+	"\x05acked\x18\x06 \x01(\x04R\x05acked\x12\x16\n" +
+	"\x06failed\x18\a \x01(\x04R\x06failed\x12\x1a\n" +
+	"\bexecuted\x18\b \x01(\x04R\bexecuted\x12.\n" +
+	"\x13complete_latency_us\x18\t \x01(\x04R\x11completeLatencyUs\x12,\n" +
+	"\x12process_latency_us\x18\n" +
+	" \x01(\x04R\x10processLatencyUs\x12,\n" +
+	"\x12execute_latency_us\x18\v \x01(\x04R\x10executeLatencyUs\x12\x1c\n" +
+	"\texecutors\x18\f \x01(\x05R\texecutors\"\x90\x03\n" +
 	"\x0eSupervisorInfo\x12#\n" +
 	"\rsupervisor_id\x18\x01 \x01(\tR\fsupervisorId\x12\x12\n" +
 	"\x04host\x18\x02 \x01(\tR\x04host\x12\x1d\n" +
@@ -1468,7 +1713,7 @@ func file_cluster_v1_cluster_proto_rawDescGZIP() []byte {
 }
 
 var file_cluster_v1_cluster_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_cluster_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_cluster_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_cluster_v1_cluster_proto_goTypes = []any{
 	(TopologyStatus)(0),        // 0: cluster.v1.TopologyStatus
 	(*NimbusInfo)(nil),         // 1: cluster.v1.NimbusInfo
@@ -1483,30 +1728,34 @@ var file_cluster_v1_cluster_proto_goTypes = []any{
 	(*ExecutorAssignment)(nil), // 10: cluster.v1.ExecutorAssignment
 	(*Assignment)(nil),         // 11: cluster.v1.Assignment
 	(*WorkerState)(nil),        // 12: cluster.v1.WorkerState
-	(*SupervisorInfo)(nil),     // 13: cluster.v1.SupervisorInfo
-	(*LostMark)(nil),           // 14: cluster.v1.LostMark
-	(*ClusterVersion)(nil),     // 15: cluster.v1.ClusterVersion
-	nil,                        // 16: cluster.v1.StormBase.ComponentExecutorsEntry
-	nil,                        // 17: cluster.v1.RebalancePlan.ComponentExecutorsEntry
-	nil,                        // 18: cluster.v1.Assignment.SupervisorHostsEntry
+	(*WorkerMetrics)(nil),      // 13: cluster.v1.WorkerMetrics
+	(*StreamStats)(nil),        // 14: cluster.v1.StreamStats
+	(*SupervisorInfo)(nil),     // 15: cluster.v1.SupervisorInfo
+	(*LostMark)(nil),           // 16: cluster.v1.LostMark
+	(*ClusterVersion)(nil),     // 17: cluster.v1.ClusterVersion
+	nil,                        // 18: cluster.v1.StormBase.ComponentExecutorsEntry
+	nil,                        // 19: cluster.v1.RebalancePlan.ComponentExecutorsEntry
+	nil,                        // 20: cluster.v1.Assignment.SupervisorHostsEntry
 }
 var file_cluster_v1_cluster_proto_depIdxs = []int32{
 	0,  // 0: cluster.v1.StormBase.status:type_name -> cluster.v1.TopologyStatus
-	16, // 1: cluster.v1.StormBase.component_executors:type_name -> cluster.v1.StormBase.ComponentExecutorsEntry
+	18, // 1: cluster.v1.StormBase.component_executors:type_name -> cluster.v1.StormBase.ComponentExecutorsEntry
 	0,  // 2: cluster.v1.StormBase.previous_status:type_name -> cluster.v1.TopologyStatus
 	3,  // 3: cluster.v1.StormBase.pending_rebalance:type_name -> cluster.v1.RebalancePlan
-	17, // 4: cluster.v1.RebalancePlan.component_executors:type_name -> cluster.v1.RebalancePlan.ComponentExecutorsEntry
+	19, // 4: cluster.v1.RebalancePlan.component_executors:type_name -> cluster.v1.RebalancePlan.ComponentExecutorsEntry
 	4,  // 5: cluster.v1.CodeMeta.files:type_name -> cluster.v1.CodeFile
 	8,  // 6: cluster.v1.ExecutorAssignment.executor:type_name -> cluster.v1.Executor
 	9,  // 7: cluster.v1.ExecutorAssignment.slot:type_name -> cluster.v1.Slot
 	10, // 8: cluster.v1.Assignment.executors:type_name -> cluster.v1.ExecutorAssignment
-	18, // 9: cluster.v1.Assignment.supervisor_hosts:type_name -> cluster.v1.Assignment.SupervisorHostsEntry
-	12, // 10: cluster.v1.SupervisorInfo.workers:type_name -> cluster.v1.WorkerState
-	11, // [11:11] is the sub-list for method output_type
-	11, // [11:11] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	20, // 9: cluster.v1.Assignment.supervisor_hosts:type_name -> cluster.v1.Assignment.SupervisorHostsEntry
+	13, // 10: cluster.v1.WorkerState.metrics:type_name -> cluster.v1.WorkerMetrics
+	14, // 11: cluster.v1.WorkerMetrics.streams:type_name -> cluster.v1.StreamStats
+	12, // 12: cluster.v1.SupervisorInfo.workers:type_name -> cluster.v1.WorkerState
+	13, // [13:13] is the sub-list for method output_type
+	13, // [13:13] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_cluster_v1_cluster_proto_init() }
@@ -1521,7 +1770,7 @@ func file_cluster_v1_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_v1_cluster_proto_rawDesc), len(file_cluster_v1_cluster_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   18,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
