@@ -1268,7 +1268,10 @@ type SupervisorInfo struct {
 	// 0 when it serves none.
 	CodePort int32 `protobuf:"varint,10,opt,name=code_port,json=codePort,proto3" json:"code_port,omitempty"`
 	// As NimbusInfo.release.
-	Release       string `protobuf:"bytes,11,opt,name=release,proto3" json:"release,omitempty"`
+	Release string `protobuf:"bytes,11,opt,name=release,proto3" json:"release,omitempty"`
+	// Where its logviewer serves the workers' logs ("https://host:port"),
+	// empty when it serves none (logviewer.port 0).
+	LogviewerUrl  string `protobuf:"bytes,12,opt,name=logviewer_url,json=logviewerUrl,proto3" json:"logviewer_url,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1376,6 +1379,13 @@ func (x *SupervisorInfo) GetCodePort() int32 {
 func (x *SupervisorInfo) GetRelease() string {
 	if x != nil {
 		return x.Release
+	}
+	return ""
+}
+
+func (x *SupervisorInfo) GetLogviewerUrl() string {
+	if x != nil {
+		return x.LogviewerUrl
 	}
 	return ""
 }
@@ -1664,7 +1674,7 @@ const file_cluster_v1_cluster_proto_rawDesc = "" +
 	"\x12process_latency_us\x18\n" +
 	" \x01(\x04R\x10processLatencyUs\x12,\n" +
 	"\x12execute_latency_us\x18\v \x01(\x04R\x10executeLatencyUs\x12\x1c\n" +
-	"\texecutors\x18\f \x01(\x05R\texecutors\"\x90\x03\n" +
+	"\texecutors\x18\f \x01(\x05R\texecutors\"\xb5\x03\n" +
 	"\x0eSupervisorInfo\x12#\n" +
 	"\rsupervisor_id\x18\x01 \x01(\tR\fsupervisorId\x12\x12\n" +
 	"\x04host\x18\x02 \x01(\tR\x04host\x12\x1d\n" +
@@ -1679,7 +1689,8 @@ const file_cluster_v1_cluster_proto_rawDesc = "" +
 	"\ftorrent_port\x18\t \x01(\x05R\vtorrentPort\x12\x1b\n" +
 	"\tcode_port\x18\n" +
 	" \x01(\x05R\bcodePort\x12\x18\n" +
-	"\arelease\x18\v \x01(\tR\arelease\"\x8d\x01\n" +
+	"\arelease\x18\v \x01(\tR\arelease\x12#\n" +
+	"\rlogviewer_url\x18\f \x01(\tR\flogviewerUrl\"\x8d\x01\n" +
 	"\bLostMark\x12(\n" +
 	"\x10code_meta_digest\x18\x01 \x01(\fR\x0ecodeMetaDigest\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\"\n" +

@@ -2200,7 +2200,9 @@ type SupervisorSummary struct {
 	Release string `protobuf:"bytes,8,opt,name=release,proto3" json:"release,omitempty"`
 	// The workers it reports running or trying to run, by port (log tails
 	// are left out; GetTopologyInfo gives them).
-	Workers       []*WorkerSummary `protobuf:"bytes,7,rep,name=workers,proto3" json:"workers,omitempty"`
+	Workers []*WorkerSummary `protobuf:"bytes,7,rep,name=workers,proto3" json:"workers,omitempty"`
+	// As cluster.v1.SupervisorInfo.logviewer_url.
+	LogviewerUrl  string `protobuf:"bytes,9,opt,name=logviewer_url,json=logviewerUrl,proto3" json:"logviewer_url,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2289,6 +2291,13 @@ func (x *SupervisorSummary) GetWorkers() []*WorkerSummary {
 		return x.Workers
 	}
 	return nil
+}
+
+func (x *SupervisorSummary) GetLogviewerUrl() string {
+	if x != nil {
+		return x.LogviewerUrl
+	}
+	return ""
 }
 
 // TopologySummary describes one topology.
@@ -2486,9 +2495,12 @@ type WorkerSummary struct {
 	LastError       string `protobuf:"bytes,9,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
 	LastErrorUnixMs int64  `protobuf:"varint,10,opt,name=last_error_unix_ms,json=lastErrorUnixMs,proto3" json:"last_error_unix_ms,omitempty"`
 	// Only with GetTopologyInfoRequest.include_log_tail.
-	LogTail       string `protobuf:"bytes,11,opt,name=log_tail,json=logTail,proto3" json:"log_tail,omitempty"`
-	NumExecutors  int32  `protobuf:"varint,12,opt,name=num_executors,json=numExecutors,proto3" json:"num_executors,omitempty"`
-	Pid           int32  `protobuf:"varint,13,opt,name=pid,proto3" json:"pid,omitempty"`
+	LogTail      string `protobuf:"bytes,11,opt,name=log_tail,json=logTail,proto3" json:"log_tail,omitempty"`
+	NumExecutors int32  `protobuf:"varint,12,opt,name=num_executors,json=numExecutors,proto3" json:"num_executors,omitempty"`
+	Pid          int32  `protobuf:"varint,13,opt,name=pid,proto3" json:"pid,omitempty"`
+	// The worker's log on its supervisor's logviewer (Storm's
+	// workerLogLink); empty when that supervisor serves no logs.
+	LogLink       string `protobuf:"bytes,14,opt,name=log_link,json=logLink,proto3" json:"log_link,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2612,6 +2624,13 @@ func (x *WorkerSummary) GetPid() int32 {
 		return x.Pid
 	}
 	return 0
+}
+
+func (x *WorkerSummary) GetLogLink() string {
+	if x != nil {
+		return x.LogLink
+	}
+	return ""
 }
 
 // ClusterSummary is the whole cluster at a glance.
@@ -3240,7 +3259,7 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\x05epoch\x18\x06 \x01(\x03R\x05epoch\x12$\n" +
 	"\x0eholds_all_code\x18\a \x01(\bR\fholdsAllCode\x120\n" +
 	"\x14missing_topology_ids\x18\b \x03(\tR\x12missingTopologyIds\x12\x18\n" +
-	"\arelease\x18\t \x01(\tR\arelease\"\xa0\x02\n" +
+	"\arelease\x18\t \x01(\tR\arelease\"\xc5\x02\n" +
 	"\x11SupervisorSummary\x12#\n" +
 	"\rsupervisor_id\x18\x01 \x01(\tR\fsupervisorId\x12\x12\n" +
 	"\x04host\x18\x02 \x01(\tR\x04host\x12\x1f\n" +
@@ -3251,7 +3270,8 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\x10num_used_workers\x18\x05 \x01(\x05R\x0enumUsedWorkers\x12\x18\n" +
 	"\aversion\x18\x06 \x01(\tR\aversion\x12\x18\n" +
 	"\arelease\x18\b \x01(\tR\arelease\x122\n" +
-	"\aworkers\x18\a \x03(\v2\x18.nimbus.v1.WorkerSummaryR\aworkers\"\xeb\x04\n" +
+	"\aworkers\x18\a \x03(\v2\x18.nimbus.v1.WorkerSummaryR\aworkers\x12#\n" +
+	"\rlogviewer_url\x18\t \x01(\tR\flogviewerUrl\"\xeb\x04\n" +
 	"\x0fTopologySummary\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x122\n" +
@@ -3272,7 +3292,7 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\x11recovered_unix_ms\x18\x0e \x01(\x03R\x0frecoveredUnixMs\x12\x1f\n" +
 	"\vlost_reason\x18\x0f \x01(\tR\n" +
 	"lostReason\x12+\n" +
-	"\x12lost_since_unix_ms\x18\x10 \x01(\x03R\x0flostSinceUnixMs\"\xb5\x03\n" +
+	"\x12lost_since_unix_ms\x18\x10 \x01(\x03R\x0flostSinceUnixMs\"\xd0\x03\n" +
 	"\rWorkerSummary\x12\x1f\n" +
 	"\vtopology_id\x18\x01 \x01(\tR\n" +
 	"topologyId\x12#\n" +
@@ -3289,7 +3309,8 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	" \x01(\x03R\x0flastErrorUnixMs\x12\x19\n" +
 	"\blog_tail\x18\v \x01(\tR\alogTail\x12#\n" +
 	"\rnum_executors\x18\f \x01(\x05R\fnumExecutors\x12\x10\n" +
-	"\x03pid\x18\r \x01(\x05R\x03pidB\x11\n" +
+	"\x03pid\x18\r \x01(\x05R\x03pid\x12\x19\n" +
+	"\blog_link\x18\x0e \x01(\tR\alogLinkB\x11\n" +
 	"\x0f_last_exit_code\"\xbc\x04\n" +
 	"\x0eClusterSummary\x12>\n" +
 	"\vsupervisors\x18\x01 \x03(\v2\x1c.nimbus.v1.SupervisorSummaryR\vsupervisors\x12:\n" +
