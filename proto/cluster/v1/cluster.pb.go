@@ -188,9 +188,14 @@ type StormBase struct {
 	PendingRebalance *RebalancePlan `protobuf:"bytes,11,opt,name=pending_rebalance,json=pendingRebalance,proto3" json:"pending_rebalance,omitempty"`
 	// The components submitted as spouts (ComponentSpec.kind), sorted; the
 	// others are bolts.
-	SpoutIds      []string `protobuf:"bytes,12,rep,name=spout_ids,json=spoutIds,proto3" json:"spout_ids,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SpoutIds []string `protobuf:"bytes,12,rep,name=spout_ids,json=spoutIds,proto3" json:"spout_ids,omitempty"`
+	// Restarts of single workers that were asked for (RestartWorker), by
+	// slot ("<supervisor-id>:<port>"): a supervisor restarts the worker of
+	// that slot when the generation is above the one its run started under.
+	// At most one entry per slot of the topology's assignment.
+	WorkerRestarts map[string]*WorkerRestart `protobuf:"bytes,13,rep,name=worker_restarts,json=workerRestarts,proto3" json:"worker_restarts,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *StormBase) Reset() {
@@ -307,6 +312,77 @@ func (x *StormBase) GetSpoutIds() []string {
 	return nil
 }
 
+func (x *StormBase) GetWorkerRestarts() map[string]*WorkerRestart {
+	if x != nil {
+		return x.WorkerRestarts
+	}
+	return nil
+}
+
+// WorkerRestart is the last restart asked of one worker slot.
+type WorkerRestart struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Counts the requests for this slot, from 1.
+	Generation int64 `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"`
+	// Who asked (the principal) and when, in Unix milliseconds: the reason
+	// the worker's last error shows.
+	RequestedBy     string `protobuf:"bytes,2,opt,name=requested_by,json=requestedBy,proto3" json:"requested_by,omitempty"`
+	RequestedUnixMs int64  `protobuf:"varint,3,opt,name=requested_unix_ms,json=requestedUnixMs,proto3" json:"requested_unix_ms,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *WorkerRestart) Reset() {
+	*x = WorkerRestart{}
+	mi := &file_cluster_v1_cluster_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkerRestart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkerRestart) ProtoMessage() {}
+
+func (x *WorkerRestart) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_v1_cluster_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkerRestart.ProtoReflect.Descriptor instead.
+func (*WorkerRestart) Descriptor() ([]byte, []int) {
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *WorkerRestart) GetGeneration() int64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *WorkerRestart) GetRequestedBy() string {
+	if x != nil {
+		return x.RequestedBy
+	}
+	return ""
+}
+
+func (x *WorkerRestart) GetRequestedUnixMs() int64 {
+	if x != nil {
+		return x.RequestedUnixMs
+	}
+	return 0
+}
+
 // RebalancePlan is what a rebalance applies when its wait ends.
 type RebalancePlan struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -319,7 +395,7 @@ type RebalancePlan struct {
 
 func (x *RebalancePlan) Reset() {
 	*x = RebalancePlan{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[2]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -331,7 +407,7 @@ func (x *RebalancePlan) String() string {
 func (*RebalancePlan) ProtoMessage() {}
 
 func (x *RebalancePlan) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[2]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -344,7 +420,7 @@ func (x *RebalancePlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalancePlan.ProtoReflect.Descriptor instead.
 func (*RebalancePlan) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{2}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *RebalancePlan) GetNumWorkers() int32 {
@@ -376,7 +452,7 @@ type CodeFile struct {
 
 func (x *CodeFile) Reset() {
 	*x = CodeFile{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[3]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -388,7 +464,7 @@ func (x *CodeFile) String() string {
 func (*CodeFile) ProtoMessage() {}
 
 func (x *CodeFile) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[3]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -401,7 +477,7 @@ func (x *CodeFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CodeFile.ProtoReflect.Descriptor instead.
 func (*CodeFile) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{3}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *CodeFile) GetName() string {
@@ -448,7 +524,7 @@ type CodeMeta struct {
 
 func (x *CodeMeta) Reset() {
 	*x = CodeMeta{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[4]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -460,7 +536,7 @@ func (x *CodeMeta) String() string {
 func (*CodeMeta) ProtoMessage() {}
 
 func (x *CodeMeta) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[4]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -473,7 +549,7 @@ func (x *CodeMeta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CodeMeta.ProtoReflect.Descriptor instead.
 func (*CodeMeta) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{4}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CodeMeta) GetTopologyId() string {
@@ -521,7 +597,7 @@ type CodeDistribution struct {
 
 func (x *CodeDistribution) Reset() {
 	*x = CodeDistribution{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[5]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -533,7 +609,7 @@ func (x *CodeDistribution) String() string {
 func (*CodeDistribution) ProtoMessage() {}
 
 func (x *CodeDistribution) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[5]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -546,7 +622,7 @@ func (x *CodeDistribution) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CodeDistribution.ProtoReflect.Descriptor instead.
 func (*CodeDistribution) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{5}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CodeDistribution) GetCodeMetaDigest() []byte {
@@ -588,7 +664,7 @@ type ReplicaInfo struct {
 
 func (x *ReplicaInfo) Reset() {
 	*x = ReplicaInfo{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[6]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -600,7 +676,7 @@ func (x *ReplicaInfo) String() string {
 func (*ReplicaInfo) ProtoMessage() {}
 
 func (x *ReplicaInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[6]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -613,7 +689,7 @@ func (x *ReplicaInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaInfo.ProtoReflect.Descriptor instead.
 func (*ReplicaInfo) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{6}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ReplicaInfo) GetHost() string {
@@ -663,7 +739,7 @@ type Executor struct {
 
 func (x *Executor) Reset() {
 	*x = Executor{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[7]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -675,7 +751,7 @@ func (x *Executor) String() string {
 func (*Executor) ProtoMessage() {}
 
 func (x *Executor) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[7]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -688,7 +764,7 @@ func (x *Executor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Executor.ProtoReflect.Descriptor instead.
 func (*Executor) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{7}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Executor) GetComponentId() string {
@@ -723,7 +799,7 @@ type Slot struct {
 
 func (x *Slot) Reset() {
 	*x = Slot{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[8]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -735,7 +811,7 @@ func (x *Slot) String() string {
 func (*Slot) ProtoMessage() {}
 
 func (x *Slot) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[8]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -748,7 +824,7 @@ func (x *Slot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Slot.ProtoReflect.Descriptor instead.
 func (*Slot) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{8}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Slot) GetSupervisorId() string {
@@ -777,7 +853,7 @@ type ExecutorAssignment struct {
 
 func (x *ExecutorAssignment) Reset() {
 	*x = ExecutorAssignment{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[9]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -789,7 +865,7 @@ func (x *ExecutorAssignment) String() string {
 func (*ExecutorAssignment) ProtoMessage() {}
 
 func (x *ExecutorAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[9]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -802,7 +878,7 @@ func (x *ExecutorAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutorAssignment.ProtoReflect.Descriptor instead.
 func (*ExecutorAssignment) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{9}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ExecutorAssignment) GetExecutor() *Executor {
@@ -840,7 +916,7 @@ type Assignment struct {
 
 func (x *Assignment) Reset() {
 	*x = Assignment{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[10]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -852,7 +928,7 @@ func (x *Assignment) String() string {
 func (*Assignment) ProtoMessage() {}
 
 func (x *Assignment) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[10]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -865,7 +941,7 @@ func (x *Assignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignment.ProtoReflect.Descriptor instead.
 func (*Assignment) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{10}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Assignment) GetExecutors() []*ExecutorAssignment {
@@ -931,7 +1007,7 @@ type WorkerState struct {
 
 func (x *WorkerState) Reset() {
 	*x = WorkerState{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[11]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -943,7 +1019,7 @@ func (x *WorkerState) String() string {
 func (*WorkerState) ProtoMessage() {}
 
 func (x *WorkerState) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[11]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -956,7 +1032,7 @@ func (x *WorkerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerState.ProtoReflect.Descriptor instead.
 func (*WorkerState) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{11}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *WorkerState) GetTopologyId() string {
@@ -1055,7 +1131,7 @@ type WorkerMetrics struct {
 
 func (x *WorkerMetrics) Reset() {
 	*x = WorkerMetrics{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[12]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1067,7 +1143,7 @@ func (x *WorkerMetrics) String() string {
 func (*WorkerMetrics) ProtoMessage() {}
 
 func (x *WorkerMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[12]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1080,7 +1156,7 @@ func (x *WorkerMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerMetrics.ProtoReflect.Descriptor instead.
 func (*WorkerMetrics) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{12}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *WorkerMetrics) GetTakenUnixMs() int64 {
@@ -1138,7 +1214,7 @@ type StreamStats struct {
 
 func (x *StreamStats) Reset() {
 	*x = StreamStats{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[13]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1150,7 +1226,7 @@ func (x *StreamStats) String() string {
 func (*StreamStats) ProtoMessage() {}
 
 func (x *StreamStats) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[13]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1163,7 +1239,7 @@ func (x *StreamStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamStats.ProtoReflect.Descriptor instead.
 func (*StreamStats) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{13}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *StreamStats) GetComponent() string {
@@ -1278,7 +1354,7 @@ type SupervisorInfo struct {
 
 func (x *SupervisorInfo) Reset() {
 	*x = SupervisorInfo{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[14]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1290,7 +1366,7 @@ func (x *SupervisorInfo) String() string {
 func (*SupervisorInfo) ProtoMessage() {}
 
 func (x *SupervisorInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[14]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1303,7 +1379,7 @@ func (x *SupervisorInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SupervisorInfo.ProtoReflect.Descriptor instead.
 func (*SupervisorInfo) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{14}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SupervisorInfo) GetSupervisorId() string {
@@ -1409,7 +1485,7 @@ type LostMark struct {
 
 func (x *LostMark) Reset() {
 	*x = LostMark{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[15]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1421,7 +1497,7 @@ func (x *LostMark) String() string {
 func (*LostMark) ProtoMessage() {}
 
 func (x *LostMark) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[15]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1434,7 +1510,7 @@ func (x *LostMark) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LostMark.ProtoReflect.Descriptor instead.
 func (*LostMark) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{15}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *LostMark) GetCodeMetaDigest() []byte {
@@ -1490,7 +1566,7 @@ type ClusterVersion struct {
 
 func (x *ClusterVersion) Reset() {
 	*x = ClusterVersion{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[16]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1502,7 +1578,7 @@ func (x *ClusterVersion) String() string {
 func (*ClusterVersion) ProtoMessage() {}
 
 func (x *ClusterVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[16]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1515,7 +1591,7 @@ func (x *ClusterVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterVersion.ProtoReflect.Descriptor instead.
 func (*ClusterVersion) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{16}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ClusterVersion) GetRelease() string {
@@ -1572,7 +1648,7 @@ const file_cluster_v1_cluster_proto_rawDesc = "" +
 	"\x04port\x18\x02 \x01(\x05R\x04port\x12+\n" +
 	"\x12start_time_unix_ms\x18\x03 \x01(\x03R\x0fstartTimeUnixMs\x12\x18\n" +
 	"\aversion\x18\x04 \x01(\tR\aversion\x12\x18\n" +
-	"\arelease\x18\x05 \x01(\tR\arelease\"\x85\x05\n" +
+	"\arelease\x18\x05 \x01(\tR\arelease\"\xb7\x06\n" +
 	"\tStormBase\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05owner\x18\x02 \x01(\tR\x05owner\x122\n" +
@@ -1587,10 +1663,20 @@ const file_cluster_v1_cluster_proto_rawDesc = "" +
 	"\x17action_deadline_unix_ms\x18\n" +
 	" \x01(\x03R\x14actionDeadlineUnixMs\x12F\n" +
 	"\x11pending_rebalance\x18\v \x01(\v2\x19.cluster.v1.RebalancePlanR\x10pendingRebalance\x12\x1b\n" +
-	"\tspout_ids\x18\f \x03(\tR\bspoutIds\x1aE\n" +
+	"\tspout_ids\x18\f \x03(\tR\bspoutIds\x12R\n" +
+	"\x0fworker_restarts\x18\r \x03(\v2).cluster.v1.StormBase.WorkerRestartsEntryR\x0eworkerRestarts\x1aE\n" +
 	"\x17ComponentExecutorsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\xdb\x01\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\x1a\\\n" +
+	"\x13WorkerRestartsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12/\n" +
+	"\x05value\x18\x02 \x01(\v2\x19.cluster.v1.WorkerRestartR\x05value:\x028\x01\"~\n" +
+	"\rWorkerRestart\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x01 \x01(\x03R\n" +
+	"generation\x12!\n" +
+	"\frequested_by\x18\x02 \x01(\tR\vrequestedBy\x12*\n" +
+	"\x11requested_unix_ms\x18\x03 \x01(\x03R\x0frequestedUnixMs\"\xdb\x01\n" +
 	"\rRebalancePlan\x12\x1f\n" +
 	"\vnum_workers\x18\x01 \x01(\x05R\n" +
 	"numWorkers\x12b\n" +
@@ -1724,49 +1810,53 @@ func file_cluster_v1_cluster_proto_rawDescGZIP() []byte {
 }
 
 var file_cluster_v1_cluster_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_cluster_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_cluster_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_cluster_v1_cluster_proto_goTypes = []any{
 	(TopologyStatus)(0),        // 0: cluster.v1.TopologyStatus
 	(*NimbusInfo)(nil),         // 1: cluster.v1.NimbusInfo
 	(*StormBase)(nil),          // 2: cluster.v1.StormBase
-	(*RebalancePlan)(nil),      // 3: cluster.v1.RebalancePlan
-	(*CodeFile)(nil),           // 4: cluster.v1.CodeFile
-	(*CodeMeta)(nil),           // 5: cluster.v1.CodeMeta
-	(*CodeDistribution)(nil),   // 6: cluster.v1.CodeDistribution
-	(*ReplicaInfo)(nil),        // 7: cluster.v1.ReplicaInfo
-	(*Executor)(nil),           // 8: cluster.v1.Executor
-	(*Slot)(nil),               // 9: cluster.v1.Slot
-	(*ExecutorAssignment)(nil), // 10: cluster.v1.ExecutorAssignment
-	(*Assignment)(nil),         // 11: cluster.v1.Assignment
-	(*WorkerState)(nil),        // 12: cluster.v1.WorkerState
-	(*WorkerMetrics)(nil),      // 13: cluster.v1.WorkerMetrics
-	(*StreamStats)(nil),        // 14: cluster.v1.StreamStats
-	(*SupervisorInfo)(nil),     // 15: cluster.v1.SupervisorInfo
-	(*LostMark)(nil),           // 16: cluster.v1.LostMark
-	(*ClusterVersion)(nil),     // 17: cluster.v1.ClusterVersion
-	nil,                        // 18: cluster.v1.StormBase.ComponentExecutorsEntry
-	nil,                        // 19: cluster.v1.RebalancePlan.ComponentExecutorsEntry
-	nil,                        // 20: cluster.v1.Assignment.SupervisorHostsEntry
+	(*WorkerRestart)(nil),      // 3: cluster.v1.WorkerRestart
+	(*RebalancePlan)(nil),      // 4: cluster.v1.RebalancePlan
+	(*CodeFile)(nil),           // 5: cluster.v1.CodeFile
+	(*CodeMeta)(nil),           // 6: cluster.v1.CodeMeta
+	(*CodeDistribution)(nil),   // 7: cluster.v1.CodeDistribution
+	(*ReplicaInfo)(nil),        // 8: cluster.v1.ReplicaInfo
+	(*Executor)(nil),           // 9: cluster.v1.Executor
+	(*Slot)(nil),               // 10: cluster.v1.Slot
+	(*ExecutorAssignment)(nil), // 11: cluster.v1.ExecutorAssignment
+	(*Assignment)(nil),         // 12: cluster.v1.Assignment
+	(*WorkerState)(nil),        // 13: cluster.v1.WorkerState
+	(*WorkerMetrics)(nil),      // 14: cluster.v1.WorkerMetrics
+	(*StreamStats)(nil),        // 15: cluster.v1.StreamStats
+	(*SupervisorInfo)(nil),     // 16: cluster.v1.SupervisorInfo
+	(*LostMark)(nil),           // 17: cluster.v1.LostMark
+	(*ClusterVersion)(nil),     // 18: cluster.v1.ClusterVersion
+	nil,                        // 19: cluster.v1.StormBase.ComponentExecutorsEntry
+	nil,                        // 20: cluster.v1.StormBase.WorkerRestartsEntry
+	nil,                        // 21: cluster.v1.RebalancePlan.ComponentExecutorsEntry
+	nil,                        // 22: cluster.v1.Assignment.SupervisorHostsEntry
 }
 var file_cluster_v1_cluster_proto_depIdxs = []int32{
 	0,  // 0: cluster.v1.StormBase.status:type_name -> cluster.v1.TopologyStatus
-	18, // 1: cluster.v1.StormBase.component_executors:type_name -> cluster.v1.StormBase.ComponentExecutorsEntry
+	19, // 1: cluster.v1.StormBase.component_executors:type_name -> cluster.v1.StormBase.ComponentExecutorsEntry
 	0,  // 2: cluster.v1.StormBase.previous_status:type_name -> cluster.v1.TopologyStatus
-	3,  // 3: cluster.v1.StormBase.pending_rebalance:type_name -> cluster.v1.RebalancePlan
-	19, // 4: cluster.v1.RebalancePlan.component_executors:type_name -> cluster.v1.RebalancePlan.ComponentExecutorsEntry
-	4,  // 5: cluster.v1.CodeMeta.files:type_name -> cluster.v1.CodeFile
-	8,  // 6: cluster.v1.ExecutorAssignment.executor:type_name -> cluster.v1.Executor
-	9,  // 7: cluster.v1.ExecutorAssignment.slot:type_name -> cluster.v1.Slot
-	10, // 8: cluster.v1.Assignment.executors:type_name -> cluster.v1.ExecutorAssignment
-	20, // 9: cluster.v1.Assignment.supervisor_hosts:type_name -> cluster.v1.Assignment.SupervisorHostsEntry
-	13, // 10: cluster.v1.WorkerState.metrics:type_name -> cluster.v1.WorkerMetrics
-	14, // 11: cluster.v1.WorkerMetrics.streams:type_name -> cluster.v1.StreamStats
-	12, // 12: cluster.v1.SupervisorInfo.workers:type_name -> cluster.v1.WorkerState
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	4,  // 3: cluster.v1.StormBase.pending_rebalance:type_name -> cluster.v1.RebalancePlan
+	20, // 4: cluster.v1.StormBase.worker_restarts:type_name -> cluster.v1.StormBase.WorkerRestartsEntry
+	21, // 5: cluster.v1.RebalancePlan.component_executors:type_name -> cluster.v1.RebalancePlan.ComponentExecutorsEntry
+	5,  // 6: cluster.v1.CodeMeta.files:type_name -> cluster.v1.CodeFile
+	9,  // 7: cluster.v1.ExecutorAssignment.executor:type_name -> cluster.v1.Executor
+	10, // 8: cluster.v1.ExecutorAssignment.slot:type_name -> cluster.v1.Slot
+	11, // 9: cluster.v1.Assignment.executors:type_name -> cluster.v1.ExecutorAssignment
+	22, // 10: cluster.v1.Assignment.supervisor_hosts:type_name -> cluster.v1.Assignment.SupervisorHostsEntry
+	14, // 11: cluster.v1.WorkerState.metrics:type_name -> cluster.v1.WorkerMetrics
+	15, // 12: cluster.v1.WorkerMetrics.streams:type_name -> cluster.v1.StreamStats
+	13, // 13: cluster.v1.SupervisorInfo.workers:type_name -> cluster.v1.WorkerState
+	3,  // 14: cluster.v1.StormBase.WorkerRestartsEntry.value:type_name -> cluster.v1.WorkerRestart
+	15, // [15:15] is the sub-list for method output_type
+	15, // [15:15] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_cluster_v1_cluster_proto_init() }
@@ -1774,14 +1864,14 @@ func file_cluster_v1_cluster_proto_init() {
 	if File_cluster_v1_cluster_proto != nil {
 		return
 	}
-	file_cluster_v1_cluster_proto_msgTypes[11].OneofWrappers = []any{}
+	file_cluster_v1_cluster_proto_msgTypes[12].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_v1_cluster_proto_rawDesc), len(file_cluster_v1_cluster_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   20,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

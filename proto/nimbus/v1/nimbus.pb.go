@@ -1093,6 +1093,123 @@ func (*KillTopologyResponse) Descriptor() ([]byte, []int) {
 	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{14}
 }
 
+// RestartWorkerRequest names a topology and one of its workers.
+type RestartWorkerRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The worker: its supervisor's host and its slot's port, "host:port",
+	// as GetTopologyInfo's workers name them.
+	Worker        string `protobuf:"bytes,2,opt,name=worker,proto3" json:"worker,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestartWorkerRequest) Reset() {
+	*x = RestartWorkerRequest{}
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestartWorkerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestartWorkerRequest) ProtoMessage() {}
+
+func (x *RestartWorkerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestartWorkerRequest.ProtoReflect.Descriptor instead.
+func (*RestartWorkerRequest) Descriptor() ([]byte, []int) {
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *RestartWorkerRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *RestartWorkerRequest) GetWorker() string {
+	if x != nil {
+		return x.Worker
+	}
+	return ""
+}
+
+// RestartWorkerResponse says which slot will restart.
+type RestartWorkerResponse struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	SupervisorId string                 `protobuf:"bytes,1,opt,name=supervisor_id,json=supervisorId,proto3" json:"supervisor_id,omitempty"`
+	Port         int32                  `protobuf:"varint,2,opt,name=port,proto3" json:"port,omitempty"`
+	// The slot's request count (cluster.v1.WorkerRestart.generation).
+	Generation    int64 `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestartWorkerResponse) Reset() {
+	*x = RestartWorkerResponse{}
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestartWorkerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestartWorkerResponse) ProtoMessage() {}
+
+func (x *RestartWorkerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestartWorkerResponse.ProtoReflect.Descriptor instead.
+func (*RestartWorkerResponse) Descriptor() ([]byte, []int) {
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *RestartWorkerResponse) GetSupervisorId() string {
+	if x != nil {
+		return x.SupervisorId
+	}
+	return ""
+}
+
+func (x *RestartWorkerResponse) GetPort() int32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+func (x *RestartWorkerResponse) GetGeneration() int64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
 // ActivateTopologyRequest activates a topology by name.
 type ActivateTopologyRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1103,7 +1220,7 @@ type ActivateTopologyRequest struct {
 
 func (x *ActivateTopologyRequest) Reset() {
 	*x = ActivateTopologyRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[15]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1115,7 +1232,7 @@ func (x *ActivateTopologyRequest) String() string {
 func (*ActivateTopologyRequest) ProtoMessage() {}
 
 func (x *ActivateTopologyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[15]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1128,7 +1245,7 @@ func (x *ActivateTopologyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateTopologyRequest.ProtoReflect.Descriptor instead.
 func (*ActivateTopologyRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{15}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ActivateTopologyRequest) GetName() string {
@@ -1147,7 +1264,7 @@ type ActivateTopologyResponse struct {
 
 func (x *ActivateTopologyResponse) Reset() {
 	*x = ActivateTopologyResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[16]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1159,7 +1276,7 @@ func (x *ActivateTopologyResponse) String() string {
 func (*ActivateTopologyResponse) ProtoMessage() {}
 
 func (x *ActivateTopologyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[16]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1172,7 +1289,7 @@ func (x *ActivateTopologyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateTopologyResponse.ProtoReflect.Descriptor instead.
 func (*ActivateTopologyResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{16}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{18}
 }
 
 // DeactivateTopologyRequest deactivates a topology by name.
@@ -1185,7 +1302,7 @@ type DeactivateTopologyRequest struct {
 
 func (x *DeactivateTopologyRequest) Reset() {
 	*x = DeactivateTopologyRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[17]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1197,7 +1314,7 @@ func (x *DeactivateTopologyRequest) String() string {
 func (*DeactivateTopologyRequest) ProtoMessage() {}
 
 func (x *DeactivateTopologyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[17]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1210,7 +1327,7 @@ func (x *DeactivateTopologyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeactivateTopologyRequest.ProtoReflect.Descriptor instead.
 func (*DeactivateTopologyRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{17}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DeactivateTopologyRequest) GetName() string {
@@ -1229,7 +1346,7 @@ type DeactivateTopologyResponse struct {
 
 func (x *DeactivateTopologyResponse) Reset() {
 	*x = DeactivateTopologyResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[18]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1241,7 +1358,7 @@ func (x *DeactivateTopologyResponse) String() string {
 func (*DeactivateTopologyResponse) ProtoMessage() {}
 
 func (x *DeactivateTopologyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[18]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1254,7 +1371,7 @@ func (x *DeactivateTopologyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeactivateTopologyResponse.ProtoReflect.Descriptor instead.
 func (*DeactivateTopologyResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{18}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{20}
 }
 
 // RebalanceTopologyRequest rebalances a topology by name.
@@ -1274,7 +1391,7 @@ type RebalanceTopologyRequest struct {
 
 func (x *RebalanceTopologyRequest) Reset() {
 	*x = RebalanceTopologyRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[19]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1286,7 +1403,7 @@ func (x *RebalanceTopologyRequest) String() string {
 func (*RebalanceTopologyRequest) ProtoMessage() {}
 
 func (x *RebalanceTopologyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[19]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1299,7 +1416,7 @@ func (x *RebalanceTopologyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceTopologyRequest.ProtoReflect.Descriptor instead.
 func (*RebalanceTopologyRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{19}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RebalanceTopologyRequest) GetName() string {
@@ -1339,7 +1456,7 @@ type RebalanceTopologyResponse struct {
 
 func (x *RebalanceTopologyResponse) Reset() {
 	*x = RebalanceTopologyResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[20]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1351,7 +1468,7 @@ func (x *RebalanceTopologyResponse) String() string {
 func (*RebalanceTopologyResponse) ProtoMessage() {}
 
 func (x *RebalanceTopologyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[20]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1364,7 +1481,7 @@ func (x *RebalanceTopologyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceTopologyResponse.ProtoReflect.Descriptor instead.
 func (*RebalanceTopologyResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{20}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{22}
 }
 
 // GetClusterInfoRequest asks for the cluster summary, or for part of it.
@@ -1407,7 +1524,7 @@ type GetClusterInfoRequest struct {
 
 func (x *GetClusterInfoRequest) Reset() {
 	*x = GetClusterInfoRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[21]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1419,7 +1536,7 @@ func (x *GetClusterInfoRequest) String() string {
 func (*GetClusterInfoRequest) ProtoMessage() {}
 
 func (x *GetClusterInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[21]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1432,7 +1549,7 @@ func (x *GetClusterInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterInfoRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{21}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetClusterInfoRequest) GetLinearizable() bool {
@@ -1505,7 +1622,7 @@ type GetClusterInfoResponse struct {
 
 func (x *GetClusterInfoResponse) Reset() {
 	*x = GetClusterInfoResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[22]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1517,7 +1634,7 @@ func (x *GetClusterInfoResponse) String() string {
 func (*GetClusterInfoResponse) ProtoMessage() {}
 
 func (x *GetClusterInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[22]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1530,7 +1647,7 @@ func (x *GetClusterInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetClusterInfoResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{22}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetClusterInfoResponse) GetCluster() *ClusterSummary {
@@ -1556,7 +1673,7 @@ type GetLeaderRequest struct {
 
 func (x *GetLeaderRequest) Reset() {
 	*x = GetLeaderRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[23]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1568,7 +1685,7 @@ func (x *GetLeaderRequest) String() string {
 func (*GetLeaderRequest) ProtoMessage() {}
 
 func (x *GetLeaderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[23]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1581,7 +1698,7 @@ func (x *GetLeaderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLeaderRequest.ProtoReflect.Descriptor instead.
 func (*GetLeaderRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{23}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{25}
 }
 
 // GetLeaderResponse carries the leader's summary.
@@ -1594,7 +1711,7 @@ type GetLeaderResponse struct {
 
 func (x *GetLeaderResponse) Reset() {
 	*x = GetLeaderResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[24]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1606,7 +1723,7 @@ func (x *GetLeaderResponse) String() string {
 func (*GetLeaderResponse) ProtoMessage() {}
 
 func (x *GetLeaderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[24]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1619,7 +1736,7 @@ func (x *GetLeaderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLeaderResponse.ProtoReflect.Descriptor instead.
 func (*GetLeaderResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{24}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetLeaderResponse) GetLeader() *NimbusSummary {
@@ -1645,7 +1762,7 @@ type GetTopologyInfoRequest struct {
 
 func (x *GetTopologyInfoRequest) Reset() {
 	*x = GetTopologyInfoRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[25]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1657,7 +1774,7 @@ func (x *GetTopologyInfoRequest) String() string {
 func (*GetTopologyInfoRequest) ProtoMessage() {}
 
 func (x *GetTopologyInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[25]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1670,7 +1787,7 @@ func (x *GetTopologyInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTopologyInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetTopologyInfoRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{25}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetTopologyInfoRequest) GetName() string {
@@ -1720,7 +1837,7 @@ type GetTopologyInfoResponse struct {
 
 func (x *GetTopologyInfoResponse) Reset() {
 	*x = GetTopologyInfoResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[26]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1732,7 +1849,7 @@ func (x *GetTopologyInfoResponse) String() string {
 func (*GetTopologyInfoResponse) ProtoMessage() {}
 
 func (x *GetTopologyInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[26]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1745,7 +1862,7 @@ func (x *GetTopologyInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTopologyInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetTopologyInfoResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{26}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetTopologyInfoResponse) GetTopology() *TopologySummary {
@@ -1814,7 +1931,7 @@ type GetTopologyConfRequest struct {
 
 func (x *GetTopologyConfRequest) Reset() {
 	*x = GetTopologyConfRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[27]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1826,7 +1943,7 @@ func (x *GetTopologyConfRequest) String() string {
 func (*GetTopologyConfRequest) ProtoMessage() {}
 
 func (x *GetTopologyConfRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[27]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1839,7 +1956,7 @@ func (x *GetTopologyConfRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTopologyConfRequest.ProtoReflect.Descriptor instead.
 func (*GetTopologyConfRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{27}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetTopologyConfRequest) GetName() string {
@@ -1860,7 +1977,7 @@ type GetTopologyConfResponse struct {
 
 func (x *GetTopologyConfResponse) Reset() {
 	*x = GetTopologyConfResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[28]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1872,7 +1989,7 @@ func (x *GetTopologyConfResponse) String() string {
 func (*GetTopologyConfResponse) ProtoMessage() {}
 
 func (x *GetTopologyConfResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[28]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1885,7 +2002,7 @@ func (x *GetTopologyConfResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTopologyConfResponse.ProtoReflect.Descriptor instead.
 func (*GetTopologyConfResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{28}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GetTopologyConfResponse) GetTopologyId() string {
@@ -1911,7 +2028,7 @@ type GetNimbusConfigRequest struct {
 
 func (x *GetNimbusConfigRequest) Reset() {
 	*x = GetNimbusConfigRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[29]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1923,7 +2040,7 @@ func (x *GetNimbusConfigRequest) String() string {
 func (*GetNimbusConfigRequest) ProtoMessage() {}
 
 func (x *GetNimbusConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[29]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1936,7 +2053,7 @@ func (x *GetNimbusConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNimbusConfigRequest.ProtoReflect.Descriptor instead.
 func (*GetNimbusConfigRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{29}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{31}
 }
 
 // GetNimbusConfigResponse is a nimbus's effective configuration, sorted
@@ -1952,7 +2069,7 @@ type GetNimbusConfigResponse struct {
 
 func (x *GetNimbusConfigResponse) Reset() {
 	*x = GetNimbusConfigResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[30]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1964,7 +2081,7 @@ func (x *GetNimbusConfigResponse) String() string {
 func (*GetNimbusConfigResponse) ProtoMessage() {}
 
 func (x *GetNimbusConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[30]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1977,7 +2094,7 @@ func (x *GetNimbusConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNimbusConfigResponse.ProtoReflect.Descriptor instead.
 func (*GetNimbusConfigResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{30}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *GetNimbusConfigResponse) GetNimbus() string {
@@ -2015,7 +2132,7 @@ type ConfEntry struct {
 
 func (x *ConfEntry) Reset() {
 	*x = ConfEntry{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[31]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2027,7 +2144,7 @@ func (x *ConfEntry) String() string {
 func (*ConfEntry) ProtoMessage() {}
 
 func (x *ConfEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[31]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2040,7 +2157,7 @@ func (x *ConfEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfEntry.ProtoReflect.Descriptor instead.
 func (*ConfEntry) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{31}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ConfEntry) GetKey() string {
@@ -2096,7 +2213,7 @@ type NimbusSummary struct {
 
 func (x *NimbusSummary) Reset() {
 	*x = NimbusSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[32]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2108,7 +2225,7 @@ func (x *NimbusSummary) String() string {
 func (*NimbusSummary) ProtoMessage() {}
 
 func (x *NimbusSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[32]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2121,7 +2238,7 @@ func (x *NimbusSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NimbusSummary.ProtoReflect.Descriptor instead.
 func (*NimbusSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{32}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *NimbusSummary) GetHost() string {
@@ -2209,7 +2326,7 @@ type SupervisorSummary struct {
 
 func (x *SupervisorSummary) Reset() {
 	*x = SupervisorSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[33]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2221,7 +2338,7 @@ func (x *SupervisorSummary) String() string {
 func (*SupervisorSummary) ProtoMessage() {}
 
 func (x *SupervisorSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[33]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2234,7 +2351,7 @@ func (x *SupervisorSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SupervisorSummary.ProtoReflect.Descriptor instead.
 func (*SupervisorSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{33}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SupervisorSummary) GetSupervisorId() string {
@@ -2335,7 +2452,7 @@ type TopologySummary struct {
 
 func (x *TopologySummary) Reset() {
 	*x = TopologySummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[34]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2347,7 +2464,7 @@ func (x *TopologySummary) String() string {
 func (*TopologySummary) ProtoMessage() {}
 
 func (x *TopologySummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[34]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2360,7 +2477,7 @@ func (x *TopologySummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopologySummary.ProtoReflect.Descriptor instead.
 func (*TopologySummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{34}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *TopologySummary) GetId() string {
@@ -2507,7 +2624,7 @@ type WorkerSummary struct {
 
 func (x *WorkerSummary) Reset() {
 	*x = WorkerSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[35]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2519,7 +2636,7 @@ func (x *WorkerSummary) String() string {
 func (*WorkerSummary) ProtoMessage() {}
 
 func (x *WorkerSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[35]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2532,7 +2649,7 @@ func (x *WorkerSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerSummary.ProtoReflect.Descriptor instead.
 func (*WorkerSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{35}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *WorkerSummary) GetTopologyId() string {
@@ -2667,7 +2784,7 @@ type ClusterSummary struct {
 
 func (x *ClusterSummary) Reset() {
 	*x = ClusterSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[36]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2679,7 +2796,7 @@ func (x *ClusterSummary) String() string {
 func (*ClusterSummary) ProtoMessage() {}
 
 func (x *ClusterSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[36]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2692,7 +2809,7 @@ func (x *ClusterSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterSummary.ProtoReflect.Descriptor instead.
 func (*ClusterSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{36}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ClusterSummary) GetSupervisors() []*SupervisorSummary {
@@ -2793,7 +2910,7 @@ type ExecutorSummary struct {
 
 func (x *ExecutorSummary) Reset() {
 	*x = ExecutorSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[37]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2805,7 +2922,7 @@ func (x *ExecutorSummary) String() string {
 func (*ExecutorSummary) ProtoMessage() {}
 
 func (x *ExecutorSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[37]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2818,7 +2935,7 @@ func (x *ExecutorSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutorSummary.ProtoReflect.Descriptor instead.
 func (*ExecutorSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{37}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ExecutorSummary) GetExecutor() *v1.Executor {
@@ -2867,7 +2984,7 @@ type ReplicaSummary struct {
 
 func (x *ReplicaSummary) Reset() {
 	*x = ReplicaSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[38]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2879,7 +2996,7 @@ func (x *ReplicaSummary) String() string {
 func (*ReplicaSummary) ProtoMessage() {}
 
 func (x *ReplicaSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[38]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2892,7 +3009,7 @@ func (x *ReplicaSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaSummary.ProtoReflect.Descriptor instead.
 func (*ReplicaSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{38}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ReplicaSummary) GetHost() string {
@@ -2920,7 +3037,7 @@ type DownloadCodeRequest struct {
 
 func (x *DownloadCodeRequest) Reset() {
 	*x = DownloadCodeRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[39]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2932,7 +3049,7 @@ func (x *DownloadCodeRequest) String() string {
 func (*DownloadCodeRequest) ProtoMessage() {}
 
 func (x *DownloadCodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[39]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2945,7 +3062,7 @@ func (x *DownloadCodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownloadCodeRequest.ProtoReflect.Descriptor instead.
 func (*DownloadCodeRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{39}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *DownloadCodeRequest) GetTopologyId() string {
@@ -2972,7 +3089,7 @@ type DownloadCodeResponse struct {
 
 func (x *DownloadCodeResponse) Reset() {
 	*x = DownloadCodeResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[40]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2984,7 +3101,7 @@ func (x *DownloadCodeResponse) String() string {
 func (*DownloadCodeResponse) ProtoMessage() {}
 
 func (x *DownloadCodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[40]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2997,7 +3114,7 @@ func (x *DownloadCodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownloadCodeResponse.ProtoReflect.Descriptor instead.
 func (*DownloadCodeResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{40}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *DownloadCodeResponse) GetChunk() []byte {
@@ -3017,7 +3134,7 @@ type GetCodeMetaRequest struct {
 
 func (x *GetCodeMetaRequest) Reset() {
 	*x = GetCodeMetaRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[41]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3029,7 +3146,7 @@ func (x *GetCodeMetaRequest) String() string {
 func (*GetCodeMetaRequest) ProtoMessage() {}
 
 func (x *GetCodeMetaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[41]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3042,7 +3159,7 @@ func (x *GetCodeMetaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCodeMetaRequest.ProtoReflect.Descriptor instead.
 func (*GetCodeMetaRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{41}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *GetCodeMetaRequest) GetTopologyId() string {
@@ -3065,7 +3182,7 @@ type GetCodeMetaResponse struct {
 
 func (x *GetCodeMetaResponse) Reset() {
 	*x = GetCodeMetaResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[42]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3077,7 +3194,7 @@ func (x *GetCodeMetaResponse) String() string {
 func (*GetCodeMetaResponse) ProtoMessage() {}
 
 func (x *GetCodeMetaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[42]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3090,7 +3207,7 @@ func (x *GetCodeMetaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCodeMetaResponse.ProtoReflect.Descriptor instead.
 func (*GetCodeMetaResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{42}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *GetCodeMetaResponse) GetMeta() []byte {
@@ -3177,7 +3294,16 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\x02to\x18\x03 \x01(\tR\x02to\x12\x19\n" +
 	"\bto_epoch\x18\x04 \x01(\x03R\atoEpoch\x12#\n" +
 	"\rleaderless_ms\x18\x05 \x01(\x03R\fleaderlessMs\"\x16\n" +
-	"\x14KillTopologyResponse\"-\n" +
+	"\x14KillTopologyResponse\"B\n" +
+	"\x14RestartWorkerRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06worker\x18\x02 \x01(\tR\x06worker\"p\n" +
+	"\x15RestartWorkerResponse\x12#\n" +
+	"\rsupervisor_id\x18\x01 \x01(\tR\fsupervisorId\x12\x12\n" +
+	"\x04port\x18\x02 \x01(\x05R\x04port\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x03 \x01(\x03R\n" +
+	"generation\"-\n" +
 	"\x17ActivateTopologyRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x1a\n" +
 	"\x18ActivateTopologyResponse\"/\n" +
@@ -3356,7 +3482,8 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\rInitialStatus\x12\x1e\n" +
 	"\x1aINITIAL_STATUS_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15INITIAL_STATUS_ACTIVE\x10\x01\x12\x1b\n" +
-	"\x17INITIAL_STATUS_INACTIVE\x10\x022\xca\t\n" +
+	"\x17INITIAL_STATUS_INACTIVE\x10\x022\x9e\n" +
+	"\n" +
 	"\rNimbusService\x12W\n" +
 	"\x0eSubmitTopology\x12 .nimbus.v1.SubmitTopologyRequest\x1a!.nimbus.v1.SubmitTopologyResponse(\x01\x12O\n" +
 	"\fKillTopology\x12\x1e.nimbus.v1.KillTopologyRequest\x1a\x1f.nimbus.v1.KillTopologyResponse\x12[\n" +
@@ -3369,7 +3496,8 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\x0fGetTopologyConf\x12!.nimbus.v1.GetTopologyConfRequest\x1a\".nimbus.v1.GetTopologyConfResponse\x12X\n" +
 	"\x0fGetNimbusConfig\x12!.nimbus.v1.GetNimbusConfigRequest\x1a\".nimbus.v1.GetNimbusConfigResponse\x12U\n" +
 	"\x0eForgetTopology\x12 .nimbus.v1.ForgetTopologyRequest\x1a!.nimbus.v1.ForgetTopologyResponse\x12C\n" +
-	"\bHandOver\x12\x1a.nimbus.v1.HandOverRequest\x1a\x1b.nimbus.v1.HandOverResponse\x12J\n" +
+	"\bHandOver\x12\x1a.nimbus.v1.HandOverRequest\x1a\x1b.nimbus.v1.HandOverResponse\x12R\n" +
+	"\rRestartWorker\x12\x1f.nimbus.v1.RestartWorkerRequest\x1a .nimbus.v1.RestartWorkerResponse\x12J\n" +
 	"\fSaveSnapshot\x12\x1e.nimbus.v1.SaveSnapshotRequest\x1a\x18.nimbus.v1.SnapshotChunk0\x01\x12Z\n" +
 	"\x0fRestoreSnapshot\x12!.nimbus.v1.RestoreSnapshotRequest\x1a\".nimbus.v1.RestoreSnapshotResponse(\x012\xae\x01\n" +
 	"\vCodeService\x12Q\n" +
@@ -3389,7 +3517,7 @@ func file_nimbus_v1_nimbus_proto_rawDescGZIP() []byte {
 }
 
 var file_nimbus_v1_nimbus_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_nimbus_v1_nimbus_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
+var file_nimbus_v1_nimbus_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
 var file_nimbus_v1_nimbus_proto_goTypes = []any{
 	(ComponentKind)(0),                 // 0: nimbus.v1.ComponentKind
 	(InitialStatus)(0),                 // 1: nimbus.v1.InitialStatus
@@ -3408,99 +3536,103 @@ var file_nimbus_v1_nimbus_proto_goTypes = []any{
 	(*HandOverRequest)(nil),            // 14: nimbus.v1.HandOverRequest
 	(*HandOverResponse)(nil),           // 15: nimbus.v1.HandOverResponse
 	(*KillTopologyResponse)(nil),       // 16: nimbus.v1.KillTopologyResponse
-	(*ActivateTopologyRequest)(nil),    // 17: nimbus.v1.ActivateTopologyRequest
-	(*ActivateTopologyResponse)(nil),   // 18: nimbus.v1.ActivateTopologyResponse
-	(*DeactivateTopologyRequest)(nil),  // 19: nimbus.v1.DeactivateTopologyRequest
-	(*DeactivateTopologyResponse)(nil), // 20: nimbus.v1.DeactivateTopologyResponse
-	(*RebalanceTopologyRequest)(nil),   // 21: nimbus.v1.RebalanceTopologyRequest
-	(*RebalanceTopologyResponse)(nil),  // 22: nimbus.v1.RebalanceTopologyResponse
-	(*GetClusterInfoRequest)(nil),      // 23: nimbus.v1.GetClusterInfoRequest
-	(*GetClusterInfoResponse)(nil),     // 24: nimbus.v1.GetClusterInfoResponse
-	(*GetLeaderRequest)(nil),           // 25: nimbus.v1.GetLeaderRequest
-	(*GetLeaderResponse)(nil),          // 26: nimbus.v1.GetLeaderResponse
-	(*GetTopologyInfoRequest)(nil),     // 27: nimbus.v1.GetTopologyInfoRequest
-	(*GetTopologyInfoResponse)(nil),    // 28: nimbus.v1.GetTopologyInfoResponse
-	(*GetTopologyConfRequest)(nil),     // 29: nimbus.v1.GetTopologyConfRequest
-	(*GetTopologyConfResponse)(nil),    // 30: nimbus.v1.GetTopologyConfResponse
-	(*GetNimbusConfigRequest)(nil),     // 31: nimbus.v1.GetNimbusConfigRequest
-	(*GetNimbusConfigResponse)(nil),    // 32: nimbus.v1.GetNimbusConfigResponse
-	(*ConfEntry)(nil),                  // 33: nimbus.v1.ConfEntry
-	(*NimbusSummary)(nil),              // 34: nimbus.v1.NimbusSummary
-	(*SupervisorSummary)(nil),          // 35: nimbus.v1.SupervisorSummary
-	(*TopologySummary)(nil),            // 36: nimbus.v1.TopologySummary
-	(*WorkerSummary)(nil),              // 37: nimbus.v1.WorkerSummary
-	(*ClusterSummary)(nil),             // 38: nimbus.v1.ClusterSummary
-	(*ExecutorSummary)(nil),            // 39: nimbus.v1.ExecutorSummary
-	(*ReplicaSummary)(nil),             // 40: nimbus.v1.ReplicaSummary
-	(*DownloadCodeRequest)(nil),        // 41: nimbus.v1.DownloadCodeRequest
-	(*DownloadCodeResponse)(nil),       // 42: nimbus.v1.DownloadCodeResponse
-	(*GetCodeMetaRequest)(nil),         // 43: nimbus.v1.GetCodeMetaRequest
-	(*GetCodeMetaResponse)(nil),        // 44: nimbus.v1.GetCodeMetaResponse
-	nil,                                // 45: nimbus.v1.TopologySpec.ConfigEntry
-	nil,                                // 46: nimbus.v1.RebalanceTopologyRequest.ComponentParallelismEntry
-	nil,                                // 47: nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
-	nil,                                // 48: nimbus.v1.GetTopologyInfoResponse.StorageEntry
-	(v1.TopologyStatus)(0),             // 49: cluster.v1.TopologyStatus
-	(*v1.Executor)(nil),                // 50: cluster.v1.Executor
+	(*RestartWorkerRequest)(nil),       // 17: nimbus.v1.RestartWorkerRequest
+	(*RestartWorkerResponse)(nil),      // 18: nimbus.v1.RestartWorkerResponse
+	(*ActivateTopologyRequest)(nil),    // 19: nimbus.v1.ActivateTopologyRequest
+	(*ActivateTopologyResponse)(nil),   // 20: nimbus.v1.ActivateTopologyResponse
+	(*DeactivateTopologyRequest)(nil),  // 21: nimbus.v1.DeactivateTopologyRequest
+	(*DeactivateTopologyResponse)(nil), // 22: nimbus.v1.DeactivateTopologyResponse
+	(*RebalanceTopologyRequest)(nil),   // 23: nimbus.v1.RebalanceTopologyRequest
+	(*RebalanceTopologyResponse)(nil),  // 24: nimbus.v1.RebalanceTopologyResponse
+	(*GetClusterInfoRequest)(nil),      // 25: nimbus.v1.GetClusterInfoRequest
+	(*GetClusterInfoResponse)(nil),     // 26: nimbus.v1.GetClusterInfoResponse
+	(*GetLeaderRequest)(nil),           // 27: nimbus.v1.GetLeaderRequest
+	(*GetLeaderResponse)(nil),          // 28: nimbus.v1.GetLeaderResponse
+	(*GetTopologyInfoRequest)(nil),     // 29: nimbus.v1.GetTopologyInfoRequest
+	(*GetTopologyInfoResponse)(nil),    // 30: nimbus.v1.GetTopologyInfoResponse
+	(*GetTopologyConfRequest)(nil),     // 31: nimbus.v1.GetTopologyConfRequest
+	(*GetTopologyConfResponse)(nil),    // 32: nimbus.v1.GetTopologyConfResponse
+	(*GetNimbusConfigRequest)(nil),     // 33: nimbus.v1.GetNimbusConfigRequest
+	(*GetNimbusConfigResponse)(nil),    // 34: nimbus.v1.GetNimbusConfigResponse
+	(*ConfEntry)(nil),                  // 35: nimbus.v1.ConfEntry
+	(*NimbusSummary)(nil),              // 36: nimbus.v1.NimbusSummary
+	(*SupervisorSummary)(nil),          // 37: nimbus.v1.SupervisorSummary
+	(*TopologySummary)(nil),            // 38: nimbus.v1.TopologySummary
+	(*WorkerSummary)(nil),              // 39: nimbus.v1.WorkerSummary
+	(*ClusterSummary)(nil),             // 40: nimbus.v1.ClusterSummary
+	(*ExecutorSummary)(nil),            // 41: nimbus.v1.ExecutorSummary
+	(*ReplicaSummary)(nil),             // 42: nimbus.v1.ReplicaSummary
+	(*DownloadCodeRequest)(nil),        // 43: nimbus.v1.DownloadCodeRequest
+	(*DownloadCodeResponse)(nil),       // 44: nimbus.v1.DownloadCodeResponse
+	(*GetCodeMetaRequest)(nil),         // 45: nimbus.v1.GetCodeMetaRequest
+	(*GetCodeMetaResponse)(nil),        // 46: nimbus.v1.GetCodeMetaResponse
+	nil,                                // 47: nimbus.v1.TopologySpec.ConfigEntry
+	nil,                                // 48: nimbus.v1.RebalanceTopologyRequest.ComponentParallelismEntry
+	nil,                                // 49: nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
+	nil,                                // 50: nimbus.v1.GetTopologyInfoResponse.StorageEntry
+	(v1.TopologyStatus)(0),             // 51: cluster.v1.TopologyStatus
+	(*v1.Executor)(nil),                // 52: cluster.v1.Executor
 }
 var file_nimbus_v1_nimbus_proto_depIdxs = []int32{
 	0,  // 0: nimbus.v1.ComponentSpec.kind:type_name -> nimbus.v1.ComponentKind
 	2,  // 1: nimbus.v1.TopologySpec.components:type_name -> nimbus.v1.ComponentSpec
-	45, // 2: nimbus.v1.TopologySpec.config:type_name -> nimbus.v1.TopologySpec.ConfigEntry
+	47, // 2: nimbus.v1.TopologySpec.config:type_name -> nimbus.v1.TopologySpec.ConfigEntry
 	1,  // 3: nimbus.v1.TopologySpec.initial_status:type_name -> nimbus.v1.InitialStatus
 	3,  // 4: nimbus.v1.SubmitTopologyRequest.spec:type_name -> nimbus.v1.TopologySpec
 	4,  // 5: nimbus.v1.SubmitTopologyRequest.trailer:type_name -> nimbus.v1.ArtifactTrailer
-	46, // 6: nimbus.v1.RebalanceTopologyRequest.component_parallelism:type_name -> nimbus.v1.RebalanceTopologyRequest.ComponentParallelismEntry
-	38, // 7: nimbus.v1.GetClusterInfoResponse.cluster:type_name -> nimbus.v1.ClusterSummary
-	34, // 8: nimbus.v1.GetLeaderResponse.leader:type_name -> nimbus.v1.NimbusSummary
-	36, // 9: nimbus.v1.GetTopologyInfoResponse.topology:type_name -> nimbus.v1.TopologySummary
-	39, // 10: nimbus.v1.GetTopologyInfoResponse.executors:type_name -> nimbus.v1.ExecutorSummary
-	40, // 11: nimbus.v1.GetTopologyInfoResponse.replicas:type_name -> nimbus.v1.ReplicaSummary
-	47, // 12: nimbus.v1.GetTopologyInfoResponse.component_parallelism:type_name -> nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
-	48, // 13: nimbus.v1.GetTopologyInfoResponse.storage:type_name -> nimbus.v1.GetTopologyInfoResponse.StorageEntry
-	37, // 14: nimbus.v1.GetTopologyInfoResponse.workers:type_name -> nimbus.v1.WorkerSummary
-	33, // 15: nimbus.v1.GetTopologyConfResponse.entries:type_name -> nimbus.v1.ConfEntry
-	33, // 16: nimbus.v1.GetNimbusConfigResponse.entries:type_name -> nimbus.v1.ConfEntry
-	37, // 17: nimbus.v1.SupervisorSummary.workers:type_name -> nimbus.v1.WorkerSummary
-	49, // 18: nimbus.v1.TopologySummary.status:type_name -> cluster.v1.TopologyStatus
-	35, // 19: nimbus.v1.ClusterSummary.supervisors:type_name -> nimbus.v1.SupervisorSummary
-	36, // 20: nimbus.v1.ClusterSummary.topologies:type_name -> nimbus.v1.TopologySummary
-	34, // 21: nimbus.v1.ClusterSummary.nimbuses:type_name -> nimbus.v1.NimbusSummary
-	50, // 22: nimbus.v1.ExecutorSummary.executor:type_name -> cluster.v1.Executor
+	48, // 6: nimbus.v1.RebalanceTopologyRequest.component_parallelism:type_name -> nimbus.v1.RebalanceTopologyRequest.ComponentParallelismEntry
+	40, // 7: nimbus.v1.GetClusterInfoResponse.cluster:type_name -> nimbus.v1.ClusterSummary
+	36, // 8: nimbus.v1.GetLeaderResponse.leader:type_name -> nimbus.v1.NimbusSummary
+	38, // 9: nimbus.v1.GetTopologyInfoResponse.topology:type_name -> nimbus.v1.TopologySummary
+	41, // 10: nimbus.v1.GetTopologyInfoResponse.executors:type_name -> nimbus.v1.ExecutorSummary
+	42, // 11: nimbus.v1.GetTopologyInfoResponse.replicas:type_name -> nimbus.v1.ReplicaSummary
+	49, // 12: nimbus.v1.GetTopologyInfoResponse.component_parallelism:type_name -> nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
+	50, // 13: nimbus.v1.GetTopologyInfoResponse.storage:type_name -> nimbus.v1.GetTopologyInfoResponse.StorageEntry
+	39, // 14: nimbus.v1.GetTopologyInfoResponse.workers:type_name -> nimbus.v1.WorkerSummary
+	35, // 15: nimbus.v1.GetTopologyConfResponse.entries:type_name -> nimbus.v1.ConfEntry
+	35, // 16: nimbus.v1.GetNimbusConfigResponse.entries:type_name -> nimbus.v1.ConfEntry
+	39, // 17: nimbus.v1.SupervisorSummary.workers:type_name -> nimbus.v1.WorkerSummary
+	51, // 18: nimbus.v1.TopologySummary.status:type_name -> cluster.v1.TopologyStatus
+	37, // 19: nimbus.v1.ClusterSummary.supervisors:type_name -> nimbus.v1.SupervisorSummary
+	38, // 20: nimbus.v1.ClusterSummary.topologies:type_name -> nimbus.v1.TopologySummary
+	36, // 21: nimbus.v1.ClusterSummary.nimbuses:type_name -> nimbus.v1.NimbusSummary
+	52, // 22: nimbus.v1.ExecutorSummary.executor:type_name -> cluster.v1.Executor
 	5,  // 23: nimbus.v1.NimbusService.SubmitTopology:input_type -> nimbus.v1.SubmitTopologyRequest
 	7,  // 24: nimbus.v1.NimbusService.KillTopology:input_type -> nimbus.v1.KillTopologyRequest
-	17, // 25: nimbus.v1.NimbusService.ActivateTopology:input_type -> nimbus.v1.ActivateTopologyRequest
-	19, // 26: nimbus.v1.NimbusService.DeactivateTopology:input_type -> nimbus.v1.DeactivateTopologyRequest
-	21, // 27: nimbus.v1.NimbusService.RebalanceTopology:input_type -> nimbus.v1.RebalanceTopologyRequest
-	23, // 28: nimbus.v1.NimbusService.GetClusterInfo:input_type -> nimbus.v1.GetClusterInfoRequest
-	25, // 29: nimbus.v1.NimbusService.GetLeader:input_type -> nimbus.v1.GetLeaderRequest
-	27, // 30: nimbus.v1.NimbusService.GetTopologyInfo:input_type -> nimbus.v1.GetTopologyInfoRequest
-	29, // 31: nimbus.v1.NimbusService.GetTopologyConf:input_type -> nimbus.v1.GetTopologyConfRequest
-	31, // 32: nimbus.v1.NimbusService.GetNimbusConfig:input_type -> nimbus.v1.GetNimbusConfigRequest
+	19, // 25: nimbus.v1.NimbusService.ActivateTopology:input_type -> nimbus.v1.ActivateTopologyRequest
+	21, // 26: nimbus.v1.NimbusService.DeactivateTopology:input_type -> nimbus.v1.DeactivateTopologyRequest
+	23, // 27: nimbus.v1.NimbusService.RebalanceTopology:input_type -> nimbus.v1.RebalanceTopologyRequest
+	25, // 28: nimbus.v1.NimbusService.GetClusterInfo:input_type -> nimbus.v1.GetClusterInfoRequest
+	27, // 29: nimbus.v1.NimbusService.GetLeader:input_type -> nimbus.v1.GetLeaderRequest
+	29, // 30: nimbus.v1.NimbusService.GetTopologyInfo:input_type -> nimbus.v1.GetTopologyInfoRequest
+	31, // 31: nimbus.v1.NimbusService.GetTopologyConf:input_type -> nimbus.v1.GetTopologyConfRequest
+	33, // 32: nimbus.v1.NimbusService.GetNimbusConfig:input_type -> nimbus.v1.GetNimbusConfigRequest
 	8,  // 33: nimbus.v1.NimbusService.ForgetTopology:input_type -> nimbus.v1.ForgetTopologyRequest
 	14, // 34: nimbus.v1.NimbusService.HandOver:input_type -> nimbus.v1.HandOverRequest
-	10, // 35: nimbus.v1.NimbusService.SaveSnapshot:input_type -> nimbus.v1.SaveSnapshotRequest
-	12, // 36: nimbus.v1.NimbusService.RestoreSnapshot:input_type -> nimbus.v1.RestoreSnapshotRequest
-	41, // 37: nimbus.v1.CodeService.DownloadCode:input_type -> nimbus.v1.DownloadCodeRequest
-	43, // 38: nimbus.v1.CodeService.GetCodeMeta:input_type -> nimbus.v1.GetCodeMetaRequest
-	6,  // 39: nimbus.v1.NimbusService.SubmitTopology:output_type -> nimbus.v1.SubmitTopologyResponse
-	16, // 40: nimbus.v1.NimbusService.KillTopology:output_type -> nimbus.v1.KillTopologyResponse
-	18, // 41: nimbus.v1.NimbusService.ActivateTopology:output_type -> nimbus.v1.ActivateTopologyResponse
-	20, // 42: nimbus.v1.NimbusService.DeactivateTopology:output_type -> nimbus.v1.DeactivateTopologyResponse
-	22, // 43: nimbus.v1.NimbusService.RebalanceTopology:output_type -> nimbus.v1.RebalanceTopologyResponse
-	24, // 44: nimbus.v1.NimbusService.GetClusterInfo:output_type -> nimbus.v1.GetClusterInfoResponse
-	26, // 45: nimbus.v1.NimbusService.GetLeader:output_type -> nimbus.v1.GetLeaderResponse
-	28, // 46: nimbus.v1.NimbusService.GetTopologyInfo:output_type -> nimbus.v1.GetTopologyInfoResponse
-	30, // 47: nimbus.v1.NimbusService.GetTopologyConf:output_type -> nimbus.v1.GetTopologyConfResponse
-	32, // 48: nimbus.v1.NimbusService.GetNimbusConfig:output_type -> nimbus.v1.GetNimbusConfigResponse
-	9,  // 49: nimbus.v1.NimbusService.ForgetTopology:output_type -> nimbus.v1.ForgetTopologyResponse
-	15, // 50: nimbus.v1.NimbusService.HandOver:output_type -> nimbus.v1.HandOverResponse
-	11, // 51: nimbus.v1.NimbusService.SaveSnapshot:output_type -> nimbus.v1.SnapshotChunk
-	13, // 52: nimbus.v1.NimbusService.RestoreSnapshot:output_type -> nimbus.v1.RestoreSnapshotResponse
-	42, // 53: nimbus.v1.CodeService.DownloadCode:output_type -> nimbus.v1.DownloadCodeResponse
-	44, // 54: nimbus.v1.CodeService.GetCodeMeta:output_type -> nimbus.v1.GetCodeMetaResponse
-	39, // [39:55] is the sub-list for method output_type
-	23, // [23:39] is the sub-list for method input_type
+	17, // 35: nimbus.v1.NimbusService.RestartWorker:input_type -> nimbus.v1.RestartWorkerRequest
+	10, // 36: nimbus.v1.NimbusService.SaveSnapshot:input_type -> nimbus.v1.SaveSnapshotRequest
+	12, // 37: nimbus.v1.NimbusService.RestoreSnapshot:input_type -> nimbus.v1.RestoreSnapshotRequest
+	43, // 38: nimbus.v1.CodeService.DownloadCode:input_type -> nimbus.v1.DownloadCodeRequest
+	45, // 39: nimbus.v1.CodeService.GetCodeMeta:input_type -> nimbus.v1.GetCodeMetaRequest
+	6,  // 40: nimbus.v1.NimbusService.SubmitTopology:output_type -> nimbus.v1.SubmitTopologyResponse
+	16, // 41: nimbus.v1.NimbusService.KillTopology:output_type -> nimbus.v1.KillTopologyResponse
+	20, // 42: nimbus.v1.NimbusService.ActivateTopology:output_type -> nimbus.v1.ActivateTopologyResponse
+	22, // 43: nimbus.v1.NimbusService.DeactivateTopology:output_type -> nimbus.v1.DeactivateTopologyResponse
+	24, // 44: nimbus.v1.NimbusService.RebalanceTopology:output_type -> nimbus.v1.RebalanceTopologyResponse
+	26, // 45: nimbus.v1.NimbusService.GetClusterInfo:output_type -> nimbus.v1.GetClusterInfoResponse
+	28, // 46: nimbus.v1.NimbusService.GetLeader:output_type -> nimbus.v1.GetLeaderResponse
+	30, // 47: nimbus.v1.NimbusService.GetTopologyInfo:output_type -> nimbus.v1.GetTopologyInfoResponse
+	32, // 48: nimbus.v1.NimbusService.GetTopologyConf:output_type -> nimbus.v1.GetTopologyConfResponse
+	34, // 49: nimbus.v1.NimbusService.GetNimbusConfig:output_type -> nimbus.v1.GetNimbusConfigResponse
+	9,  // 50: nimbus.v1.NimbusService.ForgetTopology:output_type -> nimbus.v1.ForgetTopologyResponse
+	15, // 51: nimbus.v1.NimbusService.HandOver:output_type -> nimbus.v1.HandOverResponse
+	18, // 52: nimbus.v1.NimbusService.RestartWorker:output_type -> nimbus.v1.RestartWorkerResponse
+	11, // 53: nimbus.v1.NimbusService.SaveSnapshot:output_type -> nimbus.v1.SnapshotChunk
+	13, // 54: nimbus.v1.NimbusService.RestoreSnapshot:output_type -> nimbus.v1.RestoreSnapshotResponse
+	44, // 55: nimbus.v1.CodeService.DownloadCode:output_type -> nimbus.v1.DownloadCodeResponse
+	46, // 56: nimbus.v1.CodeService.GetCodeMeta:output_type -> nimbus.v1.GetCodeMetaResponse
+	40, // [40:57] is the sub-list for method output_type
+	23, // [23:40] is the sub-list for method input_type
 	23, // [23:23] is the sub-list for extension type_name
 	23, // [23:23] is the sub-list for extension extendee
 	0,  // [0:23] is the sub-list for field type_name
@@ -3517,15 +3649,15 @@ func file_nimbus_v1_nimbus_proto_init() {
 		(*SubmitTopologyRequest_Trailer)(nil),
 	}
 	file_nimbus_v1_nimbus_proto_msgTypes[5].OneofWrappers = []any{}
-	file_nimbus_v1_nimbus_proto_msgTypes[19].OneofWrappers = []any{}
-	file_nimbus_v1_nimbus_proto_msgTypes[35].OneofWrappers = []any{}
+	file_nimbus_v1_nimbus_proto_msgTypes[21].OneofWrappers = []any{}
+	file_nimbus_v1_nimbus_proto_msgTypes[37].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nimbus_v1_nimbus_proto_rawDesc), len(file_nimbus_v1_nimbus_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   47,
+			NumMessages:   49,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

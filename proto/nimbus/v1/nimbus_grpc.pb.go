@@ -37,6 +37,7 @@ const (
 	NimbusService_GetNimbusConfig_FullMethodName    = "/nimbus.v1.NimbusService/GetNimbusConfig"
 	NimbusService_ForgetTopology_FullMethodName     = "/nimbus.v1.NimbusService/ForgetTopology"
 	NimbusService_HandOver_FullMethodName           = "/nimbus.v1.NimbusService/HandOver"
+	NimbusService_RestartWorker_FullMethodName      = "/nimbus.v1.NimbusService/RestartWorker"
 	NimbusService_SaveSnapshot_FullMethodName       = "/nimbus.v1.NimbusService/SaveSnapshot"
 	NimbusService_RestoreSnapshot_FullMethodName    = "/nimbus.v1.NimbusService/RestoreSnapshot"
 )
@@ -91,6 +92,10 @@ type NimbusServiceClient interface {
 	// registered, not queued or lacks code, or when no nimbus could take
 	// over. Needs handover (nimbus.admins).
 	HandOver(ctx context.Context, in *HandOverRequest, opts ...grpc.CallOption) (*HandOverResponse, error)
+	// RestartWorker restarts one worker of a topology on its slot (Storm's
+	// restartworker): its supervisor stops it and starts it again at once.
+	// For the topology's owner and admins. Leader only.
+	RestartWorker(ctx context.Context, in *RestartWorkerRequest, opts ...grpc.CallOption) (*RestartWorkerResponse, error)
 	// SaveSnapshot streams a snapshot of the cluster: the bytes of a file
 	// (docs/ARCHITECTURE.md section 20) holding every persistent node under
 	// the root at one point in time and each topology's spec, with the code
@@ -237,6 +242,16 @@ func (c *nimbusServiceClient) HandOver(ctx context.Context, in *HandOverRequest,
 	return out, nil
 }
 
+func (c *nimbusServiceClient) RestartWorker(ctx context.Context, in *RestartWorkerRequest, opts ...grpc.CallOption) (*RestartWorkerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RestartWorkerResponse)
+	err := c.cc.Invoke(ctx, NimbusService_RestartWorker_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *nimbusServiceClient) SaveSnapshot(ctx context.Context, in *SaveSnapshotRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SnapshotChunk], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &NimbusService_ServiceDesc.Streams[1], NimbusService_SaveSnapshot_FullMethodName, cOpts...)
@@ -319,6 +334,10 @@ type NimbusServiceServer interface {
 	// registered, not queued or lacks code, or when no nimbus could take
 	// over. Needs handover (nimbus.admins).
 	HandOver(context.Context, *HandOverRequest) (*HandOverResponse, error)
+	// RestartWorker restarts one worker of a topology on its slot (Storm's
+	// restartworker): its supervisor stops it and starts it again at once.
+	// For the topology's owner and admins. Leader only.
+	RestartWorker(context.Context, *RestartWorkerRequest) (*RestartWorkerResponse, error)
 	// SaveSnapshot streams a snapshot of the cluster: the bytes of a file
 	// (docs/ARCHITECTURE.md section 20) holding every persistent node under
 	// the root at one point in time and each topology's spec, with the code
@@ -377,6 +396,9 @@ func (UnimplementedNimbusServiceServer) ForgetTopology(context.Context, *ForgetT
 }
 func (UnimplementedNimbusServiceServer) HandOver(context.Context, *HandOverRequest) (*HandOverResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method HandOver not implemented")
+}
+func (UnimplementedNimbusServiceServer) RestartWorker(context.Context, *RestartWorkerRequest) (*RestartWorkerResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RestartWorker not implemented")
 }
 func (UnimplementedNimbusServiceServer) SaveSnapshot(*SaveSnapshotRequest, grpc.ServerStreamingServer[SnapshotChunk]) error {
 	return status.Error(codes.Unimplemented, "method SaveSnapshot not implemented")
@@ -610,6 +632,24 @@ func _NimbusService_HandOver_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _NimbusService_RestartWorker_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RestartWorkerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NimbusServiceServer).RestartWorker(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NimbusService_RestartWorker_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NimbusServiceServer).RestartWorker(ctx, req.(*RestartWorkerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _NimbusService_SaveSnapshot_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(SaveSnapshotRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -678,6 +718,10 @@ var NimbusService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "HandOver",
 			Handler:    _NimbusService_HandOver_Handler,
+		},
+		{
+			MethodName: "RestartWorker",
+			Handler:    _NimbusService_RestartWorker_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
