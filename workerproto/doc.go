@@ -1,9 +1,11 @@
 // Package workerproto is the contract between a supervisor and the worker
-// processes it starts (docs/ARCHITECTURE.md sections 7 and 16.6): how a
-// worker learns its topology's status, and how it reports an error that
-// its supervisor then publishes as the worker's last error (Storm's
-// reportError). The supervisor and the example worker (examples/wordcount)
-// both use it, so the protocol is written down once, here.
+// processes it starts (docs/ARCHITECTURE.md sections 7 and 16.6), written
+// down once, here, in terms any language can follow: how a worker learns
+// its topology's status and its loggers' levels, how it reports an error
+// that its supervisor then publishes as the worker's last error (Storm's
+// reportError), and how it reports its counters (Storm's emitted, acked,
+// ...), which its supervisor carries in its heartbeat. The supervisor and
+// the worker library (package worker) both use it.
 //
 // Status. The supervisor writes a file whose path is in the worker's
 // environment as STORM_STATUS_FILE. It holds one word and a newline:
@@ -27,8 +29,80 @@
 // it) as the worker's last_error, stamped with the file's modification
 // time. A later exit of the worker replaces it, as any newer error does.
 //
-// Both files live in the worker's own directory, which the worker may read
-// but not write: the status file is the supervisor's, the error file the
-// worker may only write into. Workers and tools that do not know the
-// protocol may ignore both.
+// Metrics. A worker reports what it counted by replacing the file named by
+// STORM_METRICS_FILE atomically: it writes a temporary file in the same
+// directory and renames it over the file (os.replace in Python, rename(2)),
+// so the supervisor reads the old content or the new, never a mix. It does
+// so as often as it likes (every few seconds) and once more when it stops.
+// The content is one JSON object, version 1:
+//
+//	{"version": 1, "taken_unix_ms": 1700000000000, "started_unix_ms": 1699999990000,
+//	 "streams": [
+//	   {"component": "sentence", "stream": "default", "kind": "spout", "executors": 1,
+//	    "emitted": 120, "transferred": 120, "acked": 118, "failed": 1,
+//	    "complete_latency_us": 590000},
+//	   {"component": "split", "stream": "default", "kind": "bolt", "executors": 2,
+//	    "executed": 118, "acked": 118, "execute_latency_us": 2300, "process_latency_us": 2500}]}
+//
+// Every counter is cumulative since the worker's run started (Storm's
+// words: emitted, transferred, acked, failed, executed; latencies are sums
+// in microseconds, to be divided by acked or executed); absent counters are
+// 0 and unknown fields are ignored. "kind" is "spout" or "bolt"; component
+// and stream are non-empty (at most 256 bytes), and a (component, stream)
+// pair appears once. The supervisor creates the file's directory, owned by
+// the worker's user, and removes the file at each start of the worker, so
+// a run that wrote nothing has no metrics (not zeros). At each heartbeat
+// it reads the file if it changed: a file larger than 256 KiB, a symbolic
+// link, not a regular file, of another owner, or that does not parse is
+// ignored (named once in the supervisor's log) and the last good content
+// stands. It carries the counts in its heartbeat within a size budget,
+// leaving out streams, then components, when a worker reports too many
+// (docs/ARCHITECTURE.md section 7).
+//
+// Log levels. The supervisor may write the file named by
+// STORM_LOG_LEVEL_FILE: one JSON object of logger names to levels, Storm's
+// (log4j's) names in any case (ALL, TRACE, DEBUG, INFO, WARN, ERROR, FATAL,
+// OFF), for example {"ROOT": "INFO", "wordcount.split": "DEBUG"}. Logger
+// names are dotted paths: a logger takes its own entry, else its nearest
+// parent's, else "ROOT"'s, else the worker's default. The file is replaced
+// atomically and followed by SIGUSR1, as the status file is; a worker
+// re-reads both on each SIGUSR1. No file means no levels set.
+//
+// The status and error files and the log-level file live in the worker's
+// own directory, which the worker may read but not write: the status and
+// log-level files are the supervisor's, the error file the worker may only
+// write into. The metrics file lives in a subdirectory that is the
+// worker's. Workers and tools that do not know the protocol may ignore
+// them all.
+//
+// A worker in another language needs a few lines; this Python 3 worker
+// (examples/pyworker/worker.py, which the tests run) reports one counter:
+//
+//	import json, os, signal, time
+//	status_file = os.environ.get("STORM_STATUS_FILE")
+//	metrics_file = os.environ.get("STORM_METRICS_FILE")
+//	started_ms, state = int(time.time() * 1000), {"active": True, "stop": False}
+//	def read_status(*_):
+//	    if status_file:
+//	        with open(status_file) as f:
+//	            state["active"] = f.read().strip() == "active"
+//	def write_metrics(emitted):
+//	    doc = {"version": 1, "taken_unix_ms": int(time.time() * 1000), "started_unix_ms": started_ms,
+//	           "streams": [{"component": "ticks", "stream": "default", "kind": "spout",
+//	                        "executors": 1, "emitted": emitted}]}
+//	    with open(metrics_file + ".tmp", "w") as f:
+//	        json.dump(doc, f)
+//	    os.replace(metrics_file + ".tmp", metrics_file)
+//	signal.signal(signal.SIGUSR1, read_status)  # subscribe first, then read
+//	signal.signal(signal.SIGTERM, lambda *_: state.update(stop=True))
+//	read_status()
+//	emitted = 0
+//	while not state["stop"]:
+//	    emitted += state["active"]
+//	    if metrics_file:
+//	        write_metrics(emitted)
+//	    time.sleep(1)
+//
+// Go workers use package worker (github.com/nimbusha/nimbus/worker), which
+// speaks all of this; Worker here is the protocol's plain helpers.
 package workerproto

@@ -12,14 +12,21 @@ import (
 // protocol, beside STORM_TOPOLOGY_ID, STORM_PORT, STORM_EXECUTORS and
 // STORM_CODE_DIR.
 const (
-	EnvStatusFile = "STORM_STATUS_FILE"
-	EnvErrorFile  = "STORM_ERROR_FILE"
+	EnvStatusFile   = "STORM_STATUS_FILE"
+	EnvErrorFile    = "STORM_ERROR_FILE"
+	EnvMetricsFile  = "STORM_METRICS_FILE"
+	EnvLogLevelFile = "STORM_LOG_LEVEL_FILE"
 )
 
-// The files' names in a worker's directory.
+// The files' names in a worker's directory. The metrics file is in a
+// directory of its own, MetricsDirName, which the worker may write into:
+// it replaces the file by renaming a temporary file over it.
 const (
-	StatusFileName = "status"
-	ErrorFileName  = "errors"
+	StatusFileName   = "status"
+	ErrorFileName    = "errors"
+	LogLevelFileName = "log-levels.json"
+	MetricsDirName   = "metrics"
+	MetricsFileName  = "metrics.json"
 )
 
 // StatusSignal is what the supervisor sends a worker after changing its

@@ -13,13 +13,18 @@ import (
 // FromEnv without the variables (a worker started by hand), is always
 // Active and reports errors nowhere.
 type Worker struct {
-	StatusFile string // STORM_STATUS_FILE; "" for none
-	ErrorFile  string // STORM_ERROR_FILE; "" for none
+	StatusFile   string // STORM_STATUS_FILE; "" for none
+	ErrorFile    string // STORM_ERROR_FILE; "" for none
+	MetricsFile  string // STORM_METRICS_FILE; "" for none
+	LogLevelFile string // STORM_LOG_LEVEL_FILE; "" for none
 }
 
 // FromEnv reads the protocol's variables through getenv (os.Getenv).
 func FromEnv(getenv func(string) string) Worker {
-	return Worker{StatusFile: getenv(EnvStatusFile), ErrorFile: getenv(EnvErrorFile)}
+	return Worker{
+		StatusFile: getenv(EnvStatusFile), ErrorFile: getenv(EnvErrorFile),
+		MetricsFile: getenv(EnvMetricsFile), LogLevelFile: getenv(EnvLogLevelFile),
+	}
 }
 
 // Status reads the status file once. Without one it is Active.
@@ -95,4 +100,26 @@ func (w Worker) ReportError(msg string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// WriteMetrics replaces the metrics file with m atomically (ReplaceFile),
+// its version set. Without a metrics file it does nothing and returns nil.
+func (w Worker) WriteMetrics(m Metrics) error {
+	if w.MetricsFile == "" {
+		return nil
+	}
+	b, err := EncodeMetrics(m)
+	if err != nil {
+		return err
+	}
+	return ReplaceFile(w.MetricsFile, b, nil)
+}
+
+// LogLevels reads the log-level file (ReadLogLevels). Without one, or
+// while the file does not exist, there are no levels.
+func (w Worker) LogLevels() (LogLevels, error) {
+	if w.LogLevelFile == "" {
+		return LogLevels{}, nil
+	}
+	return ReadLogLevels(w.LogLevelFile)
 }
