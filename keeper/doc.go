@@ -15,6 +15,13 @@
 // parent-death signal SIGKILL, so that a keeper that dies takes its worker
 // along, writes "ok\n" or the reason it could not on file 3, and closes it.
 //
+// Output. With Launch.Output the worker's stdout and stderr are a pipe
+// that the keeper copies into Output.Path, rotated by size (Path.1 the
+// newest of Output.Keep), with the group and mode the supervisor chose:
+// the keeper holds the log, so a supervisor's restart loses no line and
+// doubles none, and the keeper writes the last lines before it goes.
+// Without it (an older supervisor) the worker writes to file 4 itself.
+//
 // Socket. A supervisor talks to the keeper over a Unix stream socket, in
 // lines of JSON: the keeper sends a Hello on every connection and an Exit
 // when the worker ends; the supervisor sends Requests (ping, signal, stop,

@@ -50,6 +50,7 @@ func Main(stdin io.Reader, stderr io.Writer) int {
 	}
 	defer k.close()
 	k.run()
+	k.drain()
 	return 0
 }
 
@@ -68,7 +69,8 @@ type keeper struct {
 	exited   chan syscall.WaitStatus
 	signals  chan os.Signal
 
-	done chan struct{} // closed when run ends
+	done   chan struct{} // closed when run ends
+	copied chan struct{} // closed when the worker's output is all written (Launch.Output); nil without
 
 	peer     *peer     // the supervisor connected now, if any
 	contact  time.Time // the last request received, or the start
@@ -114,19 +116,57 @@ func start(stdin io.Reader, out *os.File, log *slog.Logger) (*keeper, error) {
 }
 
 // startWorker starts the worker in a process group of its own, with the
-// parent-death signal, from this locked thread, its output to out.
+// parent-death signal, from this locked thread, its output to out, or,
+// with Launch.Output, to a pipe this keeper copies into rotated files.
 func (k *keeper) startWorker(out *os.File) error {
 	l := k.launch
+	var rot *rotator
+	var pr *os.File
+	if l.Output != nil {
+		var err error
+		if rot, err = openOutput(*l.Output); err != nil {
+			return fmt.Errorf("keeper: the worker's log: %w", err)
+		}
+		var pw *os.File
+		if pr, pw, err = os.Pipe(); err != nil {
+			rot.Close()
+			return err
+		}
+		defer pw.Close() // the worker holds its copy
+		out = pw
+	}
 	cmd := &exec.Cmd{Path: l.Path, Args: l.Argv, Dir: l.Dir, Env: l.Env, Stdout: out, Stderr: out}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if c := l.Credential; c != nil {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: c.UID, Gid: c.GID, Groups: c.Groups}
 	}
 	if err := cmd.Start(); err != nil {
+		if rot != nil {
+			rot.Close()
+			pr.Close()
+		}
 		return err
 	}
 	k.cmd, k.pid, k.start, k.contact = cmd, cmd.Process.Pid, time.Now(), time.Now()
+	if rot != nil {
+		// Owned by the keeper's process: it ends when the worker's
+		// pipe does, or with the process (drain).
+		k.copied = make(chan struct{})
+		go copyOutput(pr, rot, k.copied)
+	}
 	return nil
+}
+
+// drain waits, a little, for the worker's last output to be written.
+func (k *keeper) drain() {
+	if k.copied == nil {
+		return
+	}
+	select {
+	case <-k.copied:
+	case <-time.After(drainWait):
+		k.log.Warn("the worker's output did not end in time; some of its last lines may be lost", "wait", drainWait)
+	}
 }
 
 // close releases the socket; the worker is gone by then.

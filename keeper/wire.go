@@ -23,6 +23,7 @@ type Launch struct {
 	BoundMs    int64           `json:"bound_ms"` // the adoption bound
 	GraceMs    int64           `json:"grace_ms"` // SIGTERM to SIGKILL when the keeper ends the worker itself
 	State      json.RawMessage `json:"state,omitempty"`
+	Output     *Output         `json:"output,omitempty"` // where the keeper writes the worker's output; nil: file 4
 }
 
 // Credential is a user the worker runs as.
@@ -43,6 +44,8 @@ func (l *Launch) check() error {
 		return fmt.Errorf("keeper: launch: bound_ms %d, want > 0", l.BoundMs)
 	case l.GraceMs < 0:
 		return fmt.Errorf("keeper: launch: grace_ms %d, want >= 0", l.GraceMs)
+	case l.Output != nil:
+		return l.Output.check()
 	}
 	return nil
 }
