@@ -1,0 +1,410 @@
+package stats
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// DefaultMaxSeries bounds the series an Aggregator keeps (one worker's
+// counts on one component's stream); at 72 buckets of 72 bytes each, about
+// 260 MB at the bound.
+const DefaultMaxSeries = 50_000
+
+// WorkerID is a worker's slot: its supervisor and port.
+type WorkerID struct {
+	Supervisor string
+	Port       int32
+}
+
+// Key is a component's stream.
+type Key struct {
+	Component, Stream string
+}
+
+// StreamCounts is what one component's executors in one worker counted
+// on one stream, since the worker's run started.
+type StreamCounts struct {
+	Key
+	Kind      string // "spout" or "bolt"
+	Executors int32  // the component's executors in the worker
+	Counts
+}
+
+// Report is what one worker run reported in one heartbeat: cumulative
+// counts since StartedMs, taken at TakenMs (Unix milliseconds).
+type Report struct {
+	Topology  string
+	Worker    WorkerID
+	Host      string
+	StartedMs int64
+	TakenMs   int64
+	Streams   []StreamCounts
+}
+
+// Aggregator keeps every topology's counts in Storm's windows from the
+// reports it observes. It is safe for concurrent use.
+type Aggregator struct {
+	mu         sync.Mutex
+	maxSeries  int
+	series     int    // kept now
+	refused    uint64 // series not kept for the bound
+	topologies map[string]*topology
+}
+
+// NewAggregator returns an Aggregator that keeps at most maxSeries series
+// (DefaultMaxSeries if 0): past it, a stream not seen before is not
+// counted (Refused says how many were not).
+func NewAggregator(maxSeries int) *Aggregator {
+	if maxSeries <= 0 {
+		maxSeries = DefaultMaxSeries
+	}
+	return &Aggregator{maxSeries: maxSeries, topologies: map[string]*topology{}}
+}
+
+type topology struct {
+	workers map[WorkerID]*worker
+	// retired is the all-time count of series dropped (Sweep), by stream.
+	retired map[Key]Counts
+	kinds   map[string]string // component to "spout" or "bolt"
+}
+
+// worker is what was last seen of a slot's worker, and its series.
+type worker struct {
+	host           string
+	started, taken int64            // of the run last seen
+	last           map[Key]Counts   // that run's cumulative counts
+	executors      map[string]int32 // by component
+	series         map[Key]*series
+}
+
+// series is one worker's counts on one stream: all time, and a ring per
+// timed window.
+type series struct {
+	total  Counts
+	rings  [len(ringSpecs)]ring
+	lastMs int64 // its last report
+}
+
+// Observe adds what r reports, as seen at now (Unix milliseconds). The
+// increase since the worker's last report is spread over the time between
+// the two; a run seen for the first time, or a new run (a new StartedMs:
+// its counters started again) counts from its start. A report no newer
+// than the last one of the same run changes nothing.
+func (a *Aggregator) Observe(r Report, now int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t := a.topologies[r.Topology]
+	if t == nil {
+		t = &topology{workers: map[WorkerID]*worker{}, retired: map[Key]Counts{}, kinds: map[string]string{}}
+		a.topologies[r.Topology] = t
+	}
+	taken := min(r.TakenMs, now) // a worker's clock ahead of ours must not fill future buckets
+	if taken <= 0 {
+		taken = now
+	}
+	w := t.workers[r.Worker]
+	if w == nil {
+		w = &worker{series: map[Key]*series{}}
+		t.workers[r.Worker] = w
+	}
+	sameRun := w.last != nil && w.started == r.StartedMs
+	if sameRun && taken <= w.taken {
+		return
+	}
+	from := cmp.Or(r.StartedMs, taken)
+	if w.last != nil {
+		from = max(from, w.taken)
+	}
+	next := make(map[Key]Counts, len(r.Streams))
+	executors := map[string]int32{}
+	for _, sc := range r.Streams {
+		next[sc.Key] = sc.Counts
+		executors[sc.Component] = max(executors[sc.Component], sc.Executors)
+		if sc.Kind != "" {
+			t.kinds[sc.Component] = sc.Kind
+		}
+		var base Counts
+		if sameRun {
+			base = w.last[sc.Key]
+		}
+		d, ok := increase(sc.Counts, base)
+		if !ok { // counters went down within a run: they started again
+			d = sc.Counts
+		}
+		s := a.seriesOf(w, sc.Key)
+		if s == nil {
+			continue
+		}
+		s.total = s.total.Add(d)
+		for i, spec := range ringSpecs {
+			s.rings[i].add(spec, from, taken, d.vec())
+		}
+		s.lastMs = taken
+	}
+	w.host, w.started, w.taken, w.last, w.executors = r.Host, r.StartedMs, taken, next, executors
+}
+
+// seriesOf is w's series for k, made if the bound allows; nil if not.
+func (a *Aggregator) seriesOf(w *worker, k Key) *series {
+	if s := w.series[k]; s != nil {
+		return s
+	}
+	if a.series >= a.maxSeries {
+		a.refused++
+		return nil
+	}
+	a.series++
+	s := &series{}
+	w.series[k] = s
+	return s
+}
+
+// Refused is how many series were not kept because of the bound, and
+// Series how many are kept.
+func (a *Aggregator) Refused() (refused uint64, kept int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.refused, a.series
+}
+
+// Sweep forgets the topologies live does not name, and drops the series
+// that reported nothing for longer than the longest timed window, keeping
+// their all-time counts in their topology's.
+func (a *Aggregator) Sweep(now int64, live func(topology string) bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for id, t := range a.topologies {
+		if !live(id) {
+			for _, w := range t.workers {
+				a.series -= len(w.series)
+			}
+			delete(a.topologies, id)
+			continue
+		}
+		for wid, w := range t.workers {
+			for k, s := range w.series {
+				if now-s.lastMs > keepMs {
+					t.retired[k] = t.retired[k].Add(s.total)
+					delete(w.series, k)
+					a.series--
+				}
+			}
+			if len(w.series) == 0 && now-w.taken > keepMs {
+				delete(t.workers, wid)
+			}
+		}
+	}
+}
+
+// Topologies lists the topologies with counts, sorted.
+func (a *Aggregator) Topologies() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]string, 0, len(a.topologies))
+	for id := range a.topologies {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Totals are counts in a window, and whether any report fell in it: a
+// window without one has no data, which is not zero.
+type Totals struct {
+	Counts
+	Reported bool
+}
+
+func (t Totals) plus(c Counts, reported bool) Totals {
+	return Totals{Counts: t.Counts.Add(c), Reported: t.Reported || reported}
+}
+
+// TopologyStats is a topology's counts.
+type TopologyStats struct {
+	// Window is the window of Streams and Workers.
+	Window Window
+	// Topology is Storm's topologyStats, per window: emitted and
+	// transferred summed over its components, acked, failed and the
+	// complete latency of its spouts; system components and streams
+	// (ids starting "__") left out, as Storm does by default.
+	Topology map[Window]Totals
+	// Components are each component's counts per window, its capacity
+	// and its executors that report.
+	Components map[string]*ComponentStats
+	// Streams are the counts per component and stream in Window, sorted.
+	Streams []StreamStats
+	// Workers are the counts per worker and component in Window, sorted
+	// by supervisor, port and component.
+	Workers []WorkerStats
+}
+
+// ComponentStats are one component's counts.
+type ComponentStats struct {
+	Kind    string // "spout" or "bolt"; "" if no report said
+	Windows map[Window]Totals
+	// Capacity is Storm's: the fraction of the last ten minutes (or of
+	// the worker's run, if shorter) its executors spent executing, the
+	// highest of its workers'.
+	Capacity float64
+}
+
+// StreamStats are a component's counts on one stream.
+type StreamStats struct {
+	Key
+	Kind string
+	Totals
+}
+
+// WorkerStats are a component's counts in one worker, and its capacity
+// there (Storm's per executor: a worker reports per component, so each
+// of its executors is taken to have done an even share).
+type WorkerStats struct {
+	Worker    WorkerID
+	Host      string
+	Component string
+	Executors int32
+	Totals
+	Capacity float64
+}
+
+// Topology returns topology id's counts at now, with streams and workers
+// in window w; false if no worker of it ever reported.
+func (a *Aggregator) Topology(id string, w Window, now int64) (*TopologyStats, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t := a.topologies[id]
+	if t == nil || len(t.workers) == 0 && len(t.retired) == 0 {
+		return nil, false
+	}
+	out := &TopologyStats{Window: w, Topology: map[Window]Totals{}, Components: map[string]*ComponentStats{}}
+	streams := map[Key]Totals{}
+	component := func(c string) *ComponentStats {
+		cs := out.Components[c]
+		if cs == nil {
+			cs = &ComponentStats{Kind: t.kinds[c], Windows: map[Window]Totals{}}
+			out.Components[c] = cs
+		}
+		return cs
+	}
+	for k, c := range t.retired {
+		cs := component(k.Component)
+		cs.Windows[AllTime] = cs.Windows[AllTime].plus(c, true)
+		if w == AllTime {
+			streams[k] = streams[k].plus(c, true)
+		}
+	}
+	for wid, wk := range t.workers {
+		byComponent := map[string]Totals{}
+		var busy10 map[string]uint64 // execute latency in the last ten minutes
+		for k, s := range wk.series {
+			cs := component(k.Component)
+			cs.Windows[AllTime] = cs.Windows[AllTime].plus(s.total, true)
+			for i, spec := range ringSpecs {
+				v, rep := s.rings[i].sum(spec, now)
+				c := fromVec(v)
+				cs.Windows[spec.window] = cs.Windows[spec.window].plus(c, rep)
+				if spec.window == TenMinutes {
+					if busy10 == nil {
+						busy10 = map[string]uint64{}
+					}
+					busy10[k.Component] += c.ExecuteLatencyUs
+				}
+			}
+			in := s.windowTotals(w, now)
+			streams[k] = streams[k].plus(in.Counts, in.Reported)
+			byComponent[k.Component] = byComponent[k.Component].plus(in.Counts, in.Reported)
+		}
+		for c, tot := range byComponent {
+			ws := WorkerStats{Worker: wid, Host: wk.host, Component: c, Executors: wk.executors[c], Totals: tot,
+				Capacity: capacity(busy10[c], wk.executors[c], wk.started, now)}
+			out.Workers = append(out.Workers, ws)
+			cs := component(c)
+			cs.Capacity = max(cs.Capacity, ws.Capacity)
+		}
+	}
+	for k, tot := range streams {
+		out.Streams = append(out.Streams, StreamStats{Key: k, Kind: t.kinds[k.Component], Totals: tot})
+	}
+	slices.SortFunc(out.Streams, func(x, y StreamStats) int {
+		return cmp.Or(cmp.Compare(x.Component, y.Component), cmp.Compare(x.Stream, y.Stream))
+	})
+	slices.SortFunc(out.Workers, func(x, y WorkerStats) int {
+		return cmp.Or(cmp.Compare(x.Worker.Supervisor, y.Worker.Supervisor), cmp.Compare(x.Worker.Port, y.Worker.Port),
+			cmp.Compare(x.Component, y.Component))
+	})
+	out.Topology = topologyTotals(t, a.streamsPerWindow(t, now))
+	return out, true
+}
+
+// windowTotals is s's counts in window w at now.
+func (s *series) windowTotals(w Window, now int64) Totals {
+	if w == AllTime {
+		return Totals{Counts: s.total, Reported: true}
+	}
+	i := ringIndex(w)
+	if i < 0 {
+		return Totals{}
+	}
+	v, rep := s.rings[i].sum(ringSpecs[i], now)
+	return Totals{Counts: fromVec(v), Reported: rep}
+}
+
+// streamsPerWindow sums t's series by stream in every window.
+func (a *Aggregator) streamsPerWindow(t *topology, now int64) map[Window]map[Key]Totals {
+	out := map[Window]map[Key]Totals{}
+	for _, w := range Windows {
+		out[w] = map[Key]Totals{}
+	}
+	for k, c := range t.retired {
+		out[AllTime][k] = out[AllTime][k].plus(c, true)
+	}
+	for _, wk := range t.workers {
+		for k, s := range wk.series {
+			for _, w := range Windows {
+				in := s.windowTotals(w, now)
+				out[w][k] = out[w][k].plus(in.Counts, in.Reported)
+			}
+		}
+	}
+	return out
+}
+
+// topologyTotals is Storm's topologyStats from the streams' counts.
+func topologyTotals(t *topology, byWindow map[Window]map[Key]Totals) map[Window]Totals {
+	out := map[Window]Totals{}
+	for w, streams := range byWindow {
+		var tot Totals
+		for k, in := range streams {
+			if isSystem(k.Component) || isSystem(k.Stream) {
+				continue
+			}
+			c := Counts{Emitted: in.Emitted, Transferred: in.Transferred}
+			if t.kinds[k.Component] == "spout" {
+				c.Acked, c.Failed, c.CompleteLatencyUs = in.Acked, in.Failed, in.CompleteLatencyUs
+			}
+			tot = tot.plus(c, in.Reported)
+		}
+		out[w] = tot
+	}
+	return out
+}
+
+// isSystem is whether id names a system component or stream, as Storm's
+// do ("__acker", "__ack_init").
+func isSystem(id string) bool { return strings.HasPrefix(id, "__") }
+
+// capacity is Storm's capacity of an executor: the time spent executing
+// over the last ten minutes, or over the run if it is shorter, per
+// executor.
+func capacity(busyUs uint64, executors int32, started, now int64) float64 {
+	windowMs := int64(TenMinutes) * 1000
+	if started > 0 && now-started < windowMs {
+		windowMs = now - started
+	}
+	if windowMs <= 0 {
+		return 0
+	}
+	return float64(busyUs) / float64(max(executors, 1)) / (float64(windowMs) * 1000)
+}
