@@ -79,6 +79,14 @@ const (
 	KeyNimbusUploadIdleTimeout = "nimbus.upload.idle.timeout.secs"
 	KeyNimbusMaxStreams        = "nimbus.grpc.max.concurrent.streams"
 	KeyNimbusMaxMessageBytes   = "nimbus.grpc.max_buffer_size"
+
+	// The logviewer: workers' logs served by every supervisor (Storm's
+	// names).
+	KeyLogviewerPort            = "logviewer.port"
+	KeyLogviewerMaxPerWorkerMB  = "logviewer.max.per.worker.logs.size.mb"
+	KeyLogviewerMaxSumMB        = "logviewer.max.sum.worker.logs.size.mb"
+	KeyLogviewerCleanupInterval = "logviewer.cleanup.interval.secs"
+	KeyLogsUsers                = "logs.users"
 )
 
 // Keys of a topology's own conf (TopologySpec.config) that Nimbus-HA reads.
@@ -88,6 +96,10 @@ const (
 	// TopologyEnvironment is extra environment for its workers, as
 	// comma-separated NAME=value pairs.
 	TopologyEnvironment = "topology.environment"
+	// TopologyLogsUsers may read the topology's worker logs, besides its
+	// owner and topology.users (comma-separated; Storm's logs.users set
+	// in a topology's conf).
+	TopologyLogsUsers = "logs.users"
 )
 
 // Defaults. List-valued defaults are spelled out in Default.
@@ -117,25 +129,33 @@ const (
 	// reach back much further). A snapshot without code is small (a few
 	// MB at 1,000 topologies): cheap to keep, and a wiped root restored
 	// from it loses at most 5 minutes of changes.
-	DefaultSnapshotInterval       = 5 * time.Minute
-	DefaultSnapshotRetain         = 288
-	DefaultMonitorFreq            = 10 * time.Second
-	DefaultSupervisorTimeout      = 60 * time.Second
-	DefaultSupervisorHeartbeat    = 5 * time.Second
-	DefaultWorkerShutdownSleep    = 3 * time.Second
-	DefaultSupervisorMetricsPort  = 6629
-	DefaultSupervisorGRPCPort     = 6630
-	DefaultHDFSStormDir           = "/storm"
-	DefaultBittorrentPort         = 6881
-	DefaultBittorrentSeedPeers    = 2
-	DefaultLogLevel               = "info"
-	DefaultLogFormat              = "text"
-	DefaultTLSPrincipal           = PrincipalCN
-	DefaultZKMaxBuffer            = 1<<20 - 1 // ZooKeeper's own default jute.maxbuffer
-	DefaultNimbusMaxUploads       = 8
-	DefaultNimbusUploadIdleTimout = 30 * time.Second
-	DefaultNimbusMaxStreams       = 1000
-	DefaultNimbusMaxMessageBytes  = 4 << 20 // a 1 MiB chunk and room to spare
+	DefaultSnapshotInterval      = 5 * time.Minute
+	DefaultSnapshotRetain        = 288
+	DefaultMonitorFreq           = 10 * time.Second
+	DefaultSupervisorTimeout     = 60 * time.Second
+	DefaultSupervisorHeartbeat   = 5 * time.Second
+	DefaultWorkerShutdownSleep   = 3 * time.Second
+	DefaultSupervisorMetricsPort = 6629
+	DefaultSupervisorGRPCPort    = 6630
+	// Storm's logviewer.port: operators' firewall rules and habits carry
+	// over, and it is clear of every other default port here.
+	DefaultLogviewerPort = 8000
+	// Storm's caps: a worker's logs (worker.log and its rotated files)
+	// and all workers' logs of a supervisor, in MiB.
+	DefaultLogviewerMaxPerWorkerMB  = 2048
+	DefaultLogviewerMaxSumMB        = 4096
+	DefaultLogviewerCleanupInterval = 10 * time.Minute // Storm's 600 s
+	DefaultHDFSStormDir             = "/storm"
+	DefaultBittorrentPort           = 6881
+	DefaultBittorrentSeedPeers      = 2
+	DefaultLogLevel                 = "info"
+	DefaultLogFormat                = "text"
+	DefaultTLSPrincipal             = PrincipalCN
+	DefaultZKMaxBuffer              = 1<<20 - 1 // ZooKeeper's own default jute.maxbuffer
+	DefaultNimbusMaxUploads         = 8
+	DefaultNimbusUploadIdleTimout   = 30 * time.Second
+	DefaultNimbusMaxStreams         = 1000
+	DefaultNimbusMaxMessageBytes    = 4 << 20 // a 1 MiB chunk and room to spare
 )
 
 // What part of a client certificate names its principal
@@ -229,6 +249,12 @@ type Config struct {
 	SupervisorMetricsPort int           // supervisor.metrics.port: 0 picks a free port, -1 disables
 	SupervisorGRPCPort    int           // supervisor.grpc.port: its code, read-only to nimbuses; 0 picks a free port, -1 disables
 
+	LogviewerPort            int           // logviewer.port: workers' logs over HTTP(S); 0 picks a free port, -1 disables
+	LogviewerMaxPerWorkerMB  int           // logviewer.max.per.worker.logs.size.mb: one worker's log files together
+	LogviewerMaxSumMB        int           // logviewer.max.sum.worker.logs.size.mb: all workers' log files of a supervisor
+	LogviewerCleanupInterval time.Duration // logviewer.cleanup.interval.secs: how often the sum is enforced
+	LogsUsers                []string      // logs.users: principals that may read every topology's worker logs
+
 	HDFSStormDir          string   // hdfs.storm.dir
 	HDFSNamenodeAddresses []string // hdfs.namenode.addresses
 	HDFSUser              string   // hdfs.user
@@ -280,53 +306,58 @@ type Config struct {
 // this machine's hostname because peers must be able to dial it.
 func Default() *Config {
 	return &Config{
-		ZKHosts:                 []string{DefaultZKServer},
-		ZKPort:                  DefaultZKPort,
-		ZKRoot:                  DefaultZKRoot,
-		ZKSessionTimeout:        DefaultZKSessionTimeout,
-		ZKConnectionTimeout:     DefaultZKConnectionTimeout,
-		LocalDir:                DefaultLocalDir,
-		NimbusHost:              defaultNimbusHost(),
-		NimbusGRPCPort:          DefaultNimbusGRPCPort,
-		NimbusMetricsPort:       DefaultNimbusMetricsPort,
-		NimbusSeeds:             []string{DefaultNimbusSeed},
-		UIPort:                  DefaultUIPort,
-		UIActionsEnabled:        true,
-		NimbusDrainTimeout:      DefaultNimbusDrainTimeout,
-		NimbusMaxArtifactBytes:  DefaultNimbusMaxArtifactBytes,
-		CodeDistributorClass:    DefaultCodeDistributorClass,
-		MinReplicationCount:     DefaultMinReplicationCount,
-		MaxReplicationWaitSecs:  DefaultMaxReplicationWaitSecs,
-		CodeLostGraceSecs:       DefaultCodeLostGraceSecs,
-		SnapshotInterval:        DefaultSnapshotInterval,
-		SnapshotRetain:          DefaultSnapshotRetain,
-		TopologyMessageTimeout:  DefaultTopologyMessageTimeout,
-		CodeSyncFreq:            DefaultCodeSyncFreq,
-		MonitorFreq:             DefaultMonitorFreq,
-		SupervisorTimeout:       DefaultSupervisorTimeout,
-		SupervisorSlotsPorts:    []int{6700, 6701, 6702, 6703},
-		SupervisorHeartbeat:     DefaultSupervisorHeartbeat,
-		LocalHostname:           defaultNimbusHost(),
-		WorkerShutdownSleep:     DefaultWorkerShutdownSleep,
-		SupervisorMetricsPort:   DefaultSupervisorMetricsPort,
-		SupervisorGRPCPort:      DefaultSupervisorGRPCPort,
-		HDFSStormDir:            DefaultHDFSStormDir,
-		HDFSNamenodeAddresses:   []string{},
-		BittorrentPort:          DefaultBittorrentPort,
-		BittorrentSeedPeers:     DefaultBittorrentSeedPeers,
-		LogLevel:                DefaultLogLevel,
-		LogFormat:               DefaultLogFormat,
-		TLSPrincipal:            DefaultTLSPrincipal,
-		NimbusAdmins:            []string{},
-		NimbusUsers:             []string{},
-		NimbusSupervisorUsers:   []string{},
-		NimbusDaemonUsers:       []string{},
-		ZKMaxBuffer:             DefaultZKMaxBuffer,
-		SupervisorWorkerEnv:     []string{},
-		NimbusMaxUploads:        DefaultNimbusMaxUploads,
-		NimbusUploadIdleTimeout: DefaultNimbusUploadIdleTimout,
-		NimbusMaxStreams:        DefaultNimbusMaxStreams,
-		NimbusMaxMessageBytes:   DefaultNimbusMaxMessageBytes,
+		ZKHosts:                  []string{DefaultZKServer},
+		ZKPort:                   DefaultZKPort,
+		ZKRoot:                   DefaultZKRoot,
+		ZKSessionTimeout:         DefaultZKSessionTimeout,
+		ZKConnectionTimeout:      DefaultZKConnectionTimeout,
+		LocalDir:                 DefaultLocalDir,
+		NimbusHost:               defaultNimbusHost(),
+		NimbusGRPCPort:           DefaultNimbusGRPCPort,
+		NimbusMetricsPort:        DefaultNimbusMetricsPort,
+		NimbusSeeds:              []string{DefaultNimbusSeed},
+		UIPort:                   DefaultUIPort,
+		UIActionsEnabled:         true,
+		NimbusDrainTimeout:       DefaultNimbusDrainTimeout,
+		NimbusMaxArtifactBytes:   DefaultNimbusMaxArtifactBytes,
+		CodeDistributorClass:     DefaultCodeDistributorClass,
+		MinReplicationCount:      DefaultMinReplicationCount,
+		MaxReplicationWaitSecs:   DefaultMaxReplicationWaitSecs,
+		CodeLostGraceSecs:        DefaultCodeLostGraceSecs,
+		SnapshotInterval:         DefaultSnapshotInterval,
+		SnapshotRetain:           DefaultSnapshotRetain,
+		TopologyMessageTimeout:   DefaultTopologyMessageTimeout,
+		CodeSyncFreq:             DefaultCodeSyncFreq,
+		MonitorFreq:              DefaultMonitorFreq,
+		SupervisorTimeout:        DefaultSupervisorTimeout,
+		SupervisorSlotsPorts:     []int{6700, 6701, 6702, 6703},
+		SupervisorHeartbeat:      DefaultSupervisorHeartbeat,
+		LocalHostname:            defaultNimbusHost(),
+		WorkerShutdownSleep:      DefaultWorkerShutdownSleep,
+		SupervisorMetricsPort:    DefaultSupervisorMetricsPort,
+		SupervisorGRPCPort:       DefaultSupervisorGRPCPort,
+		LogviewerPort:            DefaultLogviewerPort,
+		LogviewerMaxPerWorkerMB:  DefaultLogviewerMaxPerWorkerMB,
+		LogviewerMaxSumMB:        DefaultLogviewerMaxSumMB,
+		LogviewerCleanupInterval: DefaultLogviewerCleanupInterval,
+		LogsUsers:                []string{},
+		HDFSStormDir:             DefaultHDFSStormDir,
+		HDFSNamenodeAddresses:    []string{},
+		BittorrentPort:           DefaultBittorrentPort,
+		BittorrentSeedPeers:      DefaultBittorrentSeedPeers,
+		LogLevel:                 DefaultLogLevel,
+		LogFormat:                DefaultLogFormat,
+		TLSPrincipal:             DefaultTLSPrincipal,
+		NimbusAdmins:             []string{},
+		NimbusUsers:              []string{},
+		NimbusSupervisorUsers:    []string{},
+		NimbusDaemonUsers:        []string{},
+		ZKMaxBuffer:              DefaultZKMaxBuffer,
+		SupervisorWorkerEnv:      []string{},
+		NimbusMaxUploads:         DefaultNimbusMaxUploads,
+		NimbusUploadIdleTimeout:  DefaultNimbusUploadIdleTimout,
+		NimbusMaxStreams:         DefaultNimbusMaxStreams,
+		NimbusMaxMessageBytes:    DefaultNimbusMaxMessageBytes,
 	}
 }
 
@@ -379,6 +410,11 @@ var fields = []field{
 	{KeyWorkerShutdownSleep, time.Second, "grace between SIGTERM and SIGKILL of a worker (secs or a duration)", func(c *Config) any { return &c.WorkerShutdownSleep }},
 	{KeySupervisorMetricsPort, 0, "supervisor metrics HTTP port (0 picks a free port, -1 disables)", func(c *Config) any { return &c.SupervisorMetricsPort }},
 	{KeySupervisorGRPCPort, 0, "port serving this supervisor's code to nimbuses that lost theirs (0 picks a free port, -1 disables)", func(c *Config) any { return &c.SupervisorGRPCPort }},
+	{KeyLogviewerPort, 0, "port serving the workers' logs, HTTPS with nimbus.grpc.tls.enable (0 picks a free port, -1 disables)", func(c *Config) any { return &c.LogviewerPort }},
+	{KeyLogviewerMaxPerWorkerMB, 0, "MiB of log files one worker keeps (worker.log and its rotated files)", func(c *Config) any { return &c.LogviewerMaxPerWorkerMB }},
+	{KeyLogviewerMaxSumMB, 0, "MiB of log files all workers of a supervisor keep; the oldest rotated files go first", func(c *Config) any { return &c.LogviewerMaxSumMB }},
+	{KeyLogviewerCleanupInterval, time.Second, "how often a supervisor enforces logviewer.max.sum.worker.logs.size.mb (secs or a duration)", func(c *Config) any { return &c.LogviewerCleanupInterval }},
+	{KeyLogsUsers, 0, "principals that may read every topology's worker logs (besides nimbus.admins)", func(c *Config) any { return &c.LogsUsers }},
 	{KeyHDFSStormDir, 0, "HDFS directory for topology code", func(c *Config) any { return &c.HDFSStormDir }},
 	{KeyHDFSNamenodeAddresses, 0, "HDFS namenodes, host or host:port, comma-separated", func(c *Config) any { return &c.HDFSNamenodeAddresses }},
 	{KeyHDFSUser, 0, "HDFS user name", func(c *Config) any { return &c.HDFSUser }},
@@ -441,6 +477,7 @@ func SupervisorFlagKeys() []string {
 		KeyBittorrentPort, KeyBittorrentTrackerURL,
 		KeyBittorrentMaxUpload, KeyBittorrentMaxDownload, KeyBittorrentSeedPeers,
 		KeySupervisorMetricsPort, KeySupervisorGRPCPort,
+		KeyLogviewerPort, KeyLogviewerMaxPerWorkerMB, KeyLogviewerMaxSumMB, KeyLogviewerCleanupInterval, KeyLogsUsers,
 		KeyTLSEnable, KeyTLSCert, KeyTLSKey, KeyTLSTruststore, KeyMetricsPprof,
 		// Who may recover code from its code port: the nimbuses' rules.
 		KeyTLSClientAuthRequired, KeyTLSPrincipal, KeyNimbusAdmins, KeyNimbusDaemonUsers,

@@ -521,6 +521,14 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{KeyUIPort, func(c *Config) { c.UIPort = -2 }},
 		{KeyUIPort, func(c *Config) { c.UIPort = c.NimbusGRPCPort }},
 		{KeyUIHost, func(c *Config) { c.UIHost = "nimbus1.example.com" }},
+		{KeyLogviewerPort, func(c *Config) { c.LogviewerPort = -2 }},
+		{KeyLogviewerPort, func(c *Config) { c.LogviewerPort = c.SupervisorMetricsPort }},
+		{KeyLogviewerPort, func(c *Config) { c.LogviewerPort = c.SupervisorGRPCPort }},
+		{KeyLogviewerPort, func(c *Config) { c.LogviewerPort = c.SupervisorSlotsPorts[1] }},
+		{KeyLogviewerMaxPerWorkerMB, func(c *Config) { c.LogviewerMaxPerWorkerMB = 0 }},
+		{KeyLogviewerMaxSumMB, func(c *Config) { c.LogviewerMaxSumMB = c.LogviewerMaxPerWorkerMB - 1 }},
+		{KeyLogviewerCleanupInterval, func(c *Config) { c.LogviewerCleanupInterval = 0 }},
+		{KeyLogsUsers, func(c *Config) { c.LogsUsers = []string{""} }},
 	} {
 		covered[tc.key] = true
 		c := Default()

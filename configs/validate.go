@@ -104,6 +104,15 @@ func (c *Config) Validate() error {
 	add(inRange(KeySupervisorMetricsPort, c.SupervisorMetricsPort, PortDisabled, 65535))
 	add(inRange(KeySupervisorGRPCPort, c.SupervisorGRPCPort, PortDisabled, 65535))
 	add(checkSupervisorGRPCPort(c))
+	add(inRange(KeyLogviewerPort, c.LogviewerPort, PortDisabled, 65535))
+	add(checkLogviewerPort(c))
+	if c.LogviewerMaxPerWorkerMB < 1 {
+		add(invalid(KeyLogviewerMaxPerWorkerMB, "%d is less than 1", c.LogviewerMaxPerWorkerMB))
+	}
+	if c.LogviewerMaxSumMB < c.LogviewerMaxPerWorkerMB {
+		add(invalid(KeyLogviewerMaxSumMB, "%d is less than %s (%d)", c.LogviewerMaxSumMB, KeyLogviewerMaxPerWorkerMB, c.LogviewerMaxPerWorkerMB))
+	}
+	add(positive(KeyLogviewerCleanupInterval, c.LogviewerCleanupInterval))
 	add(checkHostName(KeyLocalHostname, c.LocalHostname))
 	// Otherwise every supervisor would look dead between two heartbeats.
 	if c.SupervisorHeartbeat > 0 && c.SupervisorTimeout > 0 && c.SupervisorTimeout <= c.SupervisorHeartbeat {
@@ -170,7 +179,7 @@ func (c *Config) validateSecurity(add func(error)) {
 	}
 	add(oneOf(KeyTLSPrincipal, c.TLSPrincipal, PrincipalCN, PrincipalSANEmail, PrincipalSANDNS, PrincipalSANURI))
 	for key, list := range map[string][]string{KeyNimbusAdmins: c.NimbusAdmins, KeyNimbusUsers: c.NimbusUsers,
-		KeyNimbusSupervisorUsers: c.NimbusSupervisorUsers, KeyNimbusDaemonUsers: c.NimbusDaemonUsers} {
+		KeyNimbusSupervisorUsers: c.NimbusSupervisorUsers, KeyNimbusDaemonUsers: c.NimbusDaemonUsers, KeyLogsUsers: c.LogsUsers} {
 		add(principals(key, list))
 	}
 
@@ -368,6 +377,23 @@ func checkSupervisorGRPCPort(c *Config) error {
 		return invalid(KeySupervisorGRPCPort, "%d is also %s", p, KeySupervisorMetricsPort)
 	case slices.Contains(c.SupervisorSlotsPorts, p):
 		return invalid(KeySupervisorGRPCPort, "%d is also one of %s", p, KeySupervisorSlotsPorts)
+	}
+	return nil
+}
+
+// checkLogviewerPort: a fixed logviewer port must not be another of the
+// supervisor's ports or a worker slot.
+func checkLogviewerPort(c *Config) error {
+	p := c.LogviewerPort
+	switch {
+	case p <= 0:
+		return nil
+	case p == c.SupervisorMetricsPort:
+		return invalid(KeyLogviewerPort, "%d is also %s", p, KeySupervisorMetricsPort)
+	case p == c.SupervisorGRPCPort:
+		return invalid(KeyLogviewerPort, "%d is also %s", p, KeySupervisorGRPCPort)
+	case slices.Contains(c.SupervisorSlotsPorts, p):
+		return invalid(KeyLogviewerPort, "%d is also one of %s", p, KeySupervisorSlotsPorts)
 	}
 	return nil
 }

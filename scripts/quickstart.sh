@@ -32,6 +32,7 @@ UI_PORTS=(8080 8081 8082) # the REST API and web UI of each nimbus
 SUPERVISOR_SLOTS=("6700,6701" "6710,6711")
 SUPERVISOR_METRICS_PORTS=(6629 6639)
 SUPERVISOR_CODE_PORTS=(6630 6640)
+SUPERVISOR_LOGVIEWER_PORTS=(8000 8001)
 ADMIN="admin"       # in nimbus.admins: may do everything
 SECOND_USER="alice" # in nimbus.users: may submit, and act on her own topologies
 ZK_USER="storm"     # the daemons' ZooKeeper identity
@@ -114,10 +115,12 @@ start_nimbus() {
 start_supervisor() {
   local i=$1 slots=${SUPERVISOR_SLOTS[$(($1 - 1))]}
   local metrics=${SUPERVISOR_METRICS_PORTS[$(($1 - 1))]} code=${SUPERVISOR_CODE_PORTS[$(($1 - 1))]}
+  local logviewer=${SUPERVISOR_LOGVIEWER_PORTS[$(($1 - 1))]}
   echo "quickstart: starting supervisor-$i with slots $slots (metrics :$metrics)"
   STORM_ZOOKEEPER_AUTH_PAYLOAD=$(<"$DIR/zookeeper-auth") setsid bin/supervisor --config "$DIR/storm.yaml" \
     --storm.local.hostname 127.0.0.1 --supervisor.slots.ports "$slots" \
     --storm.local.dir "$DIR/supervisor-$i" --supervisor.metrics.port "$metrics" --supervisor.grpc.port "$code" \
+    --logviewer.port "$logviewer" \
     --nimbus.grpc.tls.cert.path "$TLS/supervisor-$i.pem" --nimbus.grpc.tls.key.path "$TLS/supervisor-$i-key.pem" \
     >>"$DIR/supervisor-$i.log" 2>&1 </dev/null &
   echo $! >"$DIR/supervisor-$i.pid"
