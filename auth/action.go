@@ -45,12 +45,15 @@ const (
 	// (SaveSnapshot, RestoreSnapshot): every topology's conf, and on
 	// restore the whole state. Admins only.
 	ActionSnapshot Action = "snapshot"
+	// ActionRestartWorker restarts one worker of a topology on its slot
+	// (RestartWorker). Its owner and admins.
+	ActionRestartWorker Action = "restart-worker"
 )
 
 // Actions lists every action, in a fixed order (for tests and docs).
 func Actions() []Action {
 	return []Action{ActionSubmit, ActionKill, ActionActivate, ActionDeactivate, ActionRebalance,
-		ActionReadConf, ActionFetchCode, ActionReadCluster, ActionReadNimbusConfig, ActionRecoverCode, ActionForget, ActionHandOver, ActionSnapshot}
+		ActionReadConf, ActionFetchCode, ActionReadCluster, ActionReadNimbusConfig, ActionRecoverCode, ActionForget, ActionHandOver, ActionSnapshot, ActionRestartWorker}
 }
 
 // phrase is how a refusal says the action: "alice may not <phrase> <topology>".
@@ -70,6 +73,8 @@ func (a Action) phrase() string {
 		return "hand leadership over"
 	case ActionSnapshot:
 		return "save or restore a snapshot of the cluster"
+	case ActionRestartWorker:
+		return "restart a worker of"
 	}
 	return string(a)
 }

@@ -65,6 +65,7 @@ var rules = map[Action]role{
 	ActionForget:           roleAdmin,
 	ActionHandOver:         roleAdmin,
 	ActionSnapshot:         roleAdmin,
+	ActionRestartWorker:    roleAdmin | roleOwner,
 }
 
 // Decide answers "may principal take act on t?" under p: nil, or an error

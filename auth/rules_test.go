@@ -54,6 +54,7 @@ func TestDecideTable(t *testing.T) {
 			auth.ActionForget:           "Ynnnnnn",
 			auth.ActionHandOver:         "Ynnnnnn",
 			auth.ActionSnapshot:         "Ynnnnnn",
+			auth.ActionRestartWorker:    "YYnnnnn",
 		},
 		false: { // nimbus.users empty: any authenticated principal may submit
 			auth.ActionSubmit:      "YYYYYYY",
@@ -70,6 +71,7 @@ func TestDecideTable(t *testing.T) {
 			auth.ActionForget:           "Ynnnnnn",
 			auth.ActionHandOver:         "Ynnnnnn",
 			auth.ActionSnapshot:         "Ynnnnnn",
+			auth.ActionRestartWorker:    "YYnnnnn",
 		},
 	}
 	for _, usersSet := range []bool{true, false} {

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"google.golang.org/protobuf/proto"
 
@@ -18,6 +19,12 @@ var ErrInvalidPayload = errors.New("cluster: invalid payload")
 // never decoded) is in the cluster and not killed: its code must be kept.
 func Lives(base *clusterv1.StormBase) bool {
 	return base != nil && base.GetStatus() != clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED
+}
+
+// SlotKey names a worker slot, a supervisor's port, as
+// StormBase.worker_restarts keys it: "<supervisor-id>:<port>".
+func SlotKey(supervisorID string, port int32) string {
+	return supervisorID + ":" + strconv.Itoa(int(port))
 }
 
 // Decode parses a node's payload into m and checks that it holds what

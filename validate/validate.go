@@ -259,21 +259,38 @@ const maxHostLen = 253
 // HandOver checks a HandOver request: to is empty (the next eligible
 // nimbus) or a nimbus's address, host:port with a port in 1-65535.
 func HandOver(req *nimbusv1.HandOverRequest) error {
-	to := req.GetTo()
-	if to == "" {
+	if req.GetTo() == "" {
 		return nil
 	}
-	host, port, err := net.SplitHostPort(to)
+	_, _, err := HostPort("to", req.GetTo())
+	return err
+}
+
+// RestartWorker checks a RestartWorker request: a topology name or id and
+// a worker as host:port.
+func RestartWorker(req *nimbusv1.RestartWorkerRequest) error {
+	if err := TopologyName("name", req.GetName()); err != nil && TopologyID("name", req.GetName()) != nil {
+		return err
+	}
+	_, _, err := HostPort("worker", req.GetWorker())
+	return err
+}
+
+// HostPort splits field's value, host:port, into a host and a port from 1
+// to 65535.
+func HostPort(field, v string) (string, int32, error) {
+	host, port, err := net.SplitHostPort(v)
 	if err != nil {
-		return Invalid("to", "must be host:port, got %s", showValue(to))
+		return "", 0, Invalid(field, "must be host:port, got %s", showValue(v))
 	}
 	if host == "" || len(host) > maxHostLen || strings.ContainsFunc(host, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
-		return Invalid("to", "has no valid host: %s", showValue(to))
+		return "", 0, Invalid(field, "has no valid host: %s", showValue(v))
 	}
-	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
-		return Invalid("to", "has port %s; want 1-65535", showValue(port))
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 1 || p > 65535 {
+		return "", 0, Invalid(field, "has port %s; want 1-65535", showValue(port))
 	}
-	return nil
+	return host, int32(p), nil
 }
 
 // Bounds of a GetClusterInfo request's filters: enough for any screen or

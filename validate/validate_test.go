@@ -290,6 +290,12 @@ func TestValidateRequests(t *testing.T) {
 		{"handover to an IPv6 nimbus", &nimbusv1.HandOverRequest{To: "[::1]:6627"}, ""},
 		{"handover without a port", &nimbusv1.HandOverRequest{To: "nimbus-2"}, "to"},
 		{"handover without a host", &nimbusv1.HandOverRequest{To: ":6627"}, "to"},
+		{"restart a worker", &nimbusv1.RestartWorkerRequest{Name: "wordcount", Worker: "host-1:6700"}, ""},
+		{"restart a worker of an id", &nimbusv1.RestartWorkerRequest{Name: "wordcount-1-1700000000", Worker: "host-1:6700"}, ""},
+		{"restart no worker", &nimbusv1.RestartWorkerRequest{Name: "wordcount"}, "worker"},
+		{"restart a worker without a port", &nimbusv1.RestartWorkerRequest{Name: "wordcount", Worker: "host-1"}, "worker"},
+		{"restart a worker at port 0", &nimbusv1.RestartWorkerRequest{Name: "wordcount", Worker: "host-1:0"}, "worker"},
+		{"restart a worker of no topology", &nimbusv1.RestartWorkerRequest{Worker: "host-1:6700"}, "name"},
 		{"handover to port 0", &nimbusv1.HandOverRequest{To: "n:0"}, "to"},
 		{"handover to port 65536", &nimbusv1.HandOverRequest{To: "n:65536"}, "to"},
 		{"handover to a named port", &nimbusv1.HandOverRequest{To: "n:http"}, "to"},
@@ -307,6 +313,8 @@ func TestValidateRequests(t *testing.T) {
 				err = GetClusterInfo(req)
 			case *nimbusv1.HandOverRequest:
 				err = HandOver(req)
+			case *nimbusv1.RestartWorkerRequest:
+				err = RestartWorker(req)
 			default:
 				t.Fatalf("unexpected request %T", req)
 			}

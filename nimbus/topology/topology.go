@@ -103,6 +103,35 @@ func Rebalance(req *nimbusv1.RebalanceTopologyRequest, wait time.Duration, now f
 	}
 }
 
+// RestartWorker asks the supervisor of slot (cluster.SlotKey)
+// to restart the worker there: the slot's generation goes up by one, with
+// who asked and when. Entries of slots no longer in placed (the slots the
+// assignment uses now) are dropped, so the node holds at most one per
+// slot. Only an active or inactive topology's workers restart.
+func RestartWorker(slot, by string, placed []string, now func() time.Time) Change {
+	return func(base *clusterv1.StormBase) (bool, error) {
+		switch base.GetStatus() {
+		case clusterv1.TopologyStatus_TOPOLOGY_STATUS_ACTIVE, clusterv1.TopologyStatus_TOPOLOGY_STATUS_INACTIVE:
+		default:
+			return false, fmt.Errorf("%w: %s is %s", apierr.ErrWrongStatus, base.GetName(), base.GetStatus())
+		}
+		for s := range base.GetWorkerRestarts() {
+			if !slices.Contains(placed, s) {
+				delete(base.WorkerRestarts, s)
+			}
+		}
+		if base.WorkerRestarts == nil {
+			base.WorkerRestarts = map[string]*clusterv1.WorkerRestart{}
+		}
+		base.WorkerRestarts[slot] = &clusterv1.WorkerRestart{
+			Generation:      base.GetWorkerRestarts()[slot].GetGeneration() + 1,
+			RequestedBy:     by,
+			RequestedUnixMs: now().UnixMilli(),
+		}
+		return true, nil
+	}
+}
+
 // FinishRebalance ends a rebalance's wait: the plan's workers and
 // parallelism become the topology's, and its status returns to what it
 // was. It reports false for a topology that is not rebalancing.

@@ -33,6 +33,7 @@ func TestEditsByStatus(t *testing.T) {
 		"deactivate": SetStatus(inactive),
 		"kill":       Kill(time.Minute, clock),
 		"rebalance":  Rebalance(plan, time.Minute, clock),
+		"restart":    RestartWorker("sup-1:6700", "alice", []string{"sup-1:6700"}, clock),
 	}
 	type outcome struct {
 		changed bool
@@ -40,10 +41,10 @@ func TestEditsByStatus(t *testing.T) {
 		refused bool
 	}
 	want := map[clusterv1.TopologyStatus]map[string]outcome{
-		active:      {"activate": {false, active, false}, "deactivate": {true, inactive, false}, "kill": {true, killed, false}, "rebalance": {true, rebalancing, false}},
-		inactive:    {"activate": {true, active, false}, "deactivate": {false, inactive, false}, "kill": {true, killed, false}, "rebalance": {true, rebalancing, false}},
-		killed:      {"activate": {false, killed, true}, "deactivate": {false, killed, true}, "kill": {false, killed, false}, "rebalance": {false, killed, true}},
-		rebalancing: {"activate": {false, rebalancing, true}, "deactivate": {false, rebalancing, true}, "kill": {true, killed, false}, "rebalance": {false, rebalancing, true}},
+		active:      {"activate": {false, active, false}, "deactivate": {true, inactive, false}, "kill": {true, killed, false}, "rebalance": {true, rebalancing, false}, "restart": {true, active, false}},
+		inactive:    {"activate": {true, active, false}, "deactivate": {false, inactive, false}, "kill": {true, killed, false}, "rebalance": {true, rebalancing, false}, "restart": {true, inactive, false}},
+		killed:      {"activate": {false, killed, true}, "deactivate": {false, killed, true}, "kill": {false, killed, false}, "rebalance": {false, killed, true}, "restart": {false, killed, true}},
+		rebalancing: {"activate": {false, rebalancing, true}, "deactivate": {false, rebalancing, true}, "kill": {true, killed, false}, "rebalance": {false, rebalancing, true}, "restart": {false, rebalancing, true}},
 	}
 	for from, byEdit := range want {
 		for name, w := range byEdit {
@@ -55,6 +56,27 @@ func TestEditsByStatus(t *testing.T) {
 					name, from, changed, base.GetStatus(), err, w.changed, w.status, w.refused)
 			}
 		}
+	}
+}
+
+// A restart counts up its slot's generation, says who asked and when, and
+// drops the entries of slots the assignment no longer uses.
+func TestRestartWorkerCountsPerSlot(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	clock := func() time.Time { return now }
+	base := &clusterv1.StormBase{Name: "t", Status: active, WorkerRestarts: map[string]*clusterv1.WorkerRestart{
+		"sup-1:6700": {Generation: 2}, "sup-9:6700": {Generation: 5}, // sup-9 no longer used
+	}}
+	if _, err := RestartWorker("sup-1:6700", "alice", []string{"sup-1:6700", "sup-2:6701"}, clock)(base); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RestartWorker("sup-2:6701", "bob", []string{"sup-1:6700", "sup-2:6701"}, clock)(base); err != nil {
+		t.Fatal(err)
+	}
+	got := base.GetWorkerRestarts()
+	if len(got) != 2 || got["sup-1:6700"].GetGeneration() != 3 || got["sup-2:6701"].GetGeneration() != 1 ||
+		got["sup-1:6700"].GetRequestedBy() != "alice" || got["sup-2:6701"].GetRequestedUnixMs() != now.UnixMilli() {
+		t.Errorf("worker restarts %v", got)
 	}
 }
 
