@@ -1755,7 +1755,10 @@ type GetTopologyInfoRequest struct {
 	IncludeLogTail bool `protobuf:"varint,2,opt,name=include_log_tail,json=includeLogTail,proto3" json:"include_log_tail,omitempty"`
 	// As GetClusterInfoRequest.linearizable: the topology's status is at
 	// least as new as any write acknowledged before the request.
-	Linearizable  bool `protobuf:"varint,3,opt,name=linearizable,proto3" json:"linearizable,omitempty"`
+	Linearizable bool `protobuf:"varint,3,opt,name=linearizable,proto3" json:"linearizable,omitempty"`
+	// The window of stats.streams and stats.workers, as Storm names it:
+	// "600", "10800", "86400" or ":all-time" ("" is all time).
+	Window        string `protobuf:"bytes,4,opt,name=window,proto3" json:"window,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1811,6 +1814,13 @@ func (x *GetTopologyInfoRequest) GetLinearizable() bool {
 	return false
 }
 
+func (x *GetTopologyInfoRequest) GetWindow() string {
+	if x != nil {
+		return x.Window
+	}
+	return ""
+}
+
 // GetTopologyInfoResponse details one topology.
 type GetTopologyInfoResponse struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -1830,7 +1840,11 @@ type GetTopologyInfoResponse struct {
 	// supervisor reports about it.
 	Workers []*WorkerSummary `protobuf:"bytes,7,rep,name=workers,proto3" json:"workers,omitempty"`
 	// The components submitted as spouts, sorted; the others are bolts.
-	SpoutIds      []string `protobuf:"bytes,8,rep,name=spout_ids,json=spoutIds,proto3" json:"spout_ids,omitempty"`
+	SpoutIds []string `protobuf:"bytes,8,rep,name=spout_ids,json=spoutIds,proto3" json:"spout_ids,omitempty"`
+	// Its workers' tuple counts in Storm's windows, as this nimbus
+	// aggregated them from the heartbeats it read; unset when no worker of
+	// it reported any, which readers show as "no data", never as zero.
+	Stats         *TopologyStats `protobuf:"bytes,9,opt,name=stats,proto3" json:"stats,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1921,6 +1935,500 @@ func (x *GetTopologyInfoResponse) GetSpoutIds() []string {
 	return nil
 }
 
+func (x *GetTopologyInfoResponse) GetStats() *TopologyStats {
+	if x != nil {
+		return x.Stats
+	}
+	return nil
+}
+
+// TopologyStats are a topology's tuple counts (docs/ARCHITECTURE.md
+// section 21).
+type TopologyStats struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The window of streams and workers.
+	Window string `protobuf:"bytes,1,opt,name=window,proto3" json:"window,omitempty"`
+	// Storm's topologyStats, one per window in Storm's order (600, 10800,
+	// 86400, :all-time): emitted and transferred over its components,
+	// acked, failed and complete latency of its spouts; system components
+	// and streams left out.
+	Topology []*WindowCounts `protobuf:"bytes,2,rep,name=topology,proto3" json:"topology,omitempty"`
+	// Each component that reported, sorted.
+	Components []*ComponentStats `protobuf:"bytes,3,rep,name=components,proto3" json:"components,omitempty"`
+	// Per component and stream, in window; sorted.
+	Streams []*StreamCounts `protobuf:"bytes,4,rep,name=streams,proto3" json:"streams,omitempty"`
+	// Per worker and component, in window; sorted by supervisor, port and
+	// component.
+	Workers       []*WorkerComponentStats `protobuf:"bytes,5,rep,name=workers,proto3" json:"workers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopologyStats) Reset() {
+	*x = TopologyStats{}
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopologyStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopologyStats) ProtoMessage() {}
+
+func (x *TopologyStats) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopologyStats.ProtoReflect.Descriptor instead.
+func (*TopologyStats) Descriptor() ([]byte, []int) {
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *TopologyStats) GetWindow() string {
+	if x != nil {
+		return x.Window
+	}
+	return ""
+}
+
+func (x *TopologyStats) GetTopology() []*WindowCounts {
+	if x != nil {
+		return x.Topology
+	}
+	return nil
+}
+
+func (x *TopologyStats) GetComponents() []*ComponentStats {
+	if x != nil {
+		return x.Components
+	}
+	return nil
+}
+
+func (x *TopologyStats) GetStreams() []*StreamCounts {
+	if x != nil {
+		return x.Streams
+	}
+	return nil
+}
+
+func (x *TopologyStats) GetWorkers() []*WorkerComponentStats {
+	if x != nil {
+		return x.Workers
+	}
+	return nil
+}
+
+// TupleCounts are Storm's counters in one window, with latency sums in
+// microseconds (the average of complete and process latency is over
+// acked, of execute latency over executed).
+type TupleCounts struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	Emitted           uint64                 `protobuf:"varint,1,opt,name=emitted,proto3" json:"emitted,omitempty"`
+	Transferred       uint64                 `protobuf:"varint,2,opt,name=transferred,proto3" json:"transferred,omitempty"`
+	Acked             uint64                 `protobuf:"varint,3,opt,name=acked,proto3" json:"acked,omitempty"`
+	Failed            uint64                 `protobuf:"varint,4,opt,name=failed,proto3" json:"failed,omitempty"`
+	Executed          uint64                 `protobuf:"varint,5,opt,name=executed,proto3" json:"executed,omitempty"`
+	CompleteLatencyUs uint64                 `protobuf:"varint,6,opt,name=complete_latency_us,json=completeLatencyUs,proto3" json:"complete_latency_us,omitempty"`
+	ProcessLatencyUs  uint64                 `protobuf:"varint,7,opt,name=process_latency_us,json=processLatencyUs,proto3" json:"process_latency_us,omitempty"`
+	ExecuteLatencyUs  uint64                 `protobuf:"varint,8,opt,name=execute_latency_us,json=executeLatencyUs,proto3" json:"execute_latency_us,omitempty"`
+	// Whether any worker's report fell in the window: false is "no data",
+	// not zero.
+	Reported      bool `protobuf:"varint,9,opt,name=reported,proto3" json:"reported,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TupleCounts) Reset() {
+	*x = TupleCounts{}
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TupleCounts) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TupleCounts) ProtoMessage() {}
+
+func (x *TupleCounts) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TupleCounts.ProtoReflect.Descriptor instead.
+func (*TupleCounts) Descriptor() ([]byte, []int) {
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *TupleCounts) GetEmitted() uint64 {
+	if x != nil {
+		return x.Emitted
+	}
+	return 0
+}
+
+func (x *TupleCounts) GetTransferred() uint64 {
+	if x != nil {
+		return x.Transferred
+	}
+	return 0
+}
+
+func (x *TupleCounts) GetAcked() uint64 {
+	if x != nil {
+		return x.Acked
+	}
+	return 0
+}
+
+func (x *TupleCounts) GetFailed() uint64 {
+	if x != nil {
+		return x.Failed
+	}
+	return 0
+}
+
+func (x *TupleCounts) GetExecuted() uint64 {
+	if x != nil {
+		return x.Executed
+	}
+	return 0
+}
+
+func (x *TupleCounts) GetCompleteLatencyUs() uint64 {
+	if x != nil {
+		return x.CompleteLatencyUs
+	}
+	return 0
+}
+
+func (x *TupleCounts) GetProcessLatencyUs() uint64 {
+	if x != nil {
+		return x.ProcessLatencyUs
+	}
+	return 0
+}
+
+func (x *TupleCounts) GetExecuteLatencyUs() uint64 {
+	if x != nil {
+		return x.ExecuteLatencyUs
+	}
+	return 0
+}
+
+func (x *TupleCounts) GetReported() bool {
+	if x != nil {
+		return x.Reported
+	}
+	return false
+}
+
+// WindowCounts are counts in a window ("600", ..., ":all-time").
+type WindowCounts struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Window        string                 `protobuf:"bytes,1,opt,name=window,proto3" json:"window,omitempty"`
+	Counts        *TupleCounts           `protobuf:"bytes,2,opt,name=counts,proto3" json:"counts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WindowCounts) Reset() {
+	*x = WindowCounts{}
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WindowCounts) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WindowCounts) ProtoMessage() {}
+
+func (x *WindowCounts) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WindowCounts.ProtoReflect.Descriptor instead.
+func (*WindowCounts) Descriptor() ([]byte, []int) {
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *WindowCounts) GetWindow() string {
+	if x != nil {
+		return x.Window
+	}
+	return ""
+}
+
+func (x *WindowCounts) GetCounts() *TupleCounts {
+	if x != nil {
+		return x.Counts
+	}
+	return nil
+}
+
+// ComponentStats are one component's counts in every window.
+type ComponentStats struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Component string                 `protobuf:"bytes,1,opt,name=component,proto3" json:"component,omitempty"`
+	// "spout" or "bolt", as its workers report it.
+	Kind    string          `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Windows []*WindowCounts `protobuf:"bytes,3,rep,name=windows,proto3" json:"windows,omitempty"`
+	// Storm's capacity over the last ten minutes (or the worker's run, if
+	// shorter): the busiest of its workers' executors.
+	Capacity      float64 `protobuf:"fixed64,4,opt,name=capacity,proto3" json:"capacity,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ComponentStats) Reset() {
+	*x = ComponentStats{}
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ComponentStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ComponentStats) ProtoMessage() {}
+
+func (x *ComponentStats) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ComponentStats.ProtoReflect.Descriptor instead.
+func (*ComponentStats) Descriptor() ([]byte, []int) {
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *ComponentStats) GetComponent() string {
+	if x != nil {
+		return x.Component
+	}
+	return ""
+}
+
+func (x *ComponentStats) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ComponentStats) GetWindows() []*WindowCounts {
+	if x != nil {
+		return x.Windows
+	}
+	return nil
+}
+
+func (x *ComponentStats) GetCapacity() float64 {
+	if x != nil {
+		return x.Capacity
+	}
+	return 0
+}
+
+// StreamCounts are a component's counts on one stream.
+type StreamCounts struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Component     string                 `protobuf:"bytes,1,opt,name=component,proto3" json:"component,omitempty"`
+	Stream        string                 `protobuf:"bytes,2,opt,name=stream,proto3" json:"stream,omitempty"`
+	Kind          string                 `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	Counts        *TupleCounts           `protobuf:"bytes,4,opt,name=counts,proto3" json:"counts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamCounts) Reset() {
+	*x = StreamCounts{}
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamCounts) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamCounts) ProtoMessage() {}
+
+func (x *StreamCounts) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamCounts.ProtoReflect.Descriptor instead.
+func (*StreamCounts) Descriptor() ([]byte, []int) {
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *StreamCounts) GetComponent() string {
+	if x != nil {
+		return x.Component
+	}
+	return ""
+}
+
+func (x *StreamCounts) GetStream() string {
+	if x != nil {
+		return x.Stream
+	}
+	return ""
+}
+
+func (x *StreamCounts) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *StreamCounts) GetCounts() *TupleCounts {
+	if x != nil {
+		return x.Counts
+	}
+	return nil
+}
+
+// WorkerComponentStats are a component's counts in one worker.
+type WorkerComponentStats struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SupervisorId  string                 `protobuf:"bytes,1,opt,name=supervisor_id,json=supervisorId,proto3" json:"supervisor_id,omitempty"`
+	Host          string                 `protobuf:"bytes,2,opt,name=host,proto3" json:"host,omitempty"`
+	Port          int32                  `protobuf:"varint,3,opt,name=port,proto3" json:"port,omitempty"`
+	Component     string                 `protobuf:"bytes,4,opt,name=component,proto3" json:"component,omitempty"`
+	Executors     int32                  `protobuf:"varint,5,opt,name=executors,proto3" json:"executors,omitempty"`
+	Counts        *TupleCounts           `protobuf:"bytes,6,opt,name=counts,proto3" json:"counts,omitempty"`
+	Capacity      float64                `protobuf:"fixed64,7,opt,name=capacity,proto3" json:"capacity,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkerComponentStats) Reset() {
+	*x = WorkerComponentStats{}
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkerComponentStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkerComponentStats) ProtoMessage() {}
+
+func (x *WorkerComponentStats) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkerComponentStats.ProtoReflect.Descriptor instead.
+func (*WorkerComponentStats) Descriptor() ([]byte, []int) {
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *WorkerComponentStats) GetSupervisorId() string {
+	if x != nil {
+		return x.SupervisorId
+	}
+	return ""
+}
+
+func (x *WorkerComponentStats) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *WorkerComponentStats) GetPort() int32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+func (x *WorkerComponentStats) GetComponent() string {
+	if x != nil {
+		return x.Component
+	}
+	return ""
+}
+
+func (x *WorkerComponentStats) GetExecutors() int32 {
+	if x != nil {
+		return x.Executors
+	}
+	return 0
+}
+
+func (x *WorkerComponentStats) GetCounts() *TupleCounts {
+	if x != nil {
+		return x.Counts
+	}
+	return nil
+}
+
+func (x *WorkerComponentStats) GetCapacity() float64 {
+	if x != nil {
+		return x.Capacity
+	}
+	return 0
+}
+
 // GetTopologyConfRequest names a topology.
 type GetTopologyConfRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1931,7 +2439,7 @@ type GetTopologyConfRequest struct {
 
 func (x *GetTopologyConfRequest) Reset() {
 	*x = GetTopologyConfRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[29]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1943,7 +2451,7 @@ func (x *GetTopologyConfRequest) String() string {
 func (*GetTopologyConfRequest) ProtoMessage() {}
 
 func (x *GetTopologyConfRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[29]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1956,7 +2464,7 @@ func (x *GetTopologyConfRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTopologyConfRequest.ProtoReflect.Descriptor instead.
 func (*GetTopologyConfRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{29}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *GetTopologyConfRequest) GetName() string {
@@ -1977,7 +2485,7 @@ type GetTopologyConfResponse struct {
 
 func (x *GetTopologyConfResponse) Reset() {
 	*x = GetTopologyConfResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[30]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1989,7 +2497,7 @@ func (x *GetTopologyConfResponse) String() string {
 func (*GetTopologyConfResponse) ProtoMessage() {}
 
 func (x *GetTopologyConfResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[30]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2002,7 +2510,7 @@ func (x *GetTopologyConfResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTopologyConfResponse.ProtoReflect.Descriptor instead.
 func (*GetTopologyConfResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{30}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *GetTopologyConfResponse) GetTopologyId() string {
@@ -2028,7 +2536,7 @@ type GetNimbusConfigRequest struct {
 
 func (x *GetNimbusConfigRequest) Reset() {
 	*x = GetNimbusConfigRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[31]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2040,7 +2548,7 @@ func (x *GetNimbusConfigRequest) String() string {
 func (*GetNimbusConfigRequest) ProtoMessage() {}
 
 func (x *GetNimbusConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[31]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2053,7 +2561,7 @@ func (x *GetNimbusConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNimbusConfigRequest.ProtoReflect.Descriptor instead.
 func (*GetNimbusConfigRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{31}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{37}
 }
 
 // GetNimbusConfigResponse is a nimbus's effective configuration, sorted
@@ -2069,7 +2577,7 @@ type GetNimbusConfigResponse struct {
 
 func (x *GetNimbusConfigResponse) Reset() {
 	*x = GetNimbusConfigResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[32]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2081,7 +2589,7 @@ func (x *GetNimbusConfigResponse) String() string {
 func (*GetNimbusConfigResponse) ProtoMessage() {}
 
 func (x *GetNimbusConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[32]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2094,7 +2602,7 @@ func (x *GetNimbusConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNimbusConfigResponse.ProtoReflect.Descriptor instead.
 func (*GetNimbusConfigResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{32}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *GetNimbusConfigResponse) GetNimbus() string {
@@ -2132,7 +2640,7 @@ type ConfEntry struct {
 
 func (x *ConfEntry) Reset() {
 	*x = ConfEntry{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[33]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2144,7 +2652,7 @@ func (x *ConfEntry) String() string {
 func (*ConfEntry) ProtoMessage() {}
 
 func (x *ConfEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[33]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2157,7 +2665,7 @@ func (x *ConfEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfEntry.ProtoReflect.Descriptor instead.
 func (*ConfEntry) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{33}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ConfEntry) GetKey() string {
@@ -2213,7 +2721,7 @@ type NimbusSummary struct {
 
 func (x *NimbusSummary) Reset() {
 	*x = NimbusSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[34]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2225,7 +2733,7 @@ func (x *NimbusSummary) String() string {
 func (*NimbusSummary) ProtoMessage() {}
 
 func (x *NimbusSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[34]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2238,7 +2746,7 @@ func (x *NimbusSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NimbusSummary.ProtoReflect.Descriptor instead.
 func (*NimbusSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{34}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *NimbusSummary) GetHost() string {
@@ -2326,7 +2834,7 @@ type SupervisorSummary struct {
 
 func (x *SupervisorSummary) Reset() {
 	*x = SupervisorSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[35]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2338,7 +2846,7 @@ func (x *SupervisorSummary) String() string {
 func (*SupervisorSummary) ProtoMessage() {}
 
 func (x *SupervisorSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[35]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2351,7 +2859,7 @@ func (x *SupervisorSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SupervisorSummary.ProtoReflect.Descriptor instead.
 func (*SupervisorSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{35}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *SupervisorSummary) GetSupervisorId() string {
@@ -2452,7 +2960,7 @@ type TopologySummary struct {
 
 func (x *TopologySummary) Reset() {
 	*x = TopologySummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[36]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2464,7 +2972,7 @@ func (x *TopologySummary) String() string {
 func (*TopologySummary) ProtoMessage() {}
 
 func (x *TopologySummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[36]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2477,7 +2985,7 @@ func (x *TopologySummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopologySummary.ProtoReflect.Descriptor instead.
 func (*TopologySummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{36}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *TopologySummary) GetId() string {
@@ -2624,7 +3132,7 @@ type WorkerSummary struct {
 
 func (x *WorkerSummary) Reset() {
 	*x = WorkerSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[37]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2636,7 +3144,7 @@ func (x *WorkerSummary) String() string {
 func (*WorkerSummary) ProtoMessage() {}
 
 func (x *WorkerSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[37]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2649,7 +3157,7 @@ func (x *WorkerSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerSummary.ProtoReflect.Descriptor instead.
 func (*WorkerSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{37}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *WorkerSummary) GetTopologyId() string {
@@ -2784,7 +3292,7 @@ type ClusterSummary struct {
 
 func (x *ClusterSummary) Reset() {
 	*x = ClusterSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[38]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2796,7 +3304,7 @@ func (x *ClusterSummary) String() string {
 func (*ClusterSummary) ProtoMessage() {}
 
 func (x *ClusterSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[38]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2809,7 +3317,7 @@ func (x *ClusterSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterSummary.ProtoReflect.Descriptor instead.
 func (*ClusterSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{38}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ClusterSummary) GetSupervisors() []*SupervisorSummary {
@@ -2910,7 +3418,7 @@ type ExecutorSummary struct {
 
 func (x *ExecutorSummary) Reset() {
 	*x = ExecutorSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[39]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2922,7 +3430,7 @@ func (x *ExecutorSummary) String() string {
 func (*ExecutorSummary) ProtoMessage() {}
 
 func (x *ExecutorSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[39]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2935,7 +3443,7 @@ func (x *ExecutorSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutorSummary.ProtoReflect.Descriptor instead.
 func (*ExecutorSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{39}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ExecutorSummary) GetExecutor() *v1.Executor {
@@ -2984,7 +3492,7 @@ type ReplicaSummary struct {
 
 func (x *ReplicaSummary) Reset() {
 	*x = ReplicaSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[40]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2996,7 +3504,7 @@ func (x *ReplicaSummary) String() string {
 func (*ReplicaSummary) ProtoMessage() {}
 
 func (x *ReplicaSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[40]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3009,7 +3517,7 @@ func (x *ReplicaSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaSummary.ProtoReflect.Descriptor instead.
 func (*ReplicaSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{40}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ReplicaSummary) GetHost() string {
@@ -3037,7 +3545,7 @@ type DownloadCodeRequest struct {
 
 func (x *DownloadCodeRequest) Reset() {
 	*x = DownloadCodeRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[41]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3049,7 +3557,7 @@ func (x *DownloadCodeRequest) String() string {
 func (*DownloadCodeRequest) ProtoMessage() {}
 
 func (x *DownloadCodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[41]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3062,7 +3570,7 @@ func (x *DownloadCodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownloadCodeRequest.ProtoReflect.Descriptor instead.
 func (*DownloadCodeRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{41}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *DownloadCodeRequest) GetTopologyId() string {
@@ -3089,7 +3597,7 @@ type DownloadCodeResponse struct {
 
 func (x *DownloadCodeResponse) Reset() {
 	*x = DownloadCodeResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[42]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3101,7 +3609,7 @@ func (x *DownloadCodeResponse) String() string {
 func (*DownloadCodeResponse) ProtoMessage() {}
 
 func (x *DownloadCodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[42]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3114,7 +3622,7 @@ func (x *DownloadCodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownloadCodeResponse.ProtoReflect.Descriptor instead.
 func (*DownloadCodeResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{42}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *DownloadCodeResponse) GetChunk() []byte {
@@ -3134,7 +3642,7 @@ type GetCodeMetaRequest struct {
 
 func (x *GetCodeMetaRequest) Reset() {
 	*x = GetCodeMetaRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[43]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3146,7 +3654,7 @@ func (x *GetCodeMetaRequest) String() string {
 func (*GetCodeMetaRequest) ProtoMessage() {}
 
 func (x *GetCodeMetaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[43]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3159,7 +3667,7 @@ func (x *GetCodeMetaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCodeMetaRequest.ProtoReflect.Descriptor instead.
 func (*GetCodeMetaRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{43}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *GetCodeMetaRequest) GetTopologyId() string {
@@ -3182,7 +3690,7 @@ type GetCodeMetaResponse struct {
 
 func (x *GetCodeMetaResponse) Reset() {
 	*x = GetCodeMetaResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[44]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3194,7 +3702,7 @@ func (x *GetCodeMetaResponse) String() string {
 func (*GetCodeMetaResponse) ProtoMessage() {}
 
 func (x *GetCodeMetaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[44]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3207,7 +3715,7 @@ func (x *GetCodeMetaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCodeMetaResponse.ProtoReflect.Descriptor instead.
 func (*GetCodeMetaResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{44}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *GetCodeMetaResponse) GetMeta() []byte {
@@ -3340,11 +3848,12 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x12\n" +
 	"\x10GetLeaderRequest\"E\n" +
 	"\x11GetLeaderResponse\x120\n" +
-	"\x06leader\x18\x01 \x01(\v2\x18.nimbus.v1.NimbusSummaryR\x06leader\"z\n" +
+	"\x06leader\x18\x01 \x01(\v2\x18.nimbus.v1.NimbusSummaryR\x06leader\"\x92\x01\n" +
 	"\x16GetTopologyInfoRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12(\n" +
 	"\x10include_log_tail\x18\x02 \x01(\bR\x0eincludeLogTail\x12\"\n" +
-	"\flinearizable\x18\x03 \x01(\bR\flinearizable\"\x80\x05\n" +
+	"\flinearizable\x18\x03 \x01(\bR\flinearizable\x12\x16\n" +
+	"\x06window\x18\x04 \x01(\tR\x06window\"\xb0\x05\n" +
 	"\x17GetTopologyInfoResponse\x126\n" +
 	"\btopology\x18\x01 \x01(\v2\x1a.nimbus.v1.TopologySummaryR\btopology\x128\n" +
 	"\texecutors\x18\x02 \x03(\v2\x1a.nimbus.v1.ExecutorSummaryR\texecutors\x125\n" +
@@ -3353,13 +3862,53 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\x15component_parallelism\x18\x05 \x03(\v2<.nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntryR\x14componentParallelism\x12I\n" +
 	"\astorage\x18\x06 \x03(\v2/.nimbus.v1.GetTopologyInfoResponse.StorageEntryR\astorage\x122\n" +
 	"\aworkers\x18\a \x03(\v2\x18.nimbus.v1.WorkerSummaryR\aworkers\x12\x1b\n" +
-	"\tspout_ids\x18\b \x03(\tR\bspoutIds\x1aG\n" +
+	"\tspout_ids\x18\b \x03(\tR\bspoutIds\x12.\n" +
+	"\x05stats\x18\t \x01(\v2\x18.nimbus.v1.TopologyStatsR\x05stats\x1aG\n" +
 	"\x19ComponentParallelismEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\x1a:\n" +
 	"\fStorageEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\",\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x85\x02\n" +
+	"\rTopologyStats\x12\x16\n" +
+	"\x06window\x18\x01 \x01(\tR\x06window\x123\n" +
+	"\btopology\x18\x02 \x03(\v2\x17.nimbus.v1.WindowCountsR\btopology\x129\n" +
+	"\n" +
+	"components\x18\x03 \x03(\v2\x19.nimbus.v1.ComponentStatsR\n" +
+	"components\x121\n" +
+	"\astreams\x18\x04 \x03(\v2\x17.nimbus.v1.StreamCountsR\astreams\x129\n" +
+	"\aworkers\x18\x05 \x03(\v2\x1f.nimbus.v1.WorkerComponentStatsR\aworkers\"\xbb\x02\n" +
+	"\vTupleCounts\x12\x18\n" +
+	"\aemitted\x18\x01 \x01(\x04R\aemitted\x12 \n" +
+	"\vtransferred\x18\x02 \x01(\x04R\vtransferred\x12\x14\n" +
+	"\x05acked\x18\x03 \x01(\x04R\x05acked\x12\x16\n" +
+	"\x06failed\x18\x04 \x01(\x04R\x06failed\x12\x1a\n" +
+	"\bexecuted\x18\x05 \x01(\x04R\bexecuted\x12.\n" +
+	"\x13complete_latency_us\x18\x06 \x01(\x04R\x11completeLatencyUs\x12,\n" +
+	"\x12process_latency_us\x18\a \x01(\x04R\x10processLatencyUs\x12,\n" +
+	"\x12execute_latency_us\x18\b \x01(\x04R\x10executeLatencyUs\x12\x1a\n" +
+	"\breported\x18\t \x01(\bR\breported\"V\n" +
+	"\fWindowCounts\x12\x16\n" +
+	"\x06window\x18\x01 \x01(\tR\x06window\x12.\n" +
+	"\x06counts\x18\x02 \x01(\v2\x16.nimbus.v1.TupleCountsR\x06counts\"\x91\x01\n" +
+	"\x0eComponentStats\x12\x1c\n" +
+	"\tcomponent\x18\x01 \x01(\tR\tcomponent\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x121\n" +
+	"\awindows\x18\x03 \x03(\v2\x17.nimbus.v1.WindowCountsR\awindows\x12\x1a\n" +
+	"\bcapacity\x18\x04 \x01(\x01R\bcapacity\"\x88\x01\n" +
+	"\fStreamCounts\x12\x1c\n" +
+	"\tcomponent\x18\x01 \x01(\tR\tcomponent\x12\x16\n" +
+	"\x06stream\x18\x02 \x01(\tR\x06stream\x12\x12\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\x12.\n" +
+	"\x06counts\x18\x04 \x01(\v2\x16.nimbus.v1.TupleCountsR\x06counts\"\xeb\x01\n" +
+	"\x14WorkerComponentStats\x12#\n" +
+	"\rsupervisor_id\x18\x01 \x01(\tR\fsupervisorId\x12\x12\n" +
+	"\x04host\x18\x02 \x01(\tR\x04host\x12\x12\n" +
+	"\x04port\x18\x03 \x01(\x05R\x04port\x12\x1c\n" +
+	"\tcomponent\x18\x04 \x01(\tR\tcomponent\x12\x1c\n" +
+	"\texecutors\x18\x05 \x01(\x05R\texecutors\x12.\n" +
+	"\x06counts\x18\x06 \x01(\v2\x16.nimbus.v1.TupleCountsR\x06counts\x12\x1a\n" +
+	"\bcapacity\x18\a \x01(\x01R\bcapacity\",\n" +
 	"\x16GetTopologyConfRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"j\n" +
 	"\x17GetTopologyConfResponse\x12\x1f\n" +
@@ -3517,7 +4066,7 @@ func file_nimbus_v1_nimbus_proto_rawDescGZIP() []byte {
 }
 
 var file_nimbus_v1_nimbus_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_nimbus_v1_nimbus_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
+var file_nimbus_v1_nimbus_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
 var file_nimbus_v1_nimbus_proto_goTypes = []any{
 	(ComponentKind)(0),                 // 0: nimbus.v1.ComponentKind
 	(InitialStatus)(0),                 // 1: nimbus.v1.InitialStatus
@@ -3550,92 +4099,107 @@ var file_nimbus_v1_nimbus_proto_goTypes = []any{
 	(*GetLeaderResponse)(nil),          // 28: nimbus.v1.GetLeaderResponse
 	(*GetTopologyInfoRequest)(nil),     // 29: nimbus.v1.GetTopologyInfoRequest
 	(*GetTopologyInfoResponse)(nil),    // 30: nimbus.v1.GetTopologyInfoResponse
-	(*GetTopologyConfRequest)(nil),     // 31: nimbus.v1.GetTopologyConfRequest
-	(*GetTopologyConfResponse)(nil),    // 32: nimbus.v1.GetTopologyConfResponse
-	(*GetNimbusConfigRequest)(nil),     // 33: nimbus.v1.GetNimbusConfigRequest
-	(*GetNimbusConfigResponse)(nil),    // 34: nimbus.v1.GetNimbusConfigResponse
-	(*ConfEntry)(nil),                  // 35: nimbus.v1.ConfEntry
-	(*NimbusSummary)(nil),              // 36: nimbus.v1.NimbusSummary
-	(*SupervisorSummary)(nil),          // 37: nimbus.v1.SupervisorSummary
-	(*TopologySummary)(nil),            // 38: nimbus.v1.TopologySummary
-	(*WorkerSummary)(nil),              // 39: nimbus.v1.WorkerSummary
-	(*ClusterSummary)(nil),             // 40: nimbus.v1.ClusterSummary
-	(*ExecutorSummary)(nil),            // 41: nimbus.v1.ExecutorSummary
-	(*ReplicaSummary)(nil),             // 42: nimbus.v1.ReplicaSummary
-	(*DownloadCodeRequest)(nil),        // 43: nimbus.v1.DownloadCodeRequest
-	(*DownloadCodeResponse)(nil),       // 44: nimbus.v1.DownloadCodeResponse
-	(*GetCodeMetaRequest)(nil),         // 45: nimbus.v1.GetCodeMetaRequest
-	(*GetCodeMetaResponse)(nil),        // 46: nimbus.v1.GetCodeMetaResponse
-	nil,                                // 47: nimbus.v1.TopologySpec.ConfigEntry
-	nil,                                // 48: nimbus.v1.RebalanceTopologyRequest.ComponentParallelismEntry
-	nil,                                // 49: nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
-	nil,                                // 50: nimbus.v1.GetTopologyInfoResponse.StorageEntry
-	(v1.TopologyStatus)(0),             // 51: cluster.v1.TopologyStatus
-	(*v1.Executor)(nil),                // 52: cluster.v1.Executor
+	(*TopologyStats)(nil),              // 31: nimbus.v1.TopologyStats
+	(*TupleCounts)(nil),                // 32: nimbus.v1.TupleCounts
+	(*WindowCounts)(nil),               // 33: nimbus.v1.WindowCounts
+	(*ComponentStats)(nil),             // 34: nimbus.v1.ComponentStats
+	(*StreamCounts)(nil),               // 35: nimbus.v1.StreamCounts
+	(*WorkerComponentStats)(nil),       // 36: nimbus.v1.WorkerComponentStats
+	(*GetTopologyConfRequest)(nil),     // 37: nimbus.v1.GetTopologyConfRequest
+	(*GetTopologyConfResponse)(nil),    // 38: nimbus.v1.GetTopologyConfResponse
+	(*GetNimbusConfigRequest)(nil),     // 39: nimbus.v1.GetNimbusConfigRequest
+	(*GetNimbusConfigResponse)(nil),    // 40: nimbus.v1.GetNimbusConfigResponse
+	(*ConfEntry)(nil),                  // 41: nimbus.v1.ConfEntry
+	(*NimbusSummary)(nil),              // 42: nimbus.v1.NimbusSummary
+	(*SupervisorSummary)(nil),          // 43: nimbus.v1.SupervisorSummary
+	(*TopologySummary)(nil),            // 44: nimbus.v1.TopologySummary
+	(*WorkerSummary)(nil),              // 45: nimbus.v1.WorkerSummary
+	(*ClusterSummary)(nil),             // 46: nimbus.v1.ClusterSummary
+	(*ExecutorSummary)(nil),            // 47: nimbus.v1.ExecutorSummary
+	(*ReplicaSummary)(nil),             // 48: nimbus.v1.ReplicaSummary
+	(*DownloadCodeRequest)(nil),        // 49: nimbus.v1.DownloadCodeRequest
+	(*DownloadCodeResponse)(nil),       // 50: nimbus.v1.DownloadCodeResponse
+	(*GetCodeMetaRequest)(nil),         // 51: nimbus.v1.GetCodeMetaRequest
+	(*GetCodeMetaResponse)(nil),        // 52: nimbus.v1.GetCodeMetaResponse
+	nil,                                // 53: nimbus.v1.TopologySpec.ConfigEntry
+	nil,                                // 54: nimbus.v1.RebalanceTopologyRequest.ComponentParallelismEntry
+	nil,                                // 55: nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
+	nil,                                // 56: nimbus.v1.GetTopologyInfoResponse.StorageEntry
+	(v1.TopologyStatus)(0),             // 57: cluster.v1.TopologyStatus
+	(*v1.Executor)(nil),                // 58: cluster.v1.Executor
 }
 var file_nimbus_v1_nimbus_proto_depIdxs = []int32{
 	0,  // 0: nimbus.v1.ComponentSpec.kind:type_name -> nimbus.v1.ComponentKind
 	2,  // 1: nimbus.v1.TopologySpec.components:type_name -> nimbus.v1.ComponentSpec
-	47, // 2: nimbus.v1.TopologySpec.config:type_name -> nimbus.v1.TopologySpec.ConfigEntry
+	53, // 2: nimbus.v1.TopologySpec.config:type_name -> nimbus.v1.TopologySpec.ConfigEntry
 	1,  // 3: nimbus.v1.TopologySpec.initial_status:type_name -> nimbus.v1.InitialStatus
 	3,  // 4: nimbus.v1.SubmitTopologyRequest.spec:type_name -> nimbus.v1.TopologySpec
 	4,  // 5: nimbus.v1.SubmitTopologyRequest.trailer:type_name -> nimbus.v1.ArtifactTrailer
-	48, // 6: nimbus.v1.RebalanceTopologyRequest.component_parallelism:type_name -> nimbus.v1.RebalanceTopologyRequest.ComponentParallelismEntry
-	40, // 7: nimbus.v1.GetClusterInfoResponse.cluster:type_name -> nimbus.v1.ClusterSummary
-	36, // 8: nimbus.v1.GetLeaderResponse.leader:type_name -> nimbus.v1.NimbusSummary
-	38, // 9: nimbus.v1.GetTopologyInfoResponse.topology:type_name -> nimbus.v1.TopologySummary
-	41, // 10: nimbus.v1.GetTopologyInfoResponse.executors:type_name -> nimbus.v1.ExecutorSummary
-	42, // 11: nimbus.v1.GetTopologyInfoResponse.replicas:type_name -> nimbus.v1.ReplicaSummary
-	49, // 12: nimbus.v1.GetTopologyInfoResponse.component_parallelism:type_name -> nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
-	50, // 13: nimbus.v1.GetTopologyInfoResponse.storage:type_name -> nimbus.v1.GetTopologyInfoResponse.StorageEntry
-	39, // 14: nimbus.v1.GetTopologyInfoResponse.workers:type_name -> nimbus.v1.WorkerSummary
-	35, // 15: nimbus.v1.GetTopologyConfResponse.entries:type_name -> nimbus.v1.ConfEntry
-	35, // 16: nimbus.v1.GetNimbusConfigResponse.entries:type_name -> nimbus.v1.ConfEntry
-	39, // 17: nimbus.v1.SupervisorSummary.workers:type_name -> nimbus.v1.WorkerSummary
-	51, // 18: nimbus.v1.TopologySummary.status:type_name -> cluster.v1.TopologyStatus
-	37, // 19: nimbus.v1.ClusterSummary.supervisors:type_name -> nimbus.v1.SupervisorSummary
-	38, // 20: nimbus.v1.ClusterSummary.topologies:type_name -> nimbus.v1.TopologySummary
-	36, // 21: nimbus.v1.ClusterSummary.nimbuses:type_name -> nimbus.v1.NimbusSummary
-	52, // 22: nimbus.v1.ExecutorSummary.executor:type_name -> cluster.v1.Executor
-	5,  // 23: nimbus.v1.NimbusService.SubmitTopology:input_type -> nimbus.v1.SubmitTopologyRequest
-	7,  // 24: nimbus.v1.NimbusService.KillTopology:input_type -> nimbus.v1.KillTopologyRequest
-	19, // 25: nimbus.v1.NimbusService.ActivateTopology:input_type -> nimbus.v1.ActivateTopologyRequest
-	21, // 26: nimbus.v1.NimbusService.DeactivateTopology:input_type -> nimbus.v1.DeactivateTopologyRequest
-	23, // 27: nimbus.v1.NimbusService.RebalanceTopology:input_type -> nimbus.v1.RebalanceTopologyRequest
-	25, // 28: nimbus.v1.NimbusService.GetClusterInfo:input_type -> nimbus.v1.GetClusterInfoRequest
-	27, // 29: nimbus.v1.NimbusService.GetLeader:input_type -> nimbus.v1.GetLeaderRequest
-	29, // 30: nimbus.v1.NimbusService.GetTopologyInfo:input_type -> nimbus.v1.GetTopologyInfoRequest
-	31, // 31: nimbus.v1.NimbusService.GetTopologyConf:input_type -> nimbus.v1.GetTopologyConfRequest
-	33, // 32: nimbus.v1.NimbusService.GetNimbusConfig:input_type -> nimbus.v1.GetNimbusConfigRequest
-	8,  // 33: nimbus.v1.NimbusService.ForgetTopology:input_type -> nimbus.v1.ForgetTopologyRequest
-	14, // 34: nimbus.v1.NimbusService.HandOver:input_type -> nimbus.v1.HandOverRequest
-	17, // 35: nimbus.v1.NimbusService.RestartWorker:input_type -> nimbus.v1.RestartWorkerRequest
-	10, // 36: nimbus.v1.NimbusService.SaveSnapshot:input_type -> nimbus.v1.SaveSnapshotRequest
-	12, // 37: nimbus.v1.NimbusService.RestoreSnapshot:input_type -> nimbus.v1.RestoreSnapshotRequest
-	43, // 38: nimbus.v1.CodeService.DownloadCode:input_type -> nimbus.v1.DownloadCodeRequest
-	45, // 39: nimbus.v1.CodeService.GetCodeMeta:input_type -> nimbus.v1.GetCodeMetaRequest
-	6,  // 40: nimbus.v1.NimbusService.SubmitTopology:output_type -> nimbus.v1.SubmitTopologyResponse
-	16, // 41: nimbus.v1.NimbusService.KillTopology:output_type -> nimbus.v1.KillTopologyResponse
-	20, // 42: nimbus.v1.NimbusService.ActivateTopology:output_type -> nimbus.v1.ActivateTopologyResponse
-	22, // 43: nimbus.v1.NimbusService.DeactivateTopology:output_type -> nimbus.v1.DeactivateTopologyResponse
-	24, // 44: nimbus.v1.NimbusService.RebalanceTopology:output_type -> nimbus.v1.RebalanceTopologyResponse
-	26, // 45: nimbus.v1.NimbusService.GetClusterInfo:output_type -> nimbus.v1.GetClusterInfoResponse
-	28, // 46: nimbus.v1.NimbusService.GetLeader:output_type -> nimbus.v1.GetLeaderResponse
-	30, // 47: nimbus.v1.NimbusService.GetTopologyInfo:output_type -> nimbus.v1.GetTopologyInfoResponse
-	32, // 48: nimbus.v1.NimbusService.GetTopologyConf:output_type -> nimbus.v1.GetTopologyConfResponse
-	34, // 49: nimbus.v1.NimbusService.GetNimbusConfig:output_type -> nimbus.v1.GetNimbusConfigResponse
-	9,  // 50: nimbus.v1.NimbusService.ForgetTopology:output_type -> nimbus.v1.ForgetTopologyResponse
-	15, // 51: nimbus.v1.NimbusService.HandOver:output_type -> nimbus.v1.HandOverResponse
-	18, // 52: nimbus.v1.NimbusService.RestartWorker:output_type -> nimbus.v1.RestartWorkerResponse
-	11, // 53: nimbus.v1.NimbusService.SaveSnapshot:output_type -> nimbus.v1.SnapshotChunk
-	13, // 54: nimbus.v1.NimbusService.RestoreSnapshot:output_type -> nimbus.v1.RestoreSnapshotResponse
-	44, // 55: nimbus.v1.CodeService.DownloadCode:output_type -> nimbus.v1.DownloadCodeResponse
-	46, // 56: nimbus.v1.CodeService.GetCodeMeta:output_type -> nimbus.v1.GetCodeMetaResponse
-	40, // [40:57] is the sub-list for method output_type
-	23, // [23:40] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	54, // 6: nimbus.v1.RebalanceTopologyRequest.component_parallelism:type_name -> nimbus.v1.RebalanceTopologyRequest.ComponentParallelismEntry
+	46, // 7: nimbus.v1.GetClusterInfoResponse.cluster:type_name -> nimbus.v1.ClusterSummary
+	42, // 8: nimbus.v1.GetLeaderResponse.leader:type_name -> nimbus.v1.NimbusSummary
+	44, // 9: nimbus.v1.GetTopologyInfoResponse.topology:type_name -> nimbus.v1.TopologySummary
+	47, // 10: nimbus.v1.GetTopologyInfoResponse.executors:type_name -> nimbus.v1.ExecutorSummary
+	48, // 11: nimbus.v1.GetTopologyInfoResponse.replicas:type_name -> nimbus.v1.ReplicaSummary
+	55, // 12: nimbus.v1.GetTopologyInfoResponse.component_parallelism:type_name -> nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
+	56, // 13: nimbus.v1.GetTopologyInfoResponse.storage:type_name -> nimbus.v1.GetTopologyInfoResponse.StorageEntry
+	45, // 14: nimbus.v1.GetTopologyInfoResponse.workers:type_name -> nimbus.v1.WorkerSummary
+	31, // 15: nimbus.v1.GetTopologyInfoResponse.stats:type_name -> nimbus.v1.TopologyStats
+	33, // 16: nimbus.v1.TopologyStats.topology:type_name -> nimbus.v1.WindowCounts
+	34, // 17: nimbus.v1.TopologyStats.components:type_name -> nimbus.v1.ComponentStats
+	35, // 18: nimbus.v1.TopologyStats.streams:type_name -> nimbus.v1.StreamCounts
+	36, // 19: nimbus.v1.TopologyStats.workers:type_name -> nimbus.v1.WorkerComponentStats
+	32, // 20: nimbus.v1.WindowCounts.counts:type_name -> nimbus.v1.TupleCounts
+	33, // 21: nimbus.v1.ComponentStats.windows:type_name -> nimbus.v1.WindowCounts
+	32, // 22: nimbus.v1.StreamCounts.counts:type_name -> nimbus.v1.TupleCounts
+	32, // 23: nimbus.v1.WorkerComponentStats.counts:type_name -> nimbus.v1.TupleCounts
+	41, // 24: nimbus.v1.GetTopologyConfResponse.entries:type_name -> nimbus.v1.ConfEntry
+	41, // 25: nimbus.v1.GetNimbusConfigResponse.entries:type_name -> nimbus.v1.ConfEntry
+	45, // 26: nimbus.v1.SupervisorSummary.workers:type_name -> nimbus.v1.WorkerSummary
+	57, // 27: nimbus.v1.TopologySummary.status:type_name -> cluster.v1.TopologyStatus
+	43, // 28: nimbus.v1.ClusterSummary.supervisors:type_name -> nimbus.v1.SupervisorSummary
+	44, // 29: nimbus.v1.ClusterSummary.topologies:type_name -> nimbus.v1.TopologySummary
+	42, // 30: nimbus.v1.ClusterSummary.nimbuses:type_name -> nimbus.v1.NimbusSummary
+	58, // 31: nimbus.v1.ExecutorSummary.executor:type_name -> cluster.v1.Executor
+	5,  // 32: nimbus.v1.NimbusService.SubmitTopology:input_type -> nimbus.v1.SubmitTopologyRequest
+	7,  // 33: nimbus.v1.NimbusService.KillTopology:input_type -> nimbus.v1.KillTopologyRequest
+	19, // 34: nimbus.v1.NimbusService.ActivateTopology:input_type -> nimbus.v1.ActivateTopologyRequest
+	21, // 35: nimbus.v1.NimbusService.DeactivateTopology:input_type -> nimbus.v1.DeactivateTopologyRequest
+	23, // 36: nimbus.v1.NimbusService.RebalanceTopology:input_type -> nimbus.v1.RebalanceTopologyRequest
+	25, // 37: nimbus.v1.NimbusService.GetClusterInfo:input_type -> nimbus.v1.GetClusterInfoRequest
+	27, // 38: nimbus.v1.NimbusService.GetLeader:input_type -> nimbus.v1.GetLeaderRequest
+	29, // 39: nimbus.v1.NimbusService.GetTopologyInfo:input_type -> nimbus.v1.GetTopologyInfoRequest
+	37, // 40: nimbus.v1.NimbusService.GetTopologyConf:input_type -> nimbus.v1.GetTopologyConfRequest
+	39, // 41: nimbus.v1.NimbusService.GetNimbusConfig:input_type -> nimbus.v1.GetNimbusConfigRequest
+	8,  // 42: nimbus.v1.NimbusService.ForgetTopology:input_type -> nimbus.v1.ForgetTopologyRequest
+	14, // 43: nimbus.v1.NimbusService.HandOver:input_type -> nimbus.v1.HandOverRequest
+	17, // 44: nimbus.v1.NimbusService.RestartWorker:input_type -> nimbus.v1.RestartWorkerRequest
+	10, // 45: nimbus.v1.NimbusService.SaveSnapshot:input_type -> nimbus.v1.SaveSnapshotRequest
+	12, // 46: nimbus.v1.NimbusService.RestoreSnapshot:input_type -> nimbus.v1.RestoreSnapshotRequest
+	49, // 47: nimbus.v1.CodeService.DownloadCode:input_type -> nimbus.v1.DownloadCodeRequest
+	51, // 48: nimbus.v1.CodeService.GetCodeMeta:input_type -> nimbus.v1.GetCodeMetaRequest
+	6,  // 49: nimbus.v1.NimbusService.SubmitTopology:output_type -> nimbus.v1.SubmitTopologyResponse
+	16, // 50: nimbus.v1.NimbusService.KillTopology:output_type -> nimbus.v1.KillTopologyResponse
+	20, // 51: nimbus.v1.NimbusService.ActivateTopology:output_type -> nimbus.v1.ActivateTopologyResponse
+	22, // 52: nimbus.v1.NimbusService.DeactivateTopology:output_type -> nimbus.v1.DeactivateTopologyResponse
+	24, // 53: nimbus.v1.NimbusService.RebalanceTopology:output_type -> nimbus.v1.RebalanceTopologyResponse
+	26, // 54: nimbus.v1.NimbusService.GetClusterInfo:output_type -> nimbus.v1.GetClusterInfoResponse
+	28, // 55: nimbus.v1.NimbusService.GetLeader:output_type -> nimbus.v1.GetLeaderResponse
+	30, // 56: nimbus.v1.NimbusService.GetTopologyInfo:output_type -> nimbus.v1.GetTopologyInfoResponse
+	38, // 57: nimbus.v1.NimbusService.GetTopologyConf:output_type -> nimbus.v1.GetTopologyConfResponse
+	40, // 58: nimbus.v1.NimbusService.GetNimbusConfig:output_type -> nimbus.v1.GetNimbusConfigResponse
+	9,  // 59: nimbus.v1.NimbusService.ForgetTopology:output_type -> nimbus.v1.ForgetTopologyResponse
+	15, // 60: nimbus.v1.NimbusService.HandOver:output_type -> nimbus.v1.HandOverResponse
+	18, // 61: nimbus.v1.NimbusService.RestartWorker:output_type -> nimbus.v1.RestartWorkerResponse
+	11, // 62: nimbus.v1.NimbusService.SaveSnapshot:output_type -> nimbus.v1.SnapshotChunk
+	13, // 63: nimbus.v1.NimbusService.RestoreSnapshot:output_type -> nimbus.v1.RestoreSnapshotResponse
+	50, // 64: nimbus.v1.CodeService.DownloadCode:output_type -> nimbus.v1.DownloadCodeResponse
+	52, // 65: nimbus.v1.CodeService.GetCodeMeta:output_type -> nimbus.v1.GetCodeMetaResponse
+	49, // [49:66] is the sub-list for method output_type
+	32, // [32:49] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_nimbus_v1_nimbus_proto_init() }
@@ -3650,14 +4214,14 @@ func file_nimbus_v1_nimbus_proto_init() {
 	}
 	file_nimbus_v1_nimbus_proto_msgTypes[5].OneofWrappers = []any{}
 	file_nimbus_v1_nimbus_proto_msgTypes[21].OneofWrappers = []any{}
-	file_nimbus_v1_nimbus_proto_msgTypes[37].OneofWrappers = []any{}
+	file_nimbus_v1_nimbus_proto_msgTypes[43].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nimbus_v1_nimbus_proto_rawDesc), len(file_nimbus_v1_nimbus_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   49,
+			NumMessages:   55,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
