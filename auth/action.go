@@ -48,12 +48,16 @@ const (
 	// ActionRestartWorker restarts one worker of a topology on its slot
 	// (RestartWorker). Its owner and admins.
 	ActionRestartWorker Action = "restart-worker"
+	// ActionReadLogs reads a topology's worker logs on a supervisor's
+	// logviewer: what its workers printed, which may hold secrets. Its
+	// owner, topology.users, logs.users and admins.
+	ActionReadLogs Action = "read-logs"
 )
 
 // Actions lists every action, in a fixed order (for tests and docs).
 func Actions() []Action {
 	return []Action{ActionSubmit, ActionKill, ActionActivate, ActionDeactivate, ActionRebalance,
-		ActionReadConf, ActionFetchCode, ActionReadCluster, ActionReadNimbusConfig, ActionRecoverCode, ActionForget, ActionHandOver, ActionSnapshot, ActionRestartWorker}
+		ActionReadConf, ActionFetchCode, ActionReadCluster, ActionReadNimbusConfig, ActionRecoverCode, ActionForget, ActionHandOver, ActionSnapshot, ActionRestartWorker, ActionReadLogs}
 }
 
 // phrase is how a refusal says the action: "alice may not <phrase> <topology>".
@@ -75,6 +79,8 @@ func (a Action) phrase() string {
 		return "save or restore a snapshot of the cluster"
 	case ActionRestartWorker:
 		return "restart a worker of"
+	case ActionReadLogs:
+		return "read the worker logs of"
 	}
 	return string(a)
 }

@@ -17,12 +17,14 @@ type Policy struct {
 	Users       []string // nimbus.users: may submit; empty means any authenticated principal
 	Supervisors []string // nimbus.supervisor.users: fetch any topology's code
 	Daemons     []string // nimbus.daemon.users: the nimbuses, which fetch code from each other
+	LogsUsers   []string // logs.users: read every topology's worker logs
 }
 
 // PolicyOf is the policy cfg configures.
 func PolicyOf(cfg *configs.Config) Policy {
 	return Policy{Admins: slices.Clone(cfg.NimbusAdmins), Users: slices.Clone(cfg.NimbusUsers),
-		Supervisors: slices.Clone(cfg.NimbusSupervisorUsers), Daemons: slices.Clone(cfg.NimbusDaemonUsers)}
+		Supervisors: slices.Clone(cfg.NimbusSupervisorUsers), Daemons: slices.Clone(cfg.NimbusDaemonUsers),
+		LogsUsers: slices.Clone(cfg.LogsUsers)}
 }
 
 // Target is what an action is on: the topology's part of the rules. For
@@ -32,6 +34,9 @@ type Target struct {
 	Topology string   // its id (or name, where the id is not known yet), for messages
 	Owner    string   // the owner recorded with it (StormBase.owner, the spec's owner)
 	Users    []string // its topology.users (TopologyUsers parses the conf's value)
+	// LogsUsers are the logs.users of its conf (TopologyUsers with
+	// configs.TopologyLogsUsers parses them), for ActionReadLogs.
+	LogsUsers []string
 }
 
 // role is one way a principal may stand to a request; roles combine as
@@ -46,6 +51,7 @@ const (
 	roleDaemon                         // in nimbus.daemon.users
 	roleOwner                          // the topology's owner
 	roleTopologyUser                   // in the topology's topology.users
+	roleLogsUser                       // in logs.users, the cluster's or the topology's
 )
 
 // rules says which roles may take each action: the whole of the
@@ -66,6 +72,7 @@ var rules = map[Action]role{
 	ActionHandOver:         roleAdmin,
 	ActionSnapshot:         roleAdmin,
 	ActionRestartWorker:    roleAdmin | roleOwner,
+	ActionReadLogs:         roleAdmin | roleOwner | roleTopologyUser | roleLogsUser,
 }
 
 // Decide answers "may principal take act on t?" under p: nil, or an error
@@ -112,6 +119,9 @@ func rolesOf(p Policy, principal string, t Target) role {
 	if slices.Contains(t.Users, principal) {
 		r |= roleTopologyUser
 	}
+	if slices.Contains(p.LogsUsers, principal) || slices.Contains(t.LogsUsers, principal) {
+		r |= roleLogsUser
+	}
 	return r
 }
 
@@ -124,6 +134,7 @@ func describe(allowed role) string {
 		key string
 	}{
 		{roleTopologyUser, configs.TopologyUsers},
+		{roleLogsUser, configs.KeyLogsUsers},
 		{roleUser, configs.KeyNimbusUsers},
 		{roleSupervisor, configs.KeyNimbusSupervisorUsers},
 		{roleDaemon, configs.KeyNimbusDaemonUsers},
@@ -150,8 +161,15 @@ func describe(allowed role) string {
 // TopologyUsers parses a topology conf's topology.users: comma-separated
 // principals, spaces around them ignored.
 func TopologyUsers(conf map[string]string) []string {
+	return ListOf(conf, configs.TopologyUsers)
+}
+
+// ListOf parses a topology conf's list of principals under key
+// (topology.users, logs.users): comma-separated, spaces around them
+// ignored.
+func ListOf(conf map[string]string, key string) []string {
 	var users []string
-	for u := range strings.SplitSeq(conf[configs.TopologyUsers], ",") {
+	for u := range strings.SplitSeq(conf[key], ",") {
 		if u = strings.TrimSpace(u); u != "" {
 			users = append(users, u)
 		}

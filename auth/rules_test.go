@@ -55,6 +55,7 @@ func TestDecideTable(t *testing.T) {
 			auth.ActionHandOver:         "Ynnnnnn",
 			auth.ActionSnapshot:         "Ynnnnnn",
 			auth.ActionRestartWorker:    "YYnnnnn",
+			auth.ActionReadLogs:         "YYYnnnn",
 		},
 		false: { // nimbus.users empty: any authenticated principal may submit
 			auth.ActionSubmit:      "YYYYYYY",
@@ -72,6 +73,7 @@ func TestDecideTable(t *testing.T) {
 			auth.ActionHandOver:         "Ynnnnnn",
 			auth.ActionSnapshot:         "Ynnnnnn",
 			auth.ActionRestartWorker:    "YYnnnnn",
+			auth.ActionReadLogs:         "YYYnnnn",
 		},
 	}
 	for _, usersSet := range []bool{true, false} {
@@ -174,5 +176,30 @@ func TestTopologyUsers(t *testing.T) {
 		if got := auth.TopologyUsers(tc.conf); !slices.Equal(got, tc.want) {
 			t.Errorf("TopologyUsers(%v) = %q, want %q", tc.conf, got, tc.want)
 		}
+	}
+}
+
+// TestDecideReadLogs: logs.users, the cluster's or the topology's, may
+// read its worker logs and do nothing else; a refusal names the lists.
+func TestDecideReadLogs(t *testing.T) {
+	const logReader = "lou"
+	p := policy()
+	p.LogsUsers = []string{"clusterwide"}
+	tgt := target
+	tgt.LogsUsers = []string{logReader}
+	for _, who := range []string{logReader, "clusterwide", owner, topoUser, admin} {
+		if err := auth.Decide(p, who, auth.ActionReadLogs, tgt); err != nil {
+			t.Errorf("%s refused: %v", who, err)
+		}
+	}
+	for _, act := range []auth.Action{auth.ActionKill, auth.ActionReadConf, auth.ActionFetchCode} {
+		if err := auth.Decide(p, logReader, act, tgt); err == nil {
+			t.Errorf("a logs.users principal may %s", act)
+		}
+	}
+	err := auth.Decide(p, stranger, auth.ActionReadLogs, tgt)
+	want := apierr.ErrPermissionDenied.Error() + ": eve may not read the worker logs of bobjob-3-1700000000: not its owner, in topology.users, logs.users or nimbus.admins"
+	if err == nil || err.Error() != want {
+		t.Errorf("got %v\nwant %s", err, want)
 	}
 }
