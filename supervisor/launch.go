@@ -52,6 +52,8 @@ func (w *worker) command() (l keeper.Launch, logFile *os.File, as *account, err 
 			"STORM_CODE_DIR=" + w.spec.CodeDir,
 			workerproto.EnvStatusFile + "=" + filepath.Join(w.spec.Dir, workerproto.StatusFileName),
 			workerproto.EnvErrorFile + "=" + filepath.Join(w.spec.Dir, workerproto.ErrorFileName),
+			workerproto.EnvMetricsFile + "=" + metricsPath(w.spec.Dir),
+			workerproto.EnvLogLevelFile + "=" + filepath.Join(w.spec.Dir, workerproto.LogLevelFileName),
 		},
 		User: who, Pass: p.cfg.SupervisorWorkerEnv, Lookup: p.environ, Topology: w.spec.Env,
 	})

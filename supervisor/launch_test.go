@@ -67,6 +67,7 @@ func TestCommandAsTheOwnersUser(t *testing.T) {
 	}
 	want := []string{"GREETING=hello", "HOME=/home/alice", "JAVA_HOME=/opt/java", "LOGNAME=alice", "PATH=/usr/bin:/bin",
 		"STORM_CODE_DIR=" + w.spec.CodeDir, "STORM_ERROR_FILE=" + filepath.Join(w.spec.Dir, "errors"), "STORM_EXECUTORS=a[1-1]",
+		"STORM_LOG_LEVEL_FILE=" + filepath.Join(w.spec.Dir, "log-levels.json"), "STORM_METRICS_FILE=" + filepath.Join(w.spec.Dir, "metrics", "metrics.json"),
 		"STORM_PORT=6700", "STORM_STATUS_FILE=" + filepath.Join(w.spec.Dir, "status"), "STORM_TOPOLOGY_ID=t-1-1", "USER=alice"}
 	if !slices.Equal(cmd.Env, want) {
 		t.Fatalf("env\n%q\nwant\n%q", cmd.Env, want)
@@ -81,6 +82,7 @@ func TestCommandAsTheOwnersUser(t *testing.T) {
 		{w.spec.Dir, codeDirMode, 0, alice.GID},
 		{filepath.Join(w.spec.Dir, "status"), codeFileMode, 0, alice.GID},
 		{filepath.Join(w.spec.Dir, "errors"), 0o600, alice.UID, alice.GID},
+		{filepath.Join(w.spec.Dir, "metrics"), 0o700, alice.UID, alice.GID},
 	} {
 		if mode, uid, gid := owner(t, f.path); mode != f.mode || uid != f.uid || gid != f.gid {
 			t.Errorf("%s: mode %v, owner %d:%d; want %v, %d:%d", f.path, mode, uid, gid, f.mode, f.uid, f.gid)

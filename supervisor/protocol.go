@@ -91,10 +91,11 @@ func (w *worker) setTopologyStatus(st workerproto.Status) {
 	w.log.Info("worker status changed", "status", st, "pid", pid, "signalled", signalled)
 }
 
-// prepareFiles makes the worker's directory, writes its status file and
-// empties its error file, before a start: as the code, a worker run as a
-// user gets the directory and status file root:<its group> (0750, 0640)
-// and the error file as its own (0600).
+// prepareFiles makes the worker's directory, writes its status file,
+// empties its error file and its metrics directory, before a start: as the
+// code, a worker run as a user gets the directory and status file
+// root:<its group> (0750, 0640), and the error file (0600) and metrics
+// directory (0700) as its own.
 func (w *worker) prepareFiles(as *account) error {
 	dir := w.spec.Dir
 	if err := prepareDir(dir, as); err != nil {
@@ -108,9 +109,13 @@ func (w *worker) prepareFiles(as *account) error {
 		return err
 	}
 	w.errMu.Lock()
-	defer w.errMu.Unlock()
 	w.errOff = 0
-	return resetErrors(dir, as)
+	err = resetErrors(dir, as)
+	w.errMu.Unlock()
+	if err != nil {
+		return err
+	}
+	return w.prepareMetrics(as)
 }
 
 // pollErrors takes the last error line the worker wrote since the last

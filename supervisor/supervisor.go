@@ -319,11 +319,15 @@ func (s *Supervisor) info() *clusterv1.SupervisorInfo {
 	s.mu.Unlock()
 	for _, w := range ws {
 		w.pollErrors() // what it reported since the last beat (worker protocol)
-		info.Workers = append(info.Workers, w.status())
+		w.pollMetrics()
+		st := w.status()
+		st.Metrics = w.lastMetrics()
+		info.Workers = append(info.Workers, st)
 	}
 	sort.Slice(info.UsedPorts, func(i, j int) bool { return info.UsedPorts[i] < info.UsedPorts[j] })
 	sort.Slice(info.Workers, func(i, j int) bool { return info.Workers[i].GetPort() < info.Workers[j].GetPort() })
 	capTails(info.Workers)
+	capMetrics(info.Workers, heartbeatMetricsBudget(s.cfg.ZKMaxBuffer))
 	return info
 }
 

@@ -35,6 +35,9 @@ type workerSpec struct {
 	Owner      string // the spec's owner: whom the worker runs as, with supervisor.run.worker.as.user
 	Env        string // the topology's topology.environment
 	Dir        string // its own directory: the worker protocol's files (protocol.go)
+	// The restart generation (StormBase.worker_restarts) its slot had when
+	// it was started: a later one asks for a restart (restart.go).
+	RestartGen int64 `json:",omitempty"`
 }
 
 // worker runs one workerSpec until stopped, restarting it with backoff.
@@ -61,7 +64,10 @@ type worker struct {
 	prepared   bool               // its status file exists
 	owner      *account           // whom its files were prepared for
 	errMu      sync.Mutex
-	errOff     int64 // where the next read of its error file starts
+	errOff     int64         // where the next read of its error file starts
+	metrics    workerMetrics // what its metrics file last said (workermetrics.go)
+
+	restarts restartRequests // restarts asked of it (restart.go)
 
 	mu    sync.Mutex
 	state *clusterv1.WorkerState
@@ -75,7 +81,7 @@ func newWorker(ctx context.Context, spec workerSpec, status workerproto.Status, 
 	ctx, cancel := context.WithCancel(ctx)
 	return &worker{
 		spec: spec, policy: policy, keepers: k, grace: grace, changed: changed, cancel: cancel,
-		detached: make(chan struct{}), done: make(chan struct{}), topoStatus: status,
+		detached: make(chan struct{}), done: make(chan struct{}), topoStatus: status, restarts: newRestartRequests(spec.RestartGen),
 		log:   log.With("topology", spec.TopologyID, "port", spec.Port),
 		state: &clusterv1.WorkerState{TopologyId: spec.TopologyID, Port: spec.Port, State: "starting"},
 	}, ctx
@@ -134,6 +140,10 @@ func (w *worker) run(ctx context.Context, conn *keeper.Conn) {
 		if ctx.Err() != nil || errors.Is(err, errDetached) {
 			return
 		}
+		if reason, ok := restartedOn(err); ok {
+			w.restarted(reason)
+			continue
+		}
 		if time.Since(started) > stableAfter {
 			backoff = minRestart
 		}
@@ -158,6 +168,9 @@ func (w *worker) run(ctx context.Context, conn *keeper.Conn) {
 			return
 		case <-w.detached:
 			return
+		case reason := <-w.restarts.asked:
+			w.restarted(reason)
+			continue
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, maxRestart)
@@ -238,6 +251,9 @@ func (w *worker) hold(ctx context.Context, conn *keeper.Conn) error {
 			_ = conn.Ping() // a keeper gone says so on Exits
 		case <-w.detached:
 			return errDetached
+		case reason := <-w.restarts.asked:
+			_ = w.stopRun(conn, pid)
+			return restartError{reason}
 		case <-ctx.Done():
 			return w.stopRun(conn, pid)
 		}
