@@ -205,6 +205,7 @@ func (s *Server) build() (err error) {
 	encodings := newSharedEncodings()
 	s.view = view.New(s.sess, s.cfg.SupervisorHeartbeat, encodings.share, s.base)
 	registerLostMetrics(s.reg, s.view)
+	registerStatsMetrics(s.reg, s.view)
 
 	peers := codedistributor.NewPeers(s.tls.ClientCredentials())
 	s.lc.OnClose(peers.Close)
@@ -340,6 +341,7 @@ func (s *Server) run() {
 	s.lc.Go(func() { s.watchStatus(ctx) })
 	s.lc.Go(func() { s.probeStore(ctx) })
 	s.lc.Go(func() { s.watchSightings(ctx) })
+	s.lc.Go(func() { s.view.RunStats(ctx) })
 	s.lc.Go(func() { s.deposer.Run(ctx) })
 	s.lc.Go(func() { s.announceReady(ctx, registered) })
 	s.serveMetrics()

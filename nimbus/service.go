@@ -22,6 +22,7 @@ import (
 	"github.com/nimbusha/nimbus/nimbus/view"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
+	"github.com/nimbusha/nimbus/stats"
 	"github.com/nimbusha/nimbus/validate"
 )
 
@@ -92,6 +93,8 @@ func (s *service) GetTopologyInfo(ctx context.Context, req *nimbusv1.GetTopology
 	if err != nil {
 		return nil, apistatus.ToStatus(err)
 	}
+	window, _ := stats.ParseWindow(req.GetWindow()) // checked by validate
+	resp.Stats = s.view.TopologyStats(resp.GetTopology().GetId(), window)
 	if req.GetIncludeLogTail() {
 		// What a worker printed is not redacted: it may hold what its conf
 		// does, so it takes the right to read the conf.

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
+	"github.com/nimbusha/nimbus/stats"
 )
 
 // Each check returns nil or the first problem found, as an *Error naming
@@ -338,7 +339,27 @@ func Deactivate(req *nimbusv1.DeactivateTopologyRequest) error {
 }
 
 func GetTopologyInfo(req *nimbusv1.GetTopologyInfoRequest) error {
-	return TopologyName("name", req.GetName())
+	if err := TopologyName("name", req.GetName()); err != nil {
+		return err
+	}
+	return Window("window", req.GetWindow())
+}
+
+// shortened cuts a value quoted in an error to 64 bytes.
+func shortened(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
+}
+
+// Window checks a stats window: one of Storm's ("600", "10800", "86400",
+// ":all-time"), or "" for all time.
+func Window(field, w string) error {
+	if _, err := stats.ParseWindow(w); err != nil {
+		return Invalid(field, "want 600, 10800, 86400 or :all-time, got %q", shortened(w))
+	}
+	return nil
 }
 
 func GetTopologyConf(req *nimbusv1.GetTopologyConfRequest) error {

@@ -21,6 +21,7 @@ import (
 	"github.com/nimbusha/nimbus/internal/version"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
+	"github.com/nimbusha/nimbus/stats"
 )
 
 // View answers reads from the watch-maintained caches: no request costs a
@@ -47,6 +48,9 @@ type View struct {
 	now         func() time.Time
 	// beats has reads refresh the supervisors' payloads (workers.go).
 	beats *heartbeatReads
+	// Stats are the workers' counts in Storm's windows, from the
+	// heartbeats RunStats reads (stats.go).
+	Stats *stats.Aggregator
 
 	// share, if not nil, is told of each answer built (nil when the build
 	// failed) and the one it replaces (the server encodes it once for
@@ -160,6 +164,7 @@ func New(sess *cluster.Session, heartbeat time.Duration, share func(m, old proto
 			func() *clusterv1.ClusterVersion { return new(clusterv1.ClusterVersion) }, log).Recreate(),
 		now:   time.Now,
 		beats: &heartbeatReads{every: heartbeat},
+		Stats: stats.NewAggregator(0),
 		share: share,
 	}
 	v.Replicas.Distributions.Recreate()

@@ -1,0 +1,123 @@
+package view
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"time"
+
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
+	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
+	"github.com/nimbusha/nimbus/stats"
+)
+
+// Worker metrics (docs/ARCHITECTURE.md section 21): every nimbus, leader
+// or not, reads the supervisors' heartbeats once per heartbeat period and
+// adds the counts their workers report to its own aggregator (package
+// stats), so that any nimbus answers with the windows, and a follower that
+// becomes leader keeps its all-time counts.
+
+// RunStats reads the supervisors' heartbeats into v.Stats: once per
+// heartbeat period it has the /supervisors cache read their payloads
+// again, and observes each publish. It returns when ctx ends.
+func (v *View) RunStats(ctx context.Context) {
+	every := v.beats.every
+	if every <= 0 {
+		every = 10 * time.Second
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		changed := v.Supervisors.Changed()
+		v.observeHeartbeats()
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		case <-tick.C:
+			v.freshenHeartbeats()
+		}
+	}
+}
+
+// observeHeartbeats adds what each reported worker counted, and forgets
+// the topologies /storms no longer holds (once it has been read).
+func (v *View) observeHeartbeats() {
+	now := v.now().UnixMilli()
+	for id, info := range v.Supervisors.Snapshot() {
+		for _, w := range info.GetWorkers() {
+			if m := w.GetMetrics(); m != nil && w.GetTopologyId() != "" {
+				v.Stats.Observe(reportOf(id, info.GetHost(), w, m), now)
+			}
+		}
+	}
+	select {
+	case <-v.Storms.Loaded():
+		storms := v.Storms.Snapshot()
+		v.Stats.Sweep(now, func(id string) bool { _, ok := storms[id]; return ok })
+	default:
+	}
+}
+
+// reportOf is worker w's report, which supervisor sup (on host) carries.
+func reportOf(sup, host string, w *clusterv1.WorkerState, m *clusterv1.WorkerMetrics) stats.Report {
+	r := stats.Report{
+		Topology: w.GetTopologyId(), Worker: stats.WorkerID{Supervisor: sup, Port: w.GetPort()}, Host: host,
+		StartedMs: m.GetStartedUnixMs(), TakenMs: m.GetTakenUnixMs(),
+		Streams: make([]stats.StreamCounts, 0, len(m.GetStreams())),
+	}
+	for _, s := range m.GetStreams() {
+		r.Streams = append(r.Streams, stats.StreamCounts{
+			Key: stats.Key{Component: s.GetComponent(), Stream: s.GetStream()}, Kind: s.GetKind(), Executors: s.GetExecutors(),
+			Counts: stats.Counts{
+				Emitted: s.GetEmitted(), Transferred: s.GetTransferred(), Acked: s.GetAcked(), Failed: s.GetFailed(),
+				Executed: s.GetExecuted(), CompleteLatencyUs: s.GetCompleteLatencyUs(),
+				ProcessLatencyUs: s.GetProcessLatencyUs(), ExecuteLatencyUs: s.GetExecuteLatencyUs(),
+			},
+		})
+	}
+	return r
+}
+
+// TopologyStats is topology id's counts, with streams and workers in
+// window w; nil when no worker of it reported any.
+func (v *View) TopologyStats(id string, w stats.Window) *nimbusv1.TopologyStats {
+	st, ok := v.Stats.Topology(id, w, v.now().UnixMilli())
+	if !ok {
+		return nil
+	}
+	out := &nimbusv1.TopologyStats{Window: w.String()}
+	for _, win := range stats.Windows {
+		out.Topology = append(out.Topology, &nimbusv1.WindowCounts{Window: win.String(), Counts: tupleCounts(st.Topology[win])})
+	}
+	for _, c := range sortedKeys(st.Components) {
+		cs := st.Components[c]
+		pc := &nimbusv1.ComponentStats{Component: c, Kind: cs.Kind, Capacity: cs.Capacity}
+		for _, win := range stats.Windows {
+			pc.Windows = append(pc.Windows, &nimbusv1.WindowCounts{Window: win.String(), Counts: tupleCounts(cs.Windows[win])})
+		}
+		out.Components = append(out.Components, pc)
+	}
+	for _, s := range st.Streams {
+		out.Streams = append(out.Streams, &nimbusv1.StreamCounts{Component: s.Component, Stream: s.Stream, Kind: s.Kind, Counts: tupleCounts(s.Totals)})
+	}
+	for _, ws := range st.Workers {
+		out.Workers = append(out.Workers, &nimbusv1.WorkerComponentStats{
+			SupervisorId: ws.Worker.Supervisor, Host: ws.Host, Port: ws.Worker.Port, Component: ws.Component,
+			Executors: ws.Executors, Counts: tupleCounts(ws.Totals), Capacity: ws.Capacity,
+		})
+	}
+	return out
+}
+
+func tupleCounts(t stats.Totals) *nimbusv1.TupleCounts {
+	return &nimbusv1.TupleCounts{
+		Emitted: t.Emitted, Transferred: t.Transferred, Acked: t.Acked, Failed: t.Failed, Executed: t.Executed,
+		CompleteLatencyUs: t.CompleteLatencyUs, ProcessLatencyUs: t.ProcessLatencyUs, ExecuteLatencyUs: t.ExecuteLatencyUs,
+		Reported: t.Reported,
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}
