@@ -295,6 +295,13 @@ func WithLogTail() TopologyInfoOption {
 	return func(r *nimbusv1.GetTopologyInfoRequest) { r.IncludeLogTail = true }
 }
 
+// WithStatsWindow asks for the per-stream and per-worker counts of the
+// answer's stats in window, as Storm names it: "600", "10800", "86400" or
+// ":all-time" (the default). Another value is InvalidArgument.
+func WithStatsWindow(window string) TopologyInfoOption {
+	return func(r *nimbusv1.GetTopologyInfoRequest) { r.Window = window }
+}
+
 // LinearizableTopologyInfo asks for a status at least as new as every write
 // acknowledged before the request, at the cost of a ZooKeeper sync and a
 // read per topology on the answering nimbus.
