@@ -279,12 +279,13 @@ func TestRebalanceClears(t *testing.T) {
 	topos := []Topology{topology("t", 2, 8)}
 	cur := Schedule(topos, sups, nil)
 
-	// Without clearing, a new NumWorkers moves nothing.
-	topos[0].NumWorkers = 4
+	// Without clearing, a lower NumWorkers moves nothing.
+	topos[0].NumWorkers = 1
 	if got := Schedule(topos, sups, cur); !reflect.DeepEqual(got, cur) {
-		t.Fatalf("NumWorkers 2 -> 4 without clearing moved executors: %v -> %v", cur, got)
+		t.Fatalf("NumWorkers 2 -> 1 without clearing moved executors: %v -> %v", cur, got)
 	}
 	// A rebalance deletes the current assignment first.
+	topos[0].NumWorkers = 4
 	delete(cur, "t")
 	cur = Schedule(topos, sups, cur)
 	if n := len(workers(cur["t"])); n != 4 || !spreadOK(cur["t"]) {
@@ -308,6 +309,58 @@ func TestRebalanceClears(t *testing.T) {
 	got := Schedule(topos, sups, cur)
 	if s := got["t"][Executor{"d", 9, 9}]; s != first {
 		t.Fatalf("new executor on %v, want %v", s, first)
+	}
+}
+
+// A topology placed on fewer workers than it wants, for lack of slots,
+// grows when slots free up: it takes them, and its fullest workers hand
+// over their last executors, so that it ends evenly spread; a topology
+// without any slot is served first.
+func TestShortTopologyGrows(t *testing.T) {
+	sups := []Supervisor{{ID: "a", Ports: []int32{1, 2, 3}}}
+	topos := []Topology{topology("other", 1, 1), topology("wc", 4, 8)}
+	cur := Schedule(topos, sups, nil)
+	check(t, topos, sups, cur)
+	if n := len(workers(cur["wc"])); n != 2 {
+		t.Fatalf("wc on %d workers with 3 slots and another topology, want 2", n)
+	}
+
+	// "other" is killed: its slot is free and wc grows into it.
+	topos = topos[1:]
+	delete(cur, "other")
+	got := Schedule(topos, sups, cur)
+	check(t, topos, sups, got)
+	if w := workers(got["wc"]); len(w) != 3 || !spreadOK(got["wc"]) {
+		t.Fatalf("after a slot freed: wc on %v, want 3 even workers", w)
+	}
+	moved := 0
+	for e, s := range cur["wc"] {
+		if got["wc"][e] != s {
+			moved++
+		}
+	}
+	if moved != 2 {
+		t.Errorf("%d executors moved, want 2 (one from each full worker)", moved)
+	}
+	if again := Schedule(topos, sups, got); !reflect.DeepEqual(again, got) {
+		t.Fatalf("grown topology moved again: %v -> %v", got, again)
+	}
+
+	// A new supervisor's slot goes to a topology without any slot before
+	// one that only lacks a worker.
+	topos = append(topos, topology("x", 1, 1))
+	got = Schedule(topos, sups, got)
+	if len(got["x"]) != 0 {
+		t.Fatalf("x placed with no slot free: %v", got["x"])
+	}
+	sups = append(sups, Supervisor{ID: "b", Ports: []int32{1}})
+	got = Schedule(topos, sups, got)
+	check(t, topos, sups, got)
+	if s := got["x"][Executor{"c", 1, 1}]; s != (Slot{"b", 1}) {
+		t.Fatalf("x placed on %v, want b:1", s)
+	}
+	if n := len(workers(got["wc"])); n != 3 {
+		t.Fatalf("wc on %d workers, want 3 (no slot left to grow)", n)
 	}
 }
 

@@ -193,8 +193,65 @@ func (p *Placer) Place() []string {
 	for _, id := range slices.Sorted(maps.Keys(pending)) {
 		p.place(pending[id])
 	}
+	decided = p.growShort(decided)
 	slices.Sort(decided)
 	return decided
+}
+
+// growShort grows, in id order while a slot is free, every topology whose
+// executors all have a slot but on fewer workers than it wants (Schedule's
+// rule 3b), and returns decided with those it grew added.
+func (p *Placer) growShort(decided []string) []string {
+	if p.free == 0 {
+		return decided
+	}
+	var short []string
+	for id, t := range p.waiting {
+		if len(t.result) == len(t.execs) {
+			short = append(short, id)
+		}
+	}
+	if len(short) == 0 {
+		return decided
+	}
+	seen := make(map[string]bool, len(decided))
+	for _, id := range decided {
+		seen[id] = true
+	}
+	slices.Sort(short)
+	for _, id := range short {
+		if p.free == 0 {
+			break
+		}
+		p.grow(p.tops[id])
+		if !seen[id] {
+			decided = append(decided, id)
+		}
+	}
+	return decided
+}
+
+// grow places t again from its result, with room made for the workers it
+// lacks (makeRoom) on free slots.
+func (p *Placer) grow(t *topoState) {
+	res := maps.Clone(t.result) // t.result may be its current
+	keptSlots := make([]slotRef, 0, len(t.execs))
+	for _, e := range t.execs {
+		ref, _ := p.lookup(res[e]) // held by t: alive
+		keptSlots = append(keptSlots, ref)
+	}
+	keptSlots, unplaced := p.makeRoom(t, res, keptSlots)
+	if len(unplaced) == 0 {
+		return
+	}
+	p.spread(t, res, keptSlots, unplaced)
+	t.result, t.kept = res, false
+	p.noteWaiting(t)
+	if !maps.Equal(res, t.current) {
+		p.proposed[t.id] = t
+	} else {
+		delete(p.proposed, t.id)
+	}
 }
 
 // keepDirty keeps every dirty topology again, in id order, from its
@@ -219,7 +276,7 @@ func (p *Placer) keepDirty() (decided []string, pending map[string]*topoState) {
 			if t.result == nil {
 				t.result = Assignment{}
 			}
-			delete(p.waiting, t.id)
+			p.noteWaiting(t)
 			continue
 		}
 		pending[t.id] = t
@@ -310,14 +367,63 @@ func (p *Placer) place(t *topoState) {
 		p.spread(t, res, keptSlots, unplaced)
 	}
 	t.result, t.kept = res, false
-	if len(res) < len(t.execs) {
-		p.waiting[t.id] = t
-	} else {
-		delete(p.waiting, t.id)
-	}
+	p.noteWaiting(t)
 	if !maps.Equal(res, t.current) {
 		p.proposed[t.id] = t
 	}
+}
+
+// noteWaiting puts t among the topologies placed again while a slot is
+// free if its result lacks an executor or a worker (short), and takes it
+// out otherwise.
+func (p *Placer) noteWaiting(t *topoState) {
+	if len(t.result) < len(t.execs) || workerCount(t.result) < t.wanted() {
+		p.waiting[t.id] = t
+		return
+	}
+	delete(p.waiting, t.id)
+}
+
+// wanted is how many workers t should have: NumWorkers, but never more
+// than it has executors to fill them.
+func (t *topoState) wanted() int { return min(t.workers, len(t.execs)) }
+
+// workerCount is how many distinct slots a holds.
+func workerCount(a Assignment) int {
+	slots := make(map[Slot]struct{}, len(a))
+	for _, s := range a {
+		slots[s] = struct{}{}
+	}
+	return len(slots)
+}
+
+// makeRoom is Schedule's rule 3b, for a topology t whose executors all
+// have a slot (res, on keptSlots in t.execs order) but on fewer workers
+// than it wants: with n slots free to take, each kept worker keeps
+// only its first len(t.execs)/(workers+n) executors, and the others are
+// returned as unplaced, for spread to deal out over the kept and new
+// workers. With no slot free, or no worker lacking, nothing moves.
+func (p *Placer) makeRoom(t *topoState, res Assignment, keptSlots []slotRef) ([]slotRef, []Executor) {
+	have := workerCount(res)
+	n := min(t.wanted()-have, p.free)
+	if n <= 0 {
+		return keptSlots, nil
+	}
+	limit := int32(len(t.execs) / (have + n)) // at least 1: wanted <= executors
+	onSlot := map[slotRef]int32{}
+	kept := keptSlots[:0]
+	var unplaced []Executor
+	for i, e := range t.execs {
+		ref := keptSlots[i]
+		if onSlot[ref] < limit {
+			onSlot[ref]++
+			kept = append(kept, ref)
+			continue
+		}
+		delete(res, e)
+		unplaced = append(unplaced, e)
+	}
+	return kept, unplaced
 }
 
 // spread adds to res, the kept entries of t on keptSlots, the unplaced

@@ -264,54 +264,97 @@ func reference(topologies []Topology, supervisors []Supervisor, current map[stri
 				unplaced = append(unplaced, e)
 			}
 		}
-		if len(unplaced) == 0 {
+		referencePlace(res, unplaced, max(tp.NumWorkers, 1), allSlots, owner, tp.ID)
+	}
+	for _, tp := range topos { // rule 3b, once every topology has had rule 3
+		res := out[tp.ID]
+		if len(res) < len(execs[tp.ID]) {
 			continue
 		}
-		hosts := map[string]int{}
-		keptSlots := slices.SortedFunc(maps.Keys(workers(res)), compareSlots)
-		for _, s := range keptSlots {
-			hosts[s.SupervisorID]++
-		}
-		nw := max(tp.NumWorkers, 1)
-		slots := keptSlots[:min(len(keptSlots), nw)]
-		for taken := 0; len(slots) < nw && taken < len(unplaced); taken++ {
-			free := map[string]int{}
-			for _, s := range allSlots {
-				if _, used := owner[s]; !used {
-					free[s.SupervisorID]++
-				}
-			}
-			var best *Slot
-			for _, s := range allSlots {
-				if _, used := owner[s]; used {
-					continue
-				}
-				if best == nil || cmp.Or(
-					cmp.Compare(hosts[s.SupervisorID], hosts[best.SupervisorID]),
-					-cmp.Compare(free[s.SupervisorID], free[best.SupervisorID]),
-					compareSlots(s, *best)) < 0 {
-					best = &s
-				}
-			}
-			if best == nil {
-				break
-			}
-			owner[*best] = tp.ID
-			hosts[best.SupervisorID]++
-			slots = append(slots, *best)
-		}
-		counts := make([]int, len(slots))
-		for i, s := range slots {
-			counts[i] = workers(res)[s]
-		}
-		for _, e := range unplaced {
-			if len(slots) == 0 {
-				break
-			}
-			i := slices.Index(counts, slices.Min(counts))
-			res[e] = slots[i]
-			counts[i]++
-		}
+		moved := referenceGrowth(res, execs[tp.ID], max(tp.NumWorkers, 1), allSlots, owner)
+		referencePlace(res, moved, max(tp.NumWorkers, 1), allSlots, owner, tp.ID)
 	}
 	return out
+}
+
+// referencePlace is rule 3: it places unplaced, the executors of topology
+// id that res lacks.
+func referencePlace(res Assignment, unplaced []Executor, nw int, allSlots []Slot, owner map[Slot]string, id string) {
+	if len(unplaced) == 0 {
+		return
+	}
+	hosts := map[string]int{}
+	keptSlots := slices.SortedFunc(maps.Keys(workers(res)), compareSlots)
+	for _, s := range keptSlots {
+		hosts[s.SupervisorID]++
+	}
+	slots := keptSlots[:min(len(keptSlots), nw)]
+	for taken := 0; len(slots) < nw && taken < len(unplaced); taken++ {
+		free := map[string]int{}
+		for _, s := range allSlots {
+			if _, used := owner[s]; !used {
+				free[s.SupervisorID]++
+			}
+		}
+		var best *Slot
+		for _, s := range allSlots {
+			if _, used := owner[s]; used {
+				continue
+			}
+			if best == nil || cmp.Or(
+				cmp.Compare(hosts[s.SupervisorID], hosts[best.SupervisorID]),
+				-cmp.Compare(free[s.SupervisorID], free[best.SupervisorID]),
+				compareSlots(s, *best)) < 0 {
+				best = &s
+			}
+		}
+		if best == nil {
+			break
+		}
+		owner[*best] = id
+		hosts[best.SupervisorID]++
+		slots = append(slots, *best)
+	}
+	counts := make([]int, len(slots))
+	for i, s := range slots {
+		counts[i] = workers(res)[s]
+	}
+	for _, e := range unplaced {
+		if len(slots) == 0 {
+			break
+		}
+		i := slices.Index(counts, slices.Min(counts))
+		res[e] = slots[i]
+		counts[i]++
+	}
+}
+
+// referenceGrowth is rule 3b: it takes from res, all of whose executors
+// kept their slot, the executors that make room for the workers the
+// topology lacks while slots are free, and returns them.
+func referenceGrowth(res Assignment, execs []Executor, numWorkers int, allSlots []Slot, owner map[Slot]string) []Executor {
+	free := 0
+	for _, s := range allSlots {
+		if _, used := owner[s]; !used {
+			free++
+		}
+	}
+	have := len(workers(res))
+	n := min(min(numWorkers, len(execs))-have, free)
+	if n <= 0 {
+		return nil
+	}
+	limit := len(execs) / (have + n)
+	onSlot := map[Slot]int{}
+	var moved []Executor
+	for _, e := range execs {
+		s := res[e]
+		if onSlot[s] < limit {
+			onSlot[s]++
+			continue
+		}
+		delete(res, e)
+		moved = append(moved, e)
+	}
+	return moved
 }

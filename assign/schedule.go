@@ -35,15 +35,22 @@ import (
 //     spread evenly across its workers. If no slot is available at all, the
 //     topology gets an empty assignment, and Schedule places it at a later
 //     call when slots are free.
+//     3b. Growth, as Storm reschedules a topology short of workers: a
+//     topology whose executors all kept their slot, but on fewer workers
+//     than min(NumWorkers, its executors), takes n more slots when n are
+//     free (as many as it lacks, or as are free). Each kept worker keeps
+//     its first executors (Executors order), at most executors/(workers+n)
+//     of them; the others are placed as in rule 3, so the topology ends
+//     evenly spread over its kept and new workers.
 //  4. Topologies are processed in ID order, so earlier IDs get free slots
 //     first; the result is deterministic for the same input.
 //
-// Because kept executors never move, a topology keeps its number of
-// workers (fewer than NumWorkers if slots were scarce when it was placed,
-// more if NumWorkers was lowered since) until its entry in current is
-// removed. A rebalance, which changes
-// NumWorkers or the parallelism, therefore deletes the topology's current
-// assignment before calling Schedule, so the topology is placed afresh.
+// Apart from growth, kept executors never move: a topology keeps its
+// number of workers (fewer than NumWorkers while no slot is free, more if
+// NumWorkers was lowered since) until its entry in current is removed. A
+// rebalance, which changes NumWorkers or the parallelism, therefore
+// deletes the topology's current assignment before calling Schedule, so
+// the topology is placed afresh.
 //
 // NumWorkers below 1 counts as 1. A topology ID listed twice is scheduled
 // once, from its first entry; an executor listed twice is placed once; a

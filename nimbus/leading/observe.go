@@ -106,8 +106,21 @@ func (sch *scheduler) observeTopology(id string, base *clusterv1.StormBase, cach
 		sch.placer.SetTopology(frozenTopology(id, cur), cur)
 		return
 	}
-	sch.placer.SetTopology(assign.Topology{ID: id, NumWorkers: int(base.GetNumWorkers()),
+	numWorkers := int(base.GetNumWorkers())
+	if n := workersOf(cur); frozen(base) && n > 0 {
+		numWorkers = min(numWorkers, n) // a killed or rebalancing topology does not grow into free slots
+	}
+	sch.placer.SetTopology(assign.Topology{ID: id, NumWorkers: numWorkers,
 		Executors: assign.Executors(base.GetComponentExecutors())}, cur)
+}
+
+// workersOf is how many distinct slots assignment a uses.
+func workersOf(a assign.Assignment) int {
+	slots := make(map[assign.Slot]bool, len(a))
+	for _, s := range a {
+		slots[s] = true
+	}
+	return len(slots)
 }
 
 // forget drops a topology the cluster no longer has, and what this term

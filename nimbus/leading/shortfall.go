@@ -36,9 +36,9 @@ func (sch *scheduler) noteShortfall(decided []string, m *Metrics, log *slog.Logg
 	sort.Strings(started)
 	for _, id := range started {
 		base := sch.told[id].base
-		log.Warn("topology cannot be fully placed: not enough free slots; it keeps fewer workers until a rebalance",
+		log.Warn("topology lacks workers: every slot is taken; it grows when slots free up",
 			"topology", id, "name", base.GetName(), "missing_slots", sch.short[id],
-			"num_workers", base.GetNumWorkers(), "free_slots", sch.placer.FreeSlots())
+			"num_workers", base.GetNumWorkers(), "free_slots_left", sch.placer.FreeSlots())
 	}
 	if m != nil {
 		m.unplacedSlots.Set(float64(sch.shortTotal))

@@ -122,9 +122,9 @@ func countWorkers(t *nimbusv1.TopologySummary, base *clusterv1.StormBase, worker
 
 // MissingSlots is how many of the workers a topology should have its
 // assignment lacks a slot for: min(num_workers, executors) less the slots
-// it uses. The scheduler keeps executors where they are (6.1), so a
-// topology placed short stays short until a rebalance; killed and
-// rebalancing topologies are not placed and lack nothing.
+// it uses. A topology placed short grows when slots free up (the
+// scheduler's rule 3b); killed and rebalancing topologies are not placed
+// and lack nothing.
 func MissingSlots(base *clusterv1.StormBase, assigned int32) int32 {
 	switch base.GetStatus() {
 	case clusterv1.TopologyStatus_TOPOLOGY_STATUS_ACTIVE, clusterv1.TopologyStatus_TOPOLOGY_STATUS_INACTIVE:
