@@ -206,6 +206,19 @@ func (c *Client) ActivateTopology(ctx context.Context, name string) error {
 	return err
 }
 
+// RestartWorker asks the leader to restart one worker of the named
+// topology on its slot; worker is its host:port, as GetTopologyInfo names
+// it. A restart is not repeated on a retry: a failure is retried only when
+// the call cannot have reached a leader (ErrOutcomeUnknown-like answers
+// come back to the caller). Refused (PermissionDenied) for anyone but the
+// topology's owner and admins; NotFound for a worker the topology does not
+// have.
+func (c *Client) RestartWorker(ctx context.Context, name, worker string) (*nimbusv1.RestartWorkerResponse, error) {
+	return callLeaderOnce(ctx, c, "RestartWorker", func(ctx context.Context, api nimbusv1.NimbusServiceClient, opts ...grpc.CallOption) (*nimbusv1.RestartWorkerResponse, error) {
+		return api.RestartWorker(ctx, &nimbusv1.RestartWorkerRequest{Name: name, Worker: worker}, opts...)
+	})
+}
+
 // DeactivateTopology sets the named topology's status to INACTIVE at the
 // leader. It is idempotent, so it is retried like every leader-only call.
 // An unknown name is NotFound.

@@ -173,6 +173,23 @@ func (a *API) handOver(r *request) ([]byte, error) {
 	}{op, resp.GetFrom(), resp.GetFromEpoch(), resp.GetTo(), resp.GetToEpoch(), resp.GetLeaderlessMs(), "success"})
 }
 
+// restartWorker restarts one worker of the topology the path's id names
+// on its slot: POST /api/v1/topology/:id/profiling/restartworker/:host-port,
+// as Storm's UI. It answers Storm's {status, id}, the id being the worker.
+func (a *API) restartWorker(r *request) ([]byte, error) {
+	worker := r.PathValue("worker")
+	if _, _, err := validate.HostPort("worker", worker); err != nil {
+		return nil, err
+	}
+	if _, err := a.act(r, "restartworker", func(ctx context.Context, name string) error {
+		_, err := a.cfg.Actions.RestartWorker(ctx, name, worker)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	return json.Marshal(map[string]string{"status": "ok", "id": worker})
+}
+
 // actionsEnabled refuses every action when ui.actions.enabled is false.
 func (a *API) actionsEnabled(op string) error {
 	if !a.cfg.ActionsEnabled {

@@ -37,6 +37,7 @@ type Actor interface {
 	KillTopology(ctx context.Context, req *nimbusv1.KillTopologyRequest) error
 	RebalanceTopology(ctx context.Context, req *nimbusv1.RebalanceTopologyRequest) error
 	HandOver(ctx context.Context, to string) (*nimbusv1.HandOverResponse, error)
+	RestartWorker(ctx context.Context, name, worker string) (*nimbusv1.RestartWorkerResponse, error)
 }
 
 // State is what the answering nimbus knows now of leadership and of how
@@ -126,21 +127,22 @@ func (a *API) routes() {
 	get := func(rpc string, h handler) route { return route{http.MethodGet, ns + rpc, h} }
 	post := func(rpc string, h handler) route { return route{http.MethodPost, ns + rpc, h} }
 	for pattern, r := range map[string]route{
-		"/api/v1/cluster/configuration":               get("GetNimbusConfig", a.clusterConfiguration),
-		"/api/v1/cluster/summary":                     get("GetClusterInfo", a.clusterSummary),
-		"/api/v1/nimbus/summary":                      get("GetClusterInfo", a.nimbusSummary),
-		"/api/v1/supervisor/summary":                  get("GetClusterInfo", a.supervisorSummary),
-		"/api/v1/supervisor":                          get("GetClusterInfo", a.supervisor),
-		"/api/v1/topology/summary":                    get("GetClusterInfo", a.topologySummary),
-		"/api/v1/topology/{id}":                       get("GetTopologyInfo", a.topology),
-		"/api/v1/topology-workers/{id}":               get("GetTopologyInfo", a.topologyWorkers),
-		"/api/v1/topology/{id}/component/{component}": get("GetTopologyInfo", a.component),
-		"/api/v1/topology/{id}/metrics":               get("GetTopologyInfo", a.metrics),
-		"/api/v1/topology/{id}/activate":              post("ActivateTopology", a.activate),
-		"/api/v1/topology/{id}/deactivate":            post("DeactivateTopology", a.deactivate),
-		"/api/v1/topology/{id}/rebalance/{wait}":      post("RebalanceTopology", a.rebalance),
-		"/api/v1/topology/{id}/kill/{wait}":           post("KillTopology", a.kill),
-		"/api/v1/nimbus/handover":                     post("HandOver", a.handOver),
+		"/api/v1/cluster/configuration":                          get("GetNimbusConfig", a.clusterConfiguration),
+		"/api/v1/cluster/summary":                                get("GetClusterInfo", a.clusterSummary),
+		"/api/v1/nimbus/summary":                                 get("GetClusterInfo", a.nimbusSummary),
+		"/api/v1/supervisor/summary":                             get("GetClusterInfo", a.supervisorSummary),
+		"/api/v1/supervisor":                                     get("GetClusterInfo", a.supervisor),
+		"/api/v1/topology/summary":                               get("GetClusterInfo", a.topologySummary),
+		"/api/v1/topology/{id}":                                  get("GetTopologyInfo", a.topology),
+		"/api/v1/topology-workers/{id}":                          get("GetTopologyInfo", a.topologyWorkers),
+		"/api/v1/topology/{id}/component/{component}":            get("GetTopologyInfo", a.component),
+		"/api/v1/topology/{id}/metrics":                          get("GetTopologyInfo", a.metrics),
+		"/api/v1/topology/{id}/activate":                         post("ActivateTopology", a.activate),
+		"/api/v1/topology/{id}/deactivate":                       post("DeactivateTopology", a.deactivate),
+		"/api/v1/topology/{id}/rebalance/{wait}":                 post("RebalanceTopology", a.rebalance),
+		"/api/v1/topology/{id}/kill/{wait}":                      post("KillTopology", a.kill),
+		"/api/v1/nimbus/handover":                                post("HandOver", a.handOver),
+		"/api/v1/topology/{id}/profiling/restartworker/{worker}": post("RestartWorker", a.restartWorker),
 	} {
 		a.mux.Handle(pattern, a.counted.observe(pattern, a.serve(r)))
 	}
@@ -205,7 +207,7 @@ func (a *API) fail(w http.ResponseWriter, r *http.Request, st State, err error) 
 	code := apistatus.HTTPStatus(err)
 	body, _ := json.Marshal(map[string]string{
 		"error":        strconv.Itoa(code) + " " + http.StatusText(code),
-		"errorMessage": err.Error(),
+		"errorMessage": apistatus.Message(err), // plain words, as stormctl prints them
 	})
 	// As for gRPC: refusals at info, callers without a certificate at
 	// debug (probes would fill the log).

@@ -102,5 +102,6 @@ func (s *Supervisor) workerSpecFor(port int32, d desiredWorker) (workerSpec, err
 		LogPath: filepath.Join(s.dir, "workers", fmt.Sprintf("%s-%d.log", d.topologyID, port)),
 		Dir:     filepath.Join(s.dir, "workers", fmt.Sprintf("%s-%d", d.topologyID, port)),
 		Owner:   spec.GetOwner(), Env: spec.GetConfig()[configs.TopologyEnvironment],
+		RestartGen: s.restartGeneration(d.topologyID, port),
 	}, nil
 }

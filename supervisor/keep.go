@@ -192,7 +192,9 @@ func (w *worker) keptState() (json.RawMessage, error) {
 	w.statusMu.Lock()
 	st := w.topoStatus
 	w.statusMu.Unlock()
-	return json.Marshal(keptState{Spec: w.spec, Status: st, LogStart: w.logStart, State: state})
+	spec := w.spec
+	spec.RestartGen = w.restarts.generation() // what this run answers
+	return json.Marshal(keptState{Spec: spec, Status: st, LogStart: w.logStart, State: state})
 }
 
 // adoptWorker makes the worker a found keeper holds this supervisor's,

@@ -61,6 +61,7 @@ func (s *Supervisor) reconcileLoop(ctx context.Context) {
 		ready := f.fetchMissing(desired) // a worker starts only from verified code
 		gone.forgetAssigned(s.assignments.Snapshot())
 		s.stopMismatched(desired, gone)
+		s.restartAsked(desired)
 		s.applyStatuses()
 		s.startMissing(ctx, desired, ready)
 		s.removeDeadCode(desired, gone)

@@ -135,7 +135,7 @@ func newRootCommand(g *globals) *cobra.Command {
 		newLeaderCommand(g), newNimbusesCommand(g), newSupervisorsCommand(g), newClusterCommand(g),
 		newListCommand(g), newTopologyCommand(g), newConfigCommand(g),
 		newSubmitCommand(g), newKillCommand(g), newActivateCommand(g), newDeactivateCommand(g),
-		newRebalanceCommand(g), newAdminCommand(g),
+		newRebalanceCommand(g), newRestartWorkerCommand(g), newAdminCommand(g),
 		newTLSCommand(g), newVersionCommand(g),
 	)
 	return root
