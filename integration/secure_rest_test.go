@@ -72,6 +72,14 @@ func (s *secureCluster) restAPI(t *testing.T) {
 		!strings.Contains(fmt.Sprint(body["errorMessage"]), "trudy may not hand leadership over") {
 		t.Errorf("trudy hands leadership over through the follower: %d %v, want 403 naming trudy", code, body)
 	}
+	if code, body := call(trudy, http.MethodPost, "/api/v1/topology/"+id+"/profiling/restartworker/host-1:6700"); code != http.StatusForbidden ||
+		!strings.Contains(fmt.Sprint(body["errorMessage"]), "trudy may not restart a worker of") {
+		t.Errorf("trudy restarts a worker of alice's topology through the follower: %d %v, want 403 naming trudy", code, body)
+	}
+	if code, body := call(alice, http.MethodPost, "/api/v1/topology/"+id+"/profiling/restartworker/nowhere.invalid:6700"); code != http.StatusNotFound ||
+		!strings.Contains(fmt.Sprint(body["errorMessage"]), "no worker at nowhere.invalid:6700") {
+		t.Errorf("alice restarts a worker her topology does not have: %d %v, want 404 naming it", code, body)
+	}
 	if code, body := call(trudy, http.MethodPost, "/api/v1/topology/"+id+"/deactivate"); code != http.StatusForbidden ||
 		!strings.Contains(body["errorMessage"].(string), "trudy may not deactivate") {
 		t.Errorf("trudy deactivates alice's topology through the follower: %d %v, want 403 naming trudy", code, body)
