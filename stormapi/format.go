@@ -22,7 +22,6 @@ const (
 	notApplicable  = "Not applicable"
 	allTime        = ":all-time"
 	allTimePretty  = "All time"
-	zeroLatency    = "0.000" // Storm prints latencies and capacity as strings
 	statusLeader   = "Leader"
 	statusFollower = "Not a Leader"
 	statusOffline  = "Offline"

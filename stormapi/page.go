@@ -15,49 +15,30 @@ import (
 // keyMessageTimeout is the conf key of msgTimeout.
 const keyMessageTimeout = "topology.message.timeout.secs"
 
-// windowStatsJSON is one window of a topology's or component's tuple
-// counts: Nimbus-HA does not collect them yet, so they are zeros with
-// Storm's types.
+// windowStatsJSON is one window of a topology's or spout's tuple counts
+// (stats.go): null where no worker reported in the window.
 type windowStatsJSON struct {
-	Window          string `json:"window"`
-	WindowPretty    string `json:"windowPretty"`
-	Emitted         int64  `json:"emitted"`
-	Transferred     int64  `json:"transferred"`
-	Acked           int64  `json:"acked"`
-	Failed          int64  `json:"failed"`
-	CompleteLatency string `json:"completeLatency"`
+	Window          string  `json:"window"`
+	WindowPretty    string  `json:"windowPretty"`
+	Emitted         *uint64 `json:"emitted"`
+	Transferred     *uint64 `json:"transferred"`
+	Acked           *uint64 `json:"acked"`
+	Failed          *uint64 `json:"failed"`
+	CompleteLatency *string `json:"completeLatency"`
 }
 
-func zeroStats() []windowStatsJSON {
-	out := make([]windowStatsJSON, len(statsWindows))
-	for i, w := range statsWindows {
-		out[i] = windowStatsJSON{Window: w, WindowPretty: windowPretty(w), CompleteLatency: zeroLatency}
-	}
-	return out
-}
-
-// boltStatsJSON is one window of a bolt's counts: zeros, as
-// windowStatsJSON.
+// boltStatsJSON is one window of a bolt's counts, as windowStatsJSON.
 type boltStatsJSON struct {
-	Window         string `json:"window"`
-	WindowPretty   string `json:"windowPretty"`
-	Emitted        int64  `json:"emitted"`
-	Transferred    int64  `json:"transferred"`
-	Executed       int64  `json:"executed"`
-	Acked          int64  `json:"acked"`
-	Failed         int64  `json:"failed"`
-	Capacity       string `json:"capacity"`
-	ExecuteLatency string `json:"executeLatency"`
-	ProcessLatency string `json:"processLatency"`
-}
-
-func zeroBoltStats() []boltStatsJSON {
-	out := make([]boltStatsJSON, len(statsWindows))
-	for i, w := range statsWindows {
-		out[i] = boltStatsJSON{Window: w, WindowPretty: windowPretty(w),
-			Capacity: zeroLatency, ExecuteLatency: zeroLatency, ProcessLatency: zeroLatency}
-	}
-	return out
+	Window         string  `json:"window"`
+	WindowPretty   string  `json:"windowPretty"`
+	Emitted        *uint64 `json:"emitted"`
+	Transferred    *uint64 `json:"transferred"`
+	Executed       *uint64 `json:"executed"`
+	Acked          *uint64 `json:"acked"`
+	Failed         *uint64 `json:"failed"`
+	Capacity       *string `json:"capacity"`
+	ExecuteLatency *string `json:"executeLatency"`
+	ProcessLatency *string `json:"processLatency"`
 }
 
 // componentError is a component's last error: the latest one a worker
@@ -72,14 +53,15 @@ type componentError struct {
 	ErrorWorkerLogLink string `json:"errorWorkerLogLink"`
 }
 
-// componentStats are a component's counts: zeros (not collected yet).
+// componentStats are a component's counts in the page's window, null
+// where none were reported.
 type componentStats struct {
 	Executors           int32   `json:"executors"`
 	Tasks               int32   `json:"tasks"`
-	Emitted             int64   `json:"emitted"`
-	Transferred         int64   `json:"transferred"`
-	Acked               int64   `json:"acked"`
-	Failed              int64   `json:"failed"`
+	Emitted             *uint64 `json:"emitted"`
+	Transferred         *uint64 `json:"transferred"`
+	Acked               *uint64 `json:"acked"`
+	Failed              *uint64 `json:"failed"`
 	RequestedMemOnHeap  float64 `json:"requestedMemOnHeap"`
 	RequestedMemOffHeap float64 `json:"requestedMemOffHeap"`
 	RequestedCPU        float64 `json:"requestedCpu"`
@@ -89,7 +71,7 @@ type spoutJSON struct {
 	SpoutID        string `json:"spoutId"`
 	EncodedSpoutID string `json:"encodedSpoutId"`
 	componentStats
-	CompleteLatency string `json:"completeLatency"`
+	CompleteLatency *string `json:"completeLatency"`
 	componentError
 }
 
@@ -97,10 +79,10 @@ type boltJSON struct {
 	BoltID        string `json:"boltId"`
 	EncodedBoltID string `json:"encodedBoltId"`
 	componentStats
-	Executed       int64  `json:"executed"`
-	Capacity       string `json:"capacity"`
-	ExecuteLatency string `json:"executeLatency"`
-	ProcessLatency string `json:"processLatency"`
+	Executed       *uint64 `json:"executed"`
+	Capacity       *string `json:"capacity"`
+	ExecuteLatency *string `json:"executeLatency"`
+	ProcessLatency *string `json:"processLatency"`
 	componentError
 }
 
@@ -152,6 +134,11 @@ type topologyPageJSON struct {
 	Executors          []executorJSON `json:"executors"`
 	Replicas           []hostPortJSON `json:"replicas"`
 	ConfigurationError string         `json:"configurationError"`
+	// Nimbus-HA's: whether any worker of the topology reported counts
+	// (false: every count is null, "no data"), and the Storm window the
+	// counts of spouts and bolts come from (statsWindowOf).
+	StatsReported bool   `json:"statsReported"`
+	StatsWindow   string `json:"statsWindow"`
 }
 
 func (a *API) topology(r *request) ([]byte, error) {
@@ -159,15 +146,16 @@ func (a *API) topology(r *request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, info, err := a.topologyInfo(r)
+	s, info, err := a.topologyInfoIn(r, window)
 	if err != nil {
 		return nil, err
 	}
 	t, at := info.GetTopology(), executorsAt(info)
 	out := topologyPageJSON{
 		topologyJSON: topologyOf(t), User: userOf(r), Window: window, WindowHint: hint,
-		Configuration: map[string]any{}, TopologyStats: zeroStats(), Workers: []workerJSON{},
+		Configuration: map[string]any{}, TopologyStats: topologyStatsOf(info.GetStats()), Workers: []workerJSON{},
 		VisualizationTable: []any{}, Executors: executorsOf(info), Replicas: []hostPortJSON{},
+		StatsReported: info.GetStats() != nil, StatsWindow: statsWindowOf(window),
 	}
 	for _, w := range info.GetWorkers() {
 		out.Workers = append(out.Workers, workerOf(w, s.byID[t.GetId()], at[addrOf(w.GetHost(), w.GetPort())]))
@@ -180,20 +168,25 @@ func (a *API) topology(r *request) ([]byte, error) {
 	return json.Marshal(out)
 }
 
-// componentsOf lists a topology's spouts and bolts: their parallelism and
-// last error (their counts are zeros).
+// componentsOf lists a topology's spouts and bolts: their parallelism,
+// counts in the stats' window and last error.
 func componentsOf(info *nimbusv1.GetTopologyInfoResponse, sys bool, at map[string][]*nimbusv1.ExecutorSummary, now time.Time) ([]spoutJSON, []boltJSON) {
 	spouts, bolts := []spoutJSON{}, []boltJSON{}
+	st := info.GetStats()
 	for _, c := range components(info, sys) {
-		stats := componentStats{Executors: info.GetComponentParallelism()[c], Tasks: tasksOf(info, c)}
+		cs := componentStatsOf(st, c)
+		k := counts(cs.GetWindows(), st.GetWindow())
+		stats := componentStats{Executors: info.GetComponentParallelism()[c], Tasks: tasksOf(info, c),
+			Emitted: num(k, emitted), Transferred: num(k, transferred), Acked: num(k, acked), Failed: num(k, failed)}
 		errs := lastErrorOf(c, info, at, now)
 		if isSpout(info, c) {
 			spouts = append(spouts, spoutJSON{SpoutID: c, EncodedSpoutID: url.PathEscape(c),
-				componentStats: stats, CompleteLatency: zeroLatency, componentError: errs})
+				componentStats: stats, CompleteLatency: latency(k, completeUs, acked), componentError: errs})
 			continue
 		}
 		bolts = append(bolts, boltJSON{BoltID: c, EncodedBoltID: url.PathEscape(c), componentStats: stats,
-			Capacity: zeroLatency, ExecuteLatency: zeroLatency, ProcessLatency: zeroLatency, componentError: errs})
+			Executed: num(k, executed), Capacity: capacityOf(cs), ExecuteLatency: latency(k, executeUs, executed),
+			ProcessLatency: latency(k, processUs, acked), componentError: errs})
 	}
 	return spouts, bolts
 }
@@ -314,25 +307,26 @@ type componentErrorJSON struct {
 	ErrorWorkerLogLink string `json:"errorWorkerLogLink"`
 }
 
-// executorStatsJSON is one executor of a component page: counts are
-// zeros (not collected yet).
+// executorStatsJSON is one executor of a component page: an even share
+// of its worker's counts of the component (executorCounts), null where
+// none were reported.
 type executorStatsJSON struct {
-	ID              string `json:"id"`
-	EncodedID       string `json:"encodedId"`
-	Host            string `json:"host"`
-	Port            int32  `json:"port"`
-	Uptime          string `json:"uptime"`
-	UptimeSeconds   int64  `json:"uptimeSeconds"`
-	WorkerLogLink   string `json:"workerLogLink"`
-	Emitted         int64  `json:"emitted"`
-	Transferred     int64  `json:"transferred"`
-	Acked           int64  `json:"acked"`
-	Failed          int64  `json:"failed"`
-	Executed        int64  `json:"executed"`
-	CompleteLatency string `json:"completeLatency"`
-	Capacity        string `json:"capacity"`
-	ExecuteLatency  string `json:"executeLatency"`
-	ProcessLatency  string `json:"processLatency"`
+	ID              string  `json:"id"`
+	EncodedID       string  `json:"encodedId"`
+	Host            string  `json:"host"`
+	Port            int32   `json:"port"`
+	Uptime          string  `json:"uptime"`
+	UptimeSeconds   int64   `json:"uptimeSeconds"`
+	WorkerLogLink   string  `json:"workerLogLink"`
+	Emitted         *uint64 `json:"emitted"`
+	Transferred     *uint64 `json:"transferred"`
+	Acked           *uint64 `json:"acked"`
+	Failed          *uint64 `json:"failed"`
+	Executed        *uint64 `json:"executed"`
+	CompleteLatency *string `json:"completeLatency"`
+	Capacity        *string `json:"capacity"`
+	ExecuteLatency  *string `json:"executeLatency"`
+	ProcessLatency  *string `json:"processLatency"`
 }
 
 // component is GET /topology/:id/component/:component.
@@ -341,7 +335,7 @@ func (a *API) component(r *request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, info, err := a.topologyInfo(r)
+	_, info, err := a.topologyInfoIn(r, window)
 	if err != nil {
 		return nil, err
 	}
@@ -362,12 +356,17 @@ func (a *API) component(r *request) ([]byte, error) {
 		"requestedMemOnHeap": 0.0, "requestedMemOffHeap": 0.0, "requestedCpu": 0.0, "requestedGenericResources": "",
 		"schedulerDisplayResource": false, "debug": false, "samplingPct": 0.0, "eventLogLink": "",
 		"profilingAndDebuggingCapable": false, "profileActionEnabled": false, "profilerActive": []any{},
-		"inputStats": []any{}, "outputStats": []any{},
+		"statsReported": info.GetStats() != nil, "statsWindow": statsWindowOf(window),
 	}
+	cs := componentStatsOf(info.GetStats(), c)
+	outputs, inputs := streamStatsOf(info.GetStats(), c, kind == "spout")
+	out["outputStats"] = outputs
 	if kind == "spout" {
-		out["spoutSummary"] = zeroStats()
+		out["spoutSummary"] = spoutSummaryOf(cs)
+		out["inputStats"] = []any{}
 	} else {
-		out["boltStats"] = zeroBoltStats()
+		out["boltStats"] = boltStatsOf(cs)
+		out["inputStats"] = inputs
 	}
 	out["componentErrors"] = componentErrorsOf(c, info, a.cfg.Now())
 	out["executorStats"] = executorStatsOf(c, info)
@@ -385,7 +384,7 @@ func componentErrorsOf(c string, info *nimbusv1.GetTopologyInfoResponse, now tim
 		Error: e.LastError, ErrorLapsedSecs: *e.ErrorLapsedSecs}}
 }
 
-// executorStatsOf lists component c's executors (their counts are zeros).
+// executorStatsOf lists component c's executors and their counts.
 func executorStatsOf(c string, info *nimbusv1.GetTopologyInfoResponse) []executorStatsJSON {
 	out := []executorStatsJSON{}
 	for _, e := range info.GetExecutors() {
@@ -393,35 +392,41 @@ func executorStatsOf(c string, info *nimbusv1.GetTopologyInfoResponse) []executo
 			continue
 		}
 		id := executorID(e.GetExecutor())
-		out = append(out, executorStatsJSON{ID: id, EncodedID: url.PathEscape(id), Host: e.GetHost(), Port: e.GetPort(),
+		k, capacity := executorCounts(info.GetStats(), e)
+		x := executorStatsJSON{ID: id, EncodedID: url.PathEscape(id), Host: e.GetHost(), Port: e.GetPort(),
 			Uptime: prettyUptime(e.GetUptimeSecs()), UptimeSeconds: e.GetUptimeSecs(),
-			CompleteLatency: zeroLatency, Capacity: zeroLatency, ExecuteLatency: zeroLatency, ProcessLatency: zeroLatency})
+			Emitted: num(k, emitted), Transferred: num(k, transferred), Acked: num(k, acked), Failed: num(k, failed),
+			Executed: num(k, executed), CompleteLatency: latency(k, completeUs, acked),
+			ExecuteLatency: latency(k, executeUs, executed), ProcessLatency: latency(k, processUs, acked)}
+		if k != nil && !isSpout(info, c) {
+			cap := strconv.FormatFloat(capacity, 'f', 3, 64)
+			x.Capacity = &cap
+		}
+		out = append(out, x)
 	}
 	return out
 }
 
-// metrics is GET /topology/:id/metrics: per-stream tuple counts, which
-// Nimbus-HA does not collect yet: every component with empty streams.
-// (Datadog's check reads it from Storm 1.2.0 on.)
+// metrics is GET /topology/:id/metrics: per-stream tuple counts in the
+// window (Datadog's check reads it from Storm 1.2.0 on); a component with
+// no counts has empty arrays.
 func (a *API) metrics(r *request) ([]byte, error) {
 	window, hint, sys, err := pageParams(r.URL.Query())
 	if err != nil {
 		return nil, err
 	}
-	_, info, err := a.topologyInfo(r)
+	_, info, err := a.topologyInfoIn(r, window)
 	if err != nil {
 		return nil, err
 	}
 	spouts, bolts := []map[string]any{}, []map[string]any{}
 	for _, c := range components(info, sys) {
-		m := map[string]any{"id": c, "emitted": []any{}, "transferred": []any{}, "acked": []any{}, "failed": []any{}}
 		if isSpout(info, c) {
-			m["complete_ms_avg"] = []any{}
-			spouts = append(spouts, m)
+			spouts = append(spouts, metricsOf(info.GetStats(), c, true))
 			continue
 		}
-		m["executed"], m["executed_ms_avg"], m["process_ms_avg"] = []any{}, []any{}, []any{}
-		bolts = append(bolts, m)
+		bolts = append(bolts, metricsOf(info.GetStats(), c, false))
 	}
-	return json.Marshal(map[string]any{"window": window, "windowHint": hint, "spouts": spouts, "bolts": bolts})
+	return json.Marshal(map[string]any{"window": window, "windowHint": hint, "spouts": spouts, "bolts": bolts,
+		"statsReported": info.GetStats() != nil, "statsWindow": statsWindowOf(window)})
 }

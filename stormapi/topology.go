@@ -91,8 +91,15 @@ func (a *API) topologySummary(r *request) ([]byte, error) {
 	})
 }
 
-// topologyInfo is GetTopologyInfo of the topology the path's id names.
+// topologyInfo is GetTopologyInfo of the topology the path's id names,
+// its counts of streams and workers for all time.
 func (a *API) topologyInfo(r *request) (*snapshot, *nimbusv1.GetTopologyInfoResponse, error) {
+	return a.topologyInfoIn(r, "")
+}
+
+// topologyInfoIn is topologyInfo with the counts of streams and workers in
+// the Storm window that covers window (statsWindowOf; "" for all time).
+func (a *API) topologyInfoIn(r *request, window string) (*snapshot, *nimbusv1.GetTopologyInfoResponse, error) {
 	s, err := a.snapshot(r)
 	if err != nil {
 		return nil, nil, err
@@ -102,7 +109,7 @@ func (a *API) topologyInfo(r *request) (*snapshot, *nimbusv1.GetTopologyInfoResp
 	if !ok || t.GetName() == "" {
 		return nil, nil, fmt.Errorf("%w: no topology has id %s", apierr.ErrNotFound, quoted(id))
 	}
-	info, err := a.cfg.Reads.GetTopologyInfo(r.ctx, &nimbusv1.GetTopologyInfoRequest{Name: t.GetName()})
+	info, err := a.cfg.Reads.GetTopologyInfo(r.ctx, &nimbusv1.GetTopologyInfoRequest{Name: t.GetName(), Window: statsWindowOf(window)})
 	return s, info, err
 }
 

@@ -54,20 +54,36 @@ func ForbidKeys(actual []byte, keys ...string) []string {
 // element of that array: "topologies[].uptimeSeconds". A missing array
 // under [] counts as empty.
 func Numeric(actual []byte, paths ...string) []string {
+	return numericAt(actual, false, paths)
+}
+
+// NumericOrNull is Numeric accepting null too: a value the answer has no
+// data for (a tuple count no worker reported), which the clients it
+// serves read as 0.
+func NumericOrNull(actual []byte, paths ...string) []string {
+	return numericAt(actual, true, paths)
+}
+
+func numericAt(actual []byte, orNull bool, paths []string) []string {
 	v, err := decode(actual)
 	if err != nil {
 		return []string{"actual: " + err.Error()}
 	}
 	var problems []string
 	for _, p := range paths {
-		problems = append(problems, numeric("", v, strings.Split(p, "."))...)
+		problems = append(problems, numeric("", v, strings.Split(p, "."), orNull)...)
 	}
 	return problems
 }
 
-func numeric(path string, v any, segs []string) []string {
+func numeric(path string, v any, segs []string, orNull bool) []string {
 	if len(segs) == 0 {
 		switch x := v.(type) {
+		case nil:
+			if orNull {
+				return nil
+			}
+			return []string{fmt.Sprintf("%s: got null, want a number or a numeric string", rootName(path))}
 		case json.Number:
 			return nil
 		case string:
@@ -93,7 +109,7 @@ func numeric(path string, v any, segs []string) []string {
 		return []string{path + ": missing"}
 	}
 	if !each {
-		return numeric(path, child, segs[1:])
+		return numeric(path, child, segs[1:], orNull)
 	}
 	arr, ok := child.([]any)
 	if !ok {
@@ -101,7 +117,7 @@ func numeric(path string, v any, segs []string) []string {
 	}
 	var problems []string
 	for i, el := range arr {
-		problems = append(problems, numeric(fmt.Sprintf("%s[%d]", path, i), el, segs[1:])...)
+		problems = append(problems, numeric(fmt.Sprintf("%s[%d]", path, i), el, segs[1:], orNull)...)
 	}
 	return problems
 }
