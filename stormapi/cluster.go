@@ -236,11 +236,37 @@ func (a *API) supervisor(r *request) ([]byte, error) {
 			continue
 		}
 		out.Supervisors = append(out.Supervisors, supervisorOf(sup))
-		for _, w := range sup.GetWorkers() {
-			out.Workers = append(out.Workers, workerOf(w, s.byID[w.GetTopologyId()], nil))
-		}
+		out.Workers = append(out.Workers, a.supervisorWorkers(r, s, sup)...)
 	}
 	return json.Marshal(out)
+}
+
+// supervisorWorkers is what sup reports running, each worker with its
+// executors, tasks and uptime as its topology's page shows them: the
+// heartbeat says what runs on a port, the topology's assignment what it
+// runs (one GetTopologyInfo per topology on sup). A topology the caller
+// may not read shows its workers without their executors.
+func (a *API) supervisorWorkers(r *request, s *snapshot, sup *nimbusv1.SupervisorSummary) []workerJSON {
+	execsOf := map[string]map[string][]*nimbusv1.ExecutorSummary{} // by topology id, then host:port
+	out := make([]workerJSON, 0, len(sup.GetWorkers()))
+	for _, w := range sup.GetWorkers() {
+		id, t := w.GetTopologyId(), s.byID[w.GetTopologyId()]
+		at, seen := execsOf[id]
+		if !seen && t.GetName() != "" {
+			info, err := a.cfg.Reads.GetTopologyInfo(r.ctx, &nimbusv1.GetTopologyInfoRequest{Name: t.GetName()})
+			if err == nil && info.GetTopology().GetId() == id {
+				at = executorsAt(info)
+			}
+			execsOf[id] = at
+		}
+		execs := at[addrOf(w.GetHost(), w.GetPort())]
+		wj := workerOf(w, t, execs)
+		if wj.ExecutorsTotal == 0 {
+			wj.ExecutorsTotal = int32(len(execs))
+		}
+		out = append(out, wj)
+	}
+	return out
 }
 
 // clusterConfiguration is GET /cluster/configuration: the answering

@@ -14,10 +14,10 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/status"
 
 	"github.com/nimbusha/nimbus/certs"
+	"github.com/nimbusha/nimbus/apistatus"
 	"github.com/nimbusha/nimbus/client"
 	"github.com/nimbusha/nimbus/configs"
 	"github.com/nimbusha/nimbus/internal/version"
@@ -247,29 +247,11 @@ func describe(err error) string {
 		}
 		return "no nimbus answered at " + strings.Join(parts, ", ")
 	}
-	// A server's status, unwrapped: its message in plain words, without
-	// gRPC's "rpc error: code = ... desc = ..." framing or code names (the
-	// exit code and the JSON error carry the code), with enum values as
-	// the tables' words and without the server's package prefix; and the
-	// fields a BadRequest detail names that the message does not.
-	if st, ok := err.(interface{ GRPCStatus() *status.Status }); ok {
-		s := st.GRPCStatus()
-		msg := plainWords(strings.TrimPrefix(s.Message(), "nimbus: "))
-		if msg == "" {
-			msg = strings.ToLower(strings.ReplaceAll(codeName(s.Code()), "_", " "))
-		}
-		for _, d := range s.Details() {
-			br, ok := d.(*errdetails.BadRequest)
-			if !ok {
-				continue
-			}
-			for _, v := range br.GetFieldViolations() {
-				if !strings.Contains(msg, v.GetField()) {
-					msg += fmt.Sprintf(" (%s: %s)", v.GetField(), v.GetDescription())
-				}
-			}
-		}
-		return msg
+	// A server's status, unwrapped: its message in plain words
+	// (apistatus.Message, as the REST API says it; the exit code and the
+	// JSON error carry the code), with enum values as the tables' words.
+	if _, ok := err.(interface{ GRPCStatus() *status.Status }); ok {
+		return plainWords(apistatus.Message(err))
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return "no answer within --timeout"
