@@ -16,8 +16,8 @@ import (
 	"github.com/spf13/pflag"
 	"google.golang.org/grpc/status"
 
-	"github.com/nimbusha/nimbus/certs"
 	"github.com/nimbusha/nimbus/apistatus"
+	"github.com/nimbusha/nimbus/certs"
 	"github.com/nimbusha/nimbus/client"
 	"github.com/nimbusha/nimbus/configs"
 	"github.com/nimbusha/nimbus/internal/version"
