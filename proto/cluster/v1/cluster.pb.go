@@ -194,8 +194,12 @@ type StormBase struct {
 	// that slot when the generation is above the one its run started under.
 	// At most one entry per slot of the topology's assignment.
 	WorkerRestarts map[string]*WorkerRestart `protobuf:"bytes,13,rep,name=worker_restarts,json=workerRestarts,proto3" json:"worker_restarts,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The topology's log levels (Storm's LogConfig), by logger name
+	// ("ROOT" for the root logger), which supervisors hand its workers
+	// through the worker protocol's log-level file.
+	LogLevels     map[string]*LoggerLevel `protobuf:"bytes,14,rep,name=log_levels,json=logLevels,proto3" json:"log_levels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StormBase) Reset() {
@@ -319,6 +323,89 @@ func (x *StormBase) GetWorkerRestarts() map[string]*WorkerRestart {
 	return nil
 }
 
+func (x *StormBase) GetLogLevels() map[string]*LoggerLevel {
+	if x != nil {
+		return x.LogLevels
+	}
+	return nil
+}
+
+// LoggerLevel is one named logger's level in a topology's log config.
+type LoggerLevel struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A level by Storm's (log4j's) names: ALL, TRACE, DEBUG, INFO, WARN,
+	// ERROR, FATAL, OFF.
+	TargetLevel string `protobuf:"bytes,1,opt,name=target_level,json=targetLevel,proto3" json:"target_level,omitempty"`
+	// The level once the timeout passes; empty: the logger's entry ends,
+	// and the worker's own default applies again.
+	ResetLevel string `protobuf:"bytes,2,opt,name=reset_level,json=resetLevel,proto3" json:"reset_level,omitempty"`
+	// When target_level ends, in Unix milliseconds; 0: never. Supervisors
+	// apply it by their own clocks, so it holds without any nimbus.
+	TimeoutUnixMs int64 `protobuf:"varint,3,opt,name=timeout_unix_ms,json=timeoutUnixMs,proto3" json:"timeout_unix_ms,omitempty"`
+	// The timeout asked for, in seconds (Storm's "timeout").
+	TimeoutSecs   int32 `protobuf:"varint,4,opt,name=timeout_secs,json=timeoutSecs,proto3" json:"timeout_secs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoggerLevel) Reset() {
+	*x = LoggerLevel{}
+	mi := &file_cluster_v1_cluster_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoggerLevel) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoggerLevel) ProtoMessage() {}
+
+func (x *LoggerLevel) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_v1_cluster_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoggerLevel.ProtoReflect.Descriptor instead.
+func (*LoggerLevel) Descriptor() ([]byte, []int) {
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *LoggerLevel) GetTargetLevel() string {
+	if x != nil {
+		return x.TargetLevel
+	}
+	return ""
+}
+
+func (x *LoggerLevel) GetResetLevel() string {
+	if x != nil {
+		return x.ResetLevel
+	}
+	return ""
+}
+
+func (x *LoggerLevel) GetTimeoutUnixMs() int64 {
+	if x != nil {
+		return x.TimeoutUnixMs
+	}
+	return 0
+}
+
+func (x *LoggerLevel) GetTimeoutSecs() int32 {
+	if x != nil {
+		return x.TimeoutSecs
+	}
+	return 0
+}
+
 // WorkerRestart is the last restart asked of one worker slot.
 type WorkerRestart struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -334,7 +421,7 @@ type WorkerRestart struct {
 
 func (x *WorkerRestart) Reset() {
 	*x = WorkerRestart{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[2]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -346,7 +433,7 @@ func (x *WorkerRestart) String() string {
 func (*WorkerRestart) ProtoMessage() {}
 
 func (x *WorkerRestart) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[2]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -359,7 +446,7 @@ func (x *WorkerRestart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerRestart.ProtoReflect.Descriptor instead.
 func (*WorkerRestart) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{2}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *WorkerRestart) GetGeneration() int64 {
@@ -395,7 +482,7 @@ type RebalancePlan struct {
 
 func (x *RebalancePlan) Reset() {
 	*x = RebalancePlan{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[3]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -407,7 +494,7 @@ func (x *RebalancePlan) String() string {
 func (*RebalancePlan) ProtoMessage() {}
 
 func (x *RebalancePlan) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[3]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -420,7 +507,7 @@ func (x *RebalancePlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalancePlan.ProtoReflect.Descriptor instead.
 func (*RebalancePlan) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{3}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *RebalancePlan) GetNumWorkers() int32 {
@@ -452,7 +539,7 @@ type CodeFile struct {
 
 func (x *CodeFile) Reset() {
 	*x = CodeFile{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[4]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -464,7 +551,7 @@ func (x *CodeFile) String() string {
 func (*CodeFile) ProtoMessage() {}
 
 func (x *CodeFile) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[4]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -477,7 +564,7 @@ func (x *CodeFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CodeFile.ProtoReflect.Descriptor instead.
 func (*CodeFile) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{4}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CodeFile) GetName() string {
@@ -524,7 +611,7 @@ type CodeMeta struct {
 
 func (x *CodeMeta) Reset() {
 	*x = CodeMeta{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[5]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -536,7 +623,7 @@ func (x *CodeMeta) String() string {
 func (*CodeMeta) ProtoMessage() {}
 
 func (x *CodeMeta) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[5]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -549,7 +636,7 @@ func (x *CodeMeta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CodeMeta.ProtoReflect.Descriptor instead.
 func (*CodeMeta) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{5}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CodeMeta) GetTopologyId() string {
@@ -597,7 +684,7 @@ type CodeDistribution struct {
 
 func (x *CodeDistribution) Reset() {
 	*x = CodeDistribution{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[6]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -609,7 +696,7 @@ func (x *CodeDistribution) String() string {
 func (*CodeDistribution) ProtoMessage() {}
 
 func (x *CodeDistribution) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[6]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -622,7 +709,7 @@ func (x *CodeDistribution) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CodeDistribution.ProtoReflect.Descriptor instead.
 func (*CodeDistribution) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{6}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CodeDistribution) GetCodeMetaDigest() []byte {
@@ -664,7 +751,7 @@ type ReplicaInfo struct {
 
 func (x *ReplicaInfo) Reset() {
 	*x = ReplicaInfo{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[7]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -676,7 +763,7 @@ func (x *ReplicaInfo) String() string {
 func (*ReplicaInfo) ProtoMessage() {}
 
 func (x *ReplicaInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[7]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -689,7 +776,7 @@ func (x *ReplicaInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaInfo.ProtoReflect.Descriptor instead.
 func (*ReplicaInfo) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{7}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ReplicaInfo) GetHost() string {
@@ -739,7 +826,7 @@ type Executor struct {
 
 func (x *Executor) Reset() {
 	*x = Executor{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[8]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -751,7 +838,7 @@ func (x *Executor) String() string {
 func (*Executor) ProtoMessage() {}
 
 func (x *Executor) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[8]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -764,7 +851,7 @@ func (x *Executor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Executor.ProtoReflect.Descriptor instead.
 func (*Executor) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{8}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Executor) GetComponentId() string {
@@ -799,7 +886,7 @@ type Slot struct {
 
 func (x *Slot) Reset() {
 	*x = Slot{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[9]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -811,7 +898,7 @@ func (x *Slot) String() string {
 func (*Slot) ProtoMessage() {}
 
 func (x *Slot) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[9]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -824,7 +911,7 @@ func (x *Slot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Slot.ProtoReflect.Descriptor instead.
 func (*Slot) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{9}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Slot) GetSupervisorId() string {
@@ -853,7 +940,7 @@ type ExecutorAssignment struct {
 
 func (x *ExecutorAssignment) Reset() {
 	*x = ExecutorAssignment{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[10]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -865,7 +952,7 @@ func (x *ExecutorAssignment) String() string {
 func (*ExecutorAssignment) ProtoMessage() {}
 
 func (x *ExecutorAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[10]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -878,7 +965,7 @@ func (x *ExecutorAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutorAssignment.ProtoReflect.Descriptor instead.
 func (*ExecutorAssignment) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{10}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ExecutorAssignment) GetExecutor() *Executor {
@@ -916,7 +1003,7 @@ type Assignment struct {
 
 func (x *Assignment) Reset() {
 	*x = Assignment{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[11]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -928,7 +1015,7 @@ func (x *Assignment) String() string {
 func (*Assignment) ProtoMessage() {}
 
 func (x *Assignment) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[11]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -941,7 +1028,7 @@ func (x *Assignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Assignment.ProtoReflect.Descriptor instead.
 func (*Assignment) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{11}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Assignment) GetExecutors() []*ExecutorAssignment {
@@ -1007,7 +1094,7 @@ type WorkerState struct {
 
 func (x *WorkerState) Reset() {
 	*x = WorkerState{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[12]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1019,7 +1106,7 @@ func (x *WorkerState) String() string {
 func (*WorkerState) ProtoMessage() {}
 
 func (x *WorkerState) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[12]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1032,7 +1119,7 @@ func (x *WorkerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerState.ProtoReflect.Descriptor instead.
 func (*WorkerState) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{12}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *WorkerState) GetTopologyId() string {
@@ -1131,7 +1218,7 @@ type WorkerMetrics struct {
 
 func (x *WorkerMetrics) Reset() {
 	*x = WorkerMetrics{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[13]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1143,7 +1230,7 @@ func (x *WorkerMetrics) String() string {
 func (*WorkerMetrics) ProtoMessage() {}
 
 func (x *WorkerMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[13]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1156,7 +1243,7 @@ func (x *WorkerMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerMetrics.ProtoReflect.Descriptor instead.
 func (*WorkerMetrics) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{13}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *WorkerMetrics) GetTakenUnixMs() int64 {
@@ -1214,7 +1301,7 @@ type StreamStats struct {
 
 func (x *StreamStats) Reset() {
 	*x = StreamStats{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[14]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1226,7 +1313,7 @@ func (x *StreamStats) String() string {
 func (*StreamStats) ProtoMessage() {}
 
 func (x *StreamStats) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[14]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1239,7 +1326,7 @@ func (x *StreamStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamStats.ProtoReflect.Descriptor instead.
 func (*StreamStats) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{14}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *StreamStats) GetComponent() string {
@@ -1354,7 +1441,7 @@ type SupervisorInfo struct {
 
 func (x *SupervisorInfo) Reset() {
 	*x = SupervisorInfo{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[15]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1366,7 +1453,7 @@ func (x *SupervisorInfo) String() string {
 func (*SupervisorInfo) ProtoMessage() {}
 
 func (x *SupervisorInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[15]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1379,7 +1466,7 @@ func (x *SupervisorInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SupervisorInfo.ProtoReflect.Descriptor instead.
 func (*SupervisorInfo) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{15}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SupervisorInfo) GetSupervisorId() string {
@@ -1485,7 +1572,7 @@ type LostMark struct {
 
 func (x *LostMark) Reset() {
 	*x = LostMark{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[16]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1497,7 +1584,7 @@ func (x *LostMark) String() string {
 func (*LostMark) ProtoMessage() {}
 
 func (x *LostMark) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[16]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1510,7 +1597,7 @@ func (x *LostMark) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LostMark.ProtoReflect.Descriptor instead.
 func (*LostMark) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{16}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *LostMark) GetCodeMetaDigest() []byte {
@@ -1566,7 +1653,7 @@ type ClusterVersion struct {
 
 func (x *ClusterVersion) Reset() {
 	*x = ClusterVersion{}
-	mi := &file_cluster_v1_cluster_proto_msgTypes[17]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1578,7 +1665,7 @@ func (x *ClusterVersion) String() string {
 func (*ClusterVersion) ProtoMessage() {}
 
 func (x *ClusterVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_v1_cluster_proto_msgTypes[17]
+	mi := &file_cluster_v1_cluster_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1591,7 +1678,7 @@ func (x *ClusterVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterVersion.ProtoReflect.Descriptor instead.
 func (*ClusterVersion) Descriptor() ([]byte, []int) {
-	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{17}
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ClusterVersion) GetRelease() string {
@@ -1648,7 +1735,7 @@ const file_cluster_v1_cluster_proto_rawDesc = "" +
 	"\x04port\x18\x02 \x01(\x05R\x04port\x12+\n" +
 	"\x12start_time_unix_ms\x18\x03 \x01(\x03R\x0fstartTimeUnixMs\x12\x18\n" +
 	"\aversion\x18\x04 \x01(\tR\aversion\x12\x18\n" +
-	"\arelease\x18\x05 \x01(\tR\arelease\"\xb7\x06\n" +
+	"\arelease\x18\x05 \x01(\tR\arelease\"\xd3\a\n" +
 	"\tStormBase\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05owner\x18\x02 \x01(\tR\x05owner\x122\n" +
@@ -1664,13 +1751,24 @@ const file_cluster_v1_cluster_proto_rawDesc = "" +
 	" \x01(\x03R\x14actionDeadlineUnixMs\x12F\n" +
 	"\x11pending_rebalance\x18\v \x01(\v2\x19.cluster.v1.RebalancePlanR\x10pendingRebalance\x12\x1b\n" +
 	"\tspout_ids\x18\f \x03(\tR\bspoutIds\x12R\n" +
-	"\x0fworker_restarts\x18\r \x03(\v2).cluster.v1.StormBase.WorkerRestartsEntryR\x0eworkerRestarts\x1aE\n" +
+	"\x0fworker_restarts\x18\r \x03(\v2).cluster.v1.StormBase.WorkerRestartsEntryR\x0eworkerRestarts\x12C\n" +
+	"\n" +
+	"log_levels\x18\x0e \x03(\v2$.cluster.v1.StormBase.LogLevelsEntryR\tlogLevels\x1aE\n" +
 	"\x17ComponentExecutorsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\x1a\\\n" +
 	"\x13WorkerRestartsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12/\n" +
-	"\x05value\x18\x02 \x01(\v2\x19.cluster.v1.WorkerRestartR\x05value:\x028\x01\"~\n" +
+	"\x05value\x18\x02 \x01(\v2\x19.cluster.v1.WorkerRestartR\x05value:\x028\x01\x1aU\n" +
+	"\x0eLogLevelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12-\n" +
+	"\x05value\x18\x02 \x01(\v2\x17.cluster.v1.LoggerLevelR\x05value:\x028\x01\"\x9c\x01\n" +
+	"\vLoggerLevel\x12!\n" +
+	"\ftarget_level\x18\x01 \x01(\tR\vtargetLevel\x12\x1f\n" +
+	"\vreset_level\x18\x02 \x01(\tR\n" +
+	"resetLevel\x12&\n" +
+	"\x0ftimeout_unix_ms\x18\x03 \x01(\x03R\rtimeoutUnixMs\x12!\n" +
+	"\ftimeout_secs\x18\x04 \x01(\x05R\vtimeoutSecs\"~\n" +
 	"\rWorkerRestart\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x03R\n" +
@@ -1810,53 +1908,57 @@ func file_cluster_v1_cluster_proto_rawDescGZIP() []byte {
 }
 
 var file_cluster_v1_cluster_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_cluster_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_cluster_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_cluster_v1_cluster_proto_goTypes = []any{
 	(TopologyStatus)(0),        // 0: cluster.v1.TopologyStatus
 	(*NimbusInfo)(nil),         // 1: cluster.v1.NimbusInfo
 	(*StormBase)(nil),          // 2: cluster.v1.StormBase
-	(*WorkerRestart)(nil),      // 3: cluster.v1.WorkerRestart
-	(*RebalancePlan)(nil),      // 4: cluster.v1.RebalancePlan
-	(*CodeFile)(nil),           // 5: cluster.v1.CodeFile
-	(*CodeMeta)(nil),           // 6: cluster.v1.CodeMeta
-	(*CodeDistribution)(nil),   // 7: cluster.v1.CodeDistribution
-	(*ReplicaInfo)(nil),        // 8: cluster.v1.ReplicaInfo
-	(*Executor)(nil),           // 9: cluster.v1.Executor
-	(*Slot)(nil),               // 10: cluster.v1.Slot
-	(*ExecutorAssignment)(nil), // 11: cluster.v1.ExecutorAssignment
-	(*Assignment)(nil),         // 12: cluster.v1.Assignment
-	(*WorkerState)(nil),        // 13: cluster.v1.WorkerState
-	(*WorkerMetrics)(nil),      // 14: cluster.v1.WorkerMetrics
-	(*StreamStats)(nil),        // 15: cluster.v1.StreamStats
-	(*SupervisorInfo)(nil),     // 16: cluster.v1.SupervisorInfo
-	(*LostMark)(nil),           // 17: cluster.v1.LostMark
-	(*ClusterVersion)(nil),     // 18: cluster.v1.ClusterVersion
-	nil,                        // 19: cluster.v1.StormBase.ComponentExecutorsEntry
-	nil,                        // 20: cluster.v1.StormBase.WorkerRestartsEntry
-	nil,                        // 21: cluster.v1.RebalancePlan.ComponentExecutorsEntry
-	nil,                        // 22: cluster.v1.Assignment.SupervisorHostsEntry
+	(*LoggerLevel)(nil),        // 3: cluster.v1.LoggerLevel
+	(*WorkerRestart)(nil),      // 4: cluster.v1.WorkerRestart
+	(*RebalancePlan)(nil),      // 5: cluster.v1.RebalancePlan
+	(*CodeFile)(nil),           // 6: cluster.v1.CodeFile
+	(*CodeMeta)(nil),           // 7: cluster.v1.CodeMeta
+	(*CodeDistribution)(nil),   // 8: cluster.v1.CodeDistribution
+	(*ReplicaInfo)(nil),        // 9: cluster.v1.ReplicaInfo
+	(*Executor)(nil),           // 10: cluster.v1.Executor
+	(*Slot)(nil),               // 11: cluster.v1.Slot
+	(*ExecutorAssignment)(nil), // 12: cluster.v1.ExecutorAssignment
+	(*Assignment)(nil),         // 13: cluster.v1.Assignment
+	(*WorkerState)(nil),        // 14: cluster.v1.WorkerState
+	(*WorkerMetrics)(nil),      // 15: cluster.v1.WorkerMetrics
+	(*StreamStats)(nil),        // 16: cluster.v1.StreamStats
+	(*SupervisorInfo)(nil),     // 17: cluster.v1.SupervisorInfo
+	(*LostMark)(nil),           // 18: cluster.v1.LostMark
+	(*ClusterVersion)(nil),     // 19: cluster.v1.ClusterVersion
+	nil,                        // 20: cluster.v1.StormBase.ComponentExecutorsEntry
+	nil,                        // 21: cluster.v1.StormBase.WorkerRestartsEntry
+	nil,                        // 22: cluster.v1.StormBase.LogLevelsEntry
+	nil,                        // 23: cluster.v1.RebalancePlan.ComponentExecutorsEntry
+	nil,                        // 24: cluster.v1.Assignment.SupervisorHostsEntry
 }
 var file_cluster_v1_cluster_proto_depIdxs = []int32{
 	0,  // 0: cluster.v1.StormBase.status:type_name -> cluster.v1.TopologyStatus
-	19, // 1: cluster.v1.StormBase.component_executors:type_name -> cluster.v1.StormBase.ComponentExecutorsEntry
+	20, // 1: cluster.v1.StormBase.component_executors:type_name -> cluster.v1.StormBase.ComponentExecutorsEntry
 	0,  // 2: cluster.v1.StormBase.previous_status:type_name -> cluster.v1.TopologyStatus
-	4,  // 3: cluster.v1.StormBase.pending_rebalance:type_name -> cluster.v1.RebalancePlan
-	20, // 4: cluster.v1.StormBase.worker_restarts:type_name -> cluster.v1.StormBase.WorkerRestartsEntry
-	21, // 5: cluster.v1.RebalancePlan.component_executors:type_name -> cluster.v1.RebalancePlan.ComponentExecutorsEntry
-	5,  // 6: cluster.v1.CodeMeta.files:type_name -> cluster.v1.CodeFile
-	9,  // 7: cluster.v1.ExecutorAssignment.executor:type_name -> cluster.v1.Executor
-	10, // 8: cluster.v1.ExecutorAssignment.slot:type_name -> cluster.v1.Slot
-	11, // 9: cluster.v1.Assignment.executors:type_name -> cluster.v1.ExecutorAssignment
-	22, // 10: cluster.v1.Assignment.supervisor_hosts:type_name -> cluster.v1.Assignment.SupervisorHostsEntry
-	14, // 11: cluster.v1.WorkerState.metrics:type_name -> cluster.v1.WorkerMetrics
-	15, // 12: cluster.v1.WorkerMetrics.streams:type_name -> cluster.v1.StreamStats
-	13, // 13: cluster.v1.SupervisorInfo.workers:type_name -> cluster.v1.WorkerState
-	3,  // 14: cluster.v1.StormBase.WorkerRestartsEntry.value:type_name -> cluster.v1.WorkerRestart
-	15, // [15:15] is the sub-list for method output_type
-	15, // [15:15] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	5,  // 3: cluster.v1.StormBase.pending_rebalance:type_name -> cluster.v1.RebalancePlan
+	21, // 4: cluster.v1.StormBase.worker_restarts:type_name -> cluster.v1.StormBase.WorkerRestartsEntry
+	22, // 5: cluster.v1.StormBase.log_levels:type_name -> cluster.v1.StormBase.LogLevelsEntry
+	23, // 6: cluster.v1.RebalancePlan.component_executors:type_name -> cluster.v1.RebalancePlan.ComponentExecutorsEntry
+	6,  // 7: cluster.v1.CodeMeta.files:type_name -> cluster.v1.CodeFile
+	10, // 8: cluster.v1.ExecutorAssignment.executor:type_name -> cluster.v1.Executor
+	11, // 9: cluster.v1.ExecutorAssignment.slot:type_name -> cluster.v1.Slot
+	12, // 10: cluster.v1.Assignment.executors:type_name -> cluster.v1.ExecutorAssignment
+	24, // 11: cluster.v1.Assignment.supervisor_hosts:type_name -> cluster.v1.Assignment.SupervisorHostsEntry
+	15, // 12: cluster.v1.WorkerState.metrics:type_name -> cluster.v1.WorkerMetrics
+	16, // 13: cluster.v1.WorkerMetrics.streams:type_name -> cluster.v1.StreamStats
+	14, // 14: cluster.v1.SupervisorInfo.workers:type_name -> cluster.v1.WorkerState
+	4,  // 15: cluster.v1.StormBase.WorkerRestartsEntry.value:type_name -> cluster.v1.WorkerRestart
+	3,  // 16: cluster.v1.StormBase.LogLevelsEntry.value:type_name -> cluster.v1.LoggerLevel
+	17, // [17:17] is the sub-list for method output_type
+	17, // [17:17] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_cluster_v1_cluster_proto_init() }
@@ -1864,14 +1966,14 @@ func file_cluster_v1_cluster_proto_init() {
 	if File_cluster_v1_cluster_proto != nil {
 		return
 	}
-	file_cluster_v1_cluster_proto_msgTypes[12].OneofWrappers = []any{}
+	file_cluster_v1_cluster_proto_msgTypes[13].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_v1_cluster_proto_rawDesc), len(file_cluster_v1_cluster_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   22,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

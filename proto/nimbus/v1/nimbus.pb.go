@@ -1093,6 +1093,115 @@ func (*KillTopologyResponse) Descriptor() ([]byte, []int) {
 	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{14}
 }
 
+// SetLogConfigRequest changes some of a topology's named loggers.
+type SetLogConfigRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Loggers to set, by name; a timeout_secs of 0 keeps the level until it
+	// is changed (timeout_unix_ms is set by the leader).
+	Set map[string]*v1.LoggerLevel `protobuf:"bytes,2,rep,name=set,proto3" json:"set,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Loggers to remove.
+	Remove        []string `protobuf:"bytes,3,rep,name=remove,proto3" json:"remove,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetLogConfigRequest) Reset() {
+	*x = SetLogConfigRequest{}
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetLogConfigRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetLogConfigRequest) ProtoMessage() {}
+
+func (x *SetLogConfigRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetLogConfigRequest.ProtoReflect.Descriptor instead.
+func (*SetLogConfigRequest) Descriptor() ([]byte, []int) {
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *SetLogConfigRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SetLogConfigRequest) GetSet() map[string]*v1.LoggerLevel {
+	if x != nil {
+		return x.Set
+	}
+	return nil
+}
+
+func (x *SetLogConfigRequest) GetRemove() []string {
+	if x != nil {
+		return x.Remove
+	}
+	return nil
+}
+
+// SetLogConfigResponse is the topology's log config after the change.
+type SetLogConfigResponse struct {
+	state         protoimpl.MessageState     `protogen:"open.v1"`
+	LogLevels     map[string]*v1.LoggerLevel `protobuf:"bytes,1,rep,name=log_levels,json=logLevels,proto3" json:"log_levels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetLogConfigResponse) Reset() {
+	*x = SetLogConfigResponse{}
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetLogConfigResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetLogConfigResponse) ProtoMessage() {}
+
+func (x *SetLogConfigResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetLogConfigResponse.ProtoReflect.Descriptor instead.
+func (*SetLogConfigResponse) Descriptor() ([]byte, []int) {
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *SetLogConfigResponse) GetLogLevels() map[string]*v1.LoggerLevel {
+	if x != nil {
+		return x.LogLevels
+	}
+	return nil
+}
+
 // RestartWorkerRequest names a topology and one of its workers.
 type RestartWorkerRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1106,7 +1215,7 @@ type RestartWorkerRequest struct {
 
 func (x *RestartWorkerRequest) Reset() {
 	*x = RestartWorkerRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[15]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1118,7 +1227,7 @@ func (x *RestartWorkerRequest) String() string {
 func (*RestartWorkerRequest) ProtoMessage() {}
 
 func (x *RestartWorkerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[15]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1131,7 +1240,7 @@ func (x *RestartWorkerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartWorkerRequest.ProtoReflect.Descriptor instead.
 func (*RestartWorkerRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{15}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RestartWorkerRequest) GetName() string {
@@ -1161,7 +1270,7 @@ type RestartWorkerResponse struct {
 
 func (x *RestartWorkerResponse) Reset() {
 	*x = RestartWorkerResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[16]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1173,7 +1282,7 @@ func (x *RestartWorkerResponse) String() string {
 func (*RestartWorkerResponse) ProtoMessage() {}
 
 func (x *RestartWorkerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[16]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1186,7 +1295,7 @@ func (x *RestartWorkerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartWorkerResponse.ProtoReflect.Descriptor instead.
 func (*RestartWorkerResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{16}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RestartWorkerResponse) GetSupervisorId() string {
@@ -1220,7 +1329,7 @@ type ActivateTopologyRequest struct {
 
 func (x *ActivateTopologyRequest) Reset() {
 	*x = ActivateTopologyRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[17]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1232,7 +1341,7 @@ func (x *ActivateTopologyRequest) String() string {
 func (*ActivateTopologyRequest) ProtoMessage() {}
 
 func (x *ActivateTopologyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[17]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1245,7 +1354,7 @@ func (x *ActivateTopologyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateTopologyRequest.ProtoReflect.Descriptor instead.
 func (*ActivateTopologyRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{17}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ActivateTopologyRequest) GetName() string {
@@ -1264,7 +1373,7 @@ type ActivateTopologyResponse struct {
 
 func (x *ActivateTopologyResponse) Reset() {
 	*x = ActivateTopologyResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[18]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1276,7 +1385,7 @@ func (x *ActivateTopologyResponse) String() string {
 func (*ActivateTopologyResponse) ProtoMessage() {}
 
 func (x *ActivateTopologyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[18]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1289,7 +1398,7 @@ func (x *ActivateTopologyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateTopologyResponse.ProtoReflect.Descriptor instead.
 func (*ActivateTopologyResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{18}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{20}
 }
 
 // DeactivateTopologyRequest deactivates a topology by name.
@@ -1302,7 +1411,7 @@ type DeactivateTopologyRequest struct {
 
 func (x *DeactivateTopologyRequest) Reset() {
 	*x = DeactivateTopologyRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[19]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1314,7 +1423,7 @@ func (x *DeactivateTopologyRequest) String() string {
 func (*DeactivateTopologyRequest) ProtoMessage() {}
 
 func (x *DeactivateTopologyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[19]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1327,7 +1436,7 @@ func (x *DeactivateTopologyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeactivateTopologyRequest.ProtoReflect.Descriptor instead.
 func (*DeactivateTopologyRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{19}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DeactivateTopologyRequest) GetName() string {
@@ -1346,7 +1455,7 @@ type DeactivateTopologyResponse struct {
 
 func (x *DeactivateTopologyResponse) Reset() {
 	*x = DeactivateTopologyResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[20]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1358,7 +1467,7 @@ func (x *DeactivateTopologyResponse) String() string {
 func (*DeactivateTopologyResponse) ProtoMessage() {}
 
 func (x *DeactivateTopologyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[20]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1371,7 +1480,7 @@ func (x *DeactivateTopologyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeactivateTopologyResponse.ProtoReflect.Descriptor instead.
 func (*DeactivateTopologyResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{20}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{22}
 }
 
 // RebalanceTopologyRequest rebalances a topology by name.
@@ -1391,7 +1500,7 @@ type RebalanceTopologyRequest struct {
 
 func (x *RebalanceTopologyRequest) Reset() {
 	*x = RebalanceTopologyRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[21]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1403,7 +1512,7 @@ func (x *RebalanceTopologyRequest) String() string {
 func (*RebalanceTopologyRequest) ProtoMessage() {}
 
 func (x *RebalanceTopologyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[21]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1416,7 +1525,7 @@ func (x *RebalanceTopologyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceTopologyRequest.ProtoReflect.Descriptor instead.
 func (*RebalanceTopologyRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{21}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RebalanceTopologyRequest) GetName() string {
@@ -1456,7 +1565,7 @@ type RebalanceTopologyResponse struct {
 
 func (x *RebalanceTopologyResponse) Reset() {
 	*x = RebalanceTopologyResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[22]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1468,7 +1577,7 @@ func (x *RebalanceTopologyResponse) String() string {
 func (*RebalanceTopologyResponse) ProtoMessage() {}
 
 func (x *RebalanceTopologyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[22]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1481,7 +1590,7 @@ func (x *RebalanceTopologyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceTopologyResponse.ProtoReflect.Descriptor instead.
 func (*RebalanceTopologyResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{22}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{24}
 }
 
 // GetClusterInfoRequest asks for the cluster summary, or for part of it.
@@ -1524,7 +1633,7 @@ type GetClusterInfoRequest struct {
 
 func (x *GetClusterInfoRequest) Reset() {
 	*x = GetClusterInfoRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[23]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1536,7 +1645,7 @@ func (x *GetClusterInfoRequest) String() string {
 func (*GetClusterInfoRequest) ProtoMessage() {}
 
 func (x *GetClusterInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[23]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1549,7 +1658,7 @@ func (x *GetClusterInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterInfoRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{23}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetClusterInfoRequest) GetLinearizable() bool {
@@ -1622,7 +1731,7 @@ type GetClusterInfoResponse struct {
 
 func (x *GetClusterInfoResponse) Reset() {
 	*x = GetClusterInfoResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[24]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1634,7 +1743,7 @@ func (x *GetClusterInfoResponse) String() string {
 func (*GetClusterInfoResponse) ProtoMessage() {}
 
 func (x *GetClusterInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[24]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1647,7 +1756,7 @@ func (x *GetClusterInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetClusterInfoResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{24}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetClusterInfoResponse) GetCluster() *ClusterSummary {
@@ -1673,7 +1782,7 @@ type GetLeaderRequest struct {
 
 func (x *GetLeaderRequest) Reset() {
 	*x = GetLeaderRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[25]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1685,7 +1794,7 @@ func (x *GetLeaderRequest) String() string {
 func (*GetLeaderRequest) ProtoMessage() {}
 
 func (x *GetLeaderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[25]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1698,7 +1807,7 @@ func (x *GetLeaderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLeaderRequest.ProtoReflect.Descriptor instead.
 func (*GetLeaderRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{25}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{27}
 }
 
 // GetLeaderResponse carries the leader's summary.
@@ -1711,7 +1820,7 @@ type GetLeaderResponse struct {
 
 func (x *GetLeaderResponse) Reset() {
 	*x = GetLeaderResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[26]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1723,7 +1832,7 @@ func (x *GetLeaderResponse) String() string {
 func (*GetLeaderResponse) ProtoMessage() {}
 
 func (x *GetLeaderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[26]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1736,7 +1845,7 @@ func (x *GetLeaderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetLeaderResponse.ProtoReflect.Descriptor instead.
 func (*GetLeaderResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{26}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetLeaderResponse) GetLeader() *NimbusSummary {
@@ -1765,7 +1874,7 @@ type GetTopologyInfoRequest struct {
 
 func (x *GetTopologyInfoRequest) Reset() {
 	*x = GetTopologyInfoRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[27]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1777,7 +1886,7 @@ func (x *GetTopologyInfoRequest) String() string {
 func (*GetTopologyInfoRequest) ProtoMessage() {}
 
 func (x *GetTopologyInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[27]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1790,7 +1899,7 @@ func (x *GetTopologyInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTopologyInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetTopologyInfoRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{27}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetTopologyInfoRequest) GetName() string {
@@ -1844,14 +1953,17 @@ type GetTopologyInfoResponse struct {
 	// Its workers' tuple counts in Storm's windows, as this nimbus
 	// aggregated them from the heartbeats it read; unset when no worker of
 	// it reported any, which readers show as "no data", never as zero.
-	Stats         *TopologyStats `protobuf:"bytes,9,opt,name=stats,proto3" json:"stats,omitempty"`
+	Stats *TopologyStats `protobuf:"bytes,9,opt,name=stats,proto3" json:"stats,omitempty"`
+	// Its log levels (SetLogConfig), by logger name; expired entries left
+	// out.
+	LogLevels     map[string]*v1.LoggerLevel `protobuf:"bytes,10,rep,name=log_levels,json=logLevels,proto3" json:"log_levels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetTopologyInfoResponse) Reset() {
 	*x = GetTopologyInfoResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[28]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1863,7 +1975,7 @@ func (x *GetTopologyInfoResponse) String() string {
 func (*GetTopologyInfoResponse) ProtoMessage() {}
 
 func (x *GetTopologyInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[28]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1876,7 +1988,7 @@ func (x *GetTopologyInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTopologyInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetTopologyInfoResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{28}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GetTopologyInfoResponse) GetTopology() *TopologySummary {
@@ -1942,6 +2054,13 @@ func (x *GetTopologyInfoResponse) GetStats() *TopologyStats {
 	return nil
 }
 
+func (x *GetTopologyInfoResponse) GetLogLevels() map[string]*v1.LoggerLevel {
+	if x != nil {
+		return x.LogLevels
+	}
+	return nil
+}
+
 // TopologyStats are a topology's tuple counts (docs/ARCHITECTURE.md
 // section 21).
 type TopologyStats struct {
@@ -1966,7 +2085,7 @@ type TopologyStats struct {
 
 func (x *TopologyStats) Reset() {
 	*x = TopologyStats{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[29]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1978,7 +2097,7 @@ func (x *TopologyStats) String() string {
 func (*TopologyStats) ProtoMessage() {}
 
 func (x *TopologyStats) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[29]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1991,7 +2110,7 @@ func (x *TopologyStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopologyStats.ProtoReflect.Descriptor instead.
 func (*TopologyStats) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{29}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *TopologyStats) GetWindow() string {
@@ -2051,7 +2170,7 @@ type TupleCounts struct {
 
 func (x *TupleCounts) Reset() {
 	*x = TupleCounts{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[30]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2063,7 +2182,7 @@ func (x *TupleCounts) String() string {
 func (*TupleCounts) ProtoMessage() {}
 
 func (x *TupleCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[30]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2076,7 +2195,7 @@ func (x *TupleCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TupleCounts.ProtoReflect.Descriptor instead.
 func (*TupleCounts) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{30}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *TupleCounts) GetEmitted() uint64 {
@@ -2153,7 +2272,7 @@ type WindowCounts struct {
 
 func (x *WindowCounts) Reset() {
 	*x = WindowCounts{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[31]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2165,7 +2284,7 @@ func (x *WindowCounts) String() string {
 func (*WindowCounts) ProtoMessage() {}
 
 func (x *WindowCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[31]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2178,7 +2297,7 @@ func (x *WindowCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WindowCounts.ProtoReflect.Descriptor instead.
 func (*WindowCounts) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{31}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *WindowCounts) GetWindow() string {
@@ -2211,7 +2330,7 @@ type ComponentStats struct {
 
 func (x *ComponentStats) Reset() {
 	*x = ComponentStats{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[32]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2223,7 +2342,7 @@ func (x *ComponentStats) String() string {
 func (*ComponentStats) ProtoMessage() {}
 
 func (x *ComponentStats) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[32]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2236,7 +2355,7 @@ func (x *ComponentStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ComponentStats.ProtoReflect.Descriptor instead.
 func (*ComponentStats) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{32}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ComponentStats) GetComponent() string {
@@ -2280,7 +2399,7 @@ type StreamCounts struct {
 
 func (x *StreamCounts) Reset() {
 	*x = StreamCounts{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[33]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2292,7 +2411,7 @@ func (x *StreamCounts) String() string {
 func (*StreamCounts) ProtoMessage() {}
 
 func (x *StreamCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[33]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2305,7 +2424,7 @@ func (x *StreamCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamCounts.ProtoReflect.Descriptor instead.
 func (*StreamCounts) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{33}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *StreamCounts) GetComponent() string {
@@ -2352,7 +2471,7 @@ type WorkerComponentStats struct {
 
 func (x *WorkerComponentStats) Reset() {
 	*x = WorkerComponentStats{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[34]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2364,7 +2483,7 @@ func (x *WorkerComponentStats) String() string {
 func (*WorkerComponentStats) ProtoMessage() {}
 
 func (x *WorkerComponentStats) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[34]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2377,7 +2496,7 @@ func (x *WorkerComponentStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerComponentStats.ProtoReflect.Descriptor instead.
 func (*WorkerComponentStats) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{34}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *WorkerComponentStats) GetSupervisorId() string {
@@ -2439,7 +2558,7 @@ type GetTopologyConfRequest struct {
 
 func (x *GetTopologyConfRequest) Reset() {
 	*x = GetTopologyConfRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[35]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2451,7 +2570,7 @@ func (x *GetTopologyConfRequest) String() string {
 func (*GetTopologyConfRequest) ProtoMessage() {}
 
 func (x *GetTopologyConfRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[35]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2464,7 +2583,7 @@ func (x *GetTopologyConfRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTopologyConfRequest.ProtoReflect.Descriptor instead.
 func (*GetTopologyConfRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{35}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *GetTopologyConfRequest) GetName() string {
@@ -2485,7 +2604,7 @@ type GetTopologyConfResponse struct {
 
 func (x *GetTopologyConfResponse) Reset() {
 	*x = GetTopologyConfResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[36]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2497,7 +2616,7 @@ func (x *GetTopologyConfResponse) String() string {
 func (*GetTopologyConfResponse) ProtoMessage() {}
 
 func (x *GetTopologyConfResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[36]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2510,7 +2629,7 @@ func (x *GetTopologyConfResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTopologyConfResponse.ProtoReflect.Descriptor instead.
 func (*GetTopologyConfResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{36}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *GetTopologyConfResponse) GetTopologyId() string {
@@ -2536,7 +2655,7 @@ type GetNimbusConfigRequest struct {
 
 func (x *GetNimbusConfigRequest) Reset() {
 	*x = GetNimbusConfigRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[37]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2548,7 +2667,7 @@ func (x *GetNimbusConfigRequest) String() string {
 func (*GetNimbusConfigRequest) ProtoMessage() {}
 
 func (x *GetNimbusConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[37]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2561,7 +2680,7 @@ func (x *GetNimbusConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNimbusConfigRequest.ProtoReflect.Descriptor instead.
 func (*GetNimbusConfigRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{37}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{39}
 }
 
 // GetNimbusConfigResponse is a nimbus's effective configuration, sorted
@@ -2577,7 +2696,7 @@ type GetNimbusConfigResponse struct {
 
 func (x *GetNimbusConfigResponse) Reset() {
 	*x = GetNimbusConfigResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[38]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2589,7 +2708,7 @@ func (x *GetNimbusConfigResponse) String() string {
 func (*GetNimbusConfigResponse) ProtoMessage() {}
 
 func (x *GetNimbusConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[38]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2602,7 +2721,7 @@ func (x *GetNimbusConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNimbusConfigResponse.ProtoReflect.Descriptor instead.
 func (*GetNimbusConfigResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{38}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *GetNimbusConfigResponse) GetNimbus() string {
@@ -2640,7 +2759,7 @@ type ConfEntry struct {
 
 func (x *ConfEntry) Reset() {
 	*x = ConfEntry{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[39]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2652,7 +2771,7 @@ func (x *ConfEntry) String() string {
 func (*ConfEntry) ProtoMessage() {}
 
 func (x *ConfEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[39]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2665,7 +2784,7 @@ func (x *ConfEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfEntry.ProtoReflect.Descriptor instead.
 func (*ConfEntry) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{39}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ConfEntry) GetKey() string {
@@ -2721,7 +2840,7 @@ type NimbusSummary struct {
 
 func (x *NimbusSummary) Reset() {
 	*x = NimbusSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[40]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2733,7 +2852,7 @@ func (x *NimbusSummary) String() string {
 func (*NimbusSummary) ProtoMessage() {}
 
 func (x *NimbusSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[40]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2746,7 +2865,7 @@ func (x *NimbusSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NimbusSummary.ProtoReflect.Descriptor instead.
 func (*NimbusSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{40}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *NimbusSummary) GetHost() string {
@@ -2834,7 +2953,7 @@ type SupervisorSummary struct {
 
 func (x *SupervisorSummary) Reset() {
 	*x = SupervisorSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[41]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2846,7 +2965,7 @@ func (x *SupervisorSummary) String() string {
 func (*SupervisorSummary) ProtoMessage() {}
 
 func (x *SupervisorSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[41]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2859,7 +2978,7 @@ func (x *SupervisorSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SupervisorSummary.ProtoReflect.Descriptor instead.
 func (*SupervisorSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{41}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *SupervisorSummary) GetSupervisorId() string {
@@ -2960,7 +3079,7 @@ type TopologySummary struct {
 
 func (x *TopologySummary) Reset() {
 	*x = TopologySummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[42]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2972,7 +3091,7 @@ func (x *TopologySummary) String() string {
 func (*TopologySummary) ProtoMessage() {}
 
 func (x *TopologySummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[42]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2985,7 +3104,7 @@ func (x *TopologySummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopologySummary.ProtoReflect.Descriptor instead.
 func (*TopologySummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{42}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *TopologySummary) GetId() string {
@@ -3132,7 +3251,7 @@ type WorkerSummary struct {
 
 func (x *WorkerSummary) Reset() {
 	*x = WorkerSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[43]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3144,7 +3263,7 @@ func (x *WorkerSummary) String() string {
 func (*WorkerSummary) ProtoMessage() {}
 
 func (x *WorkerSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[43]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3157,7 +3276,7 @@ func (x *WorkerSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerSummary.ProtoReflect.Descriptor instead.
 func (*WorkerSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{43}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *WorkerSummary) GetTopologyId() string {
@@ -3292,7 +3411,7 @@ type ClusterSummary struct {
 
 func (x *ClusterSummary) Reset() {
 	*x = ClusterSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[44]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3304,7 +3423,7 @@ func (x *ClusterSummary) String() string {
 func (*ClusterSummary) ProtoMessage() {}
 
 func (x *ClusterSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[44]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3317,7 +3436,7 @@ func (x *ClusterSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterSummary.ProtoReflect.Descriptor instead.
 func (*ClusterSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{44}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ClusterSummary) GetSupervisors() []*SupervisorSummary {
@@ -3418,7 +3537,7 @@ type ExecutorSummary struct {
 
 func (x *ExecutorSummary) Reset() {
 	*x = ExecutorSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[45]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3430,7 +3549,7 @@ func (x *ExecutorSummary) String() string {
 func (*ExecutorSummary) ProtoMessage() {}
 
 func (x *ExecutorSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[45]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3443,7 +3562,7 @@ func (x *ExecutorSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecutorSummary.ProtoReflect.Descriptor instead.
 func (*ExecutorSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{45}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ExecutorSummary) GetExecutor() *v1.Executor {
@@ -3492,7 +3611,7 @@ type ReplicaSummary struct {
 
 func (x *ReplicaSummary) Reset() {
 	*x = ReplicaSummary{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[46]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3504,7 +3623,7 @@ func (x *ReplicaSummary) String() string {
 func (*ReplicaSummary) ProtoMessage() {}
 
 func (x *ReplicaSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[46]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3517,7 +3636,7 @@ func (x *ReplicaSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaSummary.ProtoReflect.Descriptor instead.
 func (*ReplicaSummary) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{46}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ReplicaSummary) GetHost() string {
@@ -3545,7 +3664,7 @@ type DownloadCodeRequest struct {
 
 func (x *DownloadCodeRequest) Reset() {
 	*x = DownloadCodeRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[47]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3557,7 +3676,7 @@ func (x *DownloadCodeRequest) String() string {
 func (*DownloadCodeRequest) ProtoMessage() {}
 
 func (x *DownloadCodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[47]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3570,7 +3689,7 @@ func (x *DownloadCodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownloadCodeRequest.ProtoReflect.Descriptor instead.
 func (*DownloadCodeRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{47}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *DownloadCodeRequest) GetTopologyId() string {
@@ -3597,7 +3716,7 @@ type DownloadCodeResponse struct {
 
 func (x *DownloadCodeResponse) Reset() {
 	*x = DownloadCodeResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[48]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3609,7 +3728,7 @@ func (x *DownloadCodeResponse) String() string {
 func (*DownloadCodeResponse) ProtoMessage() {}
 
 func (x *DownloadCodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[48]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3622,7 +3741,7 @@ func (x *DownloadCodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownloadCodeResponse.ProtoReflect.Descriptor instead.
 func (*DownloadCodeResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{48}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *DownloadCodeResponse) GetChunk() []byte {
@@ -3642,7 +3761,7 @@ type GetCodeMetaRequest struct {
 
 func (x *GetCodeMetaRequest) Reset() {
 	*x = GetCodeMetaRequest{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[49]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3654,7 +3773,7 @@ func (x *GetCodeMetaRequest) String() string {
 func (*GetCodeMetaRequest) ProtoMessage() {}
 
 func (x *GetCodeMetaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[49]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3667,7 +3786,7 @@ func (x *GetCodeMetaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCodeMetaRequest.ProtoReflect.Descriptor instead.
 func (*GetCodeMetaRequest) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{49}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *GetCodeMetaRequest) GetTopologyId() string {
@@ -3690,7 +3809,7 @@ type GetCodeMetaResponse struct {
 
 func (x *GetCodeMetaResponse) Reset() {
 	*x = GetCodeMetaResponse{}
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[50]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3702,7 +3821,7 @@ func (x *GetCodeMetaResponse) String() string {
 func (*GetCodeMetaResponse) ProtoMessage() {}
 
 func (x *GetCodeMetaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_nimbus_v1_nimbus_proto_msgTypes[50]
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3715,7 +3834,7 @@ func (x *GetCodeMetaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCodeMetaResponse.ProtoReflect.Descriptor instead.
 func (*GetCodeMetaResponse) Descriptor() ([]byte, []int) {
-	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{50}
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *GetCodeMetaResponse) GetMeta() []byte {
@@ -3802,7 +3921,20 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\x02to\x18\x03 \x01(\tR\x02to\x12\x19\n" +
 	"\bto_epoch\x18\x04 \x01(\x03R\atoEpoch\x12#\n" +
 	"\rleaderless_ms\x18\x05 \x01(\x03R\fleaderlessMs\"\x16\n" +
-	"\x14KillTopologyResponse\"B\n" +
+	"\x14KillTopologyResponse\"\xcd\x01\n" +
+	"\x13SetLogConfigRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x129\n" +
+	"\x03set\x18\x02 \x03(\v2'.nimbus.v1.SetLogConfigRequest.SetEntryR\x03set\x12\x16\n" +
+	"\x06remove\x18\x03 \x03(\tR\x06remove\x1aO\n" +
+	"\bSetEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12-\n" +
+	"\x05value\x18\x02 \x01(\v2\x17.cluster.v1.LoggerLevelR\x05value:\x028\x01\"\xbc\x01\n" +
+	"\x14SetLogConfigResponse\x12M\n" +
+	"\n" +
+	"log_levels\x18\x01 \x03(\v2..nimbus.v1.SetLogConfigResponse.LogLevelsEntryR\tlogLevels\x1aU\n" +
+	"\x0eLogLevelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12-\n" +
+	"\x05value\x18\x02 \x01(\v2\x17.cluster.v1.LoggerLevelR\x05value:\x028\x01\"B\n" +
 	"\x14RestartWorkerRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06worker\x18\x02 \x01(\tR\x06worker\"p\n" +
@@ -3853,7 +3985,7 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12(\n" +
 	"\x10include_log_tail\x18\x02 \x01(\bR\x0eincludeLogTail\x12\"\n" +
 	"\flinearizable\x18\x03 \x01(\bR\flinearizable\x12\x16\n" +
-	"\x06window\x18\x04 \x01(\tR\x06window\"\xb0\x05\n" +
+	"\x06window\x18\x04 \x01(\tR\x06window\"\xd9\x06\n" +
 	"\x17GetTopologyInfoResponse\x126\n" +
 	"\btopology\x18\x01 \x01(\v2\x1a.nimbus.v1.TopologySummaryR\btopology\x128\n" +
 	"\texecutors\x18\x02 \x03(\v2\x1a.nimbus.v1.ExecutorSummaryR\texecutors\x125\n" +
@@ -3863,13 +3995,19 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\astorage\x18\x06 \x03(\v2/.nimbus.v1.GetTopologyInfoResponse.StorageEntryR\astorage\x122\n" +
 	"\aworkers\x18\a \x03(\v2\x18.nimbus.v1.WorkerSummaryR\aworkers\x12\x1b\n" +
 	"\tspout_ids\x18\b \x03(\tR\bspoutIds\x12.\n" +
-	"\x05stats\x18\t \x01(\v2\x18.nimbus.v1.TopologyStatsR\x05stats\x1aG\n" +
+	"\x05stats\x18\t \x01(\v2\x18.nimbus.v1.TopologyStatsR\x05stats\x12P\n" +
+	"\n" +
+	"log_levels\x18\n" +
+	" \x03(\v21.nimbus.v1.GetTopologyInfoResponse.LogLevelsEntryR\tlogLevels\x1aG\n" +
 	"\x19ComponentParallelismEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\x1a:\n" +
 	"\fStorageEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x85\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1aU\n" +
+	"\x0eLogLevelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12-\n" +
+	"\x05value\x18\x02 \x01(\v2\x17.cluster.v1.LoggerLevelR\x05value:\x028\x01\"\x85\x02\n" +
 	"\rTopologyStats\x12\x16\n" +
 	"\x06window\x18\x01 \x01(\tR\x06window\x123\n" +
 	"\btopology\x18\x02 \x03(\v2\x17.nimbus.v1.WindowCountsR\btopology\x129\n" +
@@ -4031,7 +4169,7 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\rInitialStatus\x12\x1e\n" +
 	"\x1aINITIAL_STATUS_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15INITIAL_STATUS_ACTIVE\x10\x01\x12\x1b\n" +
-	"\x17INITIAL_STATUS_INACTIVE\x10\x022\x9e\n" +
+	"\x17INITIAL_STATUS_INACTIVE\x10\x022\xef\n" +
 	"\n" +
 	"\rNimbusService\x12W\n" +
 	"\x0eSubmitTopology\x12 .nimbus.v1.SubmitTopologyRequest\x1a!.nimbus.v1.SubmitTopologyResponse(\x01\x12O\n" +
@@ -4046,7 +4184,8 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\x0fGetNimbusConfig\x12!.nimbus.v1.GetNimbusConfigRequest\x1a\".nimbus.v1.GetNimbusConfigResponse\x12U\n" +
 	"\x0eForgetTopology\x12 .nimbus.v1.ForgetTopologyRequest\x1a!.nimbus.v1.ForgetTopologyResponse\x12C\n" +
 	"\bHandOver\x12\x1a.nimbus.v1.HandOverRequest\x1a\x1b.nimbus.v1.HandOverResponse\x12R\n" +
-	"\rRestartWorker\x12\x1f.nimbus.v1.RestartWorkerRequest\x1a .nimbus.v1.RestartWorkerResponse\x12J\n" +
+	"\rRestartWorker\x12\x1f.nimbus.v1.RestartWorkerRequest\x1a .nimbus.v1.RestartWorkerResponse\x12O\n" +
+	"\fSetLogConfig\x12\x1e.nimbus.v1.SetLogConfigRequest\x1a\x1f.nimbus.v1.SetLogConfigResponse\x12J\n" +
 	"\fSaveSnapshot\x12\x1e.nimbus.v1.SaveSnapshotRequest\x1a\x18.nimbus.v1.SnapshotChunk0\x01\x12Z\n" +
 	"\x0fRestoreSnapshot\x12!.nimbus.v1.RestoreSnapshotRequest\x1a\".nimbus.v1.RestoreSnapshotResponse(\x012\xae\x01\n" +
 	"\vCodeService\x12Q\n" +
@@ -4066,7 +4205,7 @@ func file_nimbus_v1_nimbus_proto_rawDescGZIP() []byte {
 }
 
 var file_nimbus_v1_nimbus_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_nimbus_v1_nimbus_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
+var file_nimbus_v1_nimbus_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
 var file_nimbus_v1_nimbus_proto_goTypes = []any{
 	(ComponentKind)(0),                 // 0: nimbus.v1.ComponentKind
 	(InitialStatus)(0),                 // 1: nimbus.v1.InitialStatus
@@ -4085,121 +4224,135 @@ var file_nimbus_v1_nimbus_proto_goTypes = []any{
 	(*HandOverRequest)(nil),            // 14: nimbus.v1.HandOverRequest
 	(*HandOverResponse)(nil),           // 15: nimbus.v1.HandOverResponse
 	(*KillTopologyResponse)(nil),       // 16: nimbus.v1.KillTopologyResponse
-	(*RestartWorkerRequest)(nil),       // 17: nimbus.v1.RestartWorkerRequest
-	(*RestartWorkerResponse)(nil),      // 18: nimbus.v1.RestartWorkerResponse
-	(*ActivateTopologyRequest)(nil),    // 19: nimbus.v1.ActivateTopologyRequest
-	(*ActivateTopologyResponse)(nil),   // 20: nimbus.v1.ActivateTopologyResponse
-	(*DeactivateTopologyRequest)(nil),  // 21: nimbus.v1.DeactivateTopologyRequest
-	(*DeactivateTopologyResponse)(nil), // 22: nimbus.v1.DeactivateTopologyResponse
-	(*RebalanceTopologyRequest)(nil),   // 23: nimbus.v1.RebalanceTopologyRequest
-	(*RebalanceTopologyResponse)(nil),  // 24: nimbus.v1.RebalanceTopologyResponse
-	(*GetClusterInfoRequest)(nil),      // 25: nimbus.v1.GetClusterInfoRequest
-	(*GetClusterInfoResponse)(nil),     // 26: nimbus.v1.GetClusterInfoResponse
-	(*GetLeaderRequest)(nil),           // 27: nimbus.v1.GetLeaderRequest
-	(*GetLeaderResponse)(nil),          // 28: nimbus.v1.GetLeaderResponse
-	(*GetTopologyInfoRequest)(nil),     // 29: nimbus.v1.GetTopologyInfoRequest
-	(*GetTopologyInfoResponse)(nil),    // 30: nimbus.v1.GetTopologyInfoResponse
-	(*TopologyStats)(nil),              // 31: nimbus.v1.TopologyStats
-	(*TupleCounts)(nil),                // 32: nimbus.v1.TupleCounts
-	(*WindowCounts)(nil),               // 33: nimbus.v1.WindowCounts
-	(*ComponentStats)(nil),             // 34: nimbus.v1.ComponentStats
-	(*StreamCounts)(nil),               // 35: nimbus.v1.StreamCounts
-	(*WorkerComponentStats)(nil),       // 36: nimbus.v1.WorkerComponentStats
-	(*GetTopologyConfRequest)(nil),     // 37: nimbus.v1.GetTopologyConfRequest
-	(*GetTopologyConfResponse)(nil),    // 38: nimbus.v1.GetTopologyConfResponse
-	(*GetNimbusConfigRequest)(nil),     // 39: nimbus.v1.GetNimbusConfigRequest
-	(*GetNimbusConfigResponse)(nil),    // 40: nimbus.v1.GetNimbusConfigResponse
-	(*ConfEntry)(nil),                  // 41: nimbus.v1.ConfEntry
-	(*NimbusSummary)(nil),              // 42: nimbus.v1.NimbusSummary
-	(*SupervisorSummary)(nil),          // 43: nimbus.v1.SupervisorSummary
-	(*TopologySummary)(nil),            // 44: nimbus.v1.TopologySummary
-	(*WorkerSummary)(nil),              // 45: nimbus.v1.WorkerSummary
-	(*ClusterSummary)(nil),             // 46: nimbus.v1.ClusterSummary
-	(*ExecutorSummary)(nil),            // 47: nimbus.v1.ExecutorSummary
-	(*ReplicaSummary)(nil),             // 48: nimbus.v1.ReplicaSummary
-	(*DownloadCodeRequest)(nil),        // 49: nimbus.v1.DownloadCodeRequest
-	(*DownloadCodeResponse)(nil),       // 50: nimbus.v1.DownloadCodeResponse
-	(*GetCodeMetaRequest)(nil),         // 51: nimbus.v1.GetCodeMetaRequest
-	(*GetCodeMetaResponse)(nil),        // 52: nimbus.v1.GetCodeMetaResponse
-	nil,                                // 53: nimbus.v1.TopologySpec.ConfigEntry
-	nil,                                // 54: nimbus.v1.RebalanceTopologyRequest.ComponentParallelismEntry
-	nil,                                // 55: nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
-	nil,                                // 56: nimbus.v1.GetTopologyInfoResponse.StorageEntry
-	(v1.TopologyStatus)(0),             // 57: cluster.v1.TopologyStatus
-	(*v1.Executor)(nil),                // 58: cluster.v1.Executor
+	(*SetLogConfigRequest)(nil),        // 17: nimbus.v1.SetLogConfigRequest
+	(*SetLogConfigResponse)(nil),       // 18: nimbus.v1.SetLogConfigResponse
+	(*RestartWorkerRequest)(nil),       // 19: nimbus.v1.RestartWorkerRequest
+	(*RestartWorkerResponse)(nil),      // 20: nimbus.v1.RestartWorkerResponse
+	(*ActivateTopologyRequest)(nil),    // 21: nimbus.v1.ActivateTopologyRequest
+	(*ActivateTopologyResponse)(nil),   // 22: nimbus.v1.ActivateTopologyResponse
+	(*DeactivateTopologyRequest)(nil),  // 23: nimbus.v1.DeactivateTopologyRequest
+	(*DeactivateTopologyResponse)(nil), // 24: nimbus.v1.DeactivateTopologyResponse
+	(*RebalanceTopologyRequest)(nil),   // 25: nimbus.v1.RebalanceTopologyRequest
+	(*RebalanceTopologyResponse)(nil),  // 26: nimbus.v1.RebalanceTopologyResponse
+	(*GetClusterInfoRequest)(nil),      // 27: nimbus.v1.GetClusterInfoRequest
+	(*GetClusterInfoResponse)(nil),     // 28: nimbus.v1.GetClusterInfoResponse
+	(*GetLeaderRequest)(nil),           // 29: nimbus.v1.GetLeaderRequest
+	(*GetLeaderResponse)(nil),          // 30: nimbus.v1.GetLeaderResponse
+	(*GetTopologyInfoRequest)(nil),     // 31: nimbus.v1.GetTopologyInfoRequest
+	(*GetTopologyInfoResponse)(nil),    // 32: nimbus.v1.GetTopologyInfoResponse
+	(*TopologyStats)(nil),              // 33: nimbus.v1.TopologyStats
+	(*TupleCounts)(nil),                // 34: nimbus.v1.TupleCounts
+	(*WindowCounts)(nil),               // 35: nimbus.v1.WindowCounts
+	(*ComponentStats)(nil),             // 36: nimbus.v1.ComponentStats
+	(*StreamCounts)(nil),               // 37: nimbus.v1.StreamCounts
+	(*WorkerComponentStats)(nil),       // 38: nimbus.v1.WorkerComponentStats
+	(*GetTopologyConfRequest)(nil),     // 39: nimbus.v1.GetTopologyConfRequest
+	(*GetTopologyConfResponse)(nil),    // 40: nimbus.v1.GetTopologyConfResponse
+	(*GetNimbusConfigRequest)(nil),     // 41: nimbus.v1.GetNimbusConfigRequest
+	(*GetNimbusConfigResponse)(nil),    // 42: nimbus.v1.GetNimbusConfigResponse
+	(*ConfEntry)(nil),                  // 43: nimbus.v1.ConfEntry
+	(*NimbusSummary)(nil),              // 44: nimbus.v1.NimbusSummary
+	(*SupervisorSummary)(nil),          // 45: nimbus.v1.SupervisorSummary
+	(*TopologySummary)(nil),            // 46: nimbus.v1.TopologySummary
+	(*WorkerSummary)(nil),              // 47: nimbus.v1.WorkerSummary
+	(*ClusterSummary)(nil),             // 48: nimbus.v1.ClusterSummary
+	(*ExecutorSummary)(nil),            // 49: nimbus.v1.ExecutorSummary
+	(*ReplicaSummary)(nil),             // 50: nimbus.v1.ReplicaSummary
+	(*DownloadCodeRequest)(nil),        // 51: nimbus.v1.DownloadCodeRequest
+	(*DownloadCodeResponse)(nil),       // 52: nimbus.v1.DownloadCodeResponse
+	(*GetCodeMetaRequest)(nil),         // 53: nimbus.v1.GetCodeMetaRequest
+	(*GetCodeMetaResponse)(nil),        // 54: nimbus.v1.GetCodeMetaResponse
+	nil,                                // 55: nimbus.v1.TopologySpec.ConfigEntry
+	nil,                                // 56: nimbus.v1.SetLogConfigRequest.SetEntry
+	nil,                                // 57: nimbus.v1.SetLogConfigResponse.LogLevelsEntry
+	nil,                                // 58: nimbus.v1.RebalanceTopologyRequest.ComponentParallelismEntry
+	nil,                                // 59: nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
+	nil,                                // 60: nimbus.v1.GetTopologyInfoResponse.StorageEntry
+	nil,                                // 61: nimbus.v1.GetTopologyInfoResponse.LogLevelsEntry
+	(v1.TopologyStatus)(0),             // 62: cluster.v1.TopologyStatus
+	(*v1.Executor)(nil),                // 63: cluster.v1.Executor
+	(*v1.LoggerLevel)(nil),             // 64: cluster.v1.LoggerLevel
 }
 var file_nimbus_v1_nimbus_proto_depIdxs = []int32{
 	0,  // 0: nimbus.v1.ComponentSpec.kind:type_name -> nimbus.v1.ComponentKind
 	2,  // 1: nimbus.v1.TopologySpec.components:type_name -> nimbus.v1.ComponentSpec
-	53, // 2: nimbus.v1.TopologySpec.config:type_name -> nimbus.v1.TopologySpec.ConfigEntry
+	55, // 2: nimbus.v1.TopologySpec.config:type_name -> nimbus.v1.TopologySpec.ConfigEntry
 	1,  // 3: nimbus.v1.TopologySpec.initial_status:type_name -> nimbus.v1.InitialStatus
 	3,  // 4: nimbus.v1.SubmitTopologyRequest.spec:type_name -> nimbus.v1.TopologySpec
 	4,  // 5: nimbus.v1.SubmitTopologyRequest.trailer:type_name -> nimbus.v1.ArtifactTrailer
-	54, // 6: nimbus.v1.RebalanceTopologyRequest.component_parallelism:type_name -> nimbus.v1.RebalanceTopologyRequest.ComponentParallelismEntry
-	46, // 7: nimbus.v1.GetClusterInfoResponse.cluster:type_name -> nimbus.v1.ClusterSummary
-	42, // 8: nimbus.v1.GetLeaderResponse.leader:type_name -> nimbus.v1.NimbusSummary
-	44, // 9: nimbus.v1.GetTopologyInfoResponse.topology:type_name -> nimbus.v1.TopologySummary
-	47, // 10: nimbus.v1.GetTopologyInfoResponse.executors:type_name -> nimbus.v1.ExecutorSummary
-	48, // 11: nimbus.v1.GetTopologyInfoResponse.replicas:type_name -> nimbus.v1.ReplicaSummary
-	55, // 12: nimbus.v1.GetTopologyInfoResponse.component_parallelism:type_name -> nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
-	56, // 13: nimbus.v1.GetTopologyInfoResponse.storage:type_name -> nimbus.v1.GetTopologyInfoResponse.StorageEntry
-	45, // 14: nimbus.v1.GetTopologyInfoResponse.workers:type_name -> nimbus.v1.WorkerSummary
-	31, // 15: nimbus.v1.GetTopologyInfoResponse.stats:type_name -> nimbus.v1.TopologyStats
-	33, // 16: nimbus.v1.TopologyStats.topology:type_name -> nimbus.v1.WindowCounts
-	34, // 17: nimbus.v1.TopologyStats.components:type_name -> nimbus.v1.ComponentStats
-	35, // 18: nimbus.v1.TopologyStats.streams:type_name -> nimbus.v1.StreamCounts
-	36, // 19: nimbus.v1.TopologyStats.workers:type_name -> nimbus.v1.WorkerComponentStats
-	32, // 20: nimbus.v1.WindowCounts.counts:type_name -> nimbus.v1.TupleCounts
-	33, // 21: nimbus.v1.ComponentStats.windows:type_name -> nimbus.v1.WindowCounts
-	32, // 22: nimbus.v1.StreamCounts.counts:type_name -> nimbus.v1.TupleCounts
-	32, // 23: nimbus.v1.WorkerComponentStats.counts:type_name -> nimbus.v1.TupleCounts
-	41, // 24: nimbus.v1.GetTopologyConfResponse.entries:type_name -> nimbus.v1.ConfEntry
-	41, // 25: nimbus.v1.GetNimbusConfigResponse.entries:type_name -> nimbus.v1.ConfEntry
-	45, // 26: nimbus.v1.SupervisorSummary.workers:type_name -> nimbus.v1.WorkerSummary
-	57, // 27: nimbus.v1.TopologySummary.status:type_name -> cluster.v1.TopologyStatus
-	43, // 28: nimbus.v1.ClusterSummary.supervisors:type_name -> nimbus.v1.SupervisorSummary
-	44, // 29: nimbus.v1.ClusterSummary.topologies:type_name -> nimbus.v1.TopologySummary
-	42, // 30: nimbus.v1.ClusterSummary.nimbuses:type_name -> nimbus.v1.NimbusSummary
-	58, // 31: nimbus.v1.ExecutorSummary.executor:type_name -> cluster.v1.Executor
-	5,  // 32: nimbus.v1.NimbusService.SubmitTopology:input_type -> nimbus.v1.SubmitTopologyRequest
-	7,  // 33: nimbus.v1.NimbusService.KillTopology:input_type -> nimbus.v1.KillTopologyRequest
-	19, // 34: nimbus.v1.NimbusService.ActivateTopology:input_type -> nimbus.v1.ActivateTopologyRequest
-	21, // 35: nimbus.v1.NimbusService.DeactivateTopology:input_type -> nimbus.v1.DeactivateTopologyRequest
-	23, // 36: nimbus.v1.NimbusService.RebalanceTopology:input_type -> nimbus.v1.RebalanceTopologyRequest
-	25, // 37: nimbus.v1.NimbusService.GetClusterInfo:input_type -> nimbus.v1.GetClusterInfoRequest
-	27, // 38: nimbus.v1.NimbusService.GetLeader:input_type -> nimbus.v1.GetLeaderRequest
-	29, // 39: nimbus.v1.NimbusService.GetTopologyInfo:input_type -> nimbus.v1.GetTopologyInfoRequest
-	37, // 40: nimbus.v1.NimbusService.GetTopologyConf:input_type -> nimbus.v1.GetTopologyConfRequest
-	39, // 41: nimbus.v1.NimbusService.GetNimbusConfig:input_type -> nimbus.v1.GetNimbusConfigRequest
-	8,  // 42: nimbus.v1.NimbusService.ForgetTopology:input_type -> nimbus.v1.ForgetTopologyRequest
-	14, // 43: nimbus.v1.NimbusService.HandOver:input_type -> nimbus.v1.HandOverRequest
-	17, // 44: nimbus.v1.NimbusService.RestartWorker:input_type -> nimbus.v1.RestartWorkerRequest
-	10, // 45: nimbus.v1.NimbusService.SaveSnapshot:input_type -> nimbus.v1.SaveSnapshotRequest
-	12, // 46: nimbus.v1.NimbusService.RestoreSnapshot:input_type -> nimbus.v1.RestoreSnapshotRequest
-	49, // 47: nimbus.v1.CodeService.DownloadCode:input_type -> nimbus.v1.DownloadCodeRequest
-	51, // 48: nimbus.v1.CodeService.GetCodeMeta:input_type -> nimbus.v1.GetCodeMetaRequest
-	6,  // 49: nimbus.v1.NimbusService.SubmitTopology:output_type -> nimbus.v1.SubmitTopologyResponse
-	16, // 50: nimbus.v1.NimbusService.KillTopology:output_type -> nimbus.v1.KillTopologyResponse
-	20, // 51: nimbus.v1.NimbusService.ActivateTopology:output_type -> nimbus.v1.ActivateTopologyResponse
-	22, // 52: nimbus.v1.NimbusService.DeactivateTopology:output_type -> nimbus.v1.DeactivateTopologyResponse
-	24, // 53: nimbus.v1.NimbusService.RebalanceTopology:output_type -> nimbus.v1.RebalanceTopologyResponse
-	26, // 54: nimbus.v1.NimbusService.GetClusterInfo:output_type -> nimbus.v1.GetClusterInfoResponse
-	28, // 55: nimbus.v1.NimbusService.GetLeader:output_type -> nimbus.v1.GetLeaderResponse
-	30, // 56: nimbus.v1.NimbusService.GetTopologyInfo:output_type -> nimbus.v1.GetTopologyInfoResponse
-	38, // 57: nimbus.v1.NimbusService.GetTopologyConf:output_type -> nimbus.v1.GetTopologyConfResponse
-	40, // 58: nimbus.v1.NimbusService.GetNimbusConfig:output_type -> nimbus.v1.GetNimbusConfigResponse
-	9,  // 59: nimbus.v1.NimbusService.ForgetTopology:output_type -> nimbus.v1.ForgetTopologyResponse
-	15, // 60: nimbus.v1.NimbusService.HandOver:output_type -> nimbus.v1.HandOverResponse
-	18, // 61: nimbus.v1.NimbusService.RestartWorker:output_type -> nimbus.v1.RestartWorkerResponse
-	11, // 62: nimbus.v1.NimbusService.SaveSnapshot:output_type -> nimbus.v1.SnapshotChunk
-	13, // 63: nimbus.v1.NimbusService.RestoreSnapshot:output_type -> nimbus.v1.RestoreSnapshotResponse
-	50, // 64: nimbus.v1.CodeService.DownloadCode:output_type -> nimbus.v1.DownloadCodeResponse
-	52, // 65: nimbus.v1.CodeService.GetCodeMeta:output_type -> nimbus.v1.GetCodeMetaResponse
-	49, // [49:66] is the sub-list for method output_type
-	32, // [32:49] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	56, // 6: nimbus.v1.SetLogConfigRequest.set:type_name -> nimbus.v1.SetLogConfigRequest.SetEntry
+	57, // 7: nimbus.v1.SetLogConfigResponse.log_levels:type_name -> nimbus.v1.SetLogConfigResponse.LogLevelsEntry
+	58, // 8: nimbus.v1.RebalanceTopologyRequest.component_parallelism:type_name -> nimbus.v1.RebalanceTopologyRequest.ComponentParallelismEntry
+	48, // 9: nimbus.v1.GetClusterInfoResponse.cluster:type_name -> nimbus.v1.ClusterSummary
+	44, // 10: nimbus.v1.GetLeaderResponse.leader:type_name -> nimbus.v1.NimbusSummary
+	46, // 11: nimbus.v1.GetTopologyInfoResponse.topology:type_name -> nimbus.v1.TopologySummary
+	49, // 12: nimbus.v1.GetTopologyInfoResponse.executors:type_name -> nimbus.v1.ExecutorSummary
+	50, // 13: nimbus.v1.GetTopologyInfoResponse.replicas:type_name -> nimbus.v1.ReplicaSummary
+	59, // 14: nimbus.v1.GetTopologyInfoResponse.component_parallelism:type_name -> nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
+	60, // 15: nimbus.v1.GetTopologyInfoResponse.storage:type_name -> nimbus.v1.GetTopologyInfoResponse.StorageEntry
+	47, // 16: nimbus.v1.GetTopologyInfoResponse.workers:type_name -> nimbus.v1.WorkerSummary
+	33, // 17: nimbus.v1.GetTopologyInfoResponse.stats:type_name -> nimbus.v1.TopologyStats
+	61, // 18: nimbus.v1.GetTopologyInfoResponse.log_levels:type_name -> nimbus.v1.GetTopologyInfoResponse.LogLevelsEntry
+	35, // 19: nimbus.v1.TopologyStats.topology:type_name -> nimbus.v1.WindowCounts
+	36, // 20: nimbus.v1.TopologyStats.components:type_name -> nimbus.v1.ComponentStats
+	37, // 21: nimbus.v1.TopologyStats.streams:type_name -> nimbus.v1.StreamCounts
+	38, // 22: nimbus.v1.TopologyStats.workers:type_name -> nimbus.v1.WorkerComponentStats
+	34, // 23: nimbus.v1.WindowCounts.counts:type_name -> nimbus.v1.TupleCounts
+	35, // 24: nimbus.v1.ComponentStats.windows:type_name -> nimbus.v1.WindowCounts
+	34, // 25: nimbus.v1.StreamCounts.counts:type_name -> nimbus.v1.TupleCounts
+	34, // 26: nimbus.v1.WorkerComponentStats.counts:type_name -> nimbus.v1.TupleCounts
+	43, // 27: nimbus.v1.GetTopologyConfResponse.entries:type_name -> nimbus.v1.ConfEntry
+	43, // 28: nimbus.v1.GetNimbusConfigResponse.entries:type_name -> nimbus.v1.ConfEntry
+	47, // 29: nimbus.v1.SupervisorSummary.workers:type_name -> nimbus.v1.WorkerSummary
+	62, // 30: nimbus.v1.TopologySummary.status:type_name -> cluster.v1.TopologyStatus
+	45, // 31: nimbus.v1.ClusterSummary.supervisors:type_name -> nimbus.v1.SupervisorSummary
+	46, // 32: nimbus.v1.ClusterSummary.topologies:type_name -> nimbus.v1.TopologySummary
+	44, // 33: nimbus.v1.ClusterSummary.nimbuses:type_name -> nimbus.v1.NimbusSummary
+	63, // 34: nimbus.v1.ExecutorSummary.executor:type_name -> cluster.v1.Executor
+	64, // 35: nimbus.v1.SetLogConfigRequest.SetEntry.value:type_name -> cluster.v1.LoggerLevel
+	64, // 36: nimbus.v1.SetLogConfigResponse.LogLevelsEntry.value:type_name -> cluster.v1.LoggerLevel
+	64, // 37: nimbus.v1.GetTopologyInfoResponse.LogLevelsEntry.value:type_name -> cluster.v1.LoggerLevel
+	5,  // 38: nimbus.v1.NimbusService.SubmitTopology:input_type -> nimbus.v1.SubmitTopologyRequest
+	7,  // 39: nimbus.v1.NimbusService.KillTopology:input_type -> nimbus.v1.KillTopologyRequest
+	21, // 40: nimbus.v1.NimbusService.ActivateTopology:input_type -> nimbus.v1.ActivateTopologyRequest
+	23, // 41: nimbus.v1.NimbusService.DeactivateTopology:input_type -> nimbus.v1.DeactivateTopologyRequest
+	25, // 42: nimbus.v1.NimbusService.RebalanceTopology:input_type -> nimbus.v1.RebalanceTopologyRequest
+	27, // 43: nimbus.v1.NimbusService.GetClusterInfo:input_type -> nimbus.v1.GetClusterInfoRequest
+	29, // 44: nimbus.v1.NimbusService.GetLeader:input_type -> nimbus.v1.GetLeaderRequest
+	31, // 45: nimbus.v1.NimbusService.GetTopologyInfo:input_type -> nimbus.v1.GetTopologyInfoRequest
+	39, // 46: nimbus.v1.NimbusService.GetTopologyConf:input_type -> nimbus.v1.GetTopologyConfRequest
+	41, // 47: nimbus.v1.NimbusService.GetNimbusConfig:input_type -> nimbus.v1.GetNimbusConfigRequest
+	8,  // 48: nimbus.v1.NimbusService.ForgetTopology:input_type -> nimbus.v1.ForgetTopologyRequest
+	14, // 49: nimbus.v1.NimbusService.HandOver:input_type -> nimbus.v1.HandOverRequest
+	19, // 50: nimbus.v1.NimbusService.RestartWorker:input_type -> nimbus.v1.RestartWorkerRequest
+	17, // 51: nimbus.v1.NimbusService.SetLogConfig:input_type -> nimbus.v1.SetLogConfigRequest
+	10, // 52: nimbus.v1.NimbusService.SaveSnapshot:input_type -> nimbus.v1.SaveSnapshotRequest
+	12, // 53: nimbus.v1.NimbusService.RestoreSnapshot:input_type -> nimbus.v1.RestoreSnapshotRequest
+	51, // 54: nimbus.v1.CodeService.DownloadCode:input_type -> nimbus.v1.DownloadCodeRequest
+	53, // 55: nimbus.v1.CodeService.GetCodeMeta:input_type -> nimbus.v1.GetCodeMetaRequest
+	6,  // 56: nimbus.v1.NimbusService.SubmitTopology:output_type -> nimbus.v1.SubmitTopologyResponse
+	16, // 57: nimbus.v1.NimbusService.KillTopology:output_type -> nimbus.v1.KillTopologyResponse
+	22, // 58: nimbus.v1.NimbusService.ActivateTopology:output_type -> nimbus.v1.ActivateTopologyResponse
+	24, // 59: nimbus.v1.NimbusService.DeactivateTopology:output_type -> nimbus.v1.DeactivateTopologyResponse
+	26, // 60: nimbus.v1.NimbusService.RebalanceTopology:output_type -> nimbus.v1.RebalanceTopologyResponse
+	28, // 61: nimbus.v1.NimbusService.GetClusterInfo:output_type -> nimbus.v1.GetClusterInfoResponse
+	30, // 62: nimbus.v1.NimbusService.GetLeader:output_type -> nimbus.v1.GetLeaderResponse
+	32, // 63: nimbus.v1.NimbusService.GetTopologyInfo:output_type -> nimbus.v1.GetTopologyInfoResponse
+	40, // 64: nimbus.v1.NimbusService.GetTopologyConf:output_type -> nimbus.v1.GetTopologyConfResponse
+	42, // 65: nimbus.v1.NimbusService.GetNimbusConfig:output_type -> nimbus.v1.GetNimbusConfigResponse
+	9,  // 66: nimbus.v1.NimbusService.ForgetTopology:output_type -> nimbus.v1.ForgetTopologyResponse
+	15, // 67: nimbus.v1.NimbusService.HandOver:output_type -> nimbus.v1.HandOverResponse
+	20, // 68: nimbus.v1.NimbusService.RestartWorker:output_type -> nimbus.v1.RestartWorkerResponse
+	18, // 69: nimbus.v1.NimbusService.SetLogConfig:output_type -> nimbus.v1.SetLogConfigResponse
+	11, // 70: nimbus.v1.NimbusService.SaveSnapshot:output_type -> nimbus.v1.SnapshotChunk
+	13, // 71: nimbus.v1.NimbusService.RestoreSnapshot:output_type -> nimbus.v1.RestoreSnapshotResponse
+	52, // 72: nimbus.v1.CodeService.DownloadCode:output_type -> nimbus.v1.DownloadCodeResponse
+	54, // 73: nimbus.v1.CodeService.GetCodeMeta:output_type -> nimbus.v1.GetCodeMetaResponse
+	56, // [56:74] is the sub-list for method output_type
+	38, // [38:56] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_nimbus_v1_nimbus_proto_init() }
@@ -4213,15 +4366,15 @@ func file_nimbus_v1_nimbus_proto_init() {
 		(*SubmitTopologyRequest_Trailer)(nil),
 	}
 	file_nimbus_v1_nimbus_proto_msgTypes[5].OneofWrappers = []any{}
-	file_nimbus_v1_nimbus_proto_msgTypes[21].OneofWrappers = []any{}
-	file_nimbus_v1_nimbus_proto_msgTypes[43].OneofWrappers = []any{}
+	file_nimbus_v1_nimbus_proto_msgTypes[23].OneofWrappers = []any{}
+	file_nimbus_v1_nimbus_proto_msgTypes[45].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nimbus_v1_nimbus_proto_rawDesc), len(file_nimbus_v1_nimbus_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   55,
+			NumMessages:   60,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

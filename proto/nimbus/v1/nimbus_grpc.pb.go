@@ -38,6 +38,7 @@ const (
 	NimbusService_ForgetTopology_FullMethodName     = "/nimbus.v1.NimbusService/ForgetTopology"
 	NimbusService_HandOver_FullMethodName           = "/nimbus.v1.NimbusService/HandOver"
 	NimbusService_RestartWorker_FullMethodName      = "/nimbus.v1.NimbusService/RestartWorker"
+	NimbusService_SetLogConfig_FullMethodName       = "/nimbus.v1.NimbusService/SetLogConfig"
 	NimbusService_SaveSnapshot_FullMethodName       = "/nimbus.v1.NimbusService/SaveSnapshot"
 	NimbusService_RestoreSnapshot_FullMethodName    = "/nimbus.v1.NimbusService/RestoreSnapshot"
 )
@@ -96,6 +97,11 @@ type NimbusServiceClient interface {
 	// restartworker): its supervisor stops it and starts it again at once.
 	// For the topology's owner and admins. Leader only.
 	RestartWorker(ctx context.Context, in *RestartWorkerRequest, opts ...grpc.CallOption) (*RestartWorkerResponse, error)
+	// SetLogConfig changes a topology's log levels (Storm's setLogConfig):
+	// each named logger is set, with an optional timeout after which it
+	// returns to its reset level, or removed. For the topology's owner,
+	// topology.users and admins. Leader only. GetTopologyInfo returns them.
+	SetLogConfig(ctx context.Context, in *SetLogConfigRequest, opts ...grpc.CallOption) (*SetLogConfigResponse, error)
 	// SaveSnapshot streams a snapshot of the cluster: the bytes of a file
 	// (docs/ARCHITECTURE.md section 20) holding every persistent node under
 	// the root at one point in time and each topology's spec, with the code
@@ -252,6 +258,16 @@ func (c *nimbusServiceClient) RestartWorker(ctx context.Context, in *RestartWork
 	return out, nil
 }
 
+func (c *nimbusServiceClient) SetLogConfig(ctx context.Context, in *SetLogConfigRequest, opts ...grpc.CallOption) (*SetLogConfigResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetLogConfigResponse)
+	err := c.cc.Invoke(ctx, NimbusService_SetLogConfig_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *nimbusServiceClient) SaveSnapshot(ctx context.Context, in *SaveSnapshotRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SnapshotChunk], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &NimbusService_ServiceDesc.Streams[1], NimbusService_SaveSnapshot_FullMethodName, cOpts...)
@@ -338,6 +354,11 @@ type NimbusServiceServer interface {
 	// restartworker): its supervisor stops it and starts it again at once.
 	// For the topology's owner and admins. Leader only.
 	RestartWorker(context.Context, *RestartWorkerRequest) (*RestartWorkerResponse, error)
+	// SetLogConfig changes a topology's log levels (Storm's setLogConfig):
+	// each named logger is set, with an optional timeout after which it
+	// returns to its reset level, or removed. For the topology's owner,
+	// topology.users and admins. Leader only. GetTopologyInfo returns them.
+	SetLogConfig(context.Context, *SetLogConfigRequest) (*SetLogConfigResponse, error)
 	// SaveSnapshot streams a snapshot of the cluster: the bytes of a file
 	// (docs/ARCHITECTURE.md section 20) holding every persistent node under
 	// the root at one point in time and each topology's spec, with the code
@@ -399,6 +420,9 @@ func (UnimplementedNimbusServiceServer) HandOver(context.Context, *HandOverReque
 }
 func (UnimplementedNimbusServiceServer) RestartWorker(context.Context, *RestartWorkerRequest) (*RestartWorkerResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RestartWorker not implemented")
+}
+func (UnimplementedNimbusServiceServer) SetLogConfig(context.Context, *SetLogConfigRequest) (*SetLogConfigResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetLogConfig not implemented")
 }
 func (UnimplementedNimbusServiceServer) SaveSnapshot(*SaveSnapshotRequest, grpc.ServerStreamingServer[SnapshotChunk]) error {
 	return status.Error(codes.Unimplemented, "method SaveSnapshot not implemented")
@@ -650,6 +674,24 @@ func _NimbusService_RestartWorker_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _NimbusService_SetLogConfig_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetLogConfigRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NimbusServiceServer).SetLogConfig(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NimbusService_SetLogConfig_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NimbusServiceServer).SetLogConfig(ctx, req.(*SetLogConfigRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _NimbusService_SaveSnapshot_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(SaveSnapshotRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -722,6 +764,10 @@ var NimbusService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RestartWorker",
 			Handler:    _NimbusService_RestartWorker_Handler,
+		},
+		{
+			MethodName: "SetLogConfig",
+			Handler:    _NimbusService_SetLogConfig_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
