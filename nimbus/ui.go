@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -41,11 +42,33 @@ func (s *Server) listenUI(bindHost string) (err error) {
 	}
 	s.lc.OnClose(func() { s.uiLn.Close() })
 	addr := s.uiLn.Addr().(*net.TCPAddr)
-	if !cfg.TLSEnable && !addr.IP.IsLoopback() && cfg.UIActionsEnabled {
+	switch {
+	case cfg.TLSEnable:
+	case !addr.IP.IsLoopback() && cfg.UIActionsEnabled:
 		s.log.Warn("INSECURE: the REST API without TLS on an address others can reach: anyone who reaches it may kill topologies; set nimbus.grpc.tls.* or ui.actions.enabled: false (README: Security)",
+			"listen", addr.String())
+	default:
+		s.log.Warn("the REST API and web UI are plaintext (no TLS): every local user and page may call them; only requests whose Host names this nimbus are answered (README: Security)",
 			"listen", addr.String())
 	}
 	return nil
+}
+
+// uiHostNames are the names a REST request's Host may give besides IP
+// addresses and localhost (stormapi's check against DNS rebinding): the
+// names this nimbus is configured as, its machine's name, and the DNS
+// names of its certificate, as loaded now.
+func (s *Server) uiHostNames() []string {
+	names := []string{s.cfg.NimbusHost, s.cfg.UIHost}
+	if h, err := os.Hostname(); err == nil {
+		names = append(names, h)
+	}
+	if s.tls != nil {
+		if leaf := s.tls.Certificate(); leaf != nil {
+			names = append(names, leaf.DNSNames...)
+		}
+	}
+	return names
 }
 
 // buildUI makes the REST API: reads from the service in process, actions
@@ -68,7 +91,7 @@ func (s *Server) buildUI() error {
 		seeds = s.cfg.SeedAddrs()
 	}
 	api := stormapi.New(stormapi.Config{
-		Reads: s.svc, Actions: leader, State: s.uiState, Authz: s.authz, Seeds: seeds,
+		Reads: s.svc, Actions: leader, State: s.uiState, Authz: s.authz, Seeds: seeds, HostNames: s.uiHostNames,
 		ActionsEnabled: s.cfg.UIActionsEnabled, Version: version.Version, Log: s.log, Metrics: s.reg,
 	})
 	mux := http.NewServeMux()

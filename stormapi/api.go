@@ -58,7 +58,10 @@ type Config struct {
 	Authz   *auth.Authorizer
 	// Seeds are nimbus.seeds as host:port: a seed that is not registered
 	// is listed as Offline, as Storm does.
-	Seeds          []string
+	Seeds []string
+	// HostNames are the names besides IP addresses and localhost a
+	// request's Host may give (host.go); nil: none.
+	HostNames      func() []string
 	ActionsEnabled bool          // ui.actions.enabled
 	ActionTimeout  time.Duration // bounds a forwarded action; 0: defaultActionTimeout
 	Version        string        // Nimbus-HA's, as nimbusHaVersion
@@ -151,8 +154,15 @@ func (a *API) routes() {
 	})))
 }
 
-// ServeHTTP serves /api/v1.
-func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
+// ServeHTTP serves /api/v1 to requests whose Host names this nimbus
+// (host.go).
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := a.checkHost(r); err != nil {
+		a.fail(w, r, a.cfg.State(), err)
+		return
+	}
+	a.mux.ServeHTTP(w, r)
+}
 
 // serve is the common path of every endpoint, in named steps: check the
 // method, refuse cross-origin POSTs and JSONP, authenticate, authorize by
