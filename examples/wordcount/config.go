@@ -8,15 +8,16 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nimbusha/nimbus/worker"
 	"github.com/nimbusha/nimbus/workerproto"
 )
 
 // The environment a supervisor gives every worker it starts.
 const (
-	EnvTopologyID = "STORM_TOPOLOGY_ID"
-	EnvPort       = "STORM_PORT"
-	EnvExecutors  = "STORM_EXECUTORS"
-	EnvCodeDir    = "STORM_CODE_DIR"
+	EnvTopologyID = worker.EnvTopologyID
+	EnvPort       = worker.EnvPort
+	EnvExecutors  = worker.EnvExecutors
+	EnvCodeDir    = worker.EnvCodeDir
 )
 
 // Exit codes.
@@ -34,11 +35,8 @@ var errBadFlags = errors.New("wordcount: bad flags")
 type config struct {
 	TopologyID string
 	Port       int // 0 picks a free port; the start line says which
-	Executors  Executors
+	Executors  worker.Executors
 	CodeDir    string
-	// Proto is the worker protocol (STORM_STATUS_FILE, STORM_ERROR_FILE);
-	// without those variables the worker always emits.
-	Proto workerproto.Worker
 	// ReportError, from --report-error, is reported once through the
 	// protocol at start: a way to try the error path.
 	ReportError string
@@ -55,8 +53,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		fmt.Fprintf(fs.Output(), "Usage: wordcount [--port N] [--report-error MSG]\n\n"+
 			"An example topology worker. It reads %s, %s, %s, %s,\n"+
 			"%s and %s, listens on 127.0.0.1:PORT and simulates a word count\n"+
-			"until SIGTERM or SIGINT; its spouts emit only while its topology is active.\n\n",
-			EnvTopologyID, EnvPort, EnvExecutors, EnvCodeDir, workerproto.EnvStatusFile, workerproto.EnvErrorFile)
+			"until SIGTERM or SIGINT; its spouts emit only while its topology is active.\n"+
+			"It reports Storm's counters through %s.\n\n",
+			EnvTopologyID, EnvPort, EnvExecutors, EnvCodeDir, workerproto.EnvStatusFile, workerproto.EnvErrorFile, workerproto.EnvMetricsFile)
 		fs.PrintDefaults()
 	}
 	port := fs.Int("port", 0, "slot port to listen on; default $"+EnvPort+" (0 picks a free port)")
@@ -108,14 +107,13 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	if v == "" {
 		return config{}, fmt.Errorf("%s is not set (want component[start-end],...)", EnvExecutors)
 	}
-	execs, err := ParseExecutors(v)
+	execs, err := worker.ParseExecutors(v)
 	if err != nil {
 		return config{}, fmt.Errorf("%s=%q: %w", EnvExecutors, v, err)
 	}
 	cfg.Executors = execs
 
 	cfg.CodeDir = getenv(EnvCodeDir) // informational only
-	cfg.Proto = workerproto.FromEnv(getenv)
 	cfg.ReportError = *reportError
 	return cfg, nil
 }

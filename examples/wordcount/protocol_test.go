@@ -69,3 +69,47 @@ func TestWorkerProtocol(t *testing.T) {
 	setStatus(workerproto.Active)
 	stdout.waitFor(t, 10*time.Second, "status=active emitting=true tuples="+strconv.Itoa(n))
 }
+
+// TestCountsReported runs the worker with a metrics file and stops it: the
+// counters it wrote last are the totals it logged, in Storm's terms.
+func TestCountsReported(t *testing.T) {
+	metricsFile := filepath.Join(t.TempDir(), workerproto.MetricsFileName)
+	ctx, cancel := context.WithCancel(t.Context())
+	stdout, stderr := newLineLog(), newLineLog()
+	env := fakeEnv(map[string]string{workerproto.EnvMetricsFile: metricsFile})
+	done := make(chan int, 1)
+	go func() { done <- runContext(ctx, nil, env, stdout, stderr) }()
+	stdout.waitFor(t, 10*time.Second, `msg=processed`)
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Fatalf("exit code %d", code)
+	}
+	stopping := stdout.waitFor(t, time.Second, `msg="worker stopping"`)
+	tuples, words := uint64(intAttr(t, stopping, "tuples")), uint64(intAttr(t, stopping, "words"))
+
+	b, _, err := workerproto.ReadFile(metricsFile, workerproto.MaxMetricsBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := workerproto.ParseMetrics(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]workerproto.StreamCounts{}
+	for _, s := range m.Streams {
+		rows[s.Component] = s
+	}
+	spout, split, count := rows["sentence"], rows["split"], rows["count"]
+	if spout.Kind != workerproto.KindSpout || spout.Emitted != tuples || spout.Transferred != tuples || spout.Acked != tuples || spout.Executors != 1 {
+		t.Errorf("sentence row %+v, want %d emitted, transferred and acked", spout, tuples)
+	}
+	if split.Kind != workerproto.KindBolt || split.Executed != tuples || split.Acked != tuples || split.Emitted != words || split.Executors != 1 {
+		t.Errorf("split row %+v, want %d executed and acked, %d emitted", split, tuples, words)
+	}
+	if count.Executed != words || count.Acked != words || count.Executors != 1 {
+		t.Errorf("count row %+v, want %d executed and acked", count, words)
+	}
+	if tuples == 0 {
+		t.Error("nothing counted")
+	}
+}

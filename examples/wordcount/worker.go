@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nimbusha/nimbus/worker"
 	"github.com/nimbusha/nimbus/workerproto"
 )
 
@@ -23,8 +24,10 @@ const tickInterval = time.Second
 // queryWriteTimeout bounds the write of the answer to one port query.
 const queryWriteTimeout = time.Second
 
-// runContext is run without the signal handling: it runs the worker until ctx
-// ends and returns the exit code. Tests call it with a context they cancel.
+// runContext is run without the signal handling of a whole program: it
+// runs the worker until ctx ends (or SIGTERM, which the worker library
+// handles) and returns the exit code. Tests call it with a context they
+// cancel.
 func runContext(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	cfg, err := parseConfig(args, getenv, stderr)
 	switch {
@@ -33,6 +36,11 @@ func runContext(ctx context.Context, args []string, getenv func(string) string, 
 	case errors.Is(err, errBadFlags): // the flag package has printed why
 		return exitUsage
 	case err != nil:
+		fmt.Fprintf(stderr, "wordcount: %v\n", err)
+		return exitUsage
+	}
+	w, err := worker.New(worker.Config{Getenv: getenv, Handler: slog.NewTextHandler(stdout, &slog.HandlerOptions{Level: worker.LevelTrace})})
+	if err != nil {
 		fmt.Fprintf(stderr, "wordcount: %v\n", err)
 		return exitUsage
 	}
@@ -45,20 +53,30 @@ func runContext(ctx context.Context, args []string, getenv func(string) string, 
 		fmt.Fprintf(stderr, "wordcount: cannot listen on slot port %d: %v\n", cfg.Port, err)
 		return exitError
 	}
-	logger := slog.New(slog.NewTextHandler(stdout, nil))
-	return runWorker(ctx, cfg, ln, logger)
+	code := exitOK
+	_ = w.Run(ctx, func(ctx context.Context) error {
+		code = runWorker(ctx, cfg, ln, w)
+		return nil
+	})
+	return code
 }
 
 // runWorker logs the start line, answers port queries on ln and runs the
-// word count every tickInterval until ctx ends or ln fails. Its spouts emit
-// only while the worker protocol says active (cfg.Proto); it logs each
-// status it takes up ("status" with the totals so far), which is its
-// acknowledgement. It logs the totals, closes ln, waits for the query
-// server to return, and returns the exit code: exitOK when ctx ended,
-// exitError when the listener failed.
-func runWorker(ctx context.Context, cfg config, ln net.Listener, logger *slog.Logger) int {
+// word count every tickInterval until ctx ends or ln fails, counting
+// Storm's counters through w. Its spouts emit only while w says the
+// topology is active; it logs each status it takes up ("status" with the
+// totals so far), which is its acknowledgement. It logs the totals, closes
+// ln, waits for the query server to return, and returns the exit code:
+// exitOK when ctx ended, exitError when the listener failed.
+func runWorker(ctx context.Context, cfg config, ln net.Listener, w *worker.Worker) int {
+	logger := w.Logger("wordcount")
 	port := ln.Addr().(*net.TCPAddr).Port
-	spouts := cfg.Executors.Spouts()
+	spouts := 0
+	for _, e := range cfg.Executors {
+		if isSpout(e.Component) {
+			spouts++
+		}
+	}
 	logger.Info("worker started",
 		"topology_id", cfg.TopologyID, "port", port, "executors", cfg.Executors,
 		"spouts", spouts, "code_dir", cfg.CodeDir, "pid", os.Getpid())
@@ -75,28 +93,14 @@ func runWorker(ctx context.Context, cfg config, ln net.Listener, logger *slog.Lo
 	served := make(chan error, 1)
 	go func() { served <- serveQueries(ln, answer) }()
 
-	// A status file it cannot read is a bad input: reported, and the last
-	// status stands.
-	report := func(msg string) {
-		if err := cfg.Proto.ReportError(msg); err != nil {
-			logger.Error("cannot report error", "err", err)
-		}
-	}
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
-	statuses := cfg.Proto.Watch(watchCtx, func(err error) {
-		logger.Warn("cannot read status", "err", err)
-		report("status file: " + err.Error())
-	})
 	if cfg.ReportError != "" {
 		logger.Info("reporting error", "error", cfg.ReportError)
-		report(cfg.ReportError)
+		w.ReportError(errors.New(cfg.ReportError))
 	}
 
-	c := newCounter(rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())))
+	c := newCounter(rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())), newStreams(w))
 	ticker := time.NewTicker(tickInterval)
 	defer ticker.Stop()
-	emitting := true
 	code := exitOK
 loop:
 	for {
@@ -108,21 +112,20 @@ loop:
 			served <- nil // so the wait below returns
 			code = exitError
 			break loop
-		case st, ok := <-statuses:
-			if !ok {
-				statuses = nil
-				continue
-			}
-			emitting = st.Emits()
+		case st := <-w.StatusChanges():
 			status.Store(st)
-			logger.Info("status", "status", st, "emitting", emitting, "tuples", c.tuples)
+			logger.Info("status", "status", st, "emitting", st.Emits(), "tuples", c.tuples)
 		case <-ticker.C:
-			if !emitting {
-				continue // deactivated or killed: spouts emit nothing
+			if !w.Emitting() {
+				continue // deactivated, killed or stopping: spouts emit nothing
 			}
 			n, words := c.tick(spouts)
 			tuples.Store(c.tuples)
 			logger.Info("processed", "tuples", n, "words", words)
+			if logger.Enabled(ctx, slog.LevelDebug) { // wordcount at DEBUG in the log-level file
+				top, count := c.top()
+				logger.Debug("top word", "word", top, "count", count)
+			}
 		}
 	}
 
