@@ -9,8 +9,10 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/nimbusha/nimbus/auth"
 	"github.com/nimbusha/nimbus/codedistributor"
 	"github.com/nimbusha/nimbus/configs"
+	"github.com/nimbusha/nimbus/logviewer"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 	"github.com/nimbusha/nimbus/validate"
@@ -99,9 +101,10 @@ func (s *Supervisor) workerSpecFor(port int32, d desiredWorker) (workerSpec, err
 	// often the program itself): decided at each start (launch.go).
 	return workerSpec{
 		TopologyID: d.topologyID, Port: port, Executors: d.executors, Argv: argv, CodeDir: codeDir,
-		LogPath: filepath.Join(s.dir, "workers", fmt.Sprintf("%s-%d.log", d.topologyID, port)),
+		LogPath: filepath.Join(logviewer.WorkerDir(logviewer.Root(s.cfg.LocalDir), d.topologyID, port), logviewer.LogName),
 		Dir:     filepath.Join(s.dir, "workers", fmt.Sprintf("%s-%d", d.topologyID, port)),
 		Owner:   spec.GetOwner(), Env: spec.GetConfig()[configs.TopologyEnvironment],
+		TopologyUsers: auth.TopologyUsers(spec.GetConfig()), LogsUsers: auth.ListOf(spec.GetConfig(), configs.TopologyLogsUsers),
 		RestartGen: s.restartGeneration(d.topologyID, port),
 	}, nil
 }

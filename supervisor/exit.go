@@ -1,26 +1,17 @@
 package supervisor
 
 import (
-	"bytes"
 	"errors"
-	"io"
-	"os"
 	"strings"
 
 	"github.com/nimbusha/nimbus/keeper"
-	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 )
 
 // What a heartbeat says about a worker's last exit (docs/ARCHITECTURE.md
-// section 7). The node's size is what bounds it: a supervisor's heartbeat
-// is one ZooKeeper node, so each text is capped, and the tails of all its
-// workers together too.
-const (
-	maxErrorBytes     = 512     // WorkerState.last_error
-	tailLines         = 10      // WorkerState.log_tail: the last lines...
-	maxTailBytes      = 1 << 10 // ...within 1 KiB
-	maxHeartbeatTails = 16 << 10
-)
+// section 7): in the supervisor's words only, never the worker's output
+// (workerlog.go). The node's size bounds it: a supervisor's heartbeat is
+// one ZooKeeper node, so the text is capped.
+const maxErrorBytes = 512 // WorkerState.last_error
 
 // errCleanExit is a worker's exit with status 0: a worker is meant to run
 // until stopped, so it is restarted like any other exit.
@@ -69,63 +60,4 @@ func truncate(s string, n int) string {
 		s = s[:n]
 	}
 	return strings.ToValidUTF8(s, "")
-}
-
-// readTail returns the last tailLines lines, within maxTailBytes, of what
-// the file at path holds from offset from on: the output of the run that
-// started there. A file it cannot read gives "".
-func readTail(path string, from int64) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return ""
-	}
-	start := max(from, fi.Size()-maxTailBytes-1) // one more byte: is the first line whole?
-	if start >= fi.Size() {
-		return ""
-	}
-	buf := make([]byte, fi.Size()-start)
-	n, err := f.ReadAt(buf, start)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return ""
-	}
-	return tailOf(buf[:n], start > from)
-}
-
-// tailOf keeps the last tailLines lines of b within maxTailBytes; cut says
-// b starts inside the output, so its first line may be partial and is
-// dropped when longer text must go anyway.
-func tailOf(b []byte, cut bool) string {
-	b = bytes.TrimRight(b, "\n")
-	if len(b) > maxTailBytes {
-		b = b[len(b)-maxTailBytes:]
-		cut = true
-	}
-	lines := bytes.Split(b, []byte("\n"))
-	if cut && len(lines) > 1 {
-		lines = lines[1:] // partial
-	}
-	if len(lines) > tailLines {
-		lines = lines[len(lines)-tailLines:]
-	}
-	// A worker may print anything; a proto string must be UTF-8.
-	return strings.ToValidUTF8(string(bytes.Join(lines, []byte("\n"))), "\uFFFD")
-}
-
-// capTails drops log tails from workers, in order, once their total would
-// pass maxHeartbeatTails: the heartbeat must fit a ZooKeeper node however
-// many workers fail at once.
-func capTails(workers []*clusterv1.WorkerState) {
-	total := 0
-	for _, w := range workers {
-		if total+len(w.GetLogTail()) > maxHeartbeatTails {
-			w.LogTail = ""
-			continue
-		}
-		total += len(w.GetLogTail())
-	}
 }

@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"syscall"
 
 	"github.com/nimbusha/nimbus/configs"
 	"github.com/nimbusha/nimbus/keeper"
@@ -29,16 +28,16 @@ func newLaunchPolicy(cfg *configs.Config) launchPolicy {
 // as (workerAccount: with supervisor.run.worker.as.user, its owner's
 // user, never root), its environment (workerEnv), its code's ownership
 // and modes (grantCode) and that the user can reach it, its directory
-// with the worker protocol's files (prepareFiles), its log file, and the
-// program (found on the supervisor's PATH, as exec.Command finds it). A
-// refusal comes before anything is touched. It returns the keeper's
-// launch (keep.go fills in the keeper's own part), the log file, which the
-// caller closes once the keeper started, or failed to, and as, the user
-// the worker runs as (nil: the supervisor's own).
-func (w *worker) command() (l keeper.Launch, logFile *os.File, as *account, err error) {
+// with the worker protocol's files (prepareFiles), its log's directory
+// (prepareLog), and the program (found on the supervisor's PATH, as
+// exec.Command finds it). A refusal comes before anything is touched. It
+// returns the keeper's launch (keep.go fills in the keeper's own part),
+// with the log the keeper writes (logOutput), and as, the user the worker
+// runs as (nil: the supervisor's own).
+func (w *worker) command() (l keeper.Launch, as *account, err error) {
 	p := w.policy
 	if as, err = workerAccount(p.cfg, w.spec.Owner, p.lookup); err != nil {
-		return keeper.Launch{}, nil, nil, err
+		return keeper.Launch{}, nil, err
 	}
 	who := as
 	if who == nil {
@@ -58,59 +57,39 @@ func (w *worker) command() (l keeper.Launch, logFile *os.File, as *account, err 
 		User: who, Pass: p.cfg.SupervisorWorkerEnv, Lookup: p.environ, Topology: w.spec.Env,
 	})
 	if err != nil {
-		return keeper.Launch{}, nil, nil, err
+		return keeper.Launch{}, nil, err
 	}
 	if err := grantCode(w.spec.CodeDir, as); err != nil {
-		return keeper.Launch{}, nil, nil, fmt.Errorf("supervisor: code of %s: %w", w.spec.TopologyID, err)
+		return keeper.Launch{}, nil, fmt.Errorf("supervisor: code of %s: %w", w.spec.TopologyID, err)
 	}
 	if as != nil {
 		if err := reachable(w.spec.CodeDir, as); err != nil {
-			return keeper.Launch{}, nil, nil, err
+			return keeper.Launch{}, nil, err
 		}
 	}
 	if err := w.prepareFiles(as); err != nil {
-		return keeper.Launch{}, nil, nil, fmt.Errorf("supervisor: files of worker %s-%d: %w", w.spec.TopologyID, w.spec.Port, err)
+		return keeper.Launch{}, nil, fmt.Errorf("supervisor: files of worker %s-%d: %w", w.spec.TopologyID, w.spec.Port, err)
 	}
 	if as != nil {
 		if err := reachable(w.spec.Dir, as); err != nil {
-			return keeper.Launch{}, nil, nil, err
+			return keeper.Launch{}, nil, err
 		}
 	}
 	cmd := exec.Command(w.spec.Argv[0], w.spec.Argv[1:]...)
 	if cmd.Err != nil {
-		return keeper.Launch{}, nil, nil, cmd.Err
+		return keeper.Launch{}, nil, cmd.Err
 	}
-	if logFile, err = openLog(w.spec.LogPath, as); err != nil {
-		return keeper.Launch{}, nil, nil, err
+	if err := w.prepareLog(as); err != nil {
+		return keeper.Launch{}, nil, fmt.Errorf("supervisor: log of worker %s-%d: %w", w.spec.TopologyID, w.spec.Port, err)
 	}
 	// Its keeper starts it in its own process group, so stopping it stops
 	// its children too, and with the parent-death signal: it dies with its
 	// keeper (package keeper).
-	l = keeper.Launch{Path: cmd.Path, Argv: w.spec.Argv, Dir: w.spec.CodeDir, Env: env}
+	l = keeper.Launch{Path: cmd.Path, Argv: w.spec.Argv, Dir: w.spec.CodeDir, Env: env, Output: w.logOutput(as)}
 	if as != nil {
 		l.Credential = as.credential()
 	}
-	return l, logFile, as, nil
-}
-
-// openLog opens a worker's log for appending. A worker run as a user gets
-// it as its code: owned by root, group the user's, mode 0640, so the user
-// reads it and nobody else does; the process writes through the
-// descriptor it inherits. Without a user it is 0644.
-func openLog(path string, as *account) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o644)
-	if err != nil || as == nil {
-		return f, err
-	}
-	if err := f.Chown(0, int(as.GID)); err != nil {
-		f.Close()
-		return nil, err
-	}
-	if err := f.Chmod(logFileMode); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
+	return l, as, nil
 }
 
 // currentAccount is the supervisor's own user, for the HOME, USER and

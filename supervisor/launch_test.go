@@ -10,6 +10,7 @@ import (
 
 	"github.com/nimbusha/nimbus/codedistributor"
 	"github.com/nimbusha/nimbus/configs"
+	"github.com/nimbusha/nimbus/logviewer"
 	"github.com/nimbusha/nimbus/workerproto"
 )
 
@@ -32,11 +33,12 @@ func testWorker(t *testing.T, cfg *configs.Config, owner, env string) *worker {
 			t.Fatal(err)
 		}
 	}
+	cfg.LocalDir = filepath.Dir(workers)
 	return &worker{
 		spec: workerSpec{
 			TopologyID: "t-1-1", Port: 6700, Executors: "a[1-1]", CodeDir: code, Owner: owner, Env: env,
 			Argv:    []string{filepath.Join(code, codedistributor.ArtifactFile), "--db-password", "hunter2"},
-			LogPath: filepath.Join(workers, "t-1-1-6700.log"),
+			LogPath: filepath.Join(logviewer.WorkerDir(logviewer.Root(cfg.LocalDir), "t-1-1", 6700), logviewer.LogName),
 			Dir:     filepath.Join(workers, "t-1-1-6700"),
 		},
 		topoStatus: workerproto.Active,
@@ -49,11 +51,10 @@ func testWorker(t *testing.T, cfg *configs.Config, owner, env string) *worker {
 func TestCommandAsTheOwnersUser(t *testing.T) {
 	needsRoot(t)
 	w := testWorker(t, asUserConfig(""), "alice", "GREETING=hello")
-	cmd, logFile, as, err := w.command()
+	cmd, as, err := w.command()
 	if err != nil {
 		t.Fatal(err)
 	}
-	logFile.Close()
 	if as != alice {
 		t.Fatalf("runs as %+v, want alice", as)
 	}
@@ -94,8 +95,20 @@ func TestCommandAsTheOwnersUser(t *testing.T) {
 	if mode, uid, gid := owner(t, w.spec.CodeDir); mode != codeDirMode || uid != 0 || gid != alice.GID {
 		t.Fatalf("code dir: mode %v, owner %d:%d", mode, uid, gid)
 	}
-	if mode, uid, gid := owner(t, w.spec.LogPath); mode != logFileMode || uid != 0 || gid != alice.GID {
-		t.Fatalf("log: mode %v, owner %d:%d", mode, uid, gid)
+	// Its log: the keeper writes it 0640 in alice's group, in a directory
+	// of the same group that nobody else reads.
+	if o := cmd.Output; o == nil || o.Path != w.spec.LogPath || o.GID != int(alice.GID) || o.Mode != 0o640 || o.Keep != 9 ||
+		o.MaxBytes != int64(configs.DefaultLogviewerMaxPerWorkerMB)<<20/10 {
+		t.Fatalf("output %+v", o)
+	}
+	logDir := filepath.Dir(w.spec.LogPath)
+	for _, d := range []string{logDir, filepath.Dir(logDir)} {
+		if mode, uid, gid := owner(t, d); mode != 0o750 || uid != 0 || gid != alice.GID {
+			t.Fatalf("%s: mode %v, owner %d:%d; want 0750, 0:%d", d, mode, uid, gid, alice.GID)
+		}
+	}
+	if mode, uid, gid := owner(t, filepath.Join(logDir, "worker.yaml")); mode != 0o640 || uid != 0 || gid != alice.GID {
+		t.Fatalf("worker.yaml: mode %v, owner %d:%d", mode, uid, gid)
 	}
 }
 
@@ -113,11 +126,11 @@ func TestCommandRefusals(t *testing.T) {
 	}
 	for _, tc := range tests {
 		w := testWorker(t, asUserConfig(""), tc.owner, tc.env)
-		if _, _, _, err := w.command(); !errors.Is(err, tc.err) {
+		if _, _, err := w.command(); !errors.Is(err, tc.err) {
 			t.Errorf("owner %q, env %q: %v, want %v", tc.owner, tc.env, err, tc.err)
 		}
-		if _, err := os.Stat(w.spec.LogPath); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("owner %q: a log file was created (%v)", tc.owner, err)
+		if _, err := os.Stat(filepath.Dir(w.spec.LogPath)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("owner %q: a log directory was created (%v)", tc.owner, err)
 		}
 		if _, err := os.Stat(w.spec.Dir); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("owner %q: a worker directory was created (%v)", tc.owner, err)
@@ -135,7 +148,7 @@ func TestCommandCannotReachItsCode(t *testing.T) {
 	if err := os.Chmod(above, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	_, _, _, err := w.command()
+	_, _, err := w.command()
 	if err == nil || !strings.Contains(err.Error(), above+" is mode") {
 		t.Fatalf("code under a 0700 directory: %v, want an error naming %s", err, above)
 	}
@@ -145,11 +158,10 @@ func TestCommandCannotReachItsCode(t *testing.T) {
 // allow-listed environment all the same.
 func TestCommandAsTheSupervisor(t *testing.T) {
 	w := testWorker(t, configs.Default(), "root", "")
-	cmd, logFile, as, err := w.command()
+	cmd, as, err := w.command()
 	if err != nil {
 		t.Fatal(err)
 	}
-	logFile.Close()
 	if as != nil || cmd.Credential != nil {
 		t.Fatalf("runs as %+v, credential %+v: want the supervisor's own", as, cmd.Credential)
 	}

@@ -132,9 +132,7 @@ func (w *worker) pollErrors() {
 	if !ok {
 		return
 	}
-	w.mu.Lock()
-	w.state.LastError, w.state.LastErrorUnixMs = line, at.UnixMilli()
-	w.mu.Unlock()
+	w.reportedError(line, at) // its text into its log, not the heartbeat (workerlog.go)
 }
 
 // prepareDir makes dir (not following a symlink in its place) and sets

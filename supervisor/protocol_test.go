@@ -111,9 +111,15 @@ func TestReadReported(t *testing.T) {
 	}
 }
 
-func TestPollErrorsSetsLastError(t *testing.T) {
+// A reported error's text goes to the worker's log; the heartbeat, which
+// anyone reads in ZooKeeper, says only that there was one, and when.
+func TestPollErrorsKeepsTheTextOutOfTheHeartbeat(t *testing.T) {
 	dir := t.TempDir()
-	w := &worker{spec: workerSpec{Dir: dir}, state: &clusterv1.WorkerState{}}
+	log := filepath.Join(dir, "worker.log")
+	if err := os.WriteFile(log, []byte("output\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	w := &worker{spec: workerSpec{Dir: dir, LogPath: log}, state: &clusterv1.WorkerState{}}
 	if err := resetErrors(dir, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -121,10 +127,13 @@ func TestPollErrorsSetsLastError(t *testing.T) {
 	if w.status().GetLastError() != "" {
 		t.Fatal("an empty file set an error")
 	}
-	_ = workerproto.Worker{ErrorFile: filepath.Join(dir, workerproto.ErrorFileName)}.ReportError("bad tuple")
+	_ = workerproto.Worker{ErrorFile: filepath.Join(dir, workerproto.ErrorFileName)}.ReportError("bad tuple password=hunter2")
 	w.pollErrors()
-	if s := w.status(); s.GetLastError() != "bad tuple" || s.GetLastErrorUnixMs() == 0 {
+	if s := w.status(); s.GetLastError() != reportedErrorText || s.GetLastErrorUnixMs() == 0 {
 		t.Fatalf("state %v", s)
+	}
+	if b, _ := os.ReadFile(log); string(b) != "output\n[supervisor] the worker reported an error: bad tuple password=hunter2\n" {
+		t.Fatalf("log %q", b)
 	}
 }
 

@@ -134,15 +134,15 @@ func checkPrivileges(cfg *configs.Config, euid int) (warning string, err error) 
 	return "", nil
 }
 
-// Modes of a topology's code and worker logs when its workers run as a
-// user: owned by root, group the user's primary group. The user reads and
+// Modes of a topology's code when its workers run as a user (their logs'
+// are the logviewer's: logviewer.DirMode, FileMode): owned by root, group
+// the user's primary group. The user reads and
 // runs its code but cannot change what the supervisor verified (and
 // serves to peers); other users, other topologies' included, get nothing.
 const (
 	codeDirMode  fs.FileMode = 0o750
 	codeFileMode fs.FileMode = 0o640
 	artifactMode fs.FileMode = 0o750 // often the program itself
-	logFileMode  fs.FileMode = 0o640
 )
 
 // grantCode sets the ownership and modes of a topology's code dir (the

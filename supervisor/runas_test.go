@@ -237,28 +237,3 @@ func TestGrantCode(t *testing.T) {
 		t.Fatalf("code dir mode %v, want 0700 as installed", mode)
 	}
 }
-
-func TestOpenLog(t *testing.T) {
-	needsRoot(t)
-	dir := t.TempDir()
-	path := filepath.Join(dir, "t-1-1-6700.log")
-	if err := os.WriteFile(path, []byte("before\n"), 0o644); err != nil { // from a run without the key
-		t.Fatal(err)
-	}
-	f, err := openLog(path, alice)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	if mode, uid, gid := owner(t, path); mode != logFileMode || uid != 0 || gid != alice.GID {
-		t.Fatalf("log: mode %v, owner %d:%d; want %v, 0:%d", mode, uid, gid, logFileMode, alice.GID)
-	}
-	link := filepath.Join(dir, "t-2-2-6700.log")
-	if err := os.Symlink("/etc/passwd", link); err != nil {
-		t.Fatal(err)
-	}
-	if f, err := openLog(link, alice); err == nil {
-		f.Close()
-		t.Fatal("openLog followed a symbolic link")
-	}
-}

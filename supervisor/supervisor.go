@@ -55,6 +55,9 @@ type Supervisor struct {
 	metricsLn net.Listener    // nil when supervisor.metrics.port is -1
 	codeLn    net.Listener    // nil when supervisor.grpc.port is -1
 	codeSrv   *grpc.Server    // serves the store on codeLn
+	// logviewerLn serves the workers' logs (logviewer.go); nil when
+	// logviewer.port is -1.
+	logviewerLn net.Listener
 	tls       *certs.Reloader // nil when nimbus.grpc.tls.enable is false
 
 	wake chan struct{}
@@ -120,6 +123,9 @@ func (s *Supervisor) Start(ctx context.Context) (err error) {
 		return err
 	}
 	if err := s.listenCode(); err != nil {
+		return err
+	}
+	if err := s.listenLogviewer(); err != nil {
 		return err
 	}
 	if err := s.connect(ctx); err != nil {
@@ -234,6 +240,9 @@ func (s *Supervisor) run() {
 	s.lc.Go(func() { s.announceReady(ctx, registered) })
 	s.serveMetrics()
 	s.serveCode()
+	if err := s.serveLogviewer(ctx); err != nil {
+		s.lc.Fail(err)
+	}
 	s.reconcile(ctx)
 }
 
@@ -274,7 +283,7 @@ func (s *Supervisor) announceReady(ctx context.Context, registered <-chan struct
 			metrics = s.metricsLn.Addr().String()
 		}
 		return []any{"id", s.id, "host", s.cfg.LocalHostname, "slots", s.cfg.SupervisorSlotsPorts,
-			"metrics", metrics, "code_port", s.codePort(), "version", version.Version}
+			"metrics", metrics, "code_port", s.codePort(), "logviewer", s.logviewerURL(), "version", version.Version}
 	}, registered, s.assignments.Loaded())
 }
 
@@ -306,6 +315,7 @@ func (s *Supervisor) info() *clusterv1.SupervisorInfo {
 	info := &clusterv1.SupervisorInfo{
 		SupervisorId: s.id, Host: s.cfg.LocalHostname, StartTimeUnixMs: s.started.UnixMilli(),
 		Version: version.Version, Release: version.Release, LastHeartbeatUnixMs: time.Now().UnixMilli(), CodePort: s.codePort(),
+		LogviewerUrl: s.logviewerURL(),
 	}
 	for _, p := range s.cfg.SupervisorSlotsPorts {
 		info.SlotPorts = append(info.SlotPorts, int32(p))
@@ -326,7 +336,6 @@ func (s *Supervisor) info() *clusterv1.SupervisorInfo {
 	}
 	sort.Slice(info.UsedPorts, func(i, j int) bool { return info.UsedPorts[i] < info.UsedPorts[j] })
 	sort.Slice(info.Workers, func(i, j int) bool { return info.Workers[i].GetPort() < info.Workers[j].GetPort() })
-	capTails(info.Workers)
 	capMetrics(info.Workers, heartbeatMetricsBudget(s.cfg.ZKMaxBuffer))
 	return info
 }

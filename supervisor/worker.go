@@ -31,8 +31,12 @@ type workerSpec struct {
 	Executors  string // STORM_EXECUTORS: component[start-end],...
 	Argv       []string
 	CodeDir    string
-	LogPath    string
+	LogPath    string // its worker.log, in the logviewer's layout (workerlog.go)
 	Owner      string // the spec's owner: whom the worker runs as, with supervisor.run.worker.as.user
+	// Who may read its logs besides its owner: the topology conf's
+	// topology.users and logs.users (the logviewer's worker.yaml).
+	TopologyUsers []string `json:",omitempty"`
+	LogsUsers     []string `json:",omitempty"`
 	Env        string // the topology's topology.environment
 	Dir        string // its own directory: the worker protocol's files (protocol.go)
 	// The restart generation (StormBase.worker_restarts) its slot had when
@@ -56,7 +60,7 @@ type worker struct {
 	once     sync.Once
 	done     chan struct{}
 
-	logStart int64 // where the current run's output starts in its log (run's goroutine only)
+	logStart int64 // kept for older supervisors' keptState; 0 since the keeper writes the log
 
 	// The worker protocol (protocol.go).
 	statusMu   sync.Mutex
@@ -153,14 +157,12 @@ func (w *worker) run(ctx context.Context, conn *keeper.Conn) {
 			w.log.Error("cannot start worker; retrying after backoff", "err", err, "backoff", backoff)
 		}
 		code, signal := exitOf(err)
-		tail := ""
-		if ran {
-			tail = readTail(w.spec.LogPath, w.logStart)
-		}
+		// How it ended, in the supervisor's words; what it printed stays
+		// in its log (workerlog.go).
 		w.set(func(s *clusterv1.WorkerState) {
 			s.State, s.Pid = "backoff", 0
 			s.LastError, s.LastErrorUnixMs = capError(err), time.Now().UnixMilli()
-			s.LastExitCode, s.LastExitSignal, s.LogTail = code, signal, tail
+			s.LastExitCode, s.LastExitSignal, s.LogTail = code, signal, ""
 			s.Restarts++
 		})
 		select {
@@ -204,20 +206,15 @@ func (w *worker) runOnce(ctx context.Context, conn *keeper.Conn) (ran bool, err 
 
 // launch starts a keeper of the worker and connects to it.
 func (w *worker) launch() (*keeper.Conn, error) {
-	l, logFile, as, err := w.command()
+	l, as, err := w.command()
 	if err != nil {
 		return nil, err
-	}
-	defer logFile.Close()
-	w.logStart = 0
-	if fi, err := logFile.Stat(); err == nil {
-		w.logStart = fi.Size() // this run's output starts here
 	}
 	l.State, err = w.keptState()
 	if err != nil {
 		return nil, err
 	}
-	conn, err := w.keepers.start(l, logFile, w.spec.Port)
+	conn, err := w.keepers.start(l, nil, w.spec.Port) // the keeper writes the log (l.Output)
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +236,7 @@ func (w *worker) hold(ctx context.Context, conn *keeper.Conn) error {
 		return w.ended(conn, e, true)
 	}
 	pid := conn.Hello().Pid
-	// The tail told of the last exit; a running worker's output is its log's.
+	// An older supervisor's heartbeat may have carried a tail: none now.
 	w.set(func(s *clusterv1.WorkerState) { s.State, s.Pid, s.LogTail = "running", int32(pid), "" })
 	ping := time.NewTicker(w.keepers.pingEvery())
 	defer ping.Stop()

@@ -1,0 +1,62 @@
+package supervisor
+
+import (
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/nimbusha/nimbus/keeper"
+	"github.com/nimbusha/nimbus/logviewer"
+)
+
+// A worker's output goes to its log in the logviewer's layout,
+// <storm.local.dir>/workers-artifacts/<topology>/<port>/worker.log, which
+// its keeper writes and rotates (keeper.Output). Neither the output nor
+// the error lines a worker reports go into the heartbeat: every
+// ZooKeeper node is readable by anyone (docs/ARCHITECTURE.md section
+// 16.5), while the logviewer serves a topology's logs to its readers
+// only. The heartbeat's last_error holds what the supervisor itself
+// writes: how a run ended, why it could not start, and that the worker
+// reported an error.
+
+// reportedErrorText is a worker's last_error once it reported an error
+// through the worker protocol: that it did, not what it said.
+const reportedErrorText = "the worker reported an error; its text is in its log (stormctl logs, the logviewer), not in ZooKeeper"
+
+// logOutput is how the keeper writes the worker's log: rotated so that it
+// and its rotated files stay within logviewer.max.per.worker.logs.size.mb,
+// 0640, in the group of the user the worker runs as (as nil: the keeper's).
+func (w *worker) logOutput(as *account) *keeper.Output {
+	maxBytes, keep := logviewer.Rotation(w.policy.cfg.LogviewerMaxPerWorkerMB)
+	gid := -1
+	if as != nil {
+		gid = int(as.GID)
+	}
+	return &keeper.Output{Path: w.spec.LogPath, MaxBytes: maxBytes, Keep: keep, GID: gid, Mode: logviewer.FileMode}
+}
+
+// prepareLog makes the worker's log directory and its worker.yaml, whose
+// owner and readers the logviewer authorizes with.
+func (w *worker) prepareLog(as *account) error {
+	gid := -1
+	if as != nil {
+		gid = int(as.GID)
+	}
+	_, err := logviewer.Prepare(logviewer.Root(w.policy.cfg.LocalDir), w.spec.Port, logviewer.Meta{
+		TopologyID: w.spec.TopologyID, Owner: w.spec.Owner, TopologyUsers: w.spec.TopologyUsers, LogsUsers: w.spec.LogsUsers,
+	}, gid)
+	return err
+}
+
+// reportedError records an error line the worker reported at at: its
+// text into the worker's log, and into the heartbeat only that it
+// reported one, and when.
+func (w *worker) reportedError(line string, at time.Time) {
+	if f, err := os.OpenFile(w.spec.LogPath, os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0); err == nil {
+		_, _ = f.WriteString("[supervisor] the worker reported an error: " + line + "\n")
+		f.Close()
+	}
+	w.mu.Lock()
+	w.state.LastError, w.state.LastErrorUnixMs = reportedErrorText, at.UnixMilli()
+	w.mu.Unlock()
+}
