@@ -55,10 +55,10 @@ type Supervisor struct {
 	metricsLn net.Listener    // nil when supervisor.metrics.port is -1
 	codeLn    net.Listener    // nil when supervisor.grpc.port is -1
 	codeSrv   *grpc.Server    // serves the store on codeLn
+	tls       *certs.Reloader // nil when nimbus.grpc.tls.enable is false
 	// logviewerLn serves the workers' logs (logviewer.go); nil when
 	// logviewer.port is -1.
 	logviewerLn net.Listener
-	tls       *certs.Reloader // nil when nimbus.grpc.tls.enable is false
 
 	wake chan struct{}
 	beat chan struct{}

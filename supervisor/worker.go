@@ -33,12 +33,12 @@ type workerSpec struct {
 	CodeDir    string
 	LogPath    string // its worker.log, in the logviewer's layout (workerlog.go)
 	Owner      string // the spec's owner: whom the worker runs as, with supervisor.run.worker.as.user
+	Env        string // the topology's topology.environment
+	Dir        string // its own directory: the worker protocol's files (protocol.go)
 	// Who may read its logs besides its owner: the topology conf's
 	// topology.users and logs.users (the logviewer's worker.yaml).
 	TopologyUsers []string `json:",omitempty"`
 	LogsUsers     []string `json:",omitempty"`
-	Env        string // the topology's topology.environment
-	Dir        string // its own directory: the worker protocol's files (protocol.go)
 	// The restart generation (StormBase.worker_restarts) its slot had when
 	// it was started: a later one asks for a restart (restart.go).
 	RestartGen int64 `json:",omitempty"`
