@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -11,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nimbusha/nimbus/client"
+	"github.com/nimbusha/nimbus/configs"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
@@ -30,6 +32,30 @@ func afterWait(verb string, wait *int32) string {
 		return verb + " after topology.message.timeout.secs"
 	}
 	return fmt.Sprintf("%s in %ds", verb, *wait)
+}
+
+// serverWait is the wait the server gives an action on topology name
+// without --wait (wait nil): the topology's topology.message.timeout.secs,
+// read before the action so that the confirmation says the seconds; nil
+// if it cannot be read (the confirmation then names the key).
+func serverWait(ctx context.Context, c *client.Client, name string, wait *int32) *int32 {
+	if wait != nil {
+		return wait
+	}
+	conf, err := c.GetTopologyConf(ctx, name)
+	if err != nil {
+		return nil
+	}
+	for _, e := range conf.GetEntries() {
+		if e.GetKey() != configs.KeyTopologyMessageTimeout {
+			continue
+		}
+		if n, err := strconv.ParseInt(e.GetValue(), 10, 32); err == nil && n >= 0 {
+			secs := int32(n)
+			return &secs
+		}
+	}
+	return nil
 }
 
 // result writes line, or with -o json the topology's summary as the
@@ -71,12 +97,13 @@ func newKillCommand(g *globals) *cobra.Command {
 				return err
 			}
 			return g.withClient(cmd.Context(), func(ctx context.Context, c *client.Client) error {
+				shown := serverWait(ctx, c, name, waitSecs)
 				err := c.KillTopology(ctx, &nimbusv1.KillTopologyRequest{Name: name, WaitSecs: waitSecs})
 				if err != nil {
 					return &opError{op: "kill " + name, err: err}
 				}
 				return g.result(ctx, c, name, clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED,
-					fmt.Sprintf("killed %s (%s)", name, afterWait("removal", waitSecs)))
+					fmt.Sprintf("killed %s (%s)", name, afterWait("removal", shown)))
 			})
 		},
 	}
@@ -156,8 +183,8 @@ func newRebalanceCommand(g *globals) *cobra.Command {
 				req.ComponentParallelism[cc.id] = cc.n
 				changes = append(changes, fmt.Sprintf("%s=%d", cc.id, cc.n))
 			}
-			changes = append(changes, afterWait("rescheduling", req.WaitSecs))
 			return g.withClient(cmd.Context(), func(ctx context.Context, c *client.Client) error {
+				changes = append(changes, afterWait("rescheduling", serverWait(ctx, c, name, req.WaitSecs)))
 				if err := c.RebalanceTopology(ctx, req); err != nil {
 					return &opError{op: "rebalance " + name, err: err}
 				}

@@ -80,6 +80,13 @@ func table(w io.Writer, header []string, rows [][]string) error {
 }
 
 func writeNimbuses(w io.Writer, ns []*nimbusv1.NimbusSummary) error {
+	return table(w, nimbusHeader, nimbusRows(ns))
+}
+
+var nimbusHeader = []string{"HOST", "PORT", "LEADER", "EPOCH", "ELIGIBLE", "UPTIME", "VERSION", "RELEASE"}
+
+// nimbusRows are the rows of nimbuses' table, one per nimbus of ns.
+func nimbusRows(ns []*nimbusv1.NimbusSummary) [][]string {
 	rows := make([][]string, 0, len(ns))
 	for _, n := range ns {
 		leader, epoch := "no", "-"
@@ -91,7 +98,7 @@ func writeNimbuses(w io.Writer, ns []*nimbusv1.NimbusSummary) error {
 			uptime(n.GetUptimeSecs()), orDash(n.GetVersion()), orDash(n.GetRelease()),
 		})
 	}
-	return table(w, []string{"HOST", "PORT", "LEADER", "EPOCH", "ELIGIBLE", "UPTIME", "VERSION", "RELEASE"}, rows)
+	return rows
 }
 
 // eligible says whether a nimbus may lead: "yes" when it holds all code,

@@ -307,7 +307,7 @@ func clusterListCommand[M proto.Message](g *globals, use, short, key string, omi
 func newNimbusesCommand(g *globals) *cobra.Command {
 	return clusterListCommand(g, "nimbuses", "List the nimbuses and which one leads", "nimbuses",
 		[]client.ClusterInfoOption{client.WithoutSupervisors(), client.WithoutTopologies()}, nil,
-		(*nimbusv1.ClusterSummary).GetNimbuses, writeNimbuses)
+		(*nimbusv1.ClusterSummary).GetNimbuses, g.writeNimbusesAndOffline)
 }
 
 func newSupervisorsCommand(g *globals) *cobra.Command {

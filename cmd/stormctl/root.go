@@ -33,6 +33,7 @@ const (
 type globals struct {
 	flags      *pflag.FlagSet // the root's: --config and the keys stormctl takes
 	seeds      string
+	seedsUsed  []string // the seeds the last client was made for (withClientTimeout)
 	output     string
 	timeout    time.Duration
 	timeoutSet bool // --timeout was given (submit has no time limit otherwise)
@@ -100,7 +101,10 @@ func newRootCommand(g *globals) *cobra.Command {
 			if len(args) == 0 {
 				return &usageError{errors.New("missing command")}
 			}
-			return &usageError{fmt.Errorf("unknown command %q", args[0])}
+			if suggestions := cmd.SuggestionsFor(args[0]); len(suggestions) > 0 {
+				return &usageError{fmt.Errorf("unknown command %q; did you mean %q?", args[0], suggestions[0])}
+			}
+			return &usageError{fmt.Errorf("unknown command %q (stormctl --help lists them)", args[0])}
 		},
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			if g.output != "table" && g.output != "json" {
@@ -112,9 +116,10 @@ func newRootCommand(g *globals) *cobra.Command {
 			g.timeoutSet = cmd.Flags().Changed("timeout")
 			return nil
 		},
-		SilenceErrors:     true,
-		SilenceUsage:      true,
-		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+		SilenceErrors:              true,
+		SilenceUsage:               true,
+		SuggestionsMinimumDistance: 2, // a typo of a letter or two, as flags get (configs.SuggestFlag)
+		CompletionOptions:          cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return &usageError{configs.SuggestFlag(cmd.Flags(), err)} })
 	// --version prints the version line (cobra's flag, without the -v it
@@ -128,6 +133,9 @@ func newRootCommand(g *globals) *cobra.Command {
 	f.StringVar(&g.seeds, "seeds", "", "nimbus addresses, host[:port][,...] (default: nimbus.seeds from the config file or env "+seedsEnv+", else localhost:6627)")
 	// The same keys as the daemons, from --config, STORM_* or these flags.
 	configs.RegisterFlags(f, configs.ClientFlagKeys()...)
+	// --nimbus.seeds is --seeds under the key's name: it works, but help
+	// lists one of the two.
+	_ = f.MarkHidden(configs.KeyNimbusSeeds)
 	f.StringVarP(&g.output, "output", "o", "table", "output format: table or json")
 	f.DurationVar(&g.timeout, "timeout", defaultTimeout, "time limit of the whole command (submit: none unless given)")
 
@@ -174,6 +182,7 @@ func (g *globals) withClientTimeout(ctx context.Context, timeout time.Duration, 
 			}
 		}
 	}
+	g.seedsUsed = seeds
 	tlsm, err := certs.FromConfig(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err

@@ -56,7 +56,7 @@ func newSubmitCommand(g *globals) *cobra.Command {
 			"--component ID=N the parallelism of its component ID, --worker-command its\n" +
 			"workerCommand.",
 		Example: "  stormctl submit wordcount ./wordcount --workers 2 \\\n" +
-			"    --component sentences=2 --component count=4 \\\n" +
+			"    --component split=2 --component count=4 \\\n" +
 			"    --worker-command '{code_dir}/artifact --port {port}' --conf topology.debug=true\n" +
 			"  stormctl submit -f examples/wordcount/topology.yaml bin/wordcount --component count=6",
 		Args: sf.args,
