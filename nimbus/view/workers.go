@@ -2,6 +2,8 @@ package view
 
 import (
 	"cmp"
+	"fmt"
+	"net/url"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -97,6 +99,7 @@ func assignedWorkers(id string, a *clusterv1.Assignment, sups map[string]*cluste
 			w = &nimbusv1.WorkerSummary{TopologyId: id, SupervisorId: s.sup, Host: host, Port: s.port, State: state}
 		}
 		w.NumExecutors = n
+		w.LogLink = LogLink(sups[s.sup].GetLogviewerUrl(), id, s.port)
 		out = append(out, w)
 	}
 	slices.SortFunc(out, func(a, b *nimbusv1.WorkerSummary) int {
@@ -144,9 +147,22 @@ func MissingSlots(base *clusterv1.StormBase, assigned int32) int32 {
 func supervisorWorkers(id string, info *clusterv1.SupervisorInfo) []*nimbusv1.WorkerSummary {
 	out := make([]*nimbusv1.WorkerSummary, 0, len(info.GetWorkers()))
 	for _, w := range info.GetWorkers() {
-		out = append(out, workerSummary(id, info.GetHost(), w, false))
+		s := workerSummary(id, info.GetHost(), w, false)
+		s.LogLink = LogLink(info.GetLogviewerUrl(), w.GetTopologyId(), w.GetPort())
+		out = append(out, s)
 	}
 	return out
+}
+
+// LogLink is where the worker of topology on port reads its log on the
+// logviewer at base (its supervisor's logviewer_url; docs/ARCHITECTURE.md
+// section 21): Storm's workerLogLink, empty when the supervisor serves
+// no logs.
+func LogLink(base, topology string, port int32) string {
+	if base == "" {
+		return ""
+	}
+	return base + "/api/v1/log?" + url.Values{"file": {fmt.Sprintf("%s/%d/worker.log", topology, port)}}.Encode()
 }
 
 // heartbeatReads has the view read supervisors' heartbeats when a read

@@ -103,3 +103,13 @@ func TestHeartbeatReadsAtMostOncePerPeriod(t *testing.T) {
 		t.Fatal("nil is due")
 	}
 }
+
+func TestLogLink(t *testing.T) {
+	if got := LogLink("", "t-1-1", 6700); got != "" {
+		t.Fatalf("no logviewer: %q", got)
+	}
+	want := "https://host-1:8000/api/v1/log?file=wc-1-1700000000%2F6700%2Fworker.log"
+	if got := LogLink("https://host-1:8000", "wc-1-1700000000", 6700); got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
