@@ -52,12 +52,14 @@ const (
 	// logviewer: what its workers printed, which may hold secrets. Its
 	// owner, topology.users, logs.users and admins.
 	ActionReadLogs Action = "read-logs"
+	// ActionSetLogConfig changes a topology's log levels (SetLogConfig).
+	ActionSetLogConfig Action = "set-log-config"
 )
 
 // Actions lists every action, in a fixed order (for tests and docs).
 func Actions() []Action {
 	return []Action{ActionSubmit, ActionKill, ActionActivate, ActionDeactivate, ActionRebalance,
-		ActionReadConf, ActionFetchCode, ActionReadCluster, ActionReadNimbusConfig, ActionRecoverCode, ActionForget, ActionHandOver, ActionSnapshot, ActionRestartWorker, ActionReadLogs}
+		ActionReadConf, ActionFetchCode, ActionReadCluster, ActionReadNimbusConfig, ActionRecoverCode, ActionForget, ActionHandOver, ActionSnapshot, ActionRestartWorker, ActionReadLogs, ActionSetLogConfig}
 }
 
 // phrase is how a refusal says the action: "alice may not <phrase> <topology>".
@@ -79,6 +81,8 @@ func (a Action) phrase() string {
 		return "save or restore a snapshot of the cluster"
 	case ActionRestartWorker:
 		return "restart a worker of"
+	case ActionSetLogConfig:
+		return "set the log levels of"
 	case ActionReadLogs:
 		return "read the worker logs of"
 	}

@@ -46,6 +46,7 @@ var methods = map[string]method{
 	nimbusv1.NimbusService_SaveSnapshot_FullMethodName:       {ActionSnapshot, scopeMethod, true},
 	nimbusv1.NimbusService_RestoreSnapshot_FullMethodName:    {ActionSnapshot, scopeMethod, true},
 	nimbusv1.NimbusService_RestartWorker_FullMethodName:      {ActionRestartWorker, scopeTopology, true},
+	nimbusv1.NimbusService_SetLogConfig_FullMethodName:       {ActionSetLogConfig, scopeTopology, true},
 
 	nimbusv1.CodeService_GetCodeMeta_FullMethodName:  {ActionFetchCode, scopeTopology, false},
 	nimbusv1.CodeService_DownloadCode_FullMethodName: {ActionFetchCode, scopeTopology, false},

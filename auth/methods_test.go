@@ -23,6 +23,7 @@ func TestMethods(t *testing.T) {
 		{nimbusv1.NimbusService_DeactivateTopology_FullMethodName, auth.ActionDeactivate, true},
 		{nimbusv1.NimbusService_RebalanceTopology_FullMethodName, auth.ActionRebalance, true},
 		{nimbusv1.NimbusService_RestartWorker_FullMethodName, auth.ActionRestartWorker, true},
+		{nimbusv1.NimbusService_SetLogConfig_FullMethodName, auth.ActionSetLogConfig, true},
 		{nimbusv1.NimbusService_GetClusterInfo_FullMethodName, auth.ActionReadCluster, false},
 		{nimbusv1.NimbusService_GetLeader_FullMethodName, auth.ActionReadCluster, false},
 		{nimbusv1.NimbusService_GetTopologyInfo_FullMethodName, auth.ActionReadCluster, false},

@@ -72,6 +72,7 @@ var rules = map[Action]role{
 	ActionHandOver:         roleAdmin,
 	ActionSnapshot:         roleAdmin,
 	ActionRestartWorker:    roleAdmin | roleOwner,
+	ActionSetLogConfig:     roleAdmin | roleOwner | roleTopologyUser,
 	ActionReadLogs:         roleAdmin | roleOwner | roleTopologyUser | roleLogsUser,
 }
 

@@ -55,6 +55,7 @@ func TestDecideTable(t *testing.T) {
 			auth.ActionHandOver:         "Ynnnnnn",
 			auth.ActionSnapshot:         "Ynnnnnn",
 			auth.ActionRestartWorker:    "YYnnnnn",
+			auth.ActionSetLogConfig:     "YYYnnnn",
 			auth.ActionReadLogs:         "YYYnnnn",
 		},
 		false: { // nimbus.users empty: any authenticated principal may submit
@@ -73,6 +74,7 @@ func TestDecideTable(t *testing.T) {
 			auth.ActionHandOver:         "Ynnnnnn",
 			auth.ActionSnapshot:         "Ynnnnnn",
 			auth.ActionRestartWorker:    "YYnnnnn",
+			auth.ActionSetLogConfig:     "YYYnnnn",
 			auth.ActionReadLogs:         "YYYnnnn",
 		},
 	}

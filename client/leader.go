@@ -219,6 +219,16 @@ func (c *Client) RestartWorker(ctx context.Context, name, worker string) (*nimbu
 	})
 }
 
+// SetLogConfig changes the named topology's log levels at the leader
+// (req.Name names it) and returns them as they are after the change. It
+// is retried like every leader-only call: setting the same levels again
+// only moves their timeouts on.
+func (c *Client) SetLogConfig(ctx context.Context, req *nimbusv1.SetLogConfigRequest) (*nimbusv1.SetLogConfigResponse, error) {
+	return callLeader(ctx, c, "SetLogConfig", func(ctx context.Context, api nimbusv1.NimbusServiceClient, opts ...grpc.CallOption) (*nimbusv1.SetLogConfigResponse, error) {
+		return api.SetLogConfig(ctx, req, opts...)
+	})
+}
+
 // DeactivateTopology sets the named topology's status to INACTIVE at the
 // leader. It is idempotent, so it is retried like every leader-only call.
 // An unknown name is NotFound.

@@ -38,6 +38,7 @@ type Actor interface {
 	RebalanceTopology(ctx context.Context, req *nimbusv1.RebalanceTopologyRequest) error
 	HandOver(ctx context.Context, to string) (*nimbusv1.HandOverResponse, error)
 	RestartWorker(ctx context.Context, name, worker string) (*nimbusv1.RestartWorkerResponse, error)
+	SetLogConfig(ctx context.Context, req *nimbusv1.SetLogConfigRequest) (*nimbusv1.SetLogConfigResponse, error)
 }
 
 // State is what the answering nimbus knows now of leadership and of how
@@ -146,6 +147,8 @@ func (a *API) routes() {
 		"/api/v1/topology/{id}/kill/{wait}":                      post("KillTopology", a.kill),
 		"/api/v1/nimbus/handover":                                post("HandOver", a.handOver),
 		"/api/v1/topology/{id}/profiling/restartworker/{worker}": post("RestartWorker", a.restartWorker),
+		"GET /api/v1/topology/{id}/logconfig":                    get("GetTopologyInfo", a.logConfig),
+		"POST /api/v1/topology/{id}/logconfig":                   post("SetLogConfig", a.setLogConfig),
 	} {
 		a.mux.Handle(pattern, a.counted.observe(pattern, a.serve(r)))
 	}

@@ -32,6 +32,10 @@ func (c *countingActor) RestartWorker(context.Context, string, string) (*nimbusv
 	c.calls++
 	return &nimbusv1.RestartWorkerResponse{}, nil
 }
+func (c *countingActor) SetLogConfig(context.Context, *nimbusv1.SetLogConfigRequest) (*nimbusv1.SetLogConfigResponse, error) {
+	c.calls++
+	return &nimbusv1.SetLogConfigResponse{}, nil
+}
 
 // The reproduction of DNS rebinding: a page of evil.example, its name
 // rebound to 127.0.0.1, POSTs a kill to a plaintext UI on loopback, as

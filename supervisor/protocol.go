@@ -103,6 +103,9 @@ func (w *worker) prepareFiles(as *account) error {
 	}
 	w.statusMu.Lock()
 	err := writeStatus(dir, w.topoStatus, as)
+	if err == nil {
+		err = writeLogLevels(dir, w.logLevels, as)
+	}
 	w.owner, w.prepared = as, err == nil
 	w.statusMu.Unlock()
 	if err != nil {

@@ -64,9 +64,13 @@ func (s *Supervisor) reconcileLoop(ctx context.Context) {
 		s.restartAsked(desired)
 		s.applyStatuses()
 		s.startMissing(ctx, desired, ready)
+		levelsDue := s.applyLogLevels()
 		s.removeDeadCode(desired, gone)
 
 		due := gone.nextDue()
+		if !levelsDue.IsZero() && (due.IsZero() || levelsDue.Before(due)) {
+			due = levelsDue // a log level's timeout ends
+		}
 		var dueC <-chan time.Time
 		if !due.IsZero() {
 			dueC = time.After(time.Until(due))
@@ -74,7 +78,7 @@ func (s *Supervisor) reconcileLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-dueC: // a topology has been gone for the grace
+		case <-dueC: // a topology has been gone for the grace, or a log level ends
 		case <-assigned:
 		case <-versions:
 		case <-statuses: // activate, deactivate, kill: tell the workers

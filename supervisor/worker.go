@@ -64,9 +64,10 @@ type worker struct {
 
 	// The worker protocol (protocol.go).
 	statusMu   sync.Mutex
-	topoStatus workerproto.Status // what its status file says, or will
-	prepared   bool               // its status file exists
-	owner      *account           // whom its files were prepared for
+	topoStatus workerproto.Status    // what its status file says, or will
+	logLevels  workerproto.LogLevels // what its log-level file says, or will (loglevels.go)
+	prepared   bool                  // its status file exists
+	owner      *account              // whom its files were prepared for
 	errMu      sync.Mutex
 	errOff     int64         // where the next read of its error file starts
 	metrics    workerMetrics // what its metrics file last said (workermetrics.go)

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/nimbusha/nimbus/configs"
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
@@ -442,4 +443,41 @@ func TestTopologyConfAndRebalanceTotals(t *testing.T) {
 		plan[fmt.Sprintf("c%d", i)] = maxParallelism
 	}
 	checkField(t, Rebalance(&nimbusv1.RebalanceTopologyRequest{Name: "wc", ComponentParallelism: plan}), "component_parallelism")
+}
+
+func TestSetLogConfig(t *testing.T) {
+	lvl := func(target, reset string, secs int32) *clusterv1.LoggerLevel {
+		return &clusterv1.LoggerLevel{TargetLevel: target, ResetLevel: reset, TimeoutSecs: secs}
+	}
+	many := map[string]*clusterv1.LoggerLevel{}
+	for i := range MaxLoggers + 1 {
+		many[fmt.Sprintf("l%d", i)] = lvl("INFO", "", 0)
+	}
+	for _, tc := range []struct {
+		name  string
+		req   *nimbusv1.SetLogConfigRequest
+		field string // "" when valid
+	}{
+		{"root to debug for a minute", &nimbusv1.SetLogConfigRequest{Name: "wc", Set: map[string]*clusterv1.LoggerLevel{"ROOT": lvl("debug", "INFO", 60)}}, ""},
+		{"remove one", &nimbusv1.SetLogConfigRequest{Name: "wc", Remove: []string{"com.example"}}, ""},
+		{"nothing", &nimbusv1.SetLogConfigRequest{Name: "wc"}, "set"},
+		{"no topology", &nimbusv1.SetLogConfigRequest{Remove: []string{"ROOT"}}, "name"},
+		{"unknown level", &nimbusv1.SetLogConfigRequest{Name: "wc", Set: map[string]*clusterv1.LoggerLevel{"ROOT": lvl("LOUD", "", 0)}}, `set["ROOT"].target_level`},
+		{"unknown reset level", &nimbusv1.SetLogConfigRequest{Name: "wc", Set: map[string]*clusterv1.LoggerLevel{"ROOT": lvl("DEBUG", "quiet", 0)}}, `set["ROOT"].reset_level`},
+		{"negative timeout", &nimbusv1.SetLogConfigRequest{Name: "wc", Set: map[string]*clusterv1.LoggerLevel{"ROOT": lvl("DEBUG", "", -1)}}, `set["ROOT"].timeout_secs`},
+		{"timeout of a year", &nimbusv1.SetLogConfigRequest{Name: "wc", Set: map[string]*clusterv1.LoggerLevel{"ROOT": lvl("DEBUG", "", 365*24*3600)}}, `set["ROOT"].timeout_secs`},
+		{"a name with a space", &nimbusv1.SetLogConfigRequest{Name: "wc", Set: map[string]*clusterv1.LoggerLevel{"a b": lvl("DEBUG", "", 0)}}, `set["a b"]`},
+		{"an empty name removed", &nimbusv1.SetLogConfigRequest{Name: "wc", Remove: []string{"ROOT", ""}}, "remove[1]"},
+		{"set and removed", &nimbusv1.SetLogConfigRequest{Name: "wc", Set: map[string]*clusterv1.LoggerLevel{"ROOT": lvl("DEBUG", "", 0)}, Remove: []string{"ROOT"}}, "remove[0]"},
+		{"too many", &nimbusv1.SetLogConfigRequest{Name: "wc", Set: many}, "set"},
+	} {
+		err := SetLogConfig(tc.req)
+		var verr *Error
+		switch {
+		case tc.field == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.field != "" && (!errors.As(err, &verr) || verr.Field != tc.field):
+			t.Errorf("%s: %v, want an error naming %s", tc.name, err, tc.field)
+		}
+	}
 }

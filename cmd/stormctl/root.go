@@ -143,7 +143,7 @@ func newRootCommand(g *globals) *cobra.Command {
 		newLeaderCommand(g), newNimbusesCommand(g), newSupervisorsCommand(g), newClusterCommand(g),
 		newListCommand(g), newTopologyCommand(g), newConfigCommand(g),
 		newSubmitCommand(g), newKillCommand(g), newActivateCommand(g), newDeactivateCommand(g),
-		newRebalanceCommand(g), newRestartWorkerCommand(g), newAdminCommand(g),
+		newRebalanceCommand(g), newRestartWorkerCommand(g), newSetLogLevelCommand(g), newAdminCommand(g),
 		newTLSCommand(g), newVersionCommand(g),
 	)
 	return root

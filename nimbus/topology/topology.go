@@ -2,6 +2,8 @@ package topology
 
 import (
 	"fmt"
+	"maps"
+	"strings"
 	"slices"
 	"time"
 
@@ -129,6 +131,46 @@ func RestartWorker(slot, by string, placed []string, now func() time.Time) Chang
 			RequestedUnixMs: now().UnixMilli(),
 		}
 		return true, nil
+	}
+}
+
+// SetLogLevels applies a SetLogConfig request to a topology's log levels:
+// its loggers set (a timeout counted from now), its removals removed, and
+// entries whose timeout passed without a reset level dropped. Loggers,
+// levels and timeouts were checked (validate.SetLogConfig); levels are
+// stored in upper case. A killed topology's levels do not change.
+func SetLogLevels(req *nimbusv1.SetLogConfigRequest, now func() time.Time) Change {
+	return func(base *clusterv1.StormBase) (bool, error) {
+		if base.GetStatus() == clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED {
+			return false, fmt.Errorf("%w: %s is %s", apierr.ErrWrongStatus, base.GetName(), base.GetStatus())
+		}
+		at := now()
+		before := proto.Clone(base).(*clusterv1.StormBase).GetLogLevels()
+		if base.LogLevels == nil {
+			base.LogLevels = map[string]*clusterv1.LoggerLevel{}
+		}
+		for name, l := range base.GetLogLevels() {
+			if l.GetTimeoutUnixMs() != 0 && l.GetTimeoutUnixMs() <= at.UnixMilli() && l.GetResetLevel() == "" {
+				delete(base.LogLevels, name)
+			}
+		}
+		for _, name := range req.GetRemove() {
+			delete(base.LogLevels, name)
+		}
+		for name, l := range req.GetSet() {
+			set := &clusterv1.LoggerLevel{
+				TargetLevel: strings.ToUpper(l.GetTargetLevel()), ResetLevel: strings.ToUpper(l.GetResetLevel()),
+				TimeoutSecs: l.GetTimeoutSecs(),
+			}
+			if l.GetTimeoutSecs() > 0 {
+				set.TimeoutUnixMs = at.Add(time.Duration(l.GetTimeoutSecs()) * time.Second).UnixMilli()
+			}
+			base.LogLevels[name] = set
+		}
+		if len(base.LogLevels) > validate.MaxLoggers {
+			return false, validate.Invalid("set", "would leave %d loggers; at most %d", len(base.LogLevels), validate.MaxLoggers)
+		}
+		return !maps.EqualFunc(before, base.GetLogLevels(), func(a, b *clusterv1.LoggerLevel) bool { return proto.Equal(a, b) }), nil
 	}
 }
 

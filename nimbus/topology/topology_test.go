@@ -34,6 +34,7 @@ func TestEditsByStatus(t *testing.T) {
 		"kill":       Kill(time.Minute, clock),
 		"rebalance":  Rebalance(plan, time.Minute, clock),
 		"restart":    RestartWorker("sup-1:6700", "alice", []string{"sup-1:6700"}, clock),
+		"log levels": SetLogLevels(&nimbusv1.SetLogConfigRequest{Set: map[string]*clusterv1.LoggerLevel{"ROOT": {TargetLevel: "DEBUG"}}}, clock),
 	}
 	type outcome struct {
 		changed bool
@@ -41,10 +42,10 @@ func TestEditsByStatus(t *testing.T) {
 		refused bool
 	}
 	want := map[clusterv1.TopologyStatus]map[string]outcome{
-		active:      {"activate": {false, active, false}, "deactivate": {true, inactive, false}, "kill": {true, killed, false}, "rebalance": {true, rebalancing, false}, "restart": {true, active, false}},
-		inactive:    {"activate": {true, active, false}, "deactivate": {false, inactive, false}, "kill": {true, killed, false}, "rebalance": {true, rebalancing, false}, "restart": {true, inactive, false}},
-		killed:      {"activate": {false, killed, true}, "deactivate": {false, killed, true}, "kill": {false, killed, false}, "rebalance": {false, killed, true}, "restart": {false, killed, true}},
-		rebalancing: {"activate": {false, rebalancing, true}, "deactivate": {false, rebalancing, true}, "kill": {true, killed, false}, "rebalance": {false, rebalancing, true}, "restart": {false, rebalancing, true}},
+		active:      {"activate": {false, active, false}, "deactivate": {true, inactive, false}, "kill": {true, killed, false}, "rebalance": {true, rebalancing, false}, "restart": {true, active, false}, "log levels": {true, active, false}},
+		inactive:    {"activate": {true, active, false}, "deactivate": {false, inactive, false}, "kill": {true, killed, false}, "rebalance": {true, rebalancing, false}, "restart": {true, inactive, false}, "log levels": {true, inactive, false}},
+		killed:      {"activate": {false, killed, true}, "deactivate": {false, killed, true}, "kill": {false, killed, false}, "rebalance": {false, killed, true}, "restart": {false, killed, true}, "log levels": {false, killed, true}},
+		rebalancing: {"activate": {false, rebalancing, true}, "deactivate": {false, rebalancing, true}, "kill": {true, killed, false}, "rebalance": {false, rebalancing, true}, "restart": {false, rebalancing, true}, "log levels": {true, rebalancing, false}},
 	}
 	for from, byEdit := range want {
 		for name, w := range byEdit {
@@ -77,6 +78,36 @@ func TestRestartWorkerCountsPerSlot(t *testing.T) {
 	if len(got) != 2 || got["sup-1:6700"].GetGeneration() != 3 || got["sup-2:6701"].GetGeneration() != 1 ||
 		got["sup-1:6700"].GetRequestedBy() != "alice" || got["sup-2:6701"].GetRequestedUnixMs() != now.UnixMilli() {
 		t.Errorf("worker restarts %v", got)
+	}
+}
+
+// Log levels: set with a timeout from now, upper-cased; removed; an entry
+// whose timeout passed without a reset level dropped at the next change; a
+// repeat changes nothing.
+func TestSetLogLevels(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	clock := func() time.Time { return now }
+	base := &clusterv1.StormBase{Name: "t", Status: active, LogLevels: map[string]*clusterv1.LoggerLevel{
+		"old.expired": {TargetLevel: "DEBUG", TimeoutUnixMs: now.Add(-time.Second).UnixMilli()},
+		"old.reset":   {TargetLevel: "DEBUG", ResetLevel: "WARN", TimeoutUnixMs: now.Add(-time.Second).UnixMilli()},
+		"gone":        {TargetLevel: "INFO"},
+	}}
+	req := &nimbusv1.SetLogConfigRequest{
+		Set:    map[string]*clusterv1.LoggerLevel{"ROOT": {TargetLevel: "debug", ResetLevel: "info", TimeoutSecs: 30}},
+		Remove: []string{"gone"},
+	}
+	changed, err := SetLogLevels(req, clock)(base)
+	if err != nil || !changed {
+		t.Fatalf("changed %v, err %v", changed, err)
+	}
+	got := base.GetLogLevels()
+	root := got["ROOT"]
+	if len(got) != 2 || got["old.reset"] == nil || root.GetTargetLevel() != "DEBUG" || root.GetResetLevel() != "INFO" ||
+		root.GetTimeoutUnixMs() != now.Add(30*time.Second).UnixMilli() || root.GetTimeoutSecs() != 30 {
+		t.Fatalf("log levels %v", got)
+	}
+	if changed, err := SetLogLevels(req, clock)(base); err != nil || changed {
+		t.Errorf("the same request again: changed %v, err %v", changed, err)
 	}
 }
 

@@ -536,6 +536,7 @@ func (v *View) TopologyInfo(name string, tails bool) (*nimbusv1.GetTopologyInfoR
 		CodeMetaDigest:       base.GetCodeMetaDigest(),
 		ComponentParallelism: base.GetComponentExecutors(),
 		SpoutIds:             base.GetSpoutIds(),
+		LogLevels:            liveLogLevels(base.GetLogLevels(), v.now()),
 	}
 	for _, r := range v.replicaAddrs(id, base.GetCodeMetaDigest()) {
 		resp.Replicas = append(resp.Replicas, &nimbusv1.ReplicaSummary{Host: r.GetHost(), Port: r.GetPort()})
@@ -555,4 +556,16 @@ func (v *View) TopologyInfo(name string, tails bool) (*nimbusv1.GetTopologyInfoR
 		}
 	}
 	return resp, nil
+}
+
+// liveLogLevels are a topology's log levels whose timeout has not passed,
+// or that have a level to go back to: what its workers are told now.
+func liveLogLevels(levels map[string]*clusterv1.LoggerLevel, now time.Time) map[string]*clusterv1.LoggerLevel {
+	out := map[string]*clusterv1.LoggerLevel{}
+	for name, l := range levels {
+		if l.GetTimeoutUnixMs() == 0 || l.GetTimeoutUnixMs() > now.UnixMilli() || l.GetResetLevel() != "" {
+			out[name] = l
+		}
+	}
+	return out
 }
