@@ -221,12 +221,12 @@ func newTopologyCommand(g *globals) *cobra.Command {
 			}
 			return g.withClient(cmd.Context(), func(ctx context.Context, c *client.Client) error {
 				var opts []client.TopologyInfoOption
-				if logs {
-					opts = append(opts, client.WithLogTail())
-				}
 				resp, err := c.GetTopologyInfo(ctx, name, opts...)
 				if err != nil {
 					return &opError{op: "topology " + name, err: err}
+				}
+				if logs {
+					fillLogTails(ctx, g, resp) // from each worker's logviewer (logs.go)
 				}
 				if g.output == "json" {
 					return writeJSON(g.stdout, resp)
@@ -239,7 +239,7 @@ func newTopologyCommand(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&logs, "logs", false,
-		"show the last lines each worker that is not running printed (not redacted; needs the right to read the topology's conf)")
+		"show the last lines each worker printed, read from its supervisor's logviewer (not redacted; needs the right to read the topology's logs; stormctl logs shows more)")
 	cmd.Flags().BoolVar(&conf, "conf", false,
 		"show the topology's effective conf instead: its own over the nimbus's topology.* values, secrets redacted (needs the right to read its conf)")
 	cmd.MarkFlagsMutuallyExclusive("conf", "logs")

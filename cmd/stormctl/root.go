@@ -142,6 +142,7 @@ func newRootCommand(g *globals) *cobra.Command {
 	root.AddCommand(
 		newLeaderCommand(g), newNimbusesCommand(g), newSupervisorsCommand(g), newClusterCommand(g),
 		newListCommand(g), newTopologyCommand(g), newConfigCommand(g),
+		newLogsCommand(g),
 		newSubmitCommand(g), newKillCommand(g), newActivateCommand(g), newDeactivateCommand(g),
 		newRebalanceCommand(g), newRestartWorkerCommand(g), newSetLogLevelCommand(g), newAdminCommand(g),
 		newTLSCommand(g), newVersionCommand(g),
