@@ -293,9 +293,10 @@ CFG
 
   echo "quickstart: submitting the example topology (examples/wordcount/topology.yaml) as $ADMIN"
   admin_ctl submit -f examples/wordcount/topology.yaml bin/wordcount
-  # Settled when both workers run and both other nimbuses hold the code.
-  for _ in $(seq 200); do
-    [ "$(admin_ctl supervisors 2>/dev/null | awk 'NR > 1 { used += $5 } END { print used + 0 }')" = 2 ] &&
+  # Settled when both workers run (list says "active" and 2/2 running, not
+  # merely assigned) and both other nimbuses hold the code.
+  for _ in $(seq 300); do
+    admin_ctl list 2>/dev/null | grep -Eq '^wordcount +[^ ]+ +active +2/2 ' &&
       admin_ctl cluster 2>/dev/null | grep -q 'eligible standbys: 2' && break
     sleep 0.1
   done
@@ -351,8 +352,8 @@ Without TLS and a certificate the CA signed, nothing answers:
 Storm's REST API and the web UI, on every nimbus (here nimbus-1), over TLS as $ADMIN:
   curl --cacert $q/tls/ca.pem --cert $q/tls/$ADMIN.pem --key $q/tls/$ADMIN-key.pem \\
       https://127.0.0.1:${UI_PORTS[0]}/api/v1/cluster/summary
-  In a browser, https://127.0.0.1:${UI_PORTS[0]}/ once you have imported a client certificate
-  and trusted $q/tls/ca.pem (README, "REST API and web UI").
+  In a browser: bin/stormctl --config $q/$ADMIN.yaml ui
+  (a local proxy with $ADMIN's certificate; open the http://127.0.0.1:8001/ it prints).
 Metrics of $metrics_of, over TLS (no client certificate; pprof is off):
   curl --cacert $q/tls/ca.pem https://127.0.0.1:$metrics/metrics
 ZooKeeper: anyone may read under /storm, only the daemons may write (their

@@ -189,7 +189,8 @@ func (a *API) serve(rt route) http.Handler {
 		}
 		user, err := a.cfg.Authz.Authenticate(r.TLS)
 		if err != nil {
-			a.fail(w, r, st, err)
+			// A browser has no client certificate: it needs the local proxy.
+			a.fail(w, r, st, fmt.Errorf("%w; in a browser, run `stormctl ui` (a local proxy that uses your certificate) and open the URL it prints", err))
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)

@@ -145,7 +145,7 @@ func newRootCommand(g *globals) *cobra.Command {
 		newLogsCommand(g),
 		newSubmitCommand(g), newKillCommand(g), newActivateCommand(g), newDeactivateCommand(g),
 		newRebalanceCommand(g), newRestartWorkerCommand(g), newSetLogLevelCommand(g), newAdminCommand(g),
-		newTLSCommand(g), newVersionCommand(g),
+		newTLSCommand(g), newVersionCommand(g), newUICommand(g),
 	)
 	return root
 }
@@ -167,23 +167,10 @@ func (g *globals) withClient(ctx context.Context, fn func(context.Context, *clie
 // nimbus.seeds) under timeout; zero means no time limit but the caller's
 // (Ctrl-C). The client speaks TLS as the configuration says.
 func (g *globals) withClientTimeout(ctx context.Context, timeout time.Duration, fn func(context.Context, *client.Client) error) error {
-	if err := g.defaultConfig(); err != nil {
+	cfg, seeds, err := g.clientConfig()
+	if err != nil {
 		return err
 	}
-	cfg, _, err := configs.Load(g.flags)
-	if err != nil {
-		return &usageError{err}
-	}
-	seeds := cfg.SeedAddrs()
-	if g.seeds != "" {
-		seeds = nil
-		for s := range strings.SplitSeq(g.seeds, ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				seeds = append(seeds, s)
-			}
-		}
-	}
-	g.seedsUsed = seeds
 	tlsm, err := certs.FromConfig(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err
@@ -199,6 +186,30 @@ func (g *globals) withClientTimeout(ctx context.Context, timeout time.Duration, 
 		defer cancel()
 	}
 	return fn(ctx, c)
+}
+
+// clientConfig is the configuration a client of this command line uses
+// (--config, else the default file; STORM_*; flags) and its seeds
+// (--seeds, else nimbus.seeds).
+func (g *globals) clientConfig() (*configs.Config, []string, error) {
+	if err := g.defaultConfig(); err != nil {
+		return nil, nil, err
+	}
+	cfg, _, err := configs.Load(g.flags)
+	if err != nil {
+		return nil, nil, &usageError{err}
+	}
+	seeds := cfg.SeedAddrs()
+	if g.seeds != "" {
+		seeds = nil
+		for s := range strings.SplitSeq(g.seeds, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				seeds = append(seeds, s)
+			}
+		}
+	}
+	g.seedsUsed = seeds
+	return cfg, seeds, nil
 }
 
 // confDirEnv names the directory of Storm's storm.yaml, as Storm's own
