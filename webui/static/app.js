@@ -455,6 +455,13 @@
     $('#actions').hidden = cluster.uiActionsEnabled === false;
     state.topology = { id: t.id || state.route.id, name: t.name || t.id || state.route.id };
 
+    // The truth stormctl list tells: running of wanted, and slots lacking.
+    const workersLine = (t) => {
+      if (typeof t.workersRunning !== 'number') return t.workersTotal;
+      let line = t.workersRunning + ' of ' + t.workersTotal + ' running';
+      if (t.missingSlots > 0) line += ', lacks ' + t.missingSlots + (t.missingSlots === 1 ? ' slot' : ' slots');
+      return line;
+    };
     $('#topology-title').replaceChildren('Topology ', el('span', { class: 'mono' }, state.topology.name));
     const replicas = (Array.isArray(t.replicas) ? t.replicas : []).map((r) => hostPort(r.host, r.port));
     $('#topology-head').replaceChildren(kv('topology-summary', [
@@ -463,7 +470,8 @@
       ['Owner', t.owner],
       ['Status', t.status, { id: 'topology-status', class: 'status-' + slug(t.status) }],
       ['Uptime', uptime(t.uptime, t.uptimeSeconds)],
-      ['Workers', t.workersTotal],
+      ['Workers', workersLine(t), { id: 'topology-workers', class: t.missingSlots > 0 ? 'shortfall' : '' }],
+      ...(t.missingSlots > 0 && t.schedulerInfo ? [['Scheduler', t.schedulerInfo, { id: 'topology-scheduler-info', class: 'shortfall' }]] : []),
       ['Executors', t.executorsTotal],
       ['Tasks', t.tasksTotal],
       ['Message timeout (s)', t.msgTimeout],
