@@ -208,6 +208,7 @@ func writeCodeFate(w io.Writer, t *nimbusv1.TopologySummary) error {
 
 func newTopologyCommand(g *globals) *cobra.Command {
 	var logs, conf bool
+	var window string
 	cmd := &cobra.Command{
 		Use:   "topology NAME",
 		Short: "Show a topology: status, code replicas, where its executors run and how its workers fare",
@@ -221,6 +222,7 @@ func newTopologyCommand(g *globals) *cobra.Command {
 			}
 			return g.withClient(cmd.Context(), func(ctx context.Context, c *client.Client) error {
 				var opts []client.TopologyInfoOption
+				opts = append(opts, client.WithStatsWindow(window))
 				resp, err := c.GetTopologyInfo(ctx, name, opts...)
 				if err != nil {
 					return &opError{op: "topology " + name, err: err}
@@ -234,6 +236,9 @@ func newTopologyCommand(g *globals) *cobra.Command {
 				if err := writeTopologyInfo(g.stdout, resp); err != nil {
 					return err
 				}
+				if err := writeStats(g.stdout, resp, window); err != nil {
+					return err
+				}
 				return writeWorkers(g.stdout, resp, logs, time.Now())
 			})
 		},
@@ -242,6 +247,8 @@ func newTopologyCommand(g *globals) *cobra.Command {
 		"show the last lines each worker printed, read from its supervisor's logviewer (not redacted; needs the right to read the topology's logs; stormctl logs shows more)")
 	cmd.Flags().BoolVar(&conf, "conf", false,
 		"show the topology's effective conf instead: its own over the nimbus's topology.* values, secrets redacted (needs the right to read its conf)")
+	cmd.Flags().StringVar(&window, "window", ":all-time",
+		"the window of each component's tuple counts, as Storm names it: 600, 10800, 86400 or :all-time")
 	cmd.MarkFlagsMutuallyExclusive("conf", "logs")
 	return cmd
 }

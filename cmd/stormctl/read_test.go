@@ -101,6 +101,9 @@ func TestRunTopology(t *testing.T) {
 		"split      2      -\n" +
 		"split      3-4    worker-2:6701\n" +
 		"\n" +
+		"COUNTS (window :all-time)\n" +
+		"counts:  no data: no worker of this topology reported any\n" +
+		"\n" +
 		"WORKERS\n" +
 		"status:  active\n" +
 		"HOST:PORT      STATE    RESTARTS  LAST EXIT      LAST ERROR      WHEN\n" +
@@ -143,6 +146,9 @@ func TestRunTopologyEmpty(t *testing.T) {
 		"\n" +
 		"EXECUTORS\n" +
 		"(none)\n" +
+		"\n" +
+		"COUNTS (window :all-time)\n" +
+		"counts:  no data: no worker of this topology reported any\n" +
 		"\n" +
 		"WORKERS\n" +
 		"status:  unspecified\n" +
