@@ -277,11 +277,12 @@ func lastErrorOf(c string, info *nimbusv1.GetTopologyInfoResponse, at map[string
 	port, when := latest.GetPort(), latest.GetLastErrorUnixMs()/1000
 	lapsed := max(now.Unix()-when, 0)
 	return componentError{LastError: latest.GetLastError(), ErrorHost: latest.GetHost(),
-		ErrorPort: &port, ErrorTime: &when, ErrorLapsedSecs: &lapsed}
+		ErrorPort: &port, ErrorTime: &when, ErrorLapsedSecs: &lapsed, ErrorWorkerLogLink: latest.GetLogLink()}
 }
 
 // topologyWorkers is GET /topology-workers/:id: where its workers run.
-// Nimbus-HA has no logviewer: logviewerPort is 0.
+// logviewerPort is 0: each supervisor names its own logviewer, and each
+// worker's link to its log is the topology page's workerLogLink.
 func (a *API) topologyWorkers(r *request) ([]byte, error) {
 	_, info, err := a.topologyInfo(r)
 	if err != nil {
@@ -381,12 +382,13 @@ func componentErrorsOf(c string, info *nimbusv1.GetTopologyInfoResponse, now tim
 		return []componentErrorJSON{}
 	}
 	return []componentErrorJSON{{ErrorTime: *e.ErrorTime, ErrorHost: e.ErrorHost, ErrorPort: *e.ErrorPort,
-		Error: e.LastError, ErrorLapsedSecs: *e.ErrorLapsedSecs}}
+		Error: e.LastError, ErrorLapsedSecs: *e.ErrorLapsedSecs, ErrorWorkerLogLink: e.ErrorWorkerLogLink}}
 }
 
 // executorStatsOf lists component c's executors and their counts.
 func executorStatsOf(c string, info *nimbusv1.GetTopologyInfoResponse) []executorStatsJSON {
 	out := []executorStatsJSON{}
+	links := logLinks(info)
 	for _, e := range info.GetExecutors() {
 		if e.GetExecutor().GetComponentId() != c {
 			continue
@@ -394,7 +396,7 @@ func executorStatsOf(c string, info *nimbusv1.GetTopologyInfoResponse) []executo
 		id := executorID(e.GetExecutor())
 		k, capacity := executorCounts(info.GetStats(), e)
 		x := executorStatsJSON{ID: id, EncodedID: url.PathEscape(id), Host: e.GetHost(), Port: e.GetPort(),
-			Uptime: prettyUptime(e.GetUptimeSecs()), UptimeSeconds: e.GetUptimeSecs(),
+			Uptime: prettyUptime(e.GetUptimeSecs()), UptimeSeconds: e.GetUptimeSecs(), WorkerLogLink: links[addrOf(e.GetHost(), e.GetPort())],
 			Emitted: num(k, emitted), Transferred: num(k, transferred), Acked: num(k, acked), Failed: num(k, failed),
 			Executed: num(k, executed), CompleteLatency: latency(k, completeUs, acked),
 			ExecuteLatency: latency(k, executeUs, executed), ProcessLatency: latency(k, processUs, acked)}

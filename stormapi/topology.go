@@ -154,7 +154,7 @@ func workerOf(w *nimbusv1.WorkerSummary, t *nimbusv1.TopologySummary, execs []*n
 	out := workerJSON{
 		SupervisorID: w.GetSupervisorId(), Host: w.GetHost(), Port: w.GetPort(),
 		TopologyID: w.GetTopologyId(), TopologyName: t.GetName(), Owner: t.GetOwner(),
-		ExecutorsTotal: w.GetNumExecutors(), ComponentNumTasks: map[string]int32{},
+		ExecutorsTotal: w.GetNumExecutors(), ComponentNumTasks: map[string]int32{}, WorkerLogLink: w.GetLogLink(),
 		State: w.GetState(), Restarts: w.GetRestarts(), LastError: w.GetLastError(),
 		LastErrorTime: w.GetLastErrorUnixMs() / 1000, LastExitCode: w.LastExitCode, LastExitSignal: w.GetLastExitSignal(),
 	}
@@ -163,6 +163,16 @@ func workerOf(w *nimbusv1.WorkerSummary, t *nimbusv1.TopologySummary, execs []*n
 		out.UptimeSeconds = max(out.UptimeSeconds, e.GetUptimeSecs())
 	}
 	out.Uptime = prettyUptime(out.UptimeSeconds)
+	return out
+}
+
+// logLinks is each worker's log link (its supervisor's logviewer, Storm's
+// workerLogLink) by host:port.
+func logLinks(info *nimbusv1.GetTopologyInfoResponse) map[string]string {
+	out := map[string]string{}
+	for _, w := range info.GetWorkers() {
+		out[addrOf(w.GetHost(), w.GetPort())] = w.GetLogLink()
+	}
 	return out
 }
 
