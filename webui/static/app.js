@@ -398,7 +398,14 @@
     { title: 'Last exit', cell: exitOf },
     { title: 'Last error', cell: (w) => w.lastError, cls: 'error-text' },
     { title: 'Last error at', cell: (w) => unixTime(w.lastErrorTime) },
+    { title: 'Log', cell: (w) => logLink(w) },
   ];
+
+  // logLink links a worker to its log on its supervisor's logviewer
+  // (workerLogLink), which asks for the same client certificate.
+  function logLink(w) {
+    return w.workerLogLink ? el('a', { href: w.workerLogLink, class: 'log-link', target: '_blank', rel: 'noopener noreferrer' }, 'log') : DASH;
+  }
 
   function componentCols(idKey) {
     return [
@@ -576,6 +583,7 @@
       { title: 'Last exit', cell: exitOf },
       { title: 'Last error', cell: (w) => w.lastError, cls: 'error-text' },
       { title: 'Last error at', cell: (w) => unixTime(w.lastErrorTime) },
+      { title: 'Log', cell: (w) => logLink(w) },
     ];
     app.replaceChildren(
       el('h1', null, 'Supervisor ', el('span', { class: 'mono' }, s.id || state.route.id)),
