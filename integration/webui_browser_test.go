@@ -20,7 +20,8 @@ import (
 // TestWebUIBrowser drives the web UI (package webui) in a real, headless
 // Chromium against a follower of a 3-nimbus cluster with one supervisor
 // running the example topology: the cluster page names the same leader as
-// the cluster does, the topology page shows it ACTIVE, and Deactivate,
+// the cluster does, the topology page shows it ACTIVE with its workers'
+// tuple counts (not zero), and Deactivate,
 // confirmed in the page's dialog, makes it INACTIVE in the page and in
 // the cluster (the follower forwards the action to the leader); "Make
 // leader" on the other follower hands leadership to it. The page
@@ -88,6 +89,22 @@ func TestWebUIBrowser(t *testing.T) {
 	b.waitText(t, "a.topology-link", 30*time.Second, name)
 	b.do(t, "click the topology's link", 10*time.Second, chromedp.Click(chromedp.CSS("a.topology-link")))
 	b.waitText(t, "#topology-status", 30*time.Second, "ACTIVE")
+
+	// Its workers' counts reach the page: the spout's emitted tuples and
+	// the ten-minute window of the topology's counts are not zero.
+	b.waitJS(t, "non-zero tuple counts on the topology page", 60*time.Second, `
+		(() => {
+			const spout = document.querySelector('#spouts tbody tr')?.cells[3]?.textContent ?? '';
+			const window600 = document.querySelector('#topology-stats tbody tr')?.cells[1]?.textContent ?? '';
+			const bolts = [...document.querySelectorAll('#bolts tbody tr')].map((r) => r.cells[3]?.textContent).join(',');
+			return spout + ' ' + window600 + ' ' + bolts;
+		})()`, func(got string) error {
+		var spout, window600 int
+		if _, err := fmt.Sscan(got, &spout, &window600); err != nil || spout <= 0 || window600 <= 0 {
+			return fmt.Errorf("spout emitted, topology's 600 s emitted and bolts executed %q; want non-zero counts", got)
+		}
+		return nil
+	})
 
 	// Deactivate, confirmed in the dialog.
 	b.do(t, "click Deactivate", 10*time.Second, chromedp.Click(chromedp.CSS("#action-deactivate")))

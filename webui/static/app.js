@@ -407,11 +407,32 @@
     return w.workerLogLink ? el('a', { href: w.workerLogLink, class: 'log-link', target: '_blank', rel: 'noopener noreferrer' }, 'log') : DASH;
   }
 
+  // counted shows a tuple count or latency: the API writes null where no
+  // worker reported in the window, which is "no data", not zero.
+  const counted = (v) => (v === null || v === undefined ? 'no data' : v);
+  const countCol = (title, key) => ({ title, cell: (r) => counted(r[key]), num: true, cls: (r) => (r[key] === null || r[key] === undefined ? 'no-data' : '') });
+
+  const statsCols = [
+    { title: 'Window', cell: (s) => s.windowPretty },
+    countCol('Emitted', 'emitted'),
+    countCol('Transferred', 'transferred'),
+    countCol('Acked', 'acked'),
+    countCol('Failed', 'failed'),
+    countCol('Complete latency (ms)', 'completeLatency'),
+  ];
+
   function componentCols(idKey) {
+    const counts = idKey === 'spoutId'
+      ? [countCol('Emitted', 'emitted'), countCol('Transferred', 'transferred'), countCol('Acked', 'acked'),
+        countCol('Failed', 'failed'), countCol('Complete latency (ms)', 'completeLatency')]
+      : [countCol('Executed', 'executed'), countCol('Execute latency (ms)', 'executeLatency'),
+        countCol('Process latency (ms)', 'processLatency'), countCol('Capacity', 'capacity'), countCol('Emitted', 'emitted'),
+        countCol('Acked', 'acked'), countCol('Failed', 'failed')];
     return [
       { title: 'Id', cell: (c) => c[idKey], cls: 'mono' },
       { title: 'Executors', cell: (c) => c.executors, num: true },
       { title: 'Tasks', cell: (c) => c.tasks, num: true },
+      ...counts,
       { title: 'Last error', cell: (c) => c.lastError, cls: 'error-text' },
       { title: 'Error host', cell: (c) => (c.errorHost ? hostPort(c.errorHost, c.errorPort) : DASH) },
     ];
@@ -489,6 +510,9 @@
     const conf = t.configuration && typeof t.configuration === 'object' ? t.configuration : {};
     const confRows = Object.keys(conf).sort().map((k) => ({ key: k, value: conf[k] }));
     $('#topology-data').replaceChildren(
+      el('h2', null, 'Tuple counts'),
+      ...(t.statsReported === false ? [el('p', { id: 'stats-no-data', class: 'no-data' }, 'No data: no worker of this topology has reported counts.')] : []),
+      table('topology-stats', statsCols, t.topologyStats, 'no counts'),
       el('h2', null, 'Workers'),
       table('workers', workerCols, t.workers, 'no workers'),
       el('h2', null, 'Spouts'),
