@@ -23,5 +23,8 @@
 // report errors through the worker protocol, package workerproto
 // (protocol.go): a status file rewritten from the /storms cache plus
 // SIGUSR1, and an error file whose latest line becomes the worker's
-// last_error. A ZooKeeper outage keeps the last status.
+// last_error. A ZooKeeper outage keeps the last status. Workers report
+// Storm's counters in a metrics file that each heartbeat reads and carries
+// within its budget, streams folded away before components are dropped
+// (workermetrics.go, metricsbudget.go).
 package supervisor
