@@ -256,8 +256,9 @@ func (w *Worker) Run(ctx context.Context, body func(ctx context.Context) error) 
 }
 
 // Main runs a worker from its environment with body and exits: 0 after a
-// clean stop, 1 when body failed or the environment is malformed (said on
-// stderr). It is a worker program's whole main.
+// clean stop, 1 when body failed (its error reported and logged), 2 when
+// the environment is malformed (said on stderr). It is a worker program's
+// whole main.
 func Main(cfg Config, body func(ctx context.Context, w *Worker) error) {
 	w, err := New(cfg)
 	if err != nil {
