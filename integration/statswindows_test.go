@@ -220,3 +220,85 @@ func statsPage(t *testing.T, url string) map[string]any {
 	}
 	return out
 }
+
+// The example's real workers: the counts the nimbus answers through the
+// REST API match what the worker reported in its supervisor's heartbeat
+// (no fewer than a heartbeat read before, no more than the one after),
+// every window has them, /metrics has them per stream, and stormctl shows
+// them.
+func TestStatsFromTheWordcountExample(t *testing.T) {
+	c, ps, sup, conn := metricsCluster(t)
+	cl := newClient(t, c, ps...)
+	const name = "counted-wc"
+	id := submitExample(t, cl, name, 1)
+	reported := func() (uint64, error) {
+		_, m, err := heartbeatRows(t, conn, sup, id)
+		if err != nil {
+			return 0, err
+		}
+		var n uint64
+		for _, s := range m.GetStreams() {
+			if s.GetComponent() == "sentence" {
+				n += s.GetEmitted()
+			}
+		}
+		return n, nil
+	}
+	var before uint64
+	testcluster.WaitFor(t, 60*time.Second, "the worker reporting emitted sentences", func() error {
+		n, err := reported()
+		if err == nil && n == 0 {
+			err = fmt.Errorf("nothing emitted yet")
+		}
+		before = n
+		return err
+	})
+	// submitExample names no kinds: the page lists every component as a bolt.
+	spoutEmitted := func(page map[string]any) float64 {
+		for _, s := range page["bolts"].([]any) {
+			if sp := s.(map[string]any); sp["boltId"] == "sentence" {
+				n, _ := sp["emitted"].(float64)
+				return n
+			}
+		}
+		return -1
+	}
+	testcluster.WaitFor(t, 30*time.Second, "the REST API's all-time count within the heartbeats' counts", func() error {
+		got := spoutEmitted(statsPage(t, ps[0].UIURL()+"/api/v1/topology/"+id))
+		after, err := reported()
+		if err != nil {
+			return err
+		}
+		if got < float64(before) || got > float64(after) {
+			return fmt.Errorf("sentence emitted %v, want from %d (a heartbeat before) to %d (the heartbeat now)", got, before, after)
+		}
+		return nil
+	})
+	top := statsPage(t, ps[0].UIURL()+"/api/v1/topology/"+id+"?window=600")
+	for _, w := range top["topologyStats"].([]any) {
+		if n, _ := w.(map[string]any)["emitted"].(float64); n <= 0 {
+			t.Errorf("topologyStats %v: want tuples emitted in every window", w)
+		}
+	}
+	if n := spoutEmitted(top); n <= 0 {
+		t.Errorf("window 600: sentence emitted %v, want some", n)
+	}
+	for _, b := range top["bolts"].([]any) {
+		if b.(map[string]any)["boltId"] == "sentence" {
+			continue
+		}
+		if n, _ := b.(map[string]any)["executed"].(float64); n <= 0 {
+			t.Errorf("window 600: bolt %v executed nothing", b.(map[string]any)["boltId"])
+		}
+	}
+	m := statsPage(t, ps[0].UIURL()+"/api/v1/topology/"+id+"/metrics?window=600")
+	for _, b := range m["bolts"].([]any) {
+		if e := b.(map[string]any)["emitted"].([]any); b.(map[string]any)["id"] == "sentence" && len(e) == 0 {
+			t.Errorf("metrics: sentence's emitted has no stream")
+		}
+	}
+	out, errOut, code := stormctl(t, append(append(c.ClientFlags(), "--seeds", ps[0].Addr()), "topology", name, "--window", "600")...)
+	if code != 0 || !strings.Contains(out, "COUNTS (window 600)") || strings.Contains(out, "no data") {
+		t.Errorf("stormctl topology --window 600: exit %d %s\n%s", code, errOut, out)
+	}
+}
