@@ -139,6 +139,10 @@ type topologyPageJSON struct {
 	// counts of spouts and bolts come from (statsWindowOf).
 	StatsReported bool   `json:"statsReported"`
 	StatsWindow   string `json:"statsWindow"`
+	// Nimbus-HA's: whether the caller may restart one of its workers and
+	// set its log levels (userMay), for the UI to offer them.
+	UserMayRestartWorkers bool `json:"userMayRestartWorkers"`
+	UserMaySetLogConfig   bool `json:"userMaySetLogConfig"`
 }
 
 func (a *API) topology(r *request) ([]byte, error) {
@@ -205,9 +209,11 @@ func executorsOf(info *nimbusv1.GetTopologyInfoResponse) []executorJSON {
 }
 
 // addConf adds the topology's configuration to its page, and its
-// msgTimeout, if the caller may read it; else says why not.
+// msgTimeout, if the caller may read it; else says why not. It adds what
+// the caller may do to the topology, which its topology.users decide.
 func (a *API) addConf(r *request, out *topologyPageJSON) {
 	conf, err := a.cfg.Reads.GetTopologyConf(r.ctx, &nimbusv1.GetTopologyConfRequest{Name: out.Name})
+	out.UserMayRestartWorkers, out.UserMaySetLogConfig = a.userMay(r, out.ID, out.Owner, conf.GetEntries())
 	if err != nil {
 		out.ConfigurationError = err.Error()
 		return

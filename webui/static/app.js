@@ -10,7 +10,11 @@
 // relies on: #nimbuses (rows' status cell: td.status), a.topology-link,
 // #topology-status, #action-activate, #action-deactivate, #action-rebalance,
 // #action-kill, #confirm, #confirm-ok, #confirm-cancel, #action-result,
-// #freshness, #no-leader, button.handover (data-to: the nimbus's host:port).
+// #freshness, #no-leader, button.handover (data-to: the nimbus's host:port),
+// #topology-workers, button.restart-worker (data-worker: host:port),
+// #loglevels-table (rows' cells: logger, level, ...), #loglevel-logger,
+// #loglevel-level, #loglevel-timeout, #loglevel-set, #loglevel-result,
+// button.loglevel-remove (data-logger: the logger's name).
 'use strict';
 
 (() => {
@@ -157,12 +161,13 @@
 
   const get = (path) => call(path);
 
-  function post(path) {
+  // post sends body (an object; none: {}) as JSON.
+  function post(path, body) {
     return call(path, {
       method: 'POST',
       credentials: 'same-origin',
       headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
-      body: '{}',
+      body: JSON.stringify(body ?? {}),
     });
   }
 
@@ -242,8 +247,12 @@
   async function load(route) {
     switch (route.page) {
       case 'topology': {
-        const [cluster, topology] = await Promise.all([get('cluster/summary'), get('topology/' + encodeURIComponent(route.id))]);
-        return { cluster, topology };
+        const path = 'topology/' + encodeURIComponent(route.id);
+        // The log levels are a panel of the page: when they cannot be
+        // read, the panel says why and the rest of the page still shows.
+        const [cluster, topology, logconfig] = await Promise.all([get('cluster/summary'), get(path),
+          get(path + '/logconfig').catch((err) => ({ error: err.message }))]);
+        return { cluster, topology, logconfig };
       }
       case 'supervisor': {
         const [cluster, supervisor] = await Promise.all([get('cluster/summary'), get('supervisor?id=' + encodeURIComponent(route.id))]);
@@ -469,7 +478,7 @@
   // renderTopology builds the page's frame once per visit and then only
   // replaces the data in it, so that the action bar (and a wait being
   // typed, with its focus) survives the refreshes.
-  function renderTopology(app, { cluster, topology: t }) {
+  function renderTopology(app, { cluster, topology: t, logconfig }) {
     const gen = String(state.generation);
     if (app.dataset.generation !== gen || !$('#topology-data')) {
       app.replaceChildren(
@@ -477,11 +486,17 @@
         el('div', { id: 'topology-head' }),
         actionBar(),
         resultLine(),
-        el('div', { id: 'topology-data' }));
+        el('div', { id: 'topology-data' }),
+        logLevelsPanel());
       app.dataset.generation = gen;
     }
     $('#actions').hidden = cluster.uiActionsEnabled === false;
     state.topology = { id: t.id || state.route.id, name: t.name || t.id || state.route.id };
+    // What the REST answer says this user may do; the leader decides either way.
+    const actions = cluster.uiActionsEnabled !== false;
+    const mayRestart = actions && t.userMayRestartWorkers === true;
+    const maySetLevels = actions && t.userMaySetLogConfig === true;
+    renderLogLevels(logconfig, maySetLevels);
 
     // The truth stormctl list tells: running of wanted, and slots lacking.
     const workersLine = (t) => {
@@ -514,7 +529,7 @@
       ...(t.statsReported === false ? [el('p', { id: 'stats-no-data', class: 'no-data' }, 'No data: no worker of this topology has reported counts.')] : []),
       table('topology-stats', statsCols, t.topologyStats, 'no counts'),
       el('h2', null, 'Workers'),
-      table('workers', workerCols, t.workers, 'no workers'),
+      table('workers', mayRestart ? [...workerCols, { title: 'Restart', cell: restartButton }] : workerCols, t.workers, 'no workers'),
       el('h2', null, 'Spouts'),
       table('spouts', componentCols('spoutId'), t.spouts, 'no spouts'),
       el('h2', null, 'Bolts'),
@@ -556,6 +571,23 @@
     });
   }
 
+  // restartButton is a worker's "Restart" button: its supervisor stops it
+  // and starts it again on the same slot.
+  function restartButton(w) {
+    const topo = state.topology;
+    if (!w.host || num(w.port) === null || !topo) return DASH;
+    const worker = w.host + ':' + w.port;
+    const button = el('button', { type: 'button', class: 'restart-worker', 'data-worker': worker }, 'Restart');
+    button.addEventListener('click', () => askFirst({
+      label: 'Restart',
+      title: 'Restart worker ' + worker + '?',
+      explain: `The supervisor on ${w.host} stops the worker of ${topo.name} on port ${w.port} and starts it again on the same slot. Tuples in flight in it are replayed or lost as the topology acks them; its other workers run on.`,
+      send: () => post('topology/' + encodeURIComponent(topo.id) + '/profiling/restartworker/' + encodeURIComponent(worker)),
+      describe: (b) => 'worker ' + text(b.id) + ' restarts on its slot (' + text(b.status) + ')',
+    }));
+    return button;
+  }
+
   // askFirst opens the dialog for action a: {label, title, explain, danger,
   // send, describe}; OK runs it (runPending).
   function askFirst(a) {
@@ -587,6 +619,108 @@
   function showResult(ok, msg) {
     state.result = { ok, msg };
     const r = $('#action-result');
+    if (!r) return;
+    r.textContent = msg;
+    r.classList.toggle('ok', ok === true);
+    r.classList.toggle('failed', ok === false);
+  }
+
+  // ---- the topology page's log levels ---------------------------------
+
+  // The levels a worker knows (workerproto.Levels), most verbose first.
+  const LEVELS = ['ALL', 'TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'FATAL', 'OFF'];
+  const MAX_LEVEL_TIMEOUT = 7 * 24 * 3600; // validate.MaxLogLevelTimeout
+
+  // logLevelsPanel is the panel's frame, built once per visit so that a
+  // logger being typed survives the refreshes: the table of set loggers
+  // and the form that sets one (Storm's LOGGER=LEVEL with a timeout).
+  function logLevelsPanel() {
+    const level = el('select', { id: 'loglevel-level' }, ...LEVELS.map((l) => el('option', { value: l }, l)));
+    level.value = 'DEBUG';
+    const form = el('form', { id: 'loglevel-form', class: 'actions loglevel-form' },
+      el('label', { for: 'loglevel-logger' }, 'Logger',
+        el('input', { id: 'loglevel-logger', type: 'text', placeholder: 'ROOT or a.dotted.name', autocomplete: 'off', spellcheck: 'false' })),
+      el('label', { for: 'loglevel-level' }, 'Level', level),
+      el('label', { for: 'loglevel-timeout' }, 'Timeout',
+        el('input', { id: 'loglevel-timeout', type: 'number', min: 0, max: MAX_LEVEL_TIMEOUT, step: 1, value: 30, inputmode: 'numeric' }), 's (0: none)'),
+      el('button', { type: 'submit', id: 'loglevel-set' }, 'Set'));
+    form.addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      setLogLevel();
+    });
+    return el('section', { id: 'loglevels' },
+      el('h2', null, 'Log levels'),
+      el('div', { id: 'loglevels-table' }),
+      form,
+      el('div', { id: 'loglevel-result', role: 'status', 'aria-live': 'polite' }));
+  }
+
+  // renderLogLevels shows the topology's logconfig (Storm's
+  // namedLoggerLevels, or {error}); may: the user may set and remove.
+  function renderLogLevels(logconfig, may) {
+    const box = $('#loglevels-table');
+    if (!box) return;
+    $('#loglevel-form').hidden = !may;
+    if (!logconfig || logconfig.error) {
+      box.replaceChildren(el('p', { class: 'empty' }, 'Cannot read the log levels: ' + text(logconfig && logconfig.error)));
+      return;
+    }
+    const named = logconfig.namedLoggerLevels && typeof logconfig.namedLoggerLevels === 'object' ? logconfig.namedLoggerLevels : {};
+    const rows = Object.keys(named).sort().map((name) => ({ name, ...(named[name] || {}) }));
+    const cols = [
+      { title: 'Logger', cell: (r) => r.name, cls: 'mono' },
+      { title: 'Level', cell: (r) => r.target_level },
+      { title: 'Reset to', cell: (r) => r.reset_level },
+      { title: 'Timeout (s)', cell: (r) => (num(r.timeout) > 0 ? r.timeout : 'none'), num: true },
+      { title: 'Reverts at', cell: (r) => (num(r.timeout_epoch) > 0 ? unixTime(Math.floor(r.timeout_epoch / 1000)) : DASH) },
+    ];
+    if (may) cols.push({ title: 'Remove', cell: removeLoggerButton });
+    box.replaceChildren(table('loglevels-list', cols, rows, 'no logger set: every worker logs at its own levels'));
+  }
+
+  function removeLoggerButton(r) {
+    const button = el('button', { type: 'button', class: 'loglevel-remove', 'data-logger': r.name }, 'Remove');
+    button.addEventListener('click', () => sendLogLevels('Remove ' + r.name, { [r.name]: { target_level: null } }));
+    return button;
+  }
+
+  // setLogLevel sends the form's logger, level and timeout, after checking
+  // them as the server does (it checks again).
+  function setLogLevel() {
+    const logger = $('#loglevel-logger').value.trim();
+    const level = $('#loglevel-level').value;
+    const rawTimeout = $('#loglevel-timeout').value.trim();
+    if (!logger || /[\s\p{C}]/u.test(logger)) {
+      showLogResult(false, 'Logger: give ROOT or a logger name without spaces, not "' + logger + '"');
+      return;
+    }
+    if (!/^\d+$/.test(rawTimeout) || Number(rawTimeout) > MAX_LEVEL_TIMEOUT) {
+      showLogResult(false, 'Timeout: a whole number of seconds from 0 (none) to ' + MAX_LEVEL_TIMEOUT + ', not "' + rawTimeout + '"');
+      return;
+    }
+    sendLogLevels('Set ' + logger + '=' + level, { [logger]: { target_level: level, timeout: Number(rawTimeout) } });
+  }
+
+  // sendLogLevels posts Storm's {namedLoggerLevels: loggers} and shows the
+  // topology's log levels the answer gives.
+  async function sendLogLevels(what, loggers) {
+    const topo = state.topology;
+    const gen = state.generation;
+    if (!topo) return;
+    showLogResult(null, what + ': sending…');
+    try {
+      const body = await post('topology/' + encodeURIComponent(topo.id) + '/logconfig', { namedLoggerLevels: loggers });
+      if (gen !== state.generation) return;
+      renderLogLevels(body, true);
+      showLogResult(true, what + ': done');
+    } catch (err) {
+      if (gen !== state.generation) return;
+      showLogResult(false, what + ' failed: ' + err.message + (err.status ? ' (HTTP ' + err.status + ')' : ''));
+    }
+  }
+
+  function showLogResult(ok, msg) {
+    const r = $('#loglevel-result');
     if (!r) return;
     r.textContent = msg;
     r.classList.toggle('ok', ok === true);
