@@ -12,6 +12,7 @@ type ctxKey struct{}
 type call struct {
 	principal string
 	via       string // the daemon that forwarded the call for principal (auth.Forward), if any
+	client    string // the forwarded caller's own address, when via sent it (auth.WithClient)
 	// authorized: a topology-scoped check passed (Authorizer.Topology), or
 	// authorization is off; the interceptors hold back a topology-scoped
 	// answer until it is set.

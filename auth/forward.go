@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 
 	"google.golang.org/grpc/metadata"
@@ -17,32 +18,84 @@ import (
 // nimbus.daemon.users may send it.
 const forwardedFor = "nimbus-forwarded-for"
 
+// forwardedClient is the metadata key beside forwardedFor that carries the
+// forwarded caller's network address (its HTTP connection's), so that the
+// leader's audit line names the browser and not only the nimbus that
+// forwarded. The leader believes it only when it honours forwardedFor;
+// from anyone else it is ignored.
+const forwardedClient = "nimbus-forwarded-client"
+
+// maxClientAddr bounds a forwarded client address: host:port of an IPv6
+// address with a zone fits many times over.
+const maxClientAddr = 256
+
+type clientKey struct{}
+
+// WithClient returns ctx carrying addr, the network address of the caller
+// a front end other than gRPC authenticated (an HTTP request's
+// r.RemoteAddr), for Forward to pass on.
+func WithClient(ctx context.Context, addr string) context.Context {
+	return context.WithValue(ctx, clientKey{}, addr)
+}
+
+// clientOf is the caller's address WithClient put in ctx, or "".
+func clientOf(ctx context.Context) string {
+	addr, _ := ctx.Value(clientKey{}).(string)
+	return addr
+}
+
 // Forward returns ctx for an outgoing call made for the caller of ctx:
 // with authentication on, the callee acts as that caller, not as this
-// daemon. Without a caller in ctx it returns ctx.
+// daemon, and learns the caller's address (WithClient), if ctx has it.
+// Without a caller in ctx it returns ctx.
 func Forward(ctx context.Context) context.Context {
 	p, ok := FromContext(ctx)
 	if !ok {
 		return ctx
 	}
-	return metadata.AppendToOutgoingContext(ctx, forwardedFor, p)
+	kv := []string{forwardedFor, p}
+	if addr := clientOf(ctx); addr != "" {
+		kv = append(kv, forwardedClient, addr)
+	}
+	return metadata.AppendToOutgoingContext(ctx, kv...)
 }
 
-// forwarder applies a forwarded call's principal: it returns the
-// principal to act as (principal itself when the call is not forwarded)
-// and who forwarded it, or an error wrapping apierr.ErrPermissionDenied
-// when principal may not forward.
-func (a *Authorizer) forwarder(ctx context.Context, principal string) (actAs, via string, err error) {
+// forwarded is what a forwarded call's metadata says once its sender is
+// trusted: the principal to act as (the caller's own when the call is not
+// forwarded), who forwarded it, and the forwarded caller's address.
+type forwarded struct {
+	actAs, via, client string
+}
+
+// forwarder applies a forwarded call's metadata: it returns the principal
+// to act as (principal itself when the call is not forwarded), who
+// forwarded it and from which client address, or an error wrapping
+// apierr.ErrPermissionDenied when principal may not forward. The client
+// address is read only from a call forwarded by nimbus.daemon.users.
+func (a *Authorizer) forwarder(ctx context.Context, principal string) (forwarded, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
 	vals := md.Get(forwardedFor)
 	switch {
 	case len(vals) == 0:
-		return principal, "", nil
+		return forwarded{actAs: principal}, nil
 	case len(vals) > 1 || vals[0] == "":
-		return "", "", fmt.Errorf("%w: %s: %s must name one principal", apierr.ErrPermissionDenied, principal, forwardedFor)
+		return forwarded{}, fmt.Errorf("%w: %s: %s must name one principal", apierr.ErrPermissionDenied, principal, forwardedFor)
 	case !slices.Contains(a.policy.Daemons, principal):
-		return "", "", fmt.Errorf("%w: %s may not act for %s: only nimbus.daemon.users forward requests",
+		return forwarded{}, fmt.Errorf("%w: %s may not act for %s: only nimbus.daemon.users forward requests",
 			apierr.ErrPermissionDenied, principal, vals[0])
 	}
-	return vals[0], principal, nil
+	return forwarded{actAs: vals[0], via: principal, client: clientAddr(md.Get(forwardedClient))}, nil
+}
+
+// clientAddr is the one host:port a trusted forwarder sent, or "" when it
+// sent none, several, or something else: an audit line then omits it
+// rather than carry a value of unknown meaning.
+func clientAddr(vals []string) string {
+	if len(vals) != 1 || len(vals[0]) > maxClientAddr {
+		return ""
+	}
+	if _, _, err := net.SplitHostPort(vals[0]); err != nil {
+		return ""
+	}
+	return vals[0]
 }

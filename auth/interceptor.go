@@ -81,10 +81,11 @@ func (a *Authorizer) admit(ctx context.Context, fullMethod string) (context.Cont
 		return ctx, c, m, apistatus.ToStatus(err)
 	}
 	c.principal = principal
-	if c.principal, c.via, err = a.forwarder(ctx, principal); err != nil {
-		c.principal = principal
+	fwd, err := a.forwarder(ctx, principal)
+	if err != nil {
 		return ctx, c, m, apistatus.ToStatus(err)
 	}
+	c.principal, c.via, c.client = fwd.actAs, fwd.via, fwd.client
 	principal = c.principal
 	switch {
 	case !known:

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/nimbusha/nimbus/apierr"
@@ -509,4 +510,40 @@ func TestForward(t *testing.T) {
 	wantAudit(t, audits[0], map[string]any{"principal": owner, "via": daemon, "outcome": "ok"})
 	wantAudit(t, audits[1], map[string]any{"principal": stranger, "via": daemon, "outcome": "PermissionDenied"})
 	wantAudit(t, audits[3], map[string]any{"principal": admin, "outcome": "PermissionDenied"})
+}
+
+// TestForwardedClient: the leader's audit line of a forwarded call names
+// the forwarded caller's address ("client") only when a nimbus
+// (nimbus.daemon.users) forwarded the call and sent one host:port;
+// anyone else's claim of an address, and a malformed one, are ignored
+// and change nothing else.
+func TestForwardedClient(t *testing.T) {
+	c := startCluster(t, secureConfig())
+	ctx := ctxT(t)
+	const browser = "198.51.100.7:51234"
+	kill := func(who string, call context.Context) error {
+		_, err := nimbusv1.NewNimbusServiceClient(c.as(t, who)).KillTopology(call, &nimbusv1.KillTopologyRequest{Name: "bobjob"})
+		return err
+	}
+	wantCode(t, "the owner's kill forwarded by a nimbus from a browser",
+		kill(daemon, auth.Forward(auth.WithClient(auth.NewContext(ctx, owner), browser))), codes.OK)
+	wantCode(t, "the owner's own kill claiming a client address",
+		kill(owner, metadata.AppendToOutgoingContext(ctx, "nimbus-forwarded-client", browser)), codes.OK)
+	wantCode(t, "a forwarded kill with a malformed client address",
+		kill(daemon, metadata.AppendToOutgoingContext(ctx, "nimbus-forwarded-for", owner, "nimbus-forwarded-client", "browser")), codes.OK)
+	wantCode(t, "a forwarded kill with two client addresses",
+		kill(daemon, metadata.AppendToOutgoingContext(ctx, "nimbus-forwarded-for", owner,
+			"nimbus-forwarded-client", browser, "nimbus-forwarded-client", "192.0.2.1:1")), codes.OK)
+
+	audits := c.log.lines(t, "audit")
+	if len(audits) != 4 {
+		t.Fatalf("%d audit lines for 4 kills: %s", len(audits), c.log)
+	}
+	wantAudit(t, audits[0], map[string]any{"principal": owner, "via": daemon, "client": browser, "outcome": "ok"})
+	wantAudit(t, audits[1], map[string]any{"principal": owner, "outcome": "ok"})
+	for i, l := range audits[1:] {
+		if l["client"] != nil {
+			t.Errorf("audit line %d names client %v, which it must ignore: %v", i+1, l["client"], l)
+		}
+	}
 }

@@ -87,6 +87,8 @@ type API struct {
 	// user's to any page's request. API clients send neither header.
 	csrf    *http.CrossOriginProtection
 	counted *metrics // requests by route and code
+	// actions is the action of each POST route's pattern, for audit lines.
+	actions map[string]auth.Action
 }
 
 // New returns the API over cfg.
@@ -100,7 +102,8 @@ func New(cfg Config) *API {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	a := &API{cfg: cfg, mux: http.NewServeMux(), csrf: http.NewCrossOriginProtection(), counted: newMetrics(cfg.Metrics)}
+	a := &API{cfg: cfg, mux: http.NewServeMux(), csrf: http.NewCrossOriginProtection(), counted: newMetrics(cfg.Metrics),
+		actions: map[string]auth.Action{}}
 	a.routes()
 	return a
 }
@@ -151,6 +154,9 @@ func (a *API) routes() {
 		"POST /api/v1/topology/{id}/logconfig":                   post("SetLogConfig", a.setLogConfig),
 	} {
 		a.mux.Handle(pattern, a.counted.observe(pattern, a.serve(r)))
+		if act, _, ok := auth.MethodAction(r.rpc); ok && r.method == http.MethodPost {
+			a.actions[pattern] = act
+		}
 	}
 	a.mux.Handle("/api/", a.counted.observe("other", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, a.cfg.State(), fmt.Errorf("%w: %s: no such endpoint (README: REST API)", apierr.ErrNoSuchPath, r.URL.Path))
@@ -158,13 +164,15 @@ func (a *API) routes() {
 }
 
 // ServeHTTP serves /api/v1 to requests whose Host names this nimbus
-// (host.go).
+// (host.go), and audits every request that is not a read (audit.go).
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if err := a.checkHost(r); err != nil {
-		a.fail(w, r, a.cfg.State(), err)
-		return
-	}
-	a.mux.ServeHTTP(w, r)
+	a.audit(w, r, func(w http.ResponseWriter, r *http.Request) {
+		if err := a.checkHost(r); err != nil {
+			a.fail(w, r, a.cfg.State(), err)
+			return
+		}
+		a.mux.ServeHTTP(w, r)
+	})
 }
 
 // serve is the common path of every endpoint, in named steps: check the
@@ -173,6 +181,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (a *API) serve(rt route) http.Handler {
 	act, topologyScoped, _ := auth.MethodAction(rt.rpc)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		noteTarget(r, targetOf(r))
 		st := a.cfg.State()
 		if r.Method != rt.method && !(rt.method == http.MethodGet && r.Method == http.MethodHead) {
 			w.Header().Set("Allow", rt.method)
@@ -194,7 +203,10 @@ func (a *API) serve(rt route) http.Handler {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
-		req := &request{Request: r, ctx: auth.NewContext(r.Context(), user), user: user, state: st}
+		// The caller's address goes with its forwarded actions, for the
+		// leader's audit line.
+		ctx := auth.WithClient(auth.NewContext(r.Context(), user), r.RemoteAddr)
+		req := &request{Request: r, ctx: ctx, user: user, state: st}
 		// Actions are decided by the leader, as the caller; reads here.
 		if rt.method == http.MethodGet && !topologyScoped {
 			if err := a.cfg.Authz.Check(req.ctx, act, auth.Target{}); err != nil {
@@ -215,17 +227,30 @@ func (a *API) serve(rt route) http.Handler {
 	})
 }
 
+// targetOf is what r's path or query names, for its audit line: a
+// topology's id, or the nimbus a hand-over names.
+func targetOf(r *http.Request) string {
+	if id := r.PathValue("id"); id != "" {
+		return id
+	}
+	return r.URL.Query().Get("to")
+}
+
 // fail answers err as Storm does, {"error": "<code> <reason>",
 // "errorMessage": ...}, with the code apistatus.HTTPStatus gives it.
 func (a *API) fail(w http.ResponseWriter, r *http.Request, st State, err error) {
+	noteRefusal(r, err)
 	code := apistatus.HTTPStatus(err)
 	body, _ := json.Marshal(map[string]string{
 		"error":        strconv.Itoa(code) + " " + http.StatusText(code),
 		"errorMessage": apistatus.Message(err), // plain words, as stormctl prints them
 	})
 	// As for gRPC: refusals at info, callers without a certificate at
-	// debug (probes would fill the log).
+	// debug (probes would fill the log). A refused mutating request has its
+	// audit line instead, unless the server failed (5xx: the reason is
+	// for the operator).
 	switch {
+	case auditedOf(r) != nil && code < 500:
 	case code == http.StatusUnauthorized:
 		a.cfg.Log.Debug("http request refused", "method", r.Method, "path", r.URL.Path, "code", code, "error", err.Error())
 	case code >= 500 || code == http.StatusForbidden:
