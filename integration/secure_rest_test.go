@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"testing"
 	"time"
@@ -32,11 +33,18 @@ func (s *secureCluster) restAPI(t *testing.T) {
 	if !strings.HasPrefix(base, "https://") {
 		t.Fatalf("the REST API of %s is %s, want HTTPS", s.follower.Name, base)
 	}
-	call := func(id testcluster.Identity, method, path string) (int, map[string]any) {
+	var from string // the client's address in the last call, as the nimbus sees it
+	call := func(id testcluster.Identity, method, path string, header ...string) (int, map[string]any) {
 		t.Helper()
-		req, err := http.NewRequestWithContext(t.Context(), method, base+path, nil)
+		ctx := httptrace.WithClientTrace(t.Context(), &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+			from = info.Conn.LocalAddr().String()
+		}})
+		req, err := http.NewRequestWithContext(ctx, method, base+path, nil)
 		if err != nil {
 			t.Fatal(err)
+		}
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
 		}
 		r, err := s.c.UIClientAs(t, id).Do(req)
 		if err != nil {
@@ -84,12 +92,25 @@ func (s *secureCluster) restAPI(t *testing.T) {
 		!strings.Contains(body["errorMessage"].(string), "trudy may not deactivate") {
 		t.Errorf("trudy deactivates alice's topology through the follower: %d %v, want 403 naming trudy", code, body)
 	}
+	// Refused by the leader: audited there as trudy, via the follower,
+	// from her address; and on the follower, which answered her.
+	waitAudit(t, s.leader, "trudy's deactivate refused by the leader", map[string]any{"principal": "trudy", "action": "deactivate",
+		"via": testcluster.NimbusPrincipal, "client": from, "outcome": "PermissionDenied"})
+	waitAudit(t, s.follower, "trudy's deactivate on the follower", map[string]any{"principal": "trudy", "action": "deactivate",
+		"target": id, "remote": from, "outcome": "PermissionDenied", "code": 403})
+	// Refused by the follower itself (a cross-origin POST): audited there.
+	if code, _ := call(trudy, http.MethodPost, "/api/v1/topology/"+id+"/kill/0", "Sec-Fetch-Site", "cross-site"); code != http.StatusForbidden {
+		t.Errorf("trudy's cross-origin kill through the follower: %d, want 403", code)
+	}
+	waitAudit(t, s.follower, "trudy's cross-origin kill on the follower", map[string]any{"principal": "trudy", "action": "kill",
+		"target": id, "remote": from, "outcome": "PermissionDenied", "code": 403})
 	if b, _ := stormBase(t, s.zk, id); b.GetStatus() != clusterv1.TopologyStatus_TOPOLOGY_STATUS_ACTIVE {
 		t.Fatalf("after trudy's refused deactivate the topology is %v", b.GetStatus())
 	}
 	if code, body := call(alice, http.MethodPost, "/api/v1/topology/"+id+"/deactivate"); code != http.StatusOK || body["status"] != "success" {
 		t.Fatalf("alice deactivates her topology through the follower: %d %v", code, body)
 	}
+	alicesAddr := from
 	if b, _ := stormBase(t, s.zk, id); b.GetStatus() != clusterv1.TopologyStatus_TOPOLOGY_STATUS_INACTIVE {
 		t.Errorf("after alice's deactivate the topology is %v", b.GetStatus())
 	}
@@ -99,14 +120,44 @@ func (s *secureCluster) restAPI(t *testing.T) {
 		for line := range strings.Lines(logText(t, s.leader)) {
 			if strings.Contains(line, `"msg":"audit"`) && strings.Contains(line, `"principal":"alice"`) &&
 				strings.Contains(line, `"action":"deactivate"`) && strings.Contains(line, `"via":"`+testcluster.NimbusPrincipal+`"`) &&
-				strings.Contains(line, `"outcome":"ok"`) {
+				strings.Contains(line, `"client":"`+alicesAddr+`"`) && strings.Contains(line, `"outcome":"ok"`) {
 				return nil
 			}
 		}
 		return fmt.Errorf("audit lines: %v", audits(t, s.leader))
 	})
+	waitAudit(t, s.follower, "alice's deactivate on the follower", map[string]any{"principal": "alice", "action": "deactivate",
+		"target": id, "remote": alicesAddr, "outcome": "ok", "code": 200})
 	zero := int32(0)
 	if err := sdkClient(t, alice, s.nimbuses...).KillTopology(t.Context(), &nimbusv1.KillTopologyRequest{Name: "alicerest", WaitSecs: &zero}); err != nil {
 		t.Errorf("alice kills alicerest: %v", err)
 	}
+}
+
+// waitAudit waits for an audit line in p's log with want's attributes
+// (numbers compared as they print).
+func waitAudit(t *testing.T, p *testcluster.Process, what string, want map[string]any) {
+	t.Helper()
+	testcluster.WaitFor(t, 5*time.Second, "the audit line of "+what+" on "+p.Name, func() error {
+		for line := range strings.Lines(logText(t, p)) {
+			var got map[string]any
+			if !strings.Contains(line, `"msg":"audit"`) || json.Unmarshal([]byte(line), &got) != nil {
+				continue
+			}
+			if hasAttrs(got, want) {
+				return nil
+			}
+		}
+		return fmt.Errorf("audit lines: %v", audits(t, p))
+	})
+}
+
+// hasAttrs reports whether line has every attribute of want.
+func hasAttrs(line, want map[string]any) bool {
+	for k, v := range want {
+		if got, ok := line[k]; !ok || fmt.Sprint(got) != fmt.Sprint(v) {
+			return false
+		}
+	}
+	return true
 }
