@@ -41,7 +41,7 @@ out="$OUT_DIR/$STORM_TOPOLOGY_ID"
 		cat "${d}spec.pb" >/dev/null 2>&1 && echo "reads=$(basename "$d")"
 	done
 	touch artifact 2>/dev/null && echo "writes=code"
-	cat "../../workers/$STORM_TOPOLOGY_ID-$STORM_PORT.log" >/dev/null 2>&1 && echo "reads=log"
+	cat "../../../workers-artifacts/$STORM_TOPOLOGY_ID/$STORM_PORT/worker.log" >/dev/null 2>&1 && echo "reads=log"
 	echo "--- env"
 	env
 } >"$out.tmp" && mv "$out.tmp" "$out"
@@ -275,8 +275,9 @@ func TestWorkersRunAsTheirOwnersUser(t *testing.T) {
 	// Its code and log: root's, the user's group, nothing for others.
 	for path, mode := range map[string]os.FileMode{
 		want["STORM_CODE_DIR"]: 0o750, filepath.Join(want["STORM_CODE_DIR"], "artifact"): 0o750,
-		filepath.Join(want["STORM_CODE_DIR"], "spec.pb"):                                                     0o640,
-		filepath.Join(sup.LocalDir, "supervisor", "workers", fmt.Sprintf("%s-%d.log", id, worker.GetPort())): 0o640,
+		filepath.Join(want["STORM_CODE_DIR"], "spec.pb"):                                                        0o640,
+		filepath.Join(sup.LocalDir, "workers-artifacts", id, strconv.Itoa(int(worker.GetPort())), "worker.log"): 0o640,
+		filepath.Join(sup.LocalDir, "workers-artifacts", id, strconv.Itoa(int(worker.GetPort()))):               0o750,
 	} {
 		st, err := os.Stat(path)
 		if err != nil {
@@ -296,7 +297,7 @@ func TestWorkersRunAsTheirOwnersUser(t *testing.T) {
 		if w, err := workerOf(t, conn, sup, rid); err != nil || w.GetPid() != 0 || !strings.Contains(w.GetLastError(), says) {
 			t.Errorf("the refused %s: %v, %v", rid, w, err)
 		}
-		if logs, _ := filepath.Glob(filepath.Join(sup.LocalDir, "supervisor", "workers", rid+"-*")); len(logs) != 0 {
+		if logs, _ := filepath.Glob(filepath.Join(sup.LocalDir, "workers-artifacts", rid, "*", "worker.log*")); len(logs) != 0 {
 			t.Errorf("the refused %s has worker logs %v", rid, logs)
 		}
 		// Its code is held (so the worker's reads= above tried it), as installed.

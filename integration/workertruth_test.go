@@ -78,14 +78,15 @@ func TestWorkerTruthFailingAndUnplaced(t *testing.T) {
 		t.Fatalf("supervisors:\n%s", sups)
 	}
 
-	// The SDK: the same truth, the tail only when asked.
+	// The SDK: the same truth; the output is in the worker's log, on its
+	// supervisor's logviewer, never in the heartbeat.
 	info, err := cl.GetTopologyInfo(t.Context(), "bad", client.WithLogTail())
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := info.GetWorkers()
 	if len(w) != 1 || w[0].GetState() != "backoff" || w[0].LastExitCode == nil || w[0].GetLastExitCode() != 3 ||
-		w[0].GetRestarts() < 1 || w[0].GetLastErrorUnixMs() == 0 || w[0].GetLogTail() != "starting\nboom" {
+		w[0].GetRestarts() < 1 || w[0].GetLastErrorUnixMs() == 0 || w[0].GetLogTail() != "" || w[0].GetLogLink() == "" {
 		t.Fatalf("workers %v", w)
 	}
 	if info.GetTopology().GetNumWorkersFailing() != 1 || info.GetTopology().GetMissingSlots() != 0 {

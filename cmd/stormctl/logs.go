@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -43,7 +42,8 @@ func newLogsCommand(g *globals) *cobra.Command {
 		Long: `Print the end of the log of each worker of TOPOLOGY (--bytes of it), read
 from the logviewer of the supervisor it runs on, with this client's
 certificate: its owner, topology.users, logs.users and nimbus.admins may.
--f follows the logs as they grow, across rotations, until interrupted.`,
+-f follows the logs as they grow, across rotations, until interrupted (or
+for --timeout, if given).`,
 		Example: `  stormctl logs wordcount
   stormctl logs wordcount --worker 10.0.0.5:6700 -f
   stormctl logs wordcount --grep 'ERROR|WARN'`,
@@ -149,10 +149,8 @@ func printLogs(ctx context.Context, g *globals, c *client.Client, name string, o
 			for _, t := range tails {
 				t.flush()
 			}
-			if errors.Is(ctx.Err(), context.Canceled) {
-				return nil // interrupted: the way -f ends
-			}
-			return ctx.Err()
+			// Interrupted, or --timeout passed: the ways -f ends.
+			return nil
 		case <-tick.C:
 		}
 		for _, t := range tails {
