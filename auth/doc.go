@@ -25,7 +25,8 @@
 // StreamServerInterceptor) authenticate every call, put the principal in
 // the context (FromContext), apply the rules that need no topology (submit,
 // cluster reads), refuse methods they do not know, and write the audit line
-// of every mutating call. Rules that need the topology's owner and
+// of every mutating call; the REST API writes its own with AuditHTTP, and
+// passes its caller's principal and address on with Forward and WithClient. Rules that need the topology's owner and
 // topology.users are asked by the handler that knows them, with one call:
 // Authorizer.Topology. The interceptors check that it did: a topology-scoped
 // call that reaches its answer unchecked is logged as an error, and a read

@@ -16,4 +16,6 @@
 // blockedBy). Authentication and authorization are package auth's, by the
 // rule of the RPC each route stands for; errors map to HTTP codes in one
 // place, apistatus.HTTPStatus, and have Storm's shape {"error","errorMessage"}.
+// Every request that is not a read leaves one audit line on the nimbus that
+// answered it, refused or not (audit.go, auth.Authorizer.AuditHTTP).
 package stormapi
