@@ -713,6 +713,7 @@
       if (gen !== state.generation) return;
       renderLogLevels(body, true);
       showLogResult(true, what + ': done');
+      refresh(); // drops a refresh in flight, which may predate the change
     } catch (err) {
       if (gen !== state.generation) return;
       showLogResult(false, what + ' failed: ' + err.message + (err.status ? ' (HTTP ' + err.status + ')' : ''));
