@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -44,18 +45,60 @@ func TestLogviewer(t *testing.T) {
 	c := testcluster.New(t, z.Addr(), testcluster.WithSecurity(sec))
 	ps := c.StartNimbuses(t, 1, testcluster.WithArgs("--nimbus.monitor.freq.secs", "1"))
 	c.WaitLeader(t, ps, 15*time.Second)
-	sup, err := c.StartSupervisor(testcluster.WithSlots(testcluster.FreePorts(t, 5)...), // a slot for each topology below
-		testcluster.WithArgs("--logviewer.max.per.worker.logs.size.mb", "1", "--logs.users", "lou"))
+	slots := testcluster.FreePorts(t, 6) // a slot for each topology below
+	supArgs := testcluster.WithArgs("--logviewer.max.per.worker.logs.size.mb", "1", "--logs.users", "lou")
+	sup, err := c.StartSupervisor(testcluster.WithSlots(slots...), supArgs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	lc := &logCluster{sec: sec, c: c, ps: ps, sup: sup, alice: sdkClient(t, sec.Client(t, "alice"), ps...), dir: t.TempDir()}
+	restart := func(t *testing.T) {
+		if err := lc.sup.Stop(syscall.SIGKILL, 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if lc.sup, err = c.StartSupervisor(testcluster.WithLocalDir(sup.LocalDir), testcluster.WithSlots(slots...), supArgs); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	t.Run("read, search, download, who may", lc.readers)
 	t.Run("path tricks and bad input", lc.badInput)
 	t.Run("rotation at the cap, private files", lc.rotation)
 	t.Run("stormctl logs follows across rotations", lc.follow)
 	t.Run("worker output stays out of ZooKeeper", func(t *testing.T) { lc.notInZooKeeper(t, z) })
+	t.Run("a supervisor killed and started again loses no line", func(t *testing.T) { lc.restart(t, restart) })
+}
+
+// restart: a worker that prints numbered lines while its supervisor is
+// killed and started again keeps every line in its log, once, in order:
+// its keeper holds the log, and the new supervisor's logviewer serves it.
+func (lc *logCluster) restart(t *testing.T, restart func(*testing.T)) {
+	_, wk := lc.run(t, "kept", `i=0; while :; do echo "kept $i"; i=$((i+1)); sleep 0.005; done`, nil)
+	restart(t)
+	var link string
+	testcluster.WaitFor(t, 30*time.Second, "the worker adopted, with the new logviewer's link", func() error {
+		info, err := lc.alice.GetTopologyInfo(t.Context(), "kept")
+		if err != nil {
+			return err
+		}
+		ws := info.GetWorkers()
+		if len(ws) != 1 || ws[0].GetPid() != wk.GetPid() || ws[0].GetState() != "running" || ws[0].GetLogLink() == wk.GetLogLink() {
+			return fmt.Errorf("workers %v", ws)
+		}
+		link = ws[0].GetLogLink()
+		return nil
+	})
+	u, _ := url.Parse(link)
+	code, _, body := lc.get(t, lc.sec.Client(t, "alice"), link, u.Path+"?"+u.RawQuery+"&start=0&length=1048576")
+	lines := strings.Split(strings.TrimSuffix(body, "\n"), "\n")
+	if code != 200 || len(lines) < 100 {
+		t.Fatalf("%d, %d lines", code, len(lines))
+	}
+	for i, l := range lines[:len(lines)-1] { // the last may be half written
+		if l != fmt.Sprintf("kept %d", i) {
+			t.Fatalf("line %d is %q, want kept %d", i, l, i)
+		}
+	}
 }
 
 // run submits a one-worker topology of alice's that runs script, with
