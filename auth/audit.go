@@ -16,22 +16,17 @@ import (
 // principal: authentication is off, or the caller presented none.
 const Anonymous = "anonymous"
 
-// Audit writes the audit line of one mutating request, at info level: who
+// audit writes the audit line of one mutating request, at info level: who
 // (the principal in ctx, or Anonymous), what (act), on what (target: a
-// topology's name or id), from where (the gRPC peer's address, when ctx has
-// one), and how it ended ("ok", or err's gRPC code by apistatus.ToStatus).
-// It writes nothing else, so no conf value or other secret reaches the log.
+// topology's name or id; topologyID, a submit's id once known), from where
+// (the gRPC peer's address, when ctx has one), and how it ended ("ok", or
+// err's gRPC code by apistatus.ToStatus). It writes nothing else, so no
+// conf value or other secret reaches the log.
 //
-// The gRPC interceptors call it once for every mutating RPC (submit, kill,
-// activate, deactivate, rebalance); handlers do not. A call another nimbus
-// forwarded (Forward) is named with "via" (that nimbus) and "client" (its
-// caller's address, as that nimbus saw it). The HTTP API writes its own
-// lines with Authorizer.AuditHTTP.
-func Audit(ctx context.Context, log *slog.Logger, act Action, target string, err error) {
-	audit(ctx, log, act, target, "", err)
-}
-
-// audit is Audit with the id a submit was given, once known.
+// The gRPC interceptors call it once for every mutating RPC; handlers do
+// not. A call another nimbus forwarded (Forward) is named with "via" (that
+// nimbus) and "client" (its caller's address, as that nimbus saw it). The
+// HTTP API writes its own lines with Authorizer.AuditHTTP.
 func audit(ctx context.Context, log *slog.Logger, act Action, target, topologyID string, err error) {
 	attrs := []slog.Attr{
 		slog.String("principal", Who(ctx)),
