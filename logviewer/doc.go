@@ -1,5 +1,5 @@
 // Package logviewer serves workers' logs, Storm's logviewer API, on every
-// supervisor (docs/ARCHITECTURE.md section 21), and owns where those logs
+// supervisor (docs/ARCHITECTURE.md section 23), and owns where those logs
 // live on its disk.
 //
 // Layout. A worker's output is in

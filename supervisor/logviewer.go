@@ -16,7 +16,7 @@ import (
 	"github.com/nimbusha/nimbus/logviewer"
 )
 
-// The logviewer (package logviewer, docs/ARCHITECTURE.md section 21): this
+// The logviewer (package logviewer, docs/ARCHITECTURE.md section 23): this
 // supervisor serves its workers' logs on logviewer.port, over TLS with the
 // nimbuses' client authentication when TLS is on, and keeps their sum
 // within logviewer.max.sum.worker.logs.size.mb.

@@ -156,7 +156,7 @@ func supervisorWorkers(id string, info *clusterv1.SupervisorInfo) []*nimbusv1.Wo
 
 // LogLink is where the worker of topology on port reads its log on the
 // logviewer at base (its supervisor's logviewer_url; docs/ARCHITECTURE.md
-// section 21): Storm's workerLogLink, empty when the supervisor serves
+// section 23): Storm's workerLogLink, empty when the supervisor serves
 // no logs.
 func LogLink(base, topology string, port int32) string {
 	if base == "" {
