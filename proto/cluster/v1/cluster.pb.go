@@ -1433,7 +1433,7 @@ type SupervisorInfo struct {
 	// As NimbusInfo.release.
 	Release string `protobuf:"bytes,11,opt,name=release,proto3" json:"release,omitempty"`
 	// Where its logviewer serves the workers' logs ("https://host:port"),
-	// empty when it serves none (logviewer.port 0).
+	// empty when it serves none (logviewer.port -1).
 	LogviewerUrl  string `protobuf:"bytes,12,opt,name=logviewer_url,json=logviewerUrl,proto3" json:"logviewer_url,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
