@@ -22,7 +22,8 @@ import (
 // the dialog, gives that worker a new pid on the same slot (as GetTopologyInfo
 // reports it) and leaves the other's alone; the "Log levels" panel sets
 // wordcount=DEBUG with a timeout, which the REST API's logconfig then
-// answers, and removes it again. The page raises no exception and breaks
+// answers, and removes it again; a bad timeout is refused in the page
+// and sends nothing. The page raises no exception and breaks
 // no rule of its CSP.
 func TestWebUIBrowserSteersWorkers(t *testing.T) {
 	chromium := requireChromium(t)
@@ -104,9 +105,25 @@ func TestWebUIBrowserSteersWorkers(t *testing.T) {
 		}
 	}
 
+	// A bad timeout is refused in the page, naming the field; nothing is sent.
+	b.do(t, "fill in the log level form with a bad timeout", 10*time.Second,
+		chromedp.SetValue(chromedp.CSS("#loglevel-logger"), "wordcount"),
+		chromedp.SetValue(chromedp.CSS("#loglevel-timeout"), "-5"),
+		chromedp.Click(chromedp.CSS("#loglevel-set")))
+	b.waitJS(t, "the refusal of timeout -5", 10*time.Second, `document.querySelector('#loglevel-result')?.textContent ?? ''`,
+		func(got string) error {
+			if !strings.HasPrefix(got, "Timeout: ") || !strings.Contains(got, `"-5"`) {
+				return fmt.Errorf("#loglevel-result says %q, want the timeout refused", got)
+			}
+			return nil
+		})
+	if levels := logConfigOf(t, base, id); len(levels) != 0 {
+		t.Fatalf("GET logconfig after a refused timeout: %+v", levels)
+	}
+
 	// Set a log level from the panel; the REST API answers it.
 	b.do(t, "fill in the log level form", 10*time.Second,
-		chromedp.SendKeys(chromedp.CSS("#loglevel-logger"), "wordcount"),
+		chromedp.SetValue(chromedp.CSS("#loglevel-logger"), "wordcount"),
 		chromedp.SetValue(chromedp.CSS("#loglevel-level"), "DEBUG"),
 		chromedp.SetValue(chromedp.CSS("#loglevel-timeout"), "600"),
 		chromedp.Click(chromedp.CSS("#loglevel-set")))

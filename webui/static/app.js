@@ -637,7 +637,8 @@
   function logLevelsPanel() {
     const level = el('select', { id: 'loglevel-level' }, ...LEVELS.map((l) => el('option', { value: l }, l)));
     level.value = 'DEBUG';
-    const form = el('form', { id: 'loglevel-form', class: 'actions loglevel-form' },
+    // novalidate: the page checks the fields itself and says which is wrong.
+    const form = el('form', { id: 'loglevel-form', class: 'actions loglevel-form', novalidate: true },
       el('label', { for: 'loglevel-logger' }, 'Logger',
         el('input', { id: 'loglevel-logger', type: 'text', placeholder: 'ROOT or a.dotted.name', autocomplete: 'off', spellcheck: 'false' })),
       el('label', { for: 'loglevel-level' }, 'Level', level),
