@@ -26,6 +26,7 @@ import (
 	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
+	"github.com/nimbusha/nimbus/workerproto"
 )
 
 // reportWorker is a worker that writes, to $OUT_DIR/$STORM_TOPOLOGY_ID,
@@ -253,6 +254,10 @@ func TestWorkersRunAsTheirOwnersUser(t *testing.T) {
 		// The worker protocol's files (package workerproto).
 		"STORM_STATUS_FILE": filepath.Join(sup.LocalDir, "supervisor", "workers", fmt.Sprintf("%s-%d", id, worker.GetPort()), "status"),
 		"STORM_ERROR_FILE":  filepath.Join(sup.LocalDir, "supervisor", "workers", fmt.Sprintf("%s-%d", id, worker.GetPort()), "errors"),
+		"STORM_METRICS_FILE": filepath.Join(sup.LocalDir, "supervisor", "workers", fmt.Sprintf("%s-%d", id, worker.GetPort()),
+			workerproto.MetricsDirName, workerproto.MetricsFileName),
+		"STORM_LOG_LEVEL_FILE": filepath.Join(sup.LocalDir, "supervisor", "workers", fmt.Sprintf("%s-%d", id, worker.GetPort()),
+			workerproto.LogLevelFileName),
 	}
 	for name, v := range want {
 		if got, ok := vars[name]; !ok || got != v {
