@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -116,18 +117,30 @@ func TestWorkerProtocolReachesWorkers(t *testing.T) {
 	for port, pid = range workers {
 	}
 
-	// Reported through STORM_ERROR_FILE, published with the next heartbeat.
+	// Reported through STORM_ERROR_FILE: the next heartbeat says that it
+	// reported one, and when; its text goes to the worker's log, never into
+	// ZooKeeper, whose nodes anyone may read.
 	testcluster.WaitFor(t, 30*time.Second, "the reported error as the worker's last error", func() error {
 		info, err := cl.GetTopologyInfo(t.Context(), "proto")
 		if err != nil {
 			return err
 		}
 		for _, w := range info.GetWorkers() {
-			if w.GetLastError() == reported && w.GetLastErrorUnixMs() > 0 {
+			if strings.Contains(w.GetLastError(), "the worker reported an error") && w.GetLastErrorUnixMs() > 0 {
+				if strings.Contains(w.GetLastError(), reported) {
+					return fmt.Errorf("the error's text reached ZooKeeper: %q", w.GetLastError())
+				}
 				return nil
 			}
 		}
 		return fmt.Errorf("workers %v", info.GetWorkers())
+	})
+	testcluster.WaitFor(t, 10*time.Second, "the reported error's text in the worker's log", func() error {
+		b, err := os.ReadFile(filepath.Join(sups[0].LocalDir, "workers-artifacts", id, fmt.Sprint(port), "worker.log"))
+		if err != nil || !strings.Contains(string(b), reported) {
+			return fmt.Errorf("not in the log (%v)", err)
+		}
+		return nil
 	})
 
 	ctx := t.Context()
