@@ -284,6 +284,18 @@ func tinyName(i int) string { return fmt.Sprintf("tiny-%05d", i) }
 // submitTiny submits n topologies of one worker and a 1 KiB artifact,
 // 8 at a time; progress, if not nil, hears each count submitted.
 func submitTiny(cl *client.Client, n int, progress func(done int)) error {
+	return submitSpecs(cl, n, func(i int) *nimbusv1.TopologySpec {
+		return &nimbusv1.TopologySpec{
+			Name: tinyName(i), NumWorkers: 1,
+			Components:    []*nimbusv1.ComponentSpec{{Id: "spout", Parallelism: 1}},
+			WorkerCommand: []string{"/bin/true"},
+		}
+	}, progress)
+}
+
+// submitSpecs submits the n topologies specOf describes, each with a 1 KiB
+// artifact, 8 at a time; progress, if not nil, hears each count submitted.
+func submitSpecs(cl *client.Client, n int, specOf func(i int) *nimbusv1.TopologySpec, progress func(done int)) error {
 	var (
 		next, done atomic.Int64
 		wg         sync.WaitGroup
@@ -294,11 +306,7 @@ func submitTiny(cl *client.Client, n int, progress func(done int)) error {
 	for range 8 {
 		wg.Go(func() {
 			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				spec := &nimbusv1.TopologySpec{
-					Name: tinyName(i), NumWorkers: 1,
-					Components:    []*nimbusv1.ComponentSpec{{Id: "spout", Parallelism: 1}},
-					WorkerCommand: []string{"/bin/true"},
-				}
+				spec := specOf(i)
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				_, err := cl.SubmitTopology(ctx, spec, bytes.NewReader(artifact), int64(len(artifact)), nil)
 				cancel()

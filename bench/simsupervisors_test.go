@@ -17,7 +17,7 @@ import (
 // simSupervisors are many supervisors in one process, each with its own
 // ZooKeeper session, registered as a real supervisor registers and
 // heartbeating as one does: one write per beat, no other request. They run
-// no workers.
+// no workers, but report the workers setWorkers describes.
 type simSupervisors struct {
 	servers []string
 	paths   cluster.Paths
@@ -26,6 +26,7 @@ type simSupervisors struct {
 	ids     []string
 	beats   atomic.Int64
 	failed  atomic.Int64
+	workers atomic.Pointer[simWorkers] // nil: no workers reported
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 }
@@ -69,11 +70,33 @@ func startSimSupervisors(servers []string, root string, n, parallel int, every t
 	return s, nil
 }
 
+// simWorkers gives the worker states supervisor i reports in a heartbeat
+// written at now; it is called from every supervisor's goroutine.
+type simWorkers func(i int, now time.Time) []*clusterv1.WorkerState
+
+// setWorkers has each later heartbeat report the workers f gives (none
+// when f is nil).
+func (s *simSupervisors) setWorkers(f simWorkers) {
+	if f == nil {
+		s.workers.Store(nil)
+		return
+	}
+	s.workers.Store(&f)
+}
+
 func (s *simSupervisors) info(i int, started time.Time) []byte {
-	return cluster.Encode(&clusterv1.SupervisorInfo{
+	now := time.Now()
+	info := &clusterv1.SupervisorInfo{
 		SupervisorId: s.ids[i], Host: fmt.Sprintf("sim-%d", i), SlotPorts: []int32{6700, 6701, 6702, 6703},
-		StartTimeUnixMs: started.UnixMilli(), Version: "sim", LastHeartbeatUnixMs: time.Now().UnixMilli(),
-	})
+		StartTimeUnixMs: started.UnixMilli(), Version: "sim", LastHeartbeatUnixMs: now.UnixMilli(),
+	}
+	if f := s.workers.Load(); f != nil {
+		info.Workers = (*f)(i, now)
+		for _, w := range info.Workers {
+			info.UsedPorts = append(info.UsedPorts, w.GetPort())
+		}
+	}
+	return cluster.Encode(info)
 }
 
 func (s *simSupervisors) register(i int, started time.Time) error {
