@@ -2,11 +2,11 @@ package supervisor
 
 import (
 	"maps"
-	"os"
 	"path/filepath"
 	"time"
 
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
+	"github.com/nimbusha/nimbus/validate"
 	"github.com/nimbusha/nimbus/workerproto"
 )
 
@@ -18,22 +18,26 @@ import (
 
 // levelsAt are the levels a topology's workers have at now, and when they
 // next change (zero: never): a logger's target level until its timeout,
-// then its reset level, or no entry when it has none.
+// then its reset level, or no entry when it has none. An entry a worker's
+// file could not hold (a name or level written by hand into ZooKeeper) is
+// left out: it must not stop the others, nor a worker's start.
 func levelsAt(entries map[string]*clusterv1.LoggerLevel, now time.Time) (workerproto.LogLevels, time.Time) {
 	levels := workerproto.LogLevels{}
 	var next time.Time
 	for name, l := range entries {
+		level := l.GetTargetLevel()
 		end := time.UnixMilli(l.GetTimeoutUnixMs())
 		switch {
 		case l.GetTimeoutUnixMs() == 0:
-			levels[name] = workerproto.Level(l.GetTargetLevel())
 		case now.Before(end):
-			levels[name] = workerproto.Level(l.GetTargetLevel())
 			if next.IsZero() || end.Before(next) {
 				next = end
 			}
-		case l.GetResetLevel() != "":
-			levels[name] = workerproto.Level(l.GetResetLevel())
+		default:
+			level = l.GetResetLevel()
+		}
+		if parsed, err := workerproto.ParseLevel(level); err == nil && validate.LoggerName("logger", name) == nil {
+			levels[name] = parsed
 		}
 	}
 	return levels, next
@@ -90,19 +94,11 @@ func (w *worker) setLogLevels(levels workerproto.LogLevels) {
 }
 
 // writeLogLevels replaces dir's log-level file atomically, readable as
-// the status file is (writeStatus's owner and mode).
+// the status file is.
 func writeLogLevels(dir string, levels workerproto.LogLevels, as *account) error {
 	data, err := workerproto.EncodeLogLevels(levels)
 	if err != nil {
 		return err
 	}
-	return workerproto.ReplaceFile(filepath.Join(dir, workerproto.LogLevelFileName), data, func(f *os.File) error {
-		if as == nil {
-			return f.Chmod(0o644)
-		}
-		if err := f.Chown(0, int(as.GID)); err != nil {
-			return err
-		}
-		return f.Chmod(codeFileMode)
-	})
+	return workerproto.ReplaceFile(filepath.Join(dir, workerproto.LogLevelFileName), data, readableBy(as))
 }

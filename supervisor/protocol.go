@@ -162,34 +162,23 @@ func prepareDir(dir string, as *account) error {
 
 // writeStatus replaces dir's status file atomically (a temporary file
 // renamed over it), so a worker reads the old status or the new.
-func writeStatus(dir string, st workerproto.Status, as *account) (err error) {
-	f, err := os.CreateTemp(dir, ".status-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
+func writeStatus(dir string, st workerproto.Status, as *account) error {
+	return workerproto.ReplaceFile(filepath.Join(dir, workerproto.StatusFileName), st.Encode(), readableBy(as))
+}
+
+// readableBy sets a file the supervisor writes for a worker to read (its
+// status and log-level files): root:<the worker's group> 0640 for a worker
+// run as a user, else 0644.
+func readableBy(as *account) func(*os.File) error {
+	return func(f *os.File) error {
+		if as == nil {
+			return f.Chmod(0o644)
 		}
-	}()
-	mode := os.FileMode(0o644)
-	if as != nil {
-		mode = codeFileMode
 		if err := f.Chown(0, int(as.GID)); err != nil {
 			return err
 		}
+		return f.Chmod(codeFileMode)
 	}
-	if err := f.Chmod(mode); err != nil {
-		return err
-	}
-	if _, err := f.Write(st.Encode()); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), filepath.Join(dir, workerproto.StatusFileName))
 }
 
 // resetErrors creates dir's error file empty, owned by the worker's user.

@@ -159,7 +159,7 @@ func SetLogLevels(req *nimbusv1.SetLogConfigRequest, now func() time.Time) Chang
 		}
 		for name, l := range req.GetSet() {
 			set := &clusterv1.LoggerLevel{
-				TargetLevel: strings.ToUpper(l.GetTargetLevel()), ResetLevel: strings.ToUpper(l.GetResetLevel()),
+				TargetLevel: canonicalLevel(l.GetTargetLevel()), ResetLevel: canonicalLevel(l.GetResetLevel()),
 				TimeoutSecs: l.GetTimeoutSecs(),
 			}
 			if l.GetTimeoutSecs() > 0 {
@@ -172,6 +172,12 @@ func SetLogLevels(req *nimbusv1.SetLogConfigRequest, now func() time.Time) Chang
 		}
 		return !maps.EqualFunc(before, base.GetLogLevels(), func(a, b *clusterv1.LoggerLevel) bool { return proto.Equal(a, b) }), nil
 	}
+}
+
+// canonicalLevel is a level as workers' log-level files spell it
+// (workerproto.ParseLevel: trimmed, upper case); "" stays "".
+func canonicalLevel(s string) string {
+	return strings.ToUpper(strings.TrimSpace(s))
 }
 
 // FinishRebalance ends a rebalance's wait: the plan's workers and

@@ -93,7 +93,7 @@ func TestSetLogLevels(t *testing.T) {
 		"gone":        {TargetLevel: "INFO"},
 	}}
 	req := &nimbusv1.SetLogConfigRequest{
-		Set:    map[string]*clusterv1.LoggerLevel{"ROOT": {TargetLevel: "debug", ResetLevel: "info", TimeoutSecs: 30}},
+		Set:    map[string]*clusterv1.LoggerLevel{"ROOT": {TargetLevel: " debug ", ResetLevel: "info\t", TimeoutSecs: 30}},
 		Remove: []string{"gone"},
 	}
 	changed, err := SetLogLevels(req, clock)(base)
