@@ -69,22 +69,9 @@ func (a *API) rebalance(r *request) ([]byte, error) {
 
 // readRebalance reads a rebalance's body, if any, into req.
 func readRebalance(r *request, req *nimbusv1.RebalanceTopologyRequest) error {
-	raw, err := io.ReadAll(r.Body)
-	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooLarge):
-		return validate.Invalid("body", "larger than %d bytes", maxBodyBytes)
-	case err != nil:
-		return validate.Invalid("body", "%v", err)
-	case len(raw) == 0:
-		return nil
-	}
 	var body rebalanceBody
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil {
-		return validate.Invalid("body", "want {\"rebalanceOptions\": {\"numWorkers\": N, \"executors\": {\"component\": N}}}: %v", err)
+	if err := readJSONBody(r, &body, `{"rebalanceOptions": {"numWorkers": N, "executors": {"component": N}}}`); err != nil {
+		return err
 	}
 	opts := body.RebalanceOptions
 	if opts == nil {
@@ -106,6 +93,29 @@ func readRebalance(r *request, req *nimbusv1.RebalanceTopologyRequest) error {
 			req.ComponentParallelism = map[string]int32{}
 		}
 		req.ComponentParallelism[c] = n
+	}
+	return nil
+}
+
+// readJSONBody decodes the request's body, if it has one, into v: one
+// JSON object of the fields v knows (numbers as json.Number), within
+// maxBodyBytes; shape is what the error shows the caller.
+func readJSONBody(r *request, v any, shape string) error {
+	raw, err := io.ReadAll(r.Body)
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return validate.Invalid("body", "larger than %d bytes", maxBodyBytes)
+	case err != nil:
+		return validate.Invalid("body", "%v", err)
+	case len(raw) == 0:
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return validate.Invalid("body", "want %s: %v", shape, err)
 	}
 	return nil
 }

@@ -1,12 +1,8 @@
 package stormapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
-	"net/http"
 
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
@@ -61,19 +57,9 @@ func (a *API) setLogConfig(r *request) ([]byte, error) {
 // readLogConfig reads a POST's body into a SetLogConfig request (its name
 // not set), checked as the gRPC request is.
 func readLogConfig(r *request) (*nimbusv1.SetLogConfigRequest, error) {
-	raw, err := io.ReadAll(r.Body)
-	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooLarge):
-		return nil, validate.Invalid("body", "larger than %d bytes", maxBodyBytes)
-	case err != nil:
-		return nil, validate.Invalid("body", "%v", err)
-	}
 	var body logConfigJSON
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil {
-		return nil, validate.Invalid("body", `want {"namedLoggerLevels": {"LOGGER": {"target_level": "DEBUG", "reset_level": "INFO", "timeout": 30}}}: %v`, err)
+	if err := readJSONBody(r, &body, `{"namedLoggerLevels": {"LOGGER": {"target_level": "DEBUG", "reset_level": "INFO", "timeout": 30}}}`); err != nil {
+		return nil, err
 	}
 	req := &nimbusv1.SetLogConfigRequest{Set: map[string]*clusterv1.LoggerLevel{}, Name: "-"}
 	for name, l := range body.NamedLoggerLevels {
