@@ -346,7 +346,7 @@ func (v *View) clusterSummary() *nimbusv1.ClusterSummary {
 		sum := &nimbusv1.SupervisorSummary{
 			SupervisorId: id, Host: info.GetHost(), Version: info.GetVersion(), Release: version.ReleaseOf(info.GetRelease()),
 			NumWorkers: int32(len(info.GetSlotPorts())), NumUsedWorkers: used[id],
-			Workers: supervisorWorkers(id, info), LogviewerUrl: info.GetLogviewerUrl(),
+			Workers: supervisorWorkers(id, info), LogviewerUrl: logviewerURL(info),
 		}
 		if start := info.GetStartTimeUnixMs(); start > 0 {
 			sum.UptimeSecs = int64(v.now().Sub(time.UnixMilli(start)) / time.Second)

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
+	"github.com/nimbusha/nimbus/validate"
 )
 
 // Worker truth (docs/ARCHITECTURE.md section 11): the read path joins the
@@ -157,12 +159,26 @@ func supervisorWorkers(id string, info *clusterv1.SupervisorInfo) []*nimbusv1.Wo
 // LogLink is where the worker of topology on port reads its log on the
 // logviewer at base (its supervisor's logviewer_url; docs/ARCHITECTURE.md
 // section 23): Storm's workerLogLink, empty when the supervisor serves
-// no logs.
+// no logs or registered something that is not an http(s) URL with a host
+// (a javascript: URL must not become a link).
 func LogLink(base, topology string, port int32) string {
-	if base == "" {
+	u, err := validate.LinkURL("logviewer_url", base)
+	if err != nil {
 		return ""
 	}
-	return base + "/api/v1/log?" + url.Values{"file": {fmt.Sprintf("%s/%d/worker.log", topology, port)}}.Encode()
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/api/v1/log"
+	u.RawPath = ""
+	u.RawQuery = url.Values{"file": {fmt.Sprintf("%s/%d/worker.log", topology, port)}}.Encode()
+	return u.String()
+}
+
+// logviewerURL is a supervisor's logviewer_url if it is one to link to
+// (LogLink's rule), else empty.
+func logviewerURL(info *clusterv1.SupervisorInfo) string {
+	if _, err := validate.LinkURL("logviewer_url", info.GetLogviewerUrl()); err != nil {
+		return ""
+	}
+	return info.GetLogviewerUrl()
 }
 
 // heartbeatReads has the view read supervisors' heartbeats when a read

@@ -112,4 +112,16 @@ func TestLogLink(t *testing.T) {
 	if got := LogLink("https://host-1:8000", "wc-1-1700000000", 6700); got != want {
 		t.Fatalf("got %q, want %q", got, want)
 	}
+	if got := LogLink("http://host-1:8000/logs/", "t-1-1", 6700); got != "http://host-1:8000/logs/api/v1/log?file=t-1-1%2F6700%2Fworker.log" {
+		t.Fatalf("under a path: %q", got)
+	}
+	// What a supervisor registers is not trusted to be a link.
+	for _, bad := range []string{"javascript:alert(1)", "data:text/html,x", "//host-1:8000", "https://", "https://u@host-1:8000", "https://host-1:8000?x=1"} {
+		if got := LogLink(bad, "t-1-1", 6700); got != "" {
+			t.Errorf("logviewer_url %q gave the link %q, want none", bad, got)
+		}
+		if got := logviewerURL(&clusterv1.SupervisorInfo{LogviewerUrl: bad}); got != "" {
+			t.Errorf("logviewer_url %q shown as %q, want none", bad, got)
+		}
+	}
 }
