@@ -12,6 +12,15 @@ import (
 // 260 MB at the bound.
 const DefaultMaxSeries = 50_000
 
+// DefaultMaxSeriesPerWorker bounds the series of one worker slot, so a
+// worker that names new streams at every report cannot take the room of
+// the others: a heartbeat carries at most a few hundred rows per worker.
+const DefaultMaxSeriesPerWorker = 1_000
+
+// staleReports is how many of its worker's reports a series may miss
+// before it may be evicted to make room for a new one.
+const staleReports = 3
+
 // WorkerID is a worker's slot: its supervisor and port.
 type WorkerID struct {
 	Supervisor string
@@ -46,21 +55,24 @@ type Report struct {
 // Aggregator keeps every topology's counts in Storm's windows from the
 // reports it observes. It is safe for concurrent use.
 type Aggregator struct {
-	mu         sync.Mutex
-	maxSeries  int
-	series     int    // kept now
-	refused    uint64 // series not kept for the bound
-	topologies map[string]*topology
+	mu           sync.Mutex
+	maxSeries    int
+	maxPerWorker int
+	series       int    // kept now
+	refused      uint64 // series not kept for the bound
+	topologies   map[string]*topology
 }
 
 // NewAggregator returns an Aggregator that keeps at most maxSeries series
-// (DefaultMaxSeries if 0): past it, a stream not seen before is not
-// counted (Refused says how many were not).
+// (DefaultMaxSeries if 0), and DefaultMaxSeriesPerWorker of one worker
+// slot: at a bound, a stream not seen before takes the place of its
+// worker's series that missed its last reports, or is not counted
+// (Refused says how many were not).
 func NewAggregator(maxSeries int) *Aggregator {
 	if maxSeries <= 0 {
 		maxSeries = DefaultMaxSeries
 	}
-	return &Aggregator{maxSeries: maxSeries, topologies: map[string]*topology{}}
+	return &Aggregator{maxSeries: maxSeries, maxPerWorker: DefaultMaxSeriesPerWorker, topologies: map[string]*topology{}}
 }
 
 type topology struct {
@@ -73,26 +85,36 @@ type topology struct {
 // worker is what was last seen of a slot's worker, and its series.
 type worker struct {
 	host           string
-	started, taken int64            // of the run last seen
-	last           map[Key]Counts   // that run's cumulative counts
-	executors      map[string]int32 // by component
-	series         map[Key]*series
+	started, taken int64 // of the run last seen
+	// since is when the stretch of reports the ten-minute window sees
+	// began: a restart within the window does not begin a new one.
+	since     int64
+	seq       uint64 // reports observed
+	run       run    // what was counted of the run last seen (run.go)
+	executors map[string]int32
+	series    map[Key]*series
 }
 
 // series is one worker's counts on one stream: all time, and a ring per
 // timed window.
 type series struct {
-	total  Counts
-	rings  [len(ringSpecs)]ring
-	lastMs int64 // its last report
+	total   Counts
+	rings   [len(ringSpecs)]ring
+	lastMs  int64  // its last report
+	lastSeq uint64 // its worker's report that last had it
 }
 
 // Observe adds what r reports, as seen at now (Unix milliseconds). The
 // increase since the worker's last report is spread over the time between
 // the two; a run seen for the first time, or a new run (a new StartedMs:
-// its counters started again) counts from its start. A report no newer
-// than the last one of the same run changes nothing.
+// its counters started again) counts from its start. Within a run each
+// count is added once (run.go). A report no newer than the last one of the
+// same run changes nothing, nor does one without a run start (StartedMs
+// 0 cannot tell a restart from the same run).
 func (a *Aggregator) Observe(r Report, now int64) {
+	if r.StartedMs <= 0 {
+		return
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	t := a.topologies[r.Topology]
@@ -106,52 +128,59 @@ func (a *Aggregator) Observe(r Report, now int64) {
 	}
 	w := t.workers[r.Worker]
 	if w == nil {
-		w = &worker{series: map[Key]*series{}}
+		w = &worker{series: map[Key]*series{}, executors: map[string]int32{}}
 		t.workers[r.Worker] = w
 	}
-	sameRun := w.last != nil && w.started == r.StartedMs
+	seen := w.seq > 0
+	sameRun := seen && w.started == r.StartedMs
 	if sameRun && taken <= w.taken {
 		return
 	}
-	from := cmp.Or(r.StartedMs, taken)
-	if w.last != nil {
+	from := r.StartedMs
+	if seen {
 		from = max(from, w.taken)
 	}
-	next := make(map[Key]Counts, len(r.Streams))
-	executors := map[string]int32{}
+	if !sameRun {
+		w.run = newRun()
+		clear(w.executors) // kept within a run for components a report leaves out
+	}
+	if !seen || from-w.taken >= int64(TenMinutes)*1000 {
+		w.since = from
+	}
+	w.seq++
+	tracked := make([]StreamCounts, 0, len(r.Streams))
+	held := make([]*series, 0, len(r.Streams))
 	for _, sc := range r.Streams {
-		next[sc.Key] = sc.Counts
-		executors[sc.Component] = max(executors[sc.Component], sc.Executors)
+		w.executors[sc.Component] = max(w.executors[sc.Component], sc.Executors)
 		if sc.Kind != "" {
 			t.kinds[sc.Component] = sc.Kind
 		}
-		var base Counts
-		if sameRun {
-			base = w.last[sc.Key]
+		if s := a.seriesOf(t, w, sc.Key); s != nil {
+			tracked, held = append(tracked, sc), append(held, s)
 		}
-		d, ok := increase(sc.Counts, base)
-		if !ok { // counters went down within a run: they started again
-			d = sc.Counts
-		}
-		s := a.seriesOf(w, sc.Key)
-		if s == nil {
-			continue
-		}
-		s.total = s.total.Add(d)
-		for i, spec := range ringSpecs {
-			s.rings[i].add(spec, from, taken, d.vec())
-		}
-		s.lastMs = taken
 	}
-	w.host, w.started, w.taken, w.last, w.executors = r.Host, r.StartedMs, taken, next, executors
+	for i, d := range w.run.account(tracked) {
+		s := held[i]
+		s.total = s.total.Add(d)
+		for j, spec := range ringSpecs {
+			s.rings[j].add(spec, from, taken, d.vec())
+		}
+		s.lastMs, s.lastSeq = taken, w.seq
+	}
+	w.host, w.started, w.taken = r.Host, r.StartedMs, taken
 }
 
-// seriesOf is w's series for k, made if the bound allows; nil if not.
-func (a *Aggregator) seriesOf(w *worker, k Key) *series {
+// seriesOf is w's series for k, made if the bounds allow, after evicting
+// w's stale series if they do not; nil if still not.
+func (a *Aggregator) seriesOf(t *topology, w *worker, k Key) *series {
 	if s := w.series[k]; s != nil {
 		return s
 	}
-	if a.series >= a.maxSeries {
+	full := func() bool { return a.series >= a.maxSeries || len(w.series) >= a.maxPerWorker }
+	if full() {
+		a.evictStale(t, w)
+	}
+	if full() {
 		a.refused++
 		return nil
 	}
@@ -159,6 +188,23 @@ func (a *Aggregator) seriesOf(w *worker, k Key) *series {
 	s := &series{}
 	w.series[k] = s
 	return s
+}
+
+// evictStale drops w's series that missed its last staleReports reports.
+func (a *Aggregator) evictStale(t *topology, w *worker) {
+	for k, s := range w.series {
+		if w.seq-s.lastSeq >= staleReports {
+			a.retire(t, w, k, s)
+		}
+	}
+}
+
+// retire drops w's series s of k, keeping its all-time counts in t's.
+func (a *Aggregator) retire(t *topology, w *worker, k Key, s *series) {
+	t.retired[k] = t.retired[k].Add(s.total)
+	w.run.forget(k)
+	delete(w.series, k)
+	a.series--
 }
 
 // Refused is how many series were not kept because of the bound, and
@@ -186,9 +232,7 @@ func (a *Aggregator) Sweep(now int64, live func(topology string) bool) {
 		for wid, w := range t.workers {
 			for k, s := range w.series {
 				if now-s.lastMs > keepMs {
-					t.retired[k] = t.retired[k].Add(s.total)
-					delete(w.series, k)
-					a.series--
+					a.retire(t, w, k, s)
 				}
 			}
 			if len(w.series) == 0 && now-w.taken > keepMs {
@@ -318,7 +362,7 @@ func (a *Aggregator) Topology(id string, w Window, now int64) (*TopologyStats, b
 		}
 		for c, tot := range byComponent {
 			ws := WorkerStats{Worker: wid, Host: wk.host, Component: c, Executors: wk.executors[c], Totals: tot,
-				Capacity: capacity(busy10[c], wk.executors[c], wk.started, now)}
+				Capacity: capacity(busy10[c], wk.executors[c], wk.since, now)}
 			out.Workers = append(out.Workers, ws)
 			cs := component(c)
 			cs.Capacity = max(cs.Capacity, ws.Capacity)
@@ -396,12 +440,12 @@ func topologyTotals(t *topology, byWindow map[Window]map[Key]Totals) map[Window]
 func isSystem(id string) bool { return strings.HasPrefix(id, "__") }
 
 // capacity is Storm's capacity of an executor: the time spent executing
-// over the last ten minutes, or over the run if it is shorter, per
-// executor.
-func capacity(busyUs uint64, executors int32, started, now int64) float64 {
+// over the last ten minutes, or over the time since the reports began
+// (since) if it is shorter, per executor.
+func capacity(busyUs uint64, executors int32, since, now int64) float64 {
 	windowMs := int64(TenMinutes) * 1000
-	if started > 0 && now-started < windowMs {
-		windowMs = now - started
+	if since > 0 && now-since < windowMs {
+		windowMs = now - since
 	}
 	if windowMs <= 0 {
 		return 0

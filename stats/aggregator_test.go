@@ -57,13 +57,13 @@ func TestWindows(t *testing.T) {
 			want: map[Window]uint64{TenMinutes: 130, ThreeHours: 130, OneDay: 130, AllTime: 130},
 		},
 		{
-			name: "counters that go down within a run are a new run",
+			name: "counters that go down within a run are a new base",
 			obs: []obs{
 				{report(t0, t0+60*sec, 100, 0, 0), t0 + 60*sec},
 				{report(t0, t0+120*sec, 40, 0, 0), t0 + 120*sec},
 			},
 			at:   t0 + 120*sec,
-			want: map[Window]uint64{TenMinutes: 140, AllTime: 140, ThreeHours: 140, OneDay: 140},
+			want: map[Window]uint64{TenMinutes: 100, AllTime: 100, ThreeHours: 100, OneDay: 100},
 		},
 		{
 			name: "ten minutes rolls past counts, the longer windows keep them",

@@ -13,12 +13,7 @@ type Counts struct {
 
 // Add returns c plus o.
 func (c Counts) Add(o Counts) Counts {
-	a, b := c.fields(), o.fields()
-	for i := range a {
-		a[i] += b[i]
-	}
-	return Counts{Emitted: a[0], Transferred: a[1], Acked: a[2], Failed: a[3], Executed: a[4],
-		CompleteLatencyUs: a[5], ProcessLatencyUs: a[6], ExecuteLatencyUs: a[7]}
+	return countsOf(plusFields(c.fields(), o.fields()))
 }
 
 // CompleteLatencyMs is the average complete latency in milliseconds; 0
@@ -51,14 +46,13 @@ func (c Counts) vec() vec {
 
 // fromVec rounds v to whole counts.
 func fromVec(v vec) Counts {
-	r := func(f float64) uint64 {
-		if f <= 0 {
-			return 0
+	var f [8]uint64
+	for i, x := range v {
+		if x > 0 {
+			f[i] = uint64(math.Round(x))
 		}
-		return uint64(math.Round(f))
 	}
-	return Counts{Emitted: r(v[0]), Transferred: r(v[1]), Acked: r(v[2]), Failed: r(v[3]), Executed: r(v[4]),
-		CompleteLatencyUs: r(v[5]), ProcessLatencyUs: r(v[6]), ExecuteLatencyUs: r(v[7])}
+	return countsOf(f)
 }
 
 func (v vec) plus(o vec) vec {
@@ -75,22 +69,19 @@ func (v vec) scaled(f float64) vec {
 	return v
 }
 
-// increase is cur less last, field by field; ok is false if any counter
-// went down, which only a new run does.
-func increase(cur, last Counts) (Counts, bool) {
-	c, l := cur.fields(), last.fields()
-	var d [8]uint64
-	for i := range c {
-		if c[i] < l[i] {
-			return Counts{}, false
-		}
-		d[i] = c[i] - l[i]
-	}
-	return Counts{Emitted: d[0], Transferred: d[1], Acked: d[2], Failed: d[3], Executed: d[4],
-		CompleteLatencyUs: d[5], ProcessLatencyUs: d[6], ExecuteLatencyUs: d[7]}, true
+// increase is cur less last, field by field; a counter that went down
+// has no increase.
+func increase(cur, last Counts) Counts {
+	return countsOf(minusFields(cur.fields(), last.fields()))
 }
 
 func (c Counts) fields() [8]uint64 {
 	return [8]uint64{c.Emitted, c.Transferred, c.Acked, c.Failed, c.Executed,
 		c.CompleteLatencyUs, c.ProcessLatencyUs, c.ExecuteLatencyUs}
+}
+
+// countsOf is the Counts of fields in fields' order.
+func countsOf(f [8]uint64) Counts {
+	return Counts{Emitted: f[0], Transferred: f[1], Acked: f[2], Failed: f[3], Executed: f[4],
+		CompleteLatencyUs: f[5], ProcessLatencyUs: f[6], ExecuteLatencyUs: f[7]}
 }
