@@ -22,8 +22,12 @@
 // worker.yaml: its owner, topology.users, logs.users (the topology's and
 // this supervisor's) and nimbus.admins. A file is named
 // <topology-id>/<port>/<name> and opened under the root only (os.Root: no
-// "..", no absolute path, no symlink); anything else is a 400 naming the
-// parameter, an unknown topology or port a 404, and nothing is changed.
+// "..", no absolute path, nothing outside it whatever links appear), each
+// part of its path checked with Lstat first (directories, then a regular
+// file: no symlink anywhere) and the opened file the one checked; anything
+// else is a 400 naming the parameter, an unknown topology or port a 404,
+// and nothing is changed. A request whose Host does not name the
+// supervisor is refused (package hostcheck: DNS rebinding).
 //
 // Cap. Enforce keeps the sum of all workers' logs within
 // logviewer.max.sum.worker.logs.size.mb, deleting the oldest of the

@@ -136,7 +136,7 @@ func mkdir(dir string, mode os.FileMode, gid int) error {
 // <topology-id>/<port>).
 func readMeta(root *os.Root, rel string) (Meta, error) {
 	var m Meta
-	f, err := root.Open(filepath.Join(rel, MetaName))
+	f, err := root.OpenFile(filepath.Join(rel, MetaName), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return m, err
 	}

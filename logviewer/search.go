@@ -84,17 +84,31 @@ func (s *Server) search(req *request) error {
 	return nil
 }
 
-// deepSearch answers /api/v1/deepSearch/:topoId?search-string=&num-matches=&port=&search-archived=:
-// the search in the current log of every worker of the topology here (of
-// the one on port, if given), and in their rotated files with
-// search-archived=true; num-matches in all.
+// Matched is one worker's part of a deepSearch answer, Storm's: the
+// search in its logs, one entry per file searched (FileSearch with
+// FileName and Port), and FileOffset, the index (in listLogs' order) of
+// the first file not searched to its end: with the last entry's
+// nextByteOffset, where a next search goes on (start-file-offset,
+// start-byte-offset).
+type Matched struct {
+	FileOffset   int          `json:"fileOffset"`
+	SearchString string       `json:"searchString"`
+	Matches      []FileSearch `json:"matches"`
+}
+
+// deepSearch answers /api/v1/deepSearch/:topoId?search-string=&num-matches=&port=&search-archived=&start-file-offset=&start-byte-offset=
+// as Storm does: the search in the current log of each worker of the
+// topology here, and in its rotated files with search-archived=true, up
+// to num-matches per worker. With a port, one worker's Matched, from the
+// start-file-offset-th of its files (0 is worker.log) at
+// start-byte-offset; without, a list of every worker's, from the start.
 func (s *Server) deepSearch(req *request) error {
 	needle, limit, err := searchParams(req)
 	if err != nil {
 		return err
 	}
 	port := 0
-	if req.q.Get("port") != "" {
+	if req.q.Get("port") != "" && req.q.Get("port") != "*" {
 		if port, err = parsePort("port", req.q.Get("port")); err != nil {
 			return err
 		}
@@ -105,43 +119,101 @@ func (s *Server) deepSearch(req *request) error {
 			return validate.Invalid("search-archived", "%q is not true or false", v)
 		}
 	}
+	from, err := deepSearchStart(req.q, port, archived)
+	if err != nil {
+		return err
+	}
 	topology := req.r.PathValue("topoId")
 	workers, err := req.authorize(s, "topoId", topology, port)
 	if err != nil {
 		return err
 	}
 	deadline := time.Now().Add(s.budget)
-	out := struct {
-		SearchString string       `json:"searchString"`
-		TopologyID   string       `json:"topologyId"`
-		Matches      []FileSearch `json:"matches"`
-	}{needle, topology, []FileSearch{}}
+	all := make([]Matched, 0, len(workers))
 	for _, w := range workers {
-		for _, file := range req.logsOf(w) {
-			if limit <= 0 || time.Now().After(deadline) {
-				break
-			}
-			if !archived && !strings.HasSuffix(file, "/"+LogName) {
-				continue
-			}
-			f, err := req.root.Open(file)
-			if err != nil {
-				continue // rotated away meanwhile
-			}
-			fi, err := f.Stat()
-			if err != nil || !fi.Mode().IsRegular() {
-				f.Close()
-				continue
-			}
-			res := searchFile(f, fi.Size(), file, needle, 0, limit, deadline, baseURL(req.r))
-			f.Close()
-			res.FileName, res.Port = file, strconv.Itoa(w.port)
-			limit -= len(res.Matches)
-			out.Matches = append(out.Matches, res)
+		files := req.logsOf(w)
+		if !archived {
+			files = files[:min(len(files), 1)] // worker.log, listed first
+		}
+		all = append(all, req.searchWorker(w, files, needle, limit, from, deadline))
+	}
+	if port != 0 {
+		writeJSON(req.w, http.StatusOK, all[0])
+		return nil
+	}
+	writeJSON(req.w, http.StatusOK, all)
+	return nil
+}
+
+// searchPosition is where a deepSearch of one worker starts: the index of
+// a file in its list, and a byte in that file.
+type searchPosition struct {
+	file int
+	byte int64
+}
+
+// deepSearchStart reads start-file-offset and start-byte-offset, which
+// name a place in one worker's files: a port is needed with them.
+func deepSearchStart(q urlValues, port int, archived bool) (searchPosition, error) {
+	var p searchPosition
+	file, err := intParam(q, "start-file-offset", 0, 0, Rotated)
+	if err != nil {
+		return p, err
+	}
+	b, err := intParam(q, "start-byte-offset", 0, 0, 1<<62)
+	if err != nil {
+		return p, err
+	}
+	for name, v := range map[string]int64{"start-file-offset": file, "start-byte-offset": b} {
+		if v != 0 && port == 0 {
+			return p, validate.Invalid(name, "names a place in one worker's logs: give its port too")
 		}
 	}
-	writeJSON(req.w, http.StatusOK, out)
-	return nil
+	if file > 0 && !archived {
+		return p, validate.Invalid("start-file-offset", "%d names a rotated file: give search-archived=true too", file)
+	}
+	return searchPosition{file: int(file), byte: b}, nil
+}
+
+// searchWorker searches files, one worker's, from the position from on,
+// until limit matches are found or the deadline passes.
+func (req *request) searchWorker(w worker, files []string, needle string, limit int, from searchPosition, deadline time.Time) Matched {
+	m := Matched{FileOffset: from.file, SearchString: needle, Matches: []FileSearch{}}
+	start := from.byte
+	for ; m.FileOffset < len(files); m.FileOffset++ {
+		file := files[m.FileOffset]
+		res, ok := req.searchLog(file, needle, start, limit, deadline)
+		start = 0
+		if !ok {
+			continue // rotated away meanwhile
+		}
+		res.FileName, res.Port = file, strconv.Itoa(w.port)
+		limit -= len(res.Matches)
+		m.Matches = append(m.Matches, res)
+		if res.NextByteOffset != nil {
+			return m // stopped in this file: go on here
+		}
+		if limit <= 0 {
+			m.FileOffset++
+			return m
+		}
+	}
+	return m
+}
+
+// searchLog searches one log, checked as open checks one, from the byte
+// from on; ok is false for a file gone or not plain.
+func (req *request) searchLog(file, needle string, from int64, limit int, deadline time.Time) (FileSearch, bool) {
+	fi, err := req.lstatPlain("file", file)
+	if err != nil {
+		return FileSearch{}, false
+	}
+	f, fi, err := req.openPlain("file", file, fi)
+	if err != nil {
+		return FileSearch{}, false
+	}
+	defer f.Close()
+	return searchFile(f, fi.Size(), file, needle, min(from, fi.Size()), limit, deadline, baseURL(req.r)), true
 }
 
 // searchFile finds up to limit occurrences of needle in f's first size

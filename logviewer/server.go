@@ -14,11 +14,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/nimbusha/nimbus/apierr"
 	"github.com/nimbusha/nimbus/apistatus"
 	"github.com/nimbusha/nimbus/auth"
+	"github.com/nimbusha/nimbus/internal/hostcheck"
 	"github.com/nimbusha/nimbus/validate"
 )
 
@@ -34,11 +36,12 @@ const (
 // Server answers Storm's logviewer API from the logs under Root. It holds
 // no mutable state; it is safe for concurrent use.
 type Server struct {
-	root   string
-	authz  *auth.Authorizer
-	log    *slog.Logger
-	budget time.Duration
-	mux    *http.ServeMux
+	root      string
+	authz     *auth.Authorizer
+	log       *slog.Logger
+	budget    time.Duration
+	hostNames func() []string
+	mux       *http.ServeMux
 }
 
 // Config is what a Server needs.
@@ -49,11 +52,16 @@ type Config struct {
 	// SearchBudget bounds the time one search or deepSearch reads files;
 	// its answer then says where to go on (nextByteOffset). 0: 5 s.
 	SearchBudget time.Duration
+	// HostNames are the names besides IP addresses and localhost that a
+	// request's Host may give (package hostcheck, against DNS
+	// rebinding): the names the supervisor is configured and certified
+	// as. nil: none.
+	HostNames func() []string
 }
 
 // New returns the server of cfg; it starts nothing.
 func New(cfg Config) *Server {
-	s := &Server{root: cfg.Root, authz: cfg.Authz, log: cfg.Log.With("component", "logviewer"), budget: cfg.SearchBudget}
+	s := &Server{root: cfg.Root, authz: cfg.Authz, log: cfg.Log.With("component", "logviewer"), budget: cfg.SearchBudget, hostNames: cfg.HostNames}
 	if s.budget <= 0 {
 		s.budget = 5 * time.Second
 	}
@@ -86,14 +94,18 @@ type urlValues interface {
 	Has(string) bool
 }
 
-// serve is every route's common path, in steps: GET only, authenticate,
-// open the root, answer; any error is answered as the REST API answers
-// one.
+// serve is every route's common path, in steps: GET only, a Host that
+// names this supervisor, authenticate, open the root, answer; any error
+// is answered as the REST API answers one.
 func (s *Server) serve(h func(*request) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", http.MethodGet)
 			s.fail(w, r, fmt.Errorf("%w: %s %s: use GET", apierr.ErrMethodNotAllowed, r.Method, r.URL.Path))
+			return
+		}
+		if err := s.checkHost(r); err != nil {
+			s.fail(w, r, err)
 			return
 		}
 		user, err := s.authz.Authenticate(r.TLS)
@@ -116,6 +128,20 @@ func (s *Server) serve(h func(*request) error) http.Handler {
 			s.fail(w, r, err)
 		}
 	})
+}
+
+// checkHost refuses a request whose Host names something else than this
+// supervisor (a page rebinding its own name to this address).
+func (s *Server) checkHost(r *http.Request) error {
+	var names []string
+	if s.hostNames != nil {
+		names = s.hostNames()
+	}
+	if hostcheck.Allowed(r.Host, names) {
+		return nil
+	}
+	return fmt.Errorf("%w: Host %q is not a name of this supervisor (a page rebinding its own name to this address?); "+
+		"use its address, localhost, storm.local.hostname or a name in its certificate", apierr.ErrPermissionDenied, r.Host)
 }
 
 // fail answers err as the nimbuses' REST API does: {"error": "<code>
@@ -225,6 +251,9 @@ func (req *request) authorize(s *Server, field, topology string, port int) ([]wo
 			break
 		}
 	}
+	if err == nil && m.TopologyID != topology {
+		err = fmt.Errorf("logviewer: %s names topology %q", MetaName, m.TopologyID)
+	}
 	if err != nil {
 		// Nobody's logs: the supervisor writes worker.yaml before any.
 		return nil, fmt.Errorf("%w: %s: the logs of %s name no owner", apierr.ErrPermissionDenied, field, topology)
@@ -236,23 +265,31 @@ func (req *request) authorize(s *Server, field, topology string, port int) ([]wo
 	return workers, nil
 }
 
-// workersOf lists the worker directories of topology, by port.
+// workersOf lists the worker directories of topology, by port: real
+// directories only, a symlink in place of the topology's or a worker's
+// refused.
 func (req *request) workersOf(field, topology string) ([]worker, error) {
-	d, err := req.root.Open(topology)
-	if errors.Is(err, fs.ErrNotExist) {
+	fi, err := req.root.Lstat(topology)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil
+	case err != nil:
+		return nil, validate.Invalid(field, "the logs of %s cannot be read here: %v", topology, err)
+	case !fi.IsDir():
+		return nil, validate.Invalid(field, "%s is not a directory here (%v): not served", topology, fi.Mode().Type())
 	}
+	d, err := req.root.Open(topology)
 	if err != nil {
 		return nil, validate.Invalid(field, "the logs of %s cannot be read here: %v", topology, err)
 	}
 	defer d.Close()
-	names, err := d.Readdirnames(-1)
+	entries, err := d.ReadDir(-1)
 	if err != nil {
-		return nil, nil // not a directory
+		return nil, nil
 	}
 	var out []worker
-	for _, n := range names {
-		if p, err := parsePort("port", n); err == nil {
+	for _, e := range entries {
+		if p, err := parsePort("port", e.Name()); err == nil && e.IsDir() {
 			out = append(out, worker{topology: topology, port: p})
 		}
 	}
@@ -260,8 +297,49 @@ func (req *request) workersOf(field, topology string) ([]worker, error) {
 	return out, nil
 }
 
+// lstatPlain checks every part of rel, a path under the root: each but
+// the last a directory, the last a regular file, none a symlink. It
+// returns the last's.
+func (req *request) lstatPlain(field, rel string) (os.FileInfo, error) {
+	parts := strings.Split(rel, "/")
+	for i := range parts {
+		p := strings.Join(parts[:i+1], "/")
+		fi, err := req.root.Lstat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, fmt.Errorf("%w: %s: no log %s on this supervisor", apierr.ErrNotFound, field, rel)
+		case err != nil:
+			return nil, validate.Invalid(field, "%s cannot be read here: %v", rel, err)
+		case i < len(parts)-1 && !fi.IsDir():
+			return nil, validate.Invalid(field, "%s is not a directory (%v): not served", p, fi.Mode().Type())
+		case i == len(parts)-1 && !fi.Mode().IsRegular():
+			return nil, validate.Invalid(field, "%s is not a regular file (%v): not served", rel, fi.Mode().Type())
+		case i == len(parts)-1:
+			return fi, nil
+		}
+	}
+	return nil, validate.Invalid(field, "%q names no file", rel)
+}
+
+// openPlain opens rel, a path lstatPlain checked as fi: what was opened
+// must be what it saw, so a symlink put in its place meanwhile is
+// refused. Whatever changes meanwhile, the root keeps anything outside
+// it out of reach.
+func (req *request) openPlain(field, rel string, fi os.FileInfo) (*os.File, os.FileInfo, error) {
+	f, err := req.root.OpenFile(rel, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, nil, validate.Invalid(field, "%s cannot be read here: %v", rel, err)
+	}
+	opened, err := f.Stat()
+	if err != nil || !os.SameFile(fi, opened) {
+		f.Close()
+		return nil, nil, validate.Invalid(field, "%s changed while it was opened: not served", rel)
+	}
+	return f, opened, nil
+}
+
 // open opens a log, authorized, under the root: a regular file, reached
-// through no symlink.
+// through no symlink (lstatPlain, openPlain).
 func (req *request) open(s *Server, field string) (*os.File, os.FileInfo, string, error) {
 	file := req.q.Get(field)
 	wk, _, err := parseFile(field, file)
@@ -271,25 +349,13 @@ func (req *request) open(s *Server, field string) (*os.File, os.FileInfo, string
 	if _, err := req.authorize(s, field, wk.topology, wk.port); err != nil {
 		return nil, nil, "", err
 	}
-	fi, err := req.root.Lstat(file)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, nil, "", fmt.Errorf("%w: %s: no log %s on this supervisor", apierr.ErrNotFound, field, file)
-	case err != nil:
-		return nil, nil, "", validate.Invalid(field, "%s cannot be read here: %v", file, err)
-	case !fi.Mode().IsRegular():
-		return nil, nil, "", validate.Invalid(field, "%s is not a regular file (%v): not served", file, fi.Mode().Type())
-	}
-	f, err := req.root.Open(file)
+	fi, err := req.lstatPlain(field, file)
 	if err != nil {
-		return nil, nil, "", validate.Invalid(field, "%s cannot be read here: %v", file, err)
+		return nil, nil, "", err
 	}
-	// What was opened must be what Lstat saw: a symlink put in its place
-	// meanwhile is refused.
-	opened, err := f.Stat()
-	if err != nil || !os.SameFile(fi, opened) {
-		f.Close()
-		return nil, nil, "", validate.Invalid(field, "%s changed while it was opened: not served", file)
+	f, opened, err := req.openPlain(field, file, fi)
+	if err != nil {
+		return nil, nil, "", err
 	}
 	return f, opened, file, nil
 }
@@ -356,10 +422,11 @@ func (s *Server) download(req *request) error {
 	return nil
 }
 
-// listLogs answers /api/v1/listLogs?topologyId=&port=: the logs of the
+// listLogs answers /api/v1/listLogs?topoId=&port=: the logs of the
 // topology's workers here (of the one on port, if given), as Storm
 // answers, a JSON list of file names, each what file= takes. Without a
-// topologyId it lists every topology's the caller may read.
+// topoId it lists every topology's the caller may read. topologyId is
+// taken for topoId too.
 func (s *Server) listLogs(req *request) error {
 	port := 0
 	if req.q.Get("port") != "" {
@@ -369,8 +436,12 @@ func (s *Server) listLogs(req *request) error {
 		}
 		port = p
 	}
+	field, id := topologyParam(req.q)
+	if id == "" && field != "" {
+		return validate.Invalid(field, "topoId %q and topologyId %q name different topologies", req.q.Get("topoId"), req.q.Get("topologyId"))
+	}
 	var topologies []string
-	if id := req.q.Get("topologyId"); id != "" {
+	if id != "" {
 		topologies = []string{id}
 	} else {
 		all, err := req.topologies()
@@ -380,10 +451,10 @@ func (s *Server) listLogs(req *request) error {
 		topologies = all
 	}
 	files := []string{}
-	for _, id := range topologies {
-		workers, err := req.authorize(s, "topologyId", id, port)
+	for _, t := range topologies {
+		workers, err := req.authorize(s, field, t, port)
 		if err != nil {
-			if req.q.Get("topologyId") == "" {
+			if id == "" {
 				continue // another's, or not one
 			}
 			return err
@@ -394,6 +465,19 @@ func (s *Server) listLogs(req *request) error {
 	}
 	writeJSON(req.w, http.StatusOK, files)
 	return nil
+}
+
+// topologyParam is listLogs' topology: Storm's topoId, or topologyId.
+// Both given and different: the field and no id.
+func topologyParam(q urlValues) (field, id string) {
+	storms, alias := q.Get("topoId"), q.Get("topologyId")
+	switch {
+	case storms != "" && alias != "" && storms != alias:
+		return "topoId", ""
+	case storms == "" && alias != "":
+		return "topologyId", alias
+	}
+	return "topoId", storms
 }
 
 // topologies lists the topologies that have logs here.
@@ -412,15 +496,20 @@ func (req *request) topologies() ([]string, error) {
 }
 
 // logsOf lists a worker's logs, worker.log first, then its rotated files
-// newest first.
+// newest first: regular files only.
 func (req *request) logsOf(w worker) []string {
 	d, err := req.root.Open(w.rel())
 	if err != nil {
 		return nil
 	}
 	defer d.Close()
-	names, _ := d.Readdirnames(-1)
-	names = slices.DeleteFunc(names, func(n string) bool { return !logName.MatchString(n) })
+	entries, _ := d.ReadDir(-1)
+	var names []string
+	for _, e := range entries {
+		if logName.MatchString(e.Name()) && e.Type().IsRegular() {
+			names = append(names, e.Name())
+		}
+	}
 	slices.SortFunc(names, func(a, b string) int { return rotation(a) - rotation(b) })
 	out := make([]string, len(names))
 	for i, n := range names {

@@ -162,14 +162,13 @@ func TestSearchAndDeepSearch(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &res); err != nil || code != 200 || len(res.Matches) != 3 || res.NextByteOffset != nil {
 		t.Fatalf("next: %d %s", code, body)
 	}
-	var deep struct {
-		Matches []logviewer.FileSearch
-	}
-	_, _, body = get(t, base+"/api/v1/deepSearch/"+topo+"?search-string=needle&num-matches=100")
-	if err := json.Unmarshal([]byte(body), &deep); err != nil || len(deep.Matches) != 1 || len(deep.Matches[0].Matches) != 5 || deep.Matches[0].Port != "6700" {
+	var deep logviewer.Matched
+	_, _, body = get(t, base+"/api/v1/deepSearch/"+topo+"?search-string=needle&num-matches=100&port=6700")
+	if err := json.Unmarshal([]byte(body), &deep); err != nil || len(deep.Matches) != 1 || len(deep.Matches[0].Matches) != 5 ||
+		deep.Matches[0].Port != "6700" || deep.FileOffset != 1 {
 		t.Fatalf("deepSearch: %s", body)
 	}
-	_, _, body = get(t, base+"/api/v1/deepSearch/"+topo+"?search-string=needle&search-archived=true")
+	_, _, body = get(t, base+"/api/v1/deepSearch/"+topo+"?search-string=needle&search-archived=true&num-matches=100&port=6700")
 	if err := json.Unmarshal([]byte(body), &deep); err != nil || len(deep.Matches) != 2 || deep.Matches[1].FileName != topo+"/6700/worker.log.1" {
 		t.Fatalf("deepSearch archived: %s", body)
 	}
@@ -253,5 +252,146 @@ func TestEnforceDeletesOldestRotatedFirst(t *testing.T) {
 	}
 	if _, err := os.Stat(cur); err != nil {
 		t.Fatal("a running worker's log was deleted")
+	}
+}
+
+// Storm's clients name the topology of listLogs topoId; topologyId, the
+// name this logviewer first read, still works.
+func TestListLogsTakesStormsTopoId(t *testing.T) {
+	base, root := serve(t, "x\n")
+	otherDir, err := logviewer.Prepare(root, 6701, logviewer.Meta{TopologyID: "other-1-1700000000", Owner: "olive"}, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(otherDir, "worker.log"), []byte("y\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	want := `["` + topo + `/6700/worker.log","` + topo + `/6700/worker.log.1"]` + "\n"
+	for _, q := range []string{"topoId=" + topo, "topologyId=" + topo} {
+		if code, _, body := get(t, base+"/api/v1/listLogs?"+q); code != 200 || body != want {
+			t.Errorf("%s: %d %s, want %s", q, code, body, want)
+		}
+	}
+	if code, _, body := get(t, base+"/api/v1/listLogs?topoId=nosuch-1-1700000000"); code != 404 || !strings.Contains(body, "topoId: ") {
+		t.Errorf("an unknown topoId: %d %s", code, body)
+	}
+}
+
+// deepSearch goes on where it stopped, as Storm's: fileOffset names the
+// file, that file's nextByteOffset the byte, and start-file-offset and
+// start-byte-offset take them back; so every file is reached, one page
+// at a time.
+func TestDeepSearchGoesOnAcrossFiles(t *testing.T) {
+	base, root := serve(t, "a needle\nb needle\n")
+	dir := filepath.Join(root, topo, "6700")
+	if err := os.WriteFile(filepath.Join(dir, "worker.log.2"), []byte("oldest needle\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	type fileMatches struct {
+		FileName       string
+		Port           string
+		Matches        []logviewer.Match
+		NextByteOffset *int64
+	}
+	type matched struct {
+		FileOffset int
+		Matches    []fileMatches
+	}
+	var found []string
+	fileOffset, byteOffset := 0, int64(0)
+	for page := 0; ; page++ {
+		if page > 10 {
+			t.Fatalf("no end after %d pages: %v", page, found)
+		}
+		code, _, body := get(t, fmt.Sprintf("%s/api/v1/deepSearch/%s?search-string=needle&num-matches=1&port=6700&search-archived=true&start-file-offset=%d&start-byte-offset=%d",
+			base, topo, fileOffset, byteOffset))
+		var m matched
+		if err := json.Unmarshal([]byte(body), &m); err != nil || code != 200 {
+			t.Fatalf("page %d: %d %s", page, code, body)
+		}
+		for _, f := range m.Matches {
+			for _, x := range f.Matches {
+				found = append(found, fmt.Sprintf("%s@%d", f.FileName[len(topo)+6:], x.ByteOffset))
+			}
+		}
+		if len(m.Matches) == 0 || m.FileOffset >= 3 {
+			break
+		}
+		last := m.Matches[len(m.Matches)-1]
+		fileOffset, byteOffset = m.FileOffset, 0
+		if last.NextByteOffset != nil {
+			byteOffset = *last.NextByteOffset
+		}
+	}
+	want := "worker.log@2 worker.log@11 worker.log.1@6 worker.log.2@7"
+	if got := strings.Join(found, " "); got != want {
+		t.Fatalf("found %s, want %s", got, want)
+	}
+	// Without a port (every worker), Storm answers one entry per port.
+	code, _, body := get(t, base+"/api/v1/deepSearch/"+topo+"?search-string=needle&num-matches=5")
+	var all []matched
+	if err := json.Unmarshal([]byte(body), &all); err != nil || code != 200 || len(all) != 1 || len(all[0].Matches) != 1 ||
+		len(all[0].Matches[0].Matches) != 2 || all[0].Matches[0].Port != "6700" {
+		t.Fatalf("every port: %d %s", code, body)
+	}
+	for _, q := range []string{"start-file-offset=-1&port=6700", "start-byte-offset=x&port=6700", "start-file-offset=1"} {
+		field := strings.Split(q, "=")[0]
+		if code, _, body := get(t, base+"/api/v1/deepSearch/"+topo+"?search-string=needle&"+q); code != 400 || !strings.Contains(body, field+": ") {
+			t.Errorf("%s: %d %s, want 400 naming %s", q, code, body, field)
+		}
+	}
+}
+
+// A symlink is refused in any part of a file's path, not only its last:
+// a topology's or a worker's directory that is a link to another's
+// serves nothing, even inside the root.
+func TestSymlinkedDirectoriesAreRefused(t *testing.T) {
+	base, root := serve(t, "x\n")
+	if err := os.Symlink(topo, filepath.Join(root, "link-1-1700000000")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("6700", filepath.Join(root, topo, "6701")); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		"/api/v1/log?file=" + url.QueryEscape("link-1-1700000000/6700/worker.log"),
+		"/api/v1/log?file=" + url.QueryEscape(topo+"/6701/worker.log"),
+		"/api/v1/listLogs?topoId=link-1-1700000000",
+		"/api/v1/deepSearch/link-1-1700000000?search-string=x",
+	} {
+		if code, _, body := get(t, base+q); code < 400 || code >= 500 {
+			t.Errorf("%s: %d %s, want refused", q, code, body)
+		}
+	}
+	// listLogs of the real topology names its real worker only.
+	if _, _, body := get(t, base+"/api/v1/listLogs?topoId="+topo); strings.Contains(body, "6701") {
+		t.Errorf("listLogs lists the link: %s", body)
+	}
+}
+
+// Against DNS rebinding: a request whose Host is not a name of this
+// supervisor (an IP address, localhost, or a name it is given) is
+// refused, 403 naming the Host, before anything is read.
+func TestHostNotOfThisSupervisorIsRefused(t *testing.T) {
+	root := filepath.Join(t.TempDir(), logviewer.ArtifactsDir)
+	dir, _ := logviewer.Prepare(root, 6700, logviewer.Meta{TopologyID: topo, Owner: "olive"}, -1)
+	_ = os.WriteFile(filepath.Join(dir, "worker.log"), []byte("secret\n"), 0o640)
+	authz, _ := auth.New(configs.Default(), slog.New(slog.DiscardHandler))
+	srv := httptest.NewServer(logviewer.New(logviewer.Config{Root: root, Authz: authz, Log: slog.New(slog.DiscardHandler),
+		HostNames: func() []string { return []string{"sup1.example"} }}))
+	defer srv.Close()
+	for host, want := range map[string]int{"evil.example": 403, "evil.example:8000": 403, "sup1.example:8000": 200,
+		"SUP1.example.": 200, "127.0.0.1:8000": 200, "localhost": 200, "[::1]:8000": 200} {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/log?file="+url.QueryEscape(topo+"/6700/worker.log"), nil)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want || (want == 403 && (strings.Contains(string(b), "secret") || !strings.Contains(string(b), "evil.example"))) {
+			t.Errorf("Host %s: %d %s, want %d", host, resp.StatusCode, b, want)
+		}
 	}
 }

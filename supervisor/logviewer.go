@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"time"
 
@@ -66,7 +67,8 @@ func (s *Supervisor) serveLogs() error {
 		return fmt.Errorf("supervisor: %w", err)
 	}
 	srv := &http.Server{
-		Handler:           logviewer.New(logviewer.Config{Root: logviewer.Root(s.cfg.LocalDir), Authz: a, Log: s.base}),
+		Handler: logviewer.New(logviewer.Config{Root: logviewer.Root(s.cfg.LocalDir), Authz: a, Log: s.base,
+			HostNames: s.logviewerHostNames}),
 		ReadHeaderTimeout: 10 * time.Second,
 		WriteTimeout:      5 * time.Minute, // a download of a worker's whole log
 		IdleTimeout:       2 * time.Minute,
@@ -91,6 +93,23 @@ func (s *Supervisor) serveLogs() error {
 		}
 	})
 	return nil
+}
+
+// logviewerHostNames are the names a logviewer request's Host may give
+// besides IP addresses and localhost (the check against DNS rebinding):
+// storm.local.hostname, its machine's name, and the DNS names of its
+// certificate, as loaded now.
+func (s *Supervisor) logviewerHostNames() []string {
+	names := []string{s.cfg.LocalHostname}
+	if h, err := os.Hostname(); err == nil {
+		names = append(names, h)
+	}
+	if s.tls != nil {
+		if leaf := s.tls.Certificate(); leaf != nil {
+			names = append(names, leaf.DNSNames...)
+		}
+	}
+	return names
 }
 
 // logviewerURL is where this supervisor's logviewer is reached, for its
