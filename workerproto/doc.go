@@ -44,7 +44,9 @@
 //	   {"component": "split", "stream": "default", "kind": "bolt", "executors": 2,
 //	    "executed": 118, "acked": 118, "execute_latency_us": 2300, "process_latency_us": 2500}]}
 //
-// Every counter is cumulative since the worker's run started (Storm's
+// "started_unix_ms", when the run started, is required and not 0: a new
+// value is how readers tell a restart, whose counters begin again. Every
+// counter is cumulative since the worker's run started (Storm's
 // words: emitted, transferred, acked, failed, executed; latencies are sums
 // in microseconds, to be divided by acked or executed); absent counters are
 // 0 and unknown fields are ignored. "kind" is "spout" or "bolt"; component

@@ -35,7 +35,7 @@ var ErrBadMetrics = errors.New("workerproto: bad metrics file")
 type Metrics struct {
 	Version       int            `json:"version"`         // MetricsVersion
 	TakenUnixMs   int64          `json:"taken_unix_ms"`   // when the worker wrote it
-	StartedUnixMs int64          `json:"started_unix_ms"` // when the worker's run started
+	StartedUnixMs int64          `json:"started_unix_ms"` // when the worker's run started; required, not 0
 	Streams       []StreamCounts `json:"streams"`
 }
 
@@ -106,13 +106,17 @@ func ParseMetrics(b []byte) (Metrics, error) {
 }
 
 // validate checks what a reader relies on: the version, times that are not
-// negative, and rows with names, a kind, and no (component, stream) twice.
+// negative, a run start, and rows with names, a kind, and no (component, stream) twice.
 func (m Metrics) validate() error {
 	if m.Version != MetricsVersion {
 		return fmt.Errorf("%w: version %d, want %d", ErrBadMetrics, m.Version, MetricsVersion)
 	}
 	if m.TakenUnixMs < 0 || m.StartedUnixMs < 0 {
 		return fmt.Errorf("%w: taken_unix_ms and started_unix_ms must not be negative", ErrBadMetrics)
+	}
+	if m.StartedUnixMs == 0 {
+		// Without it a restart could not be told from the same run.
+		return fmt.Errorf("%w: started_unix_ms 0, want the run's start (Unix milliseconds)", ErrBadMetrics)
 	}
 	type key struct{ component, stream string }
 	seen := make(map[key]bool, len(m.Streams))

@@ -32,7 +32,7 @@ func TestMetricsRoundTrip(t *testing.T) {
 
 func TestParseMetricsRefusesBadFiles(t *testing.T) {
 	row := func(extra string) string {
-		return `{"version":1,"streams":[{"component":"c","stream":"s","kind":"bolt"` + extra + `}]}`
+		return `{"version":1,"started_unix_ms":1,"streams":[{"component":"c","stream":"s","kind":"bolt"` + extra + `}]}`
 	}
 	for _, tc := range []struct{ in, want string }{
 		{``, "EOF"},
@@ -40,15 +40,17 @@ func TestParseMetricsRefusesBadFiles(t *testing.T) {
 		{`{"version":2}`, "version 2, want 1"},
 		{`{"streams":[]}`, "version 0"},
 		{`{"version":1,"taken_unix_ms":-1}`, "must not be negative"},
-		{`{"version":1,"streams":[{"stream":"s","kind":"bolt"}]}`, "streams[0].component: empty"},
-		{`{"version":1,"streams":[{"component":"c","kind":"bolt"}]}`, "streams[0].stream: empty"},
-		{`{"version":1,"streams":[{"component":"c","stream":"s"}]}`, `streams[0].kind ""`},
+		{`{"version":1,"started_unix_ms":1,"streams":[{"stream":"s","kind":"bolt"}]}`, "streams[0].component: empty"},
+		{`{"version":1,"started_unix_ms":1,"streams":[{"component":"c","kind":"bolt"}]}`, "streams[0].stream: empty"},
+		{`{"version":1,"started_unix_ms":1,"streams":[{"component":"c","stream":"s"}]}`, `streams[0].kind ""`},
 		{row(`,"emitted":-1`), "cannot unmarshal number -1"},
 		{row(`,"executors":-2`), "executors -2 is negative"},
-		{`{"version":1,"streams":[{"component":"c","stream":"s","kind":"bolt"},{"component":"c","stream":"s","kind":"bolt"}]}`, "appears twice"},
-		{`{"version":1,"streams":[{"component":"c\u0001","stream":"s","kind":"bolt"}]}`, "control character"},
-		{`{"version":1,"streams":[{"component":"` + strings.Repeat("x", 300) + `","stream":"s","kind":"bolt"}]}`, "more than 256"},
-		{`{"version":1} {"version":1}`, "more than one JSON value"},
+		{`{"version":1,"started_unix_ms":1,"streams":[{"component":"c","stream":"s","kind":"bolt"},{"component":"c","stream":"s","kind":"bolt"}]}`, "appears twice"},
+		{`{"version":1,"started_unix_ms":1,"streams":[{"component":"c\u0001","stream":"s","kind":"bolt"}]}`, "control character"},
+		{`{"version":1,"started_unix_ms":1,"streams":[{"component":"` + strings.Repeat("x", 300) + `","stream":"s","kind":"bolt"}]}`, "more than 256"},
+		{`{"version":1,"started_unix_ms":1} {"version":1}`, "more than one JSON value"},
+		{`{"version":1,"taken_unix_ms":5}`, "started_unix_ms 0, want the run's start"},
+		{`{"version":1,"started_unix_ms":0,"streams":[]}`, "started_unix_ms 0, want the run's start"},
 		{strings.Repeat(" ", MaxMetricsBytes+1), "more than"},
 	} {
 		_, err := ParseMetrics([]byte(tc.in))
