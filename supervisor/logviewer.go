@@ -149,10 +149,18 @@ func (s *Supervisor) enforceLogCap(ctx context.Context) {
 }
 
 // runsHere reports whether this supervisor runs the worker of topology on
-// port.
+// port: one being stopped does, until its stop returned, since its keeper
+// may write its log until then.
 func (s *Supervisor) runsHere(topology string, port int32) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	w := s.workers[port]
-	return w != nil && w.spec.TopologyID == topology
+	if w := s.workers[port]; w != nil && w.spec.TopologyID == topology {
+		return true
+	}
+	for w := range s.stopping {
+		if w.spec.Port == port && w.spec.TopologyID == topology {
+			return true
+		}
+	}
+	return false
 }

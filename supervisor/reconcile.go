@@ -251,12 +251,18 @@ func (s *Supervisor) stopWorkers(stop func(int32, *worker) bool) {
 		if stop(port, w) {
 			victims = append(victims, w)
 			delete(s.workers, port)
+			s.stopping[w] = struct{}{}
 		}
 	}
 	s.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, w := range victims {
-		wg.Go(w.stop)
+		wg.Go(func() {
+			w.stop()
+			s.mu.Lock()
+			delete(s.stopping, w)
+			s.mu.Unlock()
+		})
 	}
 	wg.Wait()
 	if len(victims) > 0 {

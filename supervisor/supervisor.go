@@ -67,6 +67,9 @@ type Supervisor struct {
 
 	mu      sync.Mutex
 	workers map[int32]*worker // by port
+	// stopping are the workers being stopped: gone from workers, their
+	// keepers may still write their logs until their stop returns.
+	stopping map[*worker]struct{}
 }
 
 // New returns a supervisor for cfg, which must be valid.
@@ -74,7 +77,7 @@ func New(cfg *configs.Config, logger *slog.Logger) *Supervisor {
 	s := &Supervisor{
 		cfg: cfg, base: logger, log: logger.With("component", "supervisor"),
 		wake: make(chan struct{}, 1), beat: make(chan struct{}, 1), lost: make(chan struct{}, 1),
-		workers: map[int32]*worker{},
+		workers: map[int32]*worker{}, stopping: map[*worker]struct{}{},
 	}
 	s.lc.OnClose(func() { s.log.Info("supervisor stopped") }) // the last stop
 	return s
