@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -39,11 +40,11 @@ func sums(m *clusterv1.WorkerMetrics) (perComponent map[string]uint64, named int
 
 func TestFitMetricsFoldsStreamsFirst(t *testing.T) {
 	in := manyStreams(4, 10)
-	if got := fitMetrics(in, proto.Size(in)); got != in {
+	if got := fitMetrics(in, proto.Size(in), nil); got != in {
 		t.Fatal("metrics that fit were changed")
 	}
 	limit := proto.Size(in) - 200
-	out := fitMetrics(in, limit)
+	out := fitMetrics(in, limit, nil)
 	if n := proto.Size(out); n > limit {
 		t.Fatalf("size %d over the limit %d", n, limit)
 	}
@@ -57,28 +58,23 @@ func TestFitMetricsFoldsStreamsFirst(t *testing.T) {
 	if int(out.GetDroppedStreams()) != 40-named || out.GetDroppedStreams() == 0 {
 		t.Errorf("dropped_streams %d, %d streams still named of 40", out.GetDroppedStreams(), named)
 	}
-	// The least traffic goes first: c00's low streams, never c03's busiest.
+	// By name, the last first: c03's last streams go, c00's first stays.
+	kept := map[string]bool{}
 	for _, r := range out.GetStreams() {
-		if r.GetComponent() == "c00" && r.GetStream() == "s00" {
-			t.Error("the quietest stream stayed while others were folded")
-		}
+		kept[r.GetComponent()+"/"+r.GetStream()] = true
 	}
-	found := false
-	for _, r := range out.GetStreams() {
-		found = found || (r.GetComponent() == "c03" && r.GetStream() == "s09")
-	}
-	if !found {
-		t.Error("the busiest stream was folded")
+	if !kept["c00/s00"] || kept["c03/s09"] {
+		t.Errorf("rows %v: want c03/s09 folded first and c00/s00 kept", kept)
 	}
 	if proto.Size(in) != proto.Size(manyStreams(4, 10)) {
 		t.Error("fitMetrics changed its input")
 	}
 }
 
-func TestFitMetricsDropsQuietComponentsLast(t *testing.T) {
+func TestFitMetricsDropsComponentsLast(t *testing.T) {
 	in := manyStreams(30, 20) // 600 rows; folded, 30 rows of ~25 bytes
 	const limit = 400
-	out := fitMetrics(in, limit)
+	out := fitMetrics(in, limit, nil)
 	if n := proto.Size(out); n > limit {
 		t.Fatalf("size %d over %d", n, limit)
 	}
@@ -89,17 +85,17 @@ func TestFitMetricsDropsQuietComponentsLast(t *testing.T) {
 	if len(after) == 30 || len(after) == 0 {
 		t.Fatalf("%d components kept; want some dropped, some kept", len(after))
 	}
-	// The busiest components stay, the quietest go.
-	if _, ok := after["c29"]; !ok {
-		t.Error("the busiest component was dropped")
+	// By name, the last first.
+	if _, ok := after["c00"]; !ok {
+		t.Error("the first component by name was dropped")
 	}
-	if _, ok := after["c00"]; ok {
-		t.Error("the quietest component was kept")
+	if _, ok := after["c29"]; ok {
+		t.Error("the last component by name was kept")
 	}
 	if out.GetDroppedStreams() != 600 {
 		t.Errorf("dropped_streams %d, want 600", out.GetDroppedStreams())
 	}
-	if got := fitMetrics(in, 10); len(got.GetStreams()) != 0 || got.GetDroppedStreams() != 600 {
+	if got := fitMetrics(in, 10, nil); len(got.GetStreams()) != 0 || got.GetDroppedStreams() != 600 {
 		t.Errorf("a limit below any row kept %d rows, dropped %d", len(got.GetStreams()), got.GetDroppedStreams())
 	}
 }
@@ -108,13 +104,13 @@ func TestCapMetricsKeepsTheHeartbeatWithinBudget(t *testing.T) {
 	small := manyStreams(1, 2)
 	workers := []*clusterv1.WorkerState{{Port: 6700, Metrics: proto.Clone(small).(*clusterv1.WorkerMetrics)}, {Port: 6701}}
 	for p := range 30 {
-		workers = append(workers, &clusterv1.WorkerState{Port: int32(6702 + p), Metrics: fitMetrics(manyStreams(30, 20), maxWorkerMetricsBytes)})
+		workers = append(workers, &clusterv1.WorkerState{Port: int32(6702 + p), Metrics: fitMetrics(manyStreams(30, 20), maxWorkerMetricsBytes, nil)})
 	}
 	budget := heartbeatMetricsBudget(64 << 10) // the smallest jute.maxbuffer configs accepts
 	if budget != 14<<10 {
 		t.Fatalf("budget %d at 64 KiB", budget)
 	}
-	capMetrics(workers, budget)
+	capMetrics(workers, nil, budget)
 	total := 0
 	for _, w := range workers {
 		total += proto.Size(w.GetMetrics())
@@ -130,5 +126,30 @@ func TestCapMetricsKeepsTheHeartbeatWithinBudget(t *testing.T) {
 	}
 	if heartbeatMetricsBudget(1<<20-1) != maxHeartbeatMetricsBytes {
 		t.Errorf("budget at ZooKeeper's default: %d", heartbeatMetricsBudget(1<<20-1))
+	}
+}
+
+// Folding goes by name, not by traffic: the same names fold the same way
+// whatever they counted, so a stream does not move in and out of its
+// component's row from one heartbeat to the next.
+func TestFitMetricsFoldsByName(t *testing.T) {
+	quiet, busy := manyStreams(4, 10), manyStreams(4, 10)
+	for i := range busy.GetStreams() {
+		// Counts of the same encoded size, in the reverse order of traffic.
+		q, b := quiet.GetStreams()[i], busy.GetStreams()[i]
+		q.Emitted, q.Executed, q.ExecuteLatencyUs = uint64(200+i), uint64(200+i), uint64(200+i)
+		b.Emitted, b.Executed, b.ExecuteLatencyUs = uint64(240-i), uint64(240-i), uint64(240-i)
+	}
+	limit := proto.Size(quiet) - 200
+	a, b := fitMetrics(quiet, limit, &carriage{}), fitMetrics(busy, limit, &carriage{})
+	var na, nb []string
+	for _, r := range a.GetStreams() {
+		na = append(na, r.GetComponent()+"/"+r.GetStream())
+	}
+	for _, r := range b.GetStreams() {
+		nb = append(nb, r.GetComponent()+"/"+r.GetStream())
+	}
+	if !slices.Equal(na, nb) {
+		t.Errorf("folding depends on traffic: %v and %v", na, nb)
 	}
 }

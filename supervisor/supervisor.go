@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -324,22 +325,20 @@ func (s *Supervisor) info() *clusterv1.SupervisorInfo {
 		info.SlotPorts = append(info.SlotPorts, int32(p))
 	}
 	s.mu.Lock()
-	ws := make([]*worker, 0, len(s.workers))
-	for port, w := range s.workers {
-		info.UsedPorts = append(info.UsedPorts, port)
-		ws = append(ws, w)
-	}
+	byPort := maps.Clone(s.workers)
 	s.mu.Unlock()
-	for _, w := range ws {
+	info.UsedPorts = slices.Sorted(maps.Keys(byPort))
+	fits := make([]fitFunc, 0, len(byPort))
+	for _, port := range info.UsedPorts { // by port: the budget's shares go alike at each beat
+		w := byPort[port]
 		w.pollErrors() // what it reported since the last beat (worker protocol)
 		w.pollMetrics()
 		st := w.status()
 		st.Metrics = w.lastMetrics()
 		info.Workers = append(info.Workers, st)
+		fits = append(fits, w.fitMetrics)
 	}
-	sort.Slice(info.UsedPorts, func(i, j int) bool { return info.UsedPorts[i] < info.UsedPorts[j] })
-	sort.Slice(info.Workers, func(i, j int) bool { return info.Workers[i].GetPort() < info.Workers[j].GetPort() })
-	capMetrics(info.Workers, heartbeatMetricsBudget(s.cfg.ZKMaxBuffer))
+	capMetrics(info.Workers, fits, heartbeatMetricsBudget(s.cfg.ZKMaxBuffer))
 	return info
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -25,6 +26,7 @@ type workerMetrics struct {
 	seen    fileStamp                // the file last read, good or not
 	good    *clusterv1.WorkerMetrics // its last good content, within maxWorkerMetricsBytes; nil: none
 	problem string                   // the last problem logged; "" after a good read
+	carried carriage                 // the names the run's metrics carry (metricsbudget.go)
 }
 
 // fileStamp tells a file's versions apart: a worker renames a new file
@@ -47,7 +49,7 @@ func (w *worker) prepareMetrics(as *account) error {
 	mdir := filepath.Join(w.spec.Dir, workerproto.MetricsDirName)
 	w.metrics.mu.Lock()
 	defer w.metrics.mu.Unlock()
-	w.metrics.seen, w.metrics.good, w.metrics.problem = fileStamp{}, nil, ""
+	w.metrics.seen, w.metrics.good, w.metrics.problem, w.metrics.carried = fileStamp{}, nil, "", carriage{}
 	if err := os.RemoveAll(mdir); err != nil {
 		return err
 	}
@@ -91,18 +93,55 @@ func (w *worker) pollMetrics() {
 		return
 	}
 	w.metrics.seen, w.metrics.problem = stamp, ""
-	w.metrics.good = fitMetrics(m, maxWorkerMetricsBytes)
+	w.metrics.good = fitMetrics(keepAssigned(m, assignedComponents(w.spec.Executors)), maxWorkerMetricsBytes, &w.metrics.carried)
 }
 
-// lastMetrics is what the worker last reported, nil for nothing. The
-// caller may change it.
+// lastMetrics is what the worker last reported, nil for nothing, with the
+// streams folded that its run's carriage folds by now. The caller may
+// change it.
 func (w *worker) lastMetrics() *clusterv1.WorkerMetrics {
 	w.metrics.mu.Lock()
 	defer w.metrics.mu.Unlock()
 	if w.metrics.good == nil {
 		return nil
 	}
-	return cloneMetrics(w.metrics.good)
+	return fitMetrics(cloneMetrics(w.metrics.good), maxWorkerMetricsBytes, &w.metrics.carried)
+}
+
+// fitMetrics cuts m, this worker's, to limit bytes with its run's
+// carriage, so what it folds stays folded for the run.
+func (w *worker) fitMetrics(m *clusterv1.WorkerMetrics, limit int) *clusterv1.WorkerMetrics {
+	w.metrics.mu.Lock()
+	defer w.metrics.mu.Unlock()
+	return fitMetrics(m, limit, &w.metrics.carried)
+}
+
+// assignedComponents are the components of STORM_EXECUTORS,
+// "component[start-end],...".
+func assignedComponents(executors string) map[string]bool {
+	out := map[string]bool{}
+	for _, e := range strings.Split(executors, ",") {
+		if name, _, ok := strings.Cut(strings.TrimSpace(e), "["); ok && name != "" {
+			out[name] = true
+		}
+	}
+	return out
+}
+
+// keepAssigned leaves out m's rows of components the worker was not given:
+// their names are the worker's text, and the heartbeat is world-readable.
+// Each counts in dropped_streams.
+func keepAssigned(m *clusterv1.WorkerMetrics, components map[string]bool) *clusterv1.WorkerMetrics {
+	kept := m.Streams[:0]
+	for _, r := range m.GetStreams() {
+		if components[r.GetComponent()] {
+			kept = append(kept, r)
+		} else {
+			m.DroppedStreams++
+		}
+	}
+	m.Streams = kept
+	return m
 }
 
 // errUnchanged is a metrics file read already.
