@@ -17,16 +17,21 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
+	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
 // TestWebUIBrowserThroughStormctlUI: with security on, a browser without
 // a client certificate is refused by the nimbus's UI (401), and reaches it
 // through `stormctl ui` run as alice: headless Chromium (no certificate)
-// loads the cluster page, which names the leader and alice as the user,
-// and the topology pages offer alice what she may do: on her own
-// topology, restarting workers and setting log levels; on bob's, which
-// lists her in topology.users, log levels only. A request to the proxy
-// naming another Host (DNS rebinding) is refused and says so.
+// opens the URL it printed, whose token is traded for a cookie and leaves
+// the address bar, and loads the cluster page, which names the leader and
+// alice as the user; the topology pages offer alice what she may do: on
+// her own topology, restarting workers and setting log levels; on bob's,
+// which lists her in topology.users, log levels only. A worker's log link
+// goes through the proxy's relay to its supervisor's logviewer (HTTPS,
+// client certificates) and shows what the worker printed. A request
+// without the cookie, or naming another Host (DNS rebinding), is refused
+// and says why.
 func TestWebUIBrowserThroughStormctlUI(t *testing.T) {
 	chromium := requireChromium(t)
 	sec := testcluster.NewSecurity(t)
@@ -34,9 +39,19 @@ func TestWebUIBrowserThroughStormctlUI(t *testing.T) {
 	c := testcluster.New(t, z.Addr(), testcluster.WithSecurity(sec))
 	ps := c.StartNimbuses(t, 1, testcluster.WithArgs("--nimbus.users", "alice,bob"))
 	_, leader := c.WaitLeader(t, ps, 15*time.Second)
+	if _, err := c.StartSupervisor(testcluster.WithSlots(testcluster.FreePorts(t, 3)...)); err != nil {
+		t.Fatal(err)
+	}
 	alice, bob := sec.Client(t, "alice"), sec.Client(t, "bob")
 	aliceID := submitSleeperAs(t, alice, ps, "alicetopo", nil)
 	bobID := submitSleeperAs(t, bob, ps, "bobtopo", map[string]string{"topology.users": "alice"})
+	logged := &nimbusv1.TopologySpec{Name: "alicelogs", NumWorkers: 1, Components: []*nimbusv1.ComponentSpec{{Id: "spout", Parallelism: 1}},
+		WorkerCommand: []string{"/bin/sh", "-c", `echo "hello from the worker on $STORM_PORT"; exec sleep 600`}}
+	submitted, err := sdkClient(t, alice, ps...).SubmitTopology(t.Context(), logged, strings.NewReader("code"), 4, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loggedID := submitted.GetTopologyId()
 
 	nimbusUI := leader.UIURL()
 	if !strings.HasPrefix(nimbusUI, "https://") {
@@ -55,22 +70,22 @@ func TestWebUIBrowserThroughStormctlUI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := startUIProxy(t, config, nimbusUI)
+	proxy, printed := startUIProxy(t, config, nimbusUI)
 	t.Logf("stormctl ui as alice serves %s at %s", nimbusUI, proxy)
 
 	b := startBrowser(t, chromium)
-	b.do(t, "open the cluster page through the proxy", 30*time.Second, chromedp.Navigate(proxy+"#/"))
-	b.waitJS(t, "the cluster page naming the leader, alice and both topologies", 30*time.Second, `
+	b.do(t, "open the URL stormctl ui printed", 30*time.Second, chromedp.Navigate(printed+"#/"))
+	b.waitJS(t, "the cluster page naming the leader, alice and the topologies, the token gone from the address", 30*time.Second, `
 		(() => {
 			const leader = [...document.querySelectorAll('#nimbuses tbody tr')]
 				.filter((r) => r.querySelector('td.status')?.textContent === 'Leader').map((r) => r.cells[0].textContent).join(',');
 			const you = [...document.querySelectorAll('#cluster-summary .stat')]
 				.find((s) => s.querySelector('.label')?.textContent === 'You')?.querySelector('.value')?.textContent ?? '';
 			const topologies = [...document.querySelectorAll('a.topology-link')].map((a) => a.textContent).sort().join(',');
-			return leader + ' ' + you + ' ' + topologies;
+			return location.href + ' ' + leader + ' ' + you + ' ' + topologies;
 		})()`, func(got string) error {
-		if want := leader.Addr() + " alice alicetopo,bobtopo"; got != want {
-			return fmt.Errorf("leader, user and topologies %q, want %q", got, want)
+		if want := proxy + "#/ " + leader.Addr() + " alice alicelogs,alicetopo,bobtopo"; got != want {
+			return fmt.Errorf("address, leader, user and topologies %q, want %q", got, want)
 		}
 		return nil
 	})
@@ -94,6 +109,39 @@ func TestWebUIBrowserThroughStormctlUI(t *testing.T) {
 			}
 			return nil
 		})
+	}
+
+	// The worker's log link goes through the proxy to its supervisor's
+	// logviewer, which wants alice's certificate.
+	b.do(t, "open alicelogs's page", 30*time.Second, chromedp.Navigate(proxy+"#/topology/"+loggedID))
+	var logHref string
+	b.waitJS(t, "the worker's log link, through the proxy", 60*time.Second, `document.querySelector('#workers a.log-link')?.href ?? ''`, func(got string) error {
+		if !strings.HasPrefix(got, proxy+"logviewer/") || !strings.Contains(got, "/api/v1/log?file=") {
+			return fmt.Errorf("link %q, want one under %slogviewer/", got, proxy)
+		}
+		logHref = got
+		return nil
+	})
+	b.do(t, "follow the log link", 30*time.Second, chromedp.Navigate(logHref))
+	b.waitJS(t, "the worker's output in the page", 30*time.Second, `document.body?.innerText ?? ''`, func(got string) error {
+		if !strings.HasPrefix(got, "hello from the worker on ") {
+			return fmt.Errorf("page %q", got)
+		}
+		return nil
+	})
+
+	// Another local process, without the cookie, gets nothing: neither
+	// the nimbus's answers nor the worker's log.
+	for _, u := range []string{proxy + "api/v1/cluster/summary", logHref} {
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), "open the URL that stormctl ui printed") {
+			t.Errorf("GET %s without the cookie: %d %q, want 401 saying to open the printed URL", u, resp.StatusCode, body)
+		}
 	}
 
 	// A page that rebinds its own name to the proxy's address is refused.
@@ -130,12 +178,13 @@ func submitSleeperAs(t *testing.T, id testcluster.Identity, ps []*testcluster.Pr
 	return resp.GetTopologyId()
 }
 
-var uiProxyURL = regexp.MustCompile(`^Open (http://127\.0\.0\.1:[0-9]+/) in a browser`)
+var uiProxyURL = regexp.MustCompile(`^Open ((http://127\.0\.0\.1:[0-9]+/)\?token=[A-Za-z0-9_-]+) in a browser`)
 
 // startUIProxy runs `stormctl --config config ui` on a free loopback port,
-// forwarding to target, and returns the URL it prints. The proxy stops
-// (Ctrl-C) when the test ends.
-func startUIProxy(t *testing.T, config, target string) string {
+// forwarding to target, and returns its address and the URL it prints
+// (the address with its token). The proxy stops (Ctrl-C) when the test
+// ends.
+func startUIProxy(t *testing.T, config, target string) (addr, printed string) {
 	t.Helper()
 	cmd := exec.Command(testcluster.Bin(t).Path("stormctl"), "--config", config, "ui", "--port", "0", "--target", target)
 	stderr, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
@@ -179,11 +228,11 @@ func startUIProxy(t *testing.T, config, target string) string {
 		if m == nil {
 			t.Fatalf("stormctl ui printed %q, want its URL (stderr: %s)", line, readOr(stderr.Name()))
 		}
-		return m[1]
+		return m[2], m[1]
 	case <-done:
 		t.Fatalf("stormctl ui exited before printing its URL: %s", readOr(stderr.Name()))
 	case <-time.After(20 * time.Second):
 		t.Fatalf("stormctl ui printed no URL within 20 s: %s", readOr(stderr.Name()))
 	}
-	return ""
+	return "", ""
 }

@@ -33,6 +33,7 @@
     lastError: '',
     pending: null, // the action the confirmation dialog is about: {label, danger, send, describe, generation}
     result: null, // the last action's outcome on this route: {ok, msg}
+    logRelay: null, // stormctl ui's log relay, relative to the page ('logviewer/'), when it serves the page
   };
 
   // ---- DOM helpers ----------------------------------------------------
@@ -148,6 +149,7 @@
     } catch (err) {
       throw new ApiError(0, null, 'cannot reach the nimbus: ' + err.message);
     }
+    state.logRelay = logRelayOf(resp.headers.get(LOG_RELAY_HEADER));
     let body = null;
     try {
       body = await resp.json();
@@ -160,6 +162,13 @@
   }
 
   const get = (path) => call(path);
+
+  // stormctl ui (cmd/stormctl/uilogviewer.go) adds this header to every
+  // answer it relays: the path, relative to the page, where it relays
+  // each supervisor's logviewer with the user's certificate. The nimbus
+  // never sets it. Only a plain relative path is taken.
+  const LOG_RELAY_HEADER = 'X-Stormctl-Ui-Logviewer';
+  const logRelayOf = (v) => (v && /^[A-Za-z0-9_-]+\/$/.test(v) ? v : null);
 
   // post sends body (an object; none: {}) as JSON.
   function post(path, body) {
@@ -411,9 +420,27 @@
   ];
 
   // logLink links a worker to its log on its supervisor's logviewer
-  // (workerLogLink), which asks for the same client certificate.
+  // (workerLogLink), which asks for the same client certificate as the
+  // nimbus: when stormctl ui serves the page, through its relay, since the
+  // browser has none.
   function logLink(w) {
-    return w.workerLogLink ? el('a', { href: w.workerLogLink, class: 'log-link', target: '_blank', rel: 'noopener noreferrer' }, 'log') : DASH;
+    const href = logHref(w);
+    return href ? el('a', { href, class: 'log-link', target: '_blank', rel: 'noopener noreferrer' }, 'log') : DASH;
+  }
+
+  // logHref is where a worker's log link goes, or '': only an http(s)
+  // URL with a host becomes a link (a javascript: URL never does).
+  function logHref(w) {
+    let u;
+    try {
+      u = new URL(w.workerLogLink);
+    } catch (_) {
+      return '';
+    }
+    if ((u.protocol !== 'http:' && u.protocol !== 'https:') || !u.hostname) return '';
+    if (state.logRelay === null) return u.href;
+    if (!w.supervisorId) return '';
+    return state.logRelay + encodeURIComponent(w.supervisorId) + u.pathname + u.search;
   }
 
   // counted shows a tuple count or latency: the API writes null where no
