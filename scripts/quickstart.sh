@@ -353,7 +353,7 @@ Storm's REST API and the web UI, on every nimbus (here nimbus-1), over TLS as $A
   curl --cacert $q/tls/ca.pem --cert $q/tls/$ADMIN.pem --key $q/tls/$ADMIN-key.pem \\
       https://127.0.0.1:${UI_PORTS[0]}/api/v1/cluster/summary
   In a browser: bin/stormctl --config $q/$ADMIN.yaml ui
-  (a local proxy with $ADMIN's certificate; open the http://127.0.0.1:8001/ it prints).
+  (a local proxy with $ADMIN's certificate; open the http://127.0.0.1:8001/?token=... it prints).
 Metrics of $metrics_of, over TLS (no client certificate; pprof is off):
   curl --cacert $q/tls/ca.pem https://127.0.0.1:$metrics/metrics
 ZooKeeper: anyone may read under /storm, only the daemons may write (their

@@ -10,6 +10,9 @@
 // spec against, refusing any other {name}, and that the supervisor
 // substitutes with ExpandWorkerCommand, so the two cannot disagree.
 //
+// LinkURL checks a base URL another daemon registered (a supervisor's
+// logviewer_url) before a link or a request is made from it.
+//
 // It is pure logic, without I/O, and fuzzed: its rules are what keeps a
 // name from escaping a directory and a request from making the leader store
 // more in ZooKeeper than a node can hold.
