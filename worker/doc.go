@@ -15,7 +15,10 @@
 //     transferred, acked, failed, executed, with complete, process and
 //     execute latencies). Counting is an atomic add. Run writes them to
 //     the metrics file every Config.MetricsInterval and when it stops; the
-//     supervisor carries them in its heartbeat to the nimbuses.
+//     supervisor carries them in its heartbeat to the nimbuses. A name the
+//     protocol refuses counts but is not reported (named once in the log),
+//     and streams beyond the file's 256 KiB are left out, the quietest
+//     first, so one bad name never stops the rest.
 //   - Log levels: Worker.Logger(name) and Worker.Handler give log/slog
 //     loggers whose level follows the log-level file (Storm's
 //     set-log-level): a logger is named by its "logger" attribute

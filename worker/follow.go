@@ -95,14 +95,19 @@ func (w *Worker) flushMetrics() {
 	if w.proto.MetricsFile == "" {
 		return
 	}
-	err := w.proto.WriteMetrics(workerproto.Metrics{
+	m, left := fitRows(workerproto.Metrics{
 		TakenUnixMs: time.Now().UnixMilli(), StartedUnixMs: w.started.UnixMilli(), Streams: w.metrics.snapshot(),
-	})
+	}, workerproto.MaxMetricsBytes)
+	err := w.proto.WriteMetrics(m)
 	w.mu.Lock()
 	msg := ""
 	if err != nil {
 		msg = err.Error()
 	}
+	if left > 0 && !w.leftOut {
+		w.log.Warn("more streams than a metrics file holds: left out the quietest", "left_out", left, "limit_bytes", workerproto.MaxMetricsBytes)
+	}
+	w.leftOut = left > 0
 	repeat := msg == w.lastWriteErr
 	w.lastWriteErr = msg
 	w.mu.Unlock()

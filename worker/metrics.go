@@ -2,6 +2,7 @@ package worker
 
 import (
 	"cmp"
+	"encoding/json"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -16,20 +17,37 @@ import (
 type Component struct {
 	name, kind string
 	executors  int32
+	warn       func(msg string, args ...any)
 
 	mu      sync.Mutex
 	streams map[string]*Stream
+	refused map[string]*Stream // ids the protocol refuses: not reported
 }
 
 // Stream returns the component's counters of stream id (Storm's default
 // stream is "default"), made on first use. Keep the result: counting on it
-// costs an atomic add and nothing else.
+// costs an atomic add and nothing else. An id the worker protocol refuses
+// (empty, over workerproto.MaxNameBytes, not UTF-8, with a control
+// character), or any stream of such a component, counts but is not
+// reported, and is named once in the worker's log.
 func (c *Component) Stream(id string) *Stream {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.streams[id]
 	if s == nil {
+		if s = c.refused[id]; s != nil {
+			return s
+		}
 		s = &Stream{spout: c.kind == workerproto.KindSpout}
+		if err := workerproto.CheckName(id); err != nil {
+			c.warn("a stream id the worker protocol refuses: its counts are not reported",
+				"component", c.name, "stream", id, "err", err)
+			if c.refused == nil {
+				c.refused = map[string]*Stream{}
+			}
+			c.refused[id] = s
+			return s
+		}
 		c.streams[id] = s
 	}
 	return s
@@ -96,10 +114,14 @@ func (s *Stream) counts() workerproto.StreamCounts {
 type registry struct {
 	mu         sync.Mutex
 	components map[string]*Component
+	refused    map[string]*Component         // names the protocol refuses: not reported
+	warn       func(msg string, args ...any) // the worker's log
 }
 
 // component returns name's Component, made of kind on first use; a second
-// call with the other kind gets the first one's.
+// call with the other kind gets the first one's. A name the worker
+// protocol refuses gets a Component that is not reported, named once in
+// the log.
 func (r *registry) component(name, kind string, executors int) *Component {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -108,7 +130,19 @@ func (r *registry) component(name, kind string, executors int) *Component {
 	}
 	c := r.components[name]
 	if c == nil {
-		c = &Component{name: name, kind: kind, executors: int32(executors), streams: map[string]*Stream{}}
+		if c = r.refused[name]; c != nil {
+			return c
+		}
+		c = &Component{name: name, kind: kind, executors: int32(executors), streams: map[string]*Stream{}, warn: r.warn}
+		if err := workerproto.CheckName(name); err != nil {
+			r.warn("a component name the worker protocol refuses: its counts are not reported", "component", name, "err", err)
+			c.warn = func(string, ...any) {} // none of its streams is reported
+			if r.refused == nil {
+				r.refused = map[string]*Component{}
+			}
+			r.refused[name] = c
+			return c
+		}
 		r.components[name] = c
 	}
 	return c
@@ -136,4 +170,42 @@ func (r *registry) snapshot() []workerproto.StreamCounts {
 		return cmp.Or(cmp.Compare(a.Component, b.Component), cmp.Compare(a.Stream, b.Stream))
 	})
 	return rows
+}
+
+// fitRows leaves out of m the quietest rows (by Traffic, then name) until
+// its file fits limit bytes, so that too many streams cost the quietest,
+// not the whole file; it returns how many it left out.
+func fitRows(m workerproto.Metrics, limit int) (workerproto.Metrics, int) {
+	b, err := json.Marshal(m)
+	if err != nil || len(b) < limit {
+		return m, 0
+	}
+	sizes := make(map[*workerproto.StreamCounts]int, len(m.Streams))
+	size := len(b)
+	byTraffic := make([]*workerproto.StreamCounts, len(m.Streams))
+	for i := range m.Streams {
+		r := &m.Streams[i]
+		rb, _ := json.Marshal(r)
+		sizes[r] = len(rb) + 1 // and its comma
+		byTraffic[i] = r
+	}
+	slices.SortFunc(byTraffic, func(a, b *workerproto.StreamCounts) int {
+		return cmp.Or(cmp.Compare(a.Traffic(), b.Traffic()), cmp.Compare(a.Component, b.Component), cmp.Compare(a.Stream, b.Stream))
+	})
+	left := map[*workerproto.StreamCounts]bool{}
+	for _, r := range byTraffic {
+		if size < limit { // the file ends with a newline
+			break
+		}
+		left[r] = true
+		size -= sizes[r]
+	}
+	kept := make([]workerproto.StreamCounts, 0, len(m.Streams)-len(left))
+	for i := range m.Streams {
+		if !left[&m.Streams[i]] {
+			kept = append(kept, m.Streams[i])
+		}
+	}
+	m.Streams = kept
+	return m, len(left)
 }

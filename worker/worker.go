@@ -74,6 +74,7 @@ type Worker struct {
 	changed      chan struct{} // closed, and replaced, at each change of status or stopping
 	updates      chan workerproto.Status
 	lastWriteErr string // the metrics file's last write error, logged once
+	leftOut      bool   // the last write left rows out, logged once
 }
 
 // New reads the worker's environment through cfg.Getenv: STORM_TOPOLOGY_ID,
@@ -114,6 +115,7 @@ func New(cfg Config) (*Worker, error) {
 	}
 	w.levels.fallback = cfg.DefaultLevel
 	w.log = slog.New(w.Handler())
+	w.metrics.warn = w.log.Warn
 	return w, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -235,4 +236,61 @@ func TestRunReturnsTheBodysError(t *testing.T) {
 	if err := w.Run(t.Context(), func(context.Context) error { return boom }); !errors.Is(err, boom) {
 		t.Fatalf("Run = %v, want boom", err)
 	}
+}
+
+// A bad stream or component name, or more streams than a metrics file
+// holds, leaves those rows out and the rest reported: the file keeps being
+// written.
+func TestBadNamesAndTooManyStreamsKeepMetricsFlowing(t *testing.T) {
+	p, getenv := files(t)
+	var logs bytes.Buffer
+	w, err := New(Config{Getenv: getenv, Handler: slog.NewTextHandler(&logs, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	split := w.Bolt("split")
+	split.Stream("default").Execute(time.Millisecond)
+	split.Stream("").Execute(0)
+	split.Stream("bad\x01id").Execute(0)
+	w.Spout("").Stream("default").Emit(1)
+	w.Spout(strings.Repeat("x", workerproto.MaxNameBytes+1)).Stream("default").Emit(1)
+	w.flushMetrics()
+	m, err := readMetricsFile(p)
+	if err != nil {
+		t.Fatalf("bad names stop the metrics: %v\n%s", err, &logs)
+	}
+	if len(m.Streams) != 1 || m.Streams[0].Stream != "default" || m.Streams[0].Executed != 1 {
+		t.Fatalf("rows %+v, want only split's default", m.Streams)
+	}
+	if n := strings.Count(logs.String(), "not reported"); n != 4 {
+		t.Errorf("%d warnings about bad names, want 4:\n%s", n, &logs)
+	}
+
+	// Far more streams than 256 KiB holds: the quietest are left out.
+	for i := range 3000 {
+		split.Stream(fmt.Sprintf("%04d-%s", i, strings.Repeat("s", 200))).Emit(uint64(i))
+	}
+	w.flushMetrics()
+	m, err = readMetricsFile(p)
+	if err != nil {
+		t.Fatalf("too many streams stop the metrics: %v", err)
+	}
+	kept := map[string]bool{}
+	for _, r := range m.Streams {
+		kept[r.Stream[:min(4, len(r.Stream))]] = true
+	}
+	if len(m.Streams) < 100 || len(m.Streams) >= 3001 || !kept["2999"] || kept["0000"] {
+		t.Fatalf("%d rows kept (the busiest 2999: %v, the quietest 0000: %v)", len(m.Streams), kept["2999"], kept["0000"])
+	}
+	if !strings.Contains(logs.String(), "left out the quietest") {
+		t.Errorf("no warning about rows left out:\n%s", &logs)
+	}
+}
+
+func readMetricsFile(p workerproto.Worker) (workerproto.Metrics, error) {
+	b, _, err := workerproto.ReadFile(p.MetricsFile, workerproto.MaxMetricsBytes)
+	if err != nil {
+		return workerproto.Metrics{}, err
+	}
+	return workerproto.ParseMetrics(b)
 }

@@ -134,7 +134,7 @@ func ReadLogLevels(path string) (LogLevels, error) {
 
 func (l LogLevels) validate() error {
 	for _, name := range slices.Sorted(maps.Keys(l)) {
-		if err := checkName(name); err != nil {
+		if err := CheckName(name); err != nil {
 			return fmt.Errorf("%w: logger name: %v", ErrBadLogLevels, err)
 		}
 		if !slices.Contains(Levels, l[name]) {

@@ -122,10 +122,10 @@ func (m Metrics) validate() error {
 	seen := make(map[key]bool, len(m.Streams))
 	for i, s := range m.Streams {
 		field := fmt.Sprintf("streams[%d]", i)
-		if err := checkName(s.Component); err != nil {
+		if err := CheckName(s.Component); err != nil {
 			return fmt.Errorf("%w: %s.component: %v", ErrBadMetrics, field, err)
 		}
-		if err := checkName(s.Stream); err != nil {
+		if err := CheckName(s.Stream); err != nil {
 			return fmt.Errorf("%w: %s.stream: %v", ErrBadMetrics, field, err)
 		}
 		if s.Kind != KindSpout && s.Kind != KindBolt {
@@ -143,9 +143,9 @@ func (m Metrics) validate() error {
 	return nil
 }
 
-// checkName accepts a non-empty name of at most MaxNameBytes of UTF-8
+// CheckName accepts a non-empty name of at most MaxNameBytes of UTF-8
 // without control characters.
-func checkName(s string) error {
+func CheckName(s string) error {
 	switch {
 	case s == "":
 		return errors.New("empty")
