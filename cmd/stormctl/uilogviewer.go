@@ -205,6 +205,7 @@ func (l *logviewerRelay) forward(w http.ResponseWriter, r *http.Request, id stri
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			l.forget(id) // it may have started again elsewhere: ask the nimbus next time
 			http.Error(w, fmt.Sprintf("stormctl ui: supervisor %q's logviewer at %s: %v", id, base, err), http.StatusBadGateway)
 		},
 	}

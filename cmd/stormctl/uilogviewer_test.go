@@ -35,6 +35,7 @@ func TestUILogviewerRelay(t *testing.T) {
 		"sup/2":      logviewer.URL, // an id that needs escaping
 		"sup-js":     "javascript:alert(1)",
 		"sup-nologs": "",
+		"sup-down":   "https://127.0.0.1:1", // nothing listens there
 	}
 	var mu sync.Mutex
 	var asked []string
@@ -100,6 +101,19 @@ func TestUILogviewerRelay(t *testing.T) {
 		if body := read(resp); resp.StatusCode != tc.code || !strings.Contains(body, tc.says) {
 			t.Errorf("%s: %d %q, want %d saying %q", tc.path, resp.StatusCode, body, tc.code, tc.says)
 		}
+	}
+	// A logviewer that does not answer is a 502, and the nimbus is asked
+	// again next time (the supervisor may serve elsewhere now).
+	mu.Lock()
+	asked = nil
+	mu.Unlock()
+	for range 2 {
+		if resp := get("/logviewer/sup-down/api/v1/log?file=a"); resp.StatusCode != http.StatusBadGateway {
+			t.Errorf("a logviewer that does not answer: %d, want 502", resp.StatusCode)
+		}
+	}
+	if got := strings.Join(asked, ","); got != "sup-down,sup-down" {
+		t.Errorf("asked the nimbus about %q, want sup-down each time", got)
 	}
 	sameOrigin := map[string]string{"Origin": "http://127.0.0.1:8001", "Sec-Fetch-Site": "same-origin"}
 	if rec := uiRequest(p, http.MethodPost, "127.0.0.1:8001", "/logviewer/sup-1/api/v1/log", true, sameOrigin); rec.Code != http.StatusMethodNotAllowed {
