@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
+	"github.com/nimbusha/nimbus/stats"
 )
 
 // Tuple counts in Storm's fields (docs/ARCHITECTURE.md section 21). Every
@@ -208,10 +209,9 @@ func executorCounts(st *nimbusv1.TopologyStats, e *nimbusv1.ExecutorSummary) (*n
 		if c == nil {
 			return nil, 0
 		}
-		n := uint64(max(w.GetExecutors(), 1))
-		return &nimbusv1.TupleCounts{Emitted: c.GetEmitted() / n, Transferred: c.GetTransferred() / n, Acked: c.GetAcked() / n,
-			Failed: c.GetFailed() / n, Executed: c.GetExecuted() / n, CompleteLatencyUs: c.GetCompleteLatencyUs() / n,
-			ProcessLatencyUs: c.GetProcessLatencyUs() / n, ExecuteLatencyUs: c.GetExecuteLatencyUs() / n, Reported: true}, w.GetCapacity()
+		share := &nimbusv1.TupleCounts{Reported: true}
+		stats.SetCounts(share, stats.CountsOf(c).Share(uint64(max(w.GetExecutors(), 1))))
+		return share, w.GetCapacity()
 	}
 	return nil, 0
 }

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
+	"github.com/nimbusha/nimbus/stats"
 	"github.com/nimbusha/nimbus/validate"
 )
 
@@ -282,14 +283,7 @@ func rowSize(r *clusterv1.StreamStats) int {
 
 // addCounts adds r's counts to into's.
 func addCounts(into, r *clusterv1.StreamStats) {
-	into.Emitted += r.GetEmitted()
-	into.Transferred += r.GetTransferred()
-	into.Acked += r.GetAcked()
-	into.Failed += r.GetFailed()
-	into.Executed += r.GetExecuted()
-	into.CompleteLatencyUs += r.GetCompleteLatencyUs()
-	into.ProcessLatencyUs += r.GetProcessLatencyUs()
-	into.ExecuteLatencyUs += r.GetExecuteLatencyUs()
+	stats.SetCounts(into, stats.CountsOf(into).Add(stats.CountsOf(r)))
 	into.Executors = max(into.GetExecutors(), r.GetExecutors())
 }
 

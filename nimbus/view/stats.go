@@ -69,11 +69,7 @@ func reportOf(sup, host string, w *clusterv1.WorkerState, m *clusterv1.WorkerMet
 	for _, s := range m.GetStreams() {
 		r.Streams = append(r.Streams, stats.StreamCounts{
 			Key: stats.Key{Component: s.GetComponent(), Stream: s.GetStream()}, Kind: s.GetKind(), Executors: s.GetExecutors(),
-			Counts: stats.Counts{
-				Emitted: s.GetEmitted(), Transferred: s.GetTransferred(), Acked: s.GetAcked(), Failed: s.GetFailed(),
-				Executed: s.GetExecuted(), CompleteLatencyUs: s.GetCompleteLatencyUs(),
-				ProcessLatencyUs: s.GetProcessLatencyUs(), ExecuteLatencyUs: s.GetExecuteLatencyUs(),
-			},
+			Counts: stats.CountsOf(s),
 		})
 	}
 	return r
@@ -111,11 +107,9 @@ func (v *View) TopologyStats(id string, w stats.Window) *nimbusv1.TopologyStats 
 }
 
 func tupleCounts(t stats.Totals) *nimbusv1.TupleCounts {
-	return &nimbusv1.TupleCounts{
-		Emitted: t.Emitted, Transferred: t.Transferred, Acked: t.Acked, Failed: t.Failed, Executed: t.Executed,
-		CompleteLatencyUs: t.CompleteLatencyUs, ProcessLatencyUs: t.ProcessLatencyUs, ExecuteLatencyUs: t.ExecuteLatencyUs,
-		Reported: t.Reported,
-	}
+	out := &nimbusv1.TupleCounts{Reported: t.Reported}
+	stats.SetCounts(out, t.Counts)
+	return out
 }
 
 func sortedKeys[V any](m map[string]V) []string {
