@@ -130,8 +130,10 @@ func (c *Cluster) StartSupervisor(opts ...DaemonOption) (*Process, error) {
 		"--supervisor.heartbeat.frequency.secs", "1",
 		"--supervisor.metrics.port", "0",
 		"--supervisor.grpc.port", "0",
-		"--logviewer.port", "0",
 	)
+	if cfg.bin == nil { // another release's supervisor may have no logviewer
+		args = append(args, "--logviewer.port", "0")
+	}
 	return c.launch(cfg, "supervisor", args)
 }
 
