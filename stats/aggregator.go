@@ -323,7 +323,6 @@ func (a *Aggregator) Topology(id string, w Window, now int64) (*TopologyStats, b
 		return nil, false
 	}
 	out := &TopologyStats{Window: w, Topology: map[Window]Totals{}, Components: map[string]*ComponentStats{}}
-	streams := map[Key]Totals{}
 	component := func(c string) *ComponentStats {
 		cs := out.Components[c]
 		if cs == nil {
@@ -332,33 +331,32 @@ func (a *Aggregator) Topology(id string, w Window, now int64) (*TopologyStats, b
 		}
 		return cs
 	}
+	// One pass over the series: each window's sum of each is taken once.
+	perWindow := map[Window]map[Key]Totals{} // by stream
+	for _, win := range Windows {
+		perWindow[win] = map[Key]Totals{}
+	}
 	for k, c := range t.retired {
 		cs := component(k.Component)
 		cs.Windows[AllTime] = cs.Windows[AllTime].plus(c, true)
-		if w == AllTime {
-			streams[k] = streams[k].plus(c, true)
-		}
+		perWindow[AllTime][k] = perWindow[AllTime][k].plus(c, true)
 	}
 	for wid, wk := range t.workers {
 		byComponent := map[string]Totals{}
-		var busy10 map[string]uint64 // execute latency in the last ten minutes
+		busy10 := map[string]uint64{} // execute latency in the last ten minutes
 		for k, s := range wk.series {
 			cs := component(k.Component)
-			cs.Windows[AllTime] = cs.Windows[AllTime].plus(s.total, true)
-			for i, spec := range ringSpecs {
-				v, rep := s.rings[i].sum(spec, now)
-				c := fromVec(v)
-				cs.Windows[spec.window] = cs.Windows[spec.window].plus(c, rep)
-				if spec.window == TenMinutes {
-					if busy10 == nil {
-						busy10 = map[string]uint64{}
-					}
-					busy10[k.Component] += c.ExecuteLatencyUs
+			for _, win := range Windows {
+				in := s.windowTotals(win, now)
+				cs.Windows[win] = cs.Windows[win].plus(in.Counts, in.Reported)
+				perWindow[win][k] = perWindow[win][k].plus(in.Counts, in.Reported)
+				if win == TenMinutes {
+					busy10[k.Component] += in.ExecuteLatencyUs
+				}
+				if win == w {
+					byComponent[k.Component] = byComponent[k.Component].plus(in.Counts, in.Reported)
 				}
 			}
-			in := s.windowTotals(w, now)
-			streams[k] = streams[k].plus(in.Counts, in.Reported)
-			byComponent[k.Component] = byComponent[k.Component].plus(in.Counts, in.Reported)
 		}
 		for c, tot := range byComponent {
 			ws := WorkerStats{Worker: wid, Host: wk.host, Component: c, Executors: wk.executors[c], Totals: tot,
@@ -368,6 +366,7 @@ func (a *Aggregator) Topology(id string, w Window, now int64) (*TopologyStats, b
 			cs.Capacity = max(cs.Capacity, ws.Capacity)
 		}
 	}
+	streams := perWindow[w]
 	for k, tot := range streams {
 		out.Streams = append(out.Streams, StreamStats{Key: k, Kind: t.kinds[k.Component], Totals: tot})
 	}
@@ -378,7 +377,7 @@ func (a *Aggregator) Topology(id string, w Window, now int64) (*TopologyStats, b
 		return cmp.Or(cmp.Compare(x.Worker.Supervisor, y.Worker.Supervisor), cmp.Compare(x.Worker.Port, y.Worker.Port),
 			cmp.Compare(x.Component, y.Component))
 	})
-	out.Topology = topologyTotals(t, a.streamsPerWindow(t, now))
+	out.Topology = topologyTotals(t, perWindow)
 	return out, true
 }
 
@@ -393,26 +392,6 @@ func (s *series) windowTotals(w Window, now int64) Totals {
 	}
 	v, rep := s.rings[i].sum(ringSpecs[i], now)
 	return Totals{Counts: fromVec(v), Reported: rep}
-}
-
-// streamsPerWindow sums t's series by stream in every window.
-func (a *Aggregator) streamsPerWindow(t *topology, now int64) map[Window]map[Key]Totals {
-	out := map[Window]map[Key]Totals{}
-	for _, w := range Windows {
-		out[w] = map[Key]Totals{}
-	}
-	for k, c := range t.retired {
-		out[AllTime][k] = out[AllTime][k].plus(c, true)
-	}
-	for _, wk := range t.workers {
-		for k, s := range wk.series {
-			for _, w := range Windows {
-				in := s.windowTotals(w, now)
-				out[w][k] = out[w][k].plus(in.Counts, in.Reported)
-			}
-		}
-	}
-	return out
 }
 
 // topologyTotals is Storm's topologyStats from the streams' counts.
