@@ -22,7 +22,7 @@ TEST_TIMEOUT ?= 20m
 CHAOS_DURATION ?= 5m
 FUZZTIME ?= 1m
 
-.PHONY: all build test test-deps chaos chaos-1000 fuzz verify proto lint-proto quickstart quickstart-down quickstart-restart bench bench-scale bench-roll clean
+.PHONY: all build test test-deps chaos chaos-1000 fuzz verify proto lint-proto quickstart quickstart-down quickstart-restart bench bench-scale bench-workerstats bench-roll clean
 
 all: build
 
@@ -107,10 +107,16 @@ bench: test-deps build
 	$(GO) test ./bench -run "^$$" -bench Distribute -benchtime 1x -timeout 40m -args -distribute-trials 3
 	@$(MAKE) --no-print-directory bench-scale
 	$(GO) test ./bench -run "^$$" -bench Security -benchtime 1x -timeout 30m -args -security-rounds 3 -security-read-secs 5 -security-submit-trials 20
+	@$(MAKE) --no-print-directory bench-workerstats
 
 ## bench-scale: the scale benchmark at 1,000, 2,000 and 5,000 supervisors and topologies, each read row in 3 rounds (about 40 min); writes a table per size and how each cost grows into bench/RESULTS.md.
 bench-scale: test-deps build
 	$(GO) test ./bench -run "^$$" -bench Scale -benchtime 1x -timeout 90m -args -scale-sizes 1000,2000,5000 -scale-results bench/RESULTS.md
+
+## bench-workerstats: workers' metrics at 1,000 supervisors and 1,000 topologies, metrics off then on, then on at the heartbeat's budget (about 11 min); prints the tables of bench/RESULTS.md's "Worker metrics at scale".
+bench-workerstats: test-deps build
+	$(GO) test ./bench -run "^$$" -bench WorkerStats -benchtime 1x -timeout 30m
+	$(GO) test ./bench -run "^$$" -bench WorkerStats -benchtime 1x -timeout 30m -args -workerstats-extra-streams 38
 
 ## bench-roll: TestRoll, a rolling upgrade under load (0.1 → this tree → itself → back to 0.1, one daemon at a time); the daemons' logs and
 ## roll.md (per pass: time, failed calls, SDK retries and redirects, worker restarts, leader changes, leaderless_ms) in ROLL_DIR (/tmp/nimbus-roll).

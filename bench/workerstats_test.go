@@ -80,6 +80,9 @@ type workerStatsCluster struct {
 	shape     []simComponent
 	began     time.Time // the simulated workers' runs started a day before
 	rep       *scaleReport
+	// The series the leader's aggregator refused past its bound, at the
+	// last scrape: then a topology may be answered without some counts.
+	refused int64
 }
 
 // simSlot is one worker a simulated supervisor runs.
@@ -294,7 +297,10 @@ func (ws *workerStatsCluster) phase(name string, metrics bool) error {
 		return err
 	}
 	ws.rep.add(name+": simulated heartbeat node, bytes: p50, p99, max", fmt.Sprintf("%d, %d, %d", intPercentile(sizes.sim, 50), intPercentile(sizes.sim, 99), slices.Max(sizes.sim)))
-	ws.rep.add(name+": the real supervisor's heartbeat node (2 word count workers), bytes", sizes.real)
+	ws.rep.add(name+": the real supervisor's heartbeat node (2 word count workers), bytes; its workers' restarts so far", fmt.Sprintf("%d; %d", sizes.real, sizes.realRestarts))
+	if err := ws.scrape(name); err != nil {
+		return err
+	}
 	for _, target := range []struct {
 		role string
 		p    *testcluster.Process
@@ -305,7 +311,7 @@ func (ws *workerStatsCluster) phase(name string, metrics bool) error {
 			}
 		}
 	}
-	return ws.scrape(name)
+	return nil
 }
 
 // settle waits until every simulated heartbeat node carries its workers
@@ -441,11 +447,13 @@ func roleOf(p, leader *testcluster.Process) string {
 
 // heartbeatNodes is what the supervisors' nodes held at one reading.
 type heartbeatNodes struct {
-	sim       []int // each simulated node's size in bytes
-	real      int   // the real supervisor's node's size
-	versions  int64 // the simulated nodes' versions, summed: their writes so far
-	workers   int   // simulated workers the nodes carry
-	reporting int   // of them, those with metrics
+	sim  []int // each simulated node's size in bytes
+	real int   // the real supervisor's node's size
+	// The restarts its workers' states count.
+	realRestarts int32
+	versions     int64 // the simulated nodes' versions, summed: their writes so far
+	workers      int   // simulated workers the nodes carry
+	reporting    int   // of them, those with metrics
 }
 
 // readNodes reads every supervisor's heartbeat node, 32 at a time.
@@ -489,8 +497,18 @@ func (ws *workerStatsCluster) readNodes() (heartbeatNodes, error) {
 		return out, firstErr
 	}
 	data, _, err := ws.conn.Get(paths.Supervisor(ws.realID))
+	if err != nil {
+		return out, err
+	}
 	out.real = len(data)
-	return out, err
+	info := new(clusterv1.SupervisorInfo)
+	if err := cluster.Decode("supervisor", data, info); err != nil {
+		return out, err
+	}
+	for _, w := range info.GetWorkers() {
+		out.realRestarts += w.GetRestarts()
+	}
+	return out, nil
 }
 
 func (ws *workerStatsCluster) markdown() string {
