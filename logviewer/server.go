@@ -363,9 +363,9 @@ func (req *request) open(s *Server, field string) (*os.File, os.FileInfo, string
 // logPage answers /api/v1/log?file=&start=&length=: length bytes (at most
 // MaxLength) from start, or the last length bytes without a start, as
 // text. Headers say where it is: X-Log-Start, X-Log-Next (where the next
-// read starts) and X-Log-File-Size; a start past the end answers no
-// bytes, which a follower reads as a rotation when the size is below its
-// offset.
+// read starts), X-Log-File-Size and which file it is (FileIDHeader: a
+// follower sees a rotation by it); a start past the end answers no
+// bytes.
 func (s *Server) logPage(req *request) error {
 	length, err := intParam(req.q, "length", DefaultLength, 1, MaxLength)
 	if err != nil {
@@ -390,6 +390,7 @@ func (s *Server) logPage(req *request) error {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Log-File-Size", strconv.FormatInt(size, 10))
+	h.Set(FileIDHeader, fileID(f, fi))
 	h.Set("X-Log-Start", strconv.FormatInt(min(start, size), 10))
 	h.Set("X-Log-Next", strconv.FormatInt(min(start, size)+n, 10))
 	h.Set("Content-Length", strconv.FormatInt(n, 10))

@@ -395,3 +395,32 @@ func TestHostNotOfThisSupervisorIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// /log names the file it read: the same file keeps its identity as it
+// grows; the file a rotation puts in its place has another.
+func TestLogNamesTheFileItRead(t *testing.T) {
+	base, root := serve(t, "one\n")
+	file := base + "/api/v1/log?file=" + url.QueryEscape(topo+"/6700/worker.log")
+	_, h, _ := get(t, file)
+	first := h.Get(logviewer.FileIDHeader)
+	if first == "" {
+		t.Fatalf("no %s: %v", logviewer.FileIDHeader, h)
+	}
+	path := filepath.Join(root, topo, "6700", "worker.log")
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	_, _ = f.WriteString("two\n")
+	f.Close()
+	if _, h, _ := get(t, file); h.Get(logviewer.FileIDHeader) != first {
+		t.Fatalf("grown: %s, was %s", h.Get(logviewer.FileIDHeader), first)
+	}
+	if err := os.Rename(path, path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.WriteFile(path, []byte("a longer new file than the old\n"), 0o640)
+	if _, h, _ := get(t, file); h.Get(logviewer.FileIDHeader) == first {
+		t.Fatal("a rotated worker.log has the old one's identity")
+	}
+	if _, h, _ := get(t, file+".1"); h.Get(logviewer.FileIDHeader) != first {
+		t.Fatalf("worker.log.1 is not the old worker.log: %s, was %s", h.Get(logviewer.FileIDHeader), first)
+	}
+}

@@ -1,11 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -223,6 +223,25 @@ func newLogviewerClient(g *globals) (*logviewerClient, error) {
 type page struct {
 	data       []byte
 	next, size int64
+	id         string // the file it was read from (logviewerFileID)
+}
+
+// logviewerFileID is the header that names the file a page was read from
+// (logviewer.FileIDHeader): another name at the same path is a rotation.
+const logviewerFileID = "X-Log-File-Id"
+
+// statusError is a logviewer's refusal.
+type statusError struct {
+	code int
+	msg  string
+}
+
+func (e *statusError) Error() string { return e.msg }
+
+// isNotFound reports whether err is the logviewer's 404: no such file.
+func isNotFound(err error) bool {
+	var se *statusError
+	return errors.As(err, &se) && se.code == http.StatusNotFound
 }
 
 // read asks the logviewer for length bytes of file from start (the last
@@ -255,11 +274,11 @@ func (lv *logviewerClient) read(ctx context.Context, link, file string, start, l
 			ErrorMessage string `json:"errorMessage"`
 		}
 		if json.Unmarshal(body, &e) == nil && e.ErrorMessage != "" {
-			return page{}, fmt.Errorf("%s: %s", resp.Status, e.ErrorMessage)
+			return page{}, &statusError{resp.StatusCode, resp.Status + ": " + e.ErrorMessage}
 		}
-		return page{}, fmt.Errorf("%s", resp.Status)
+		return page{}, &statusError{resp.StatusCode, resp.Status}
 	}
-	p := page{data: body}
+	p := page{data: body, id: resp.Header.Get(logviewerFileID)}
 	p.next, _ = strconv.ParseInt(resp.Header.Get("X-Log-Next"), 10, 64)
 	p.size, _ = strconv.ParseInt(resp.Header.Get("X-Log-File-Size"), 10, 64)
 	return p, nil
@@ -269,136 +288,226 @@ func (lv *logviewerClient) read(ctx context.Context, link, file string, start, l
 // (logviewer.MaxLength).
 const logviewerMaxLength = 1 << 20
 
-// logTail prints one worker's log and follows it.
+// maxLineBytes bounds what is held of one line: a longer line is printed
+// in pieces of this size, so that a worker that never ends a line cannot
+// fill this process's memory.
+const maxLineBytes = 1 << 20
+
+// maxRotated bounds the rotated files looked through for a log that
+// rotated away (worker.log.1 to .999: the names a logviewer serves).
+const maxRotated = 999
+
+// logTail prints one worker's log and follows it. It reads one file at a
+// time by offsets, and knows the file by the identity the logviewer
+// gives it (logviewerFileID), so that a rotation is seen whatever the new
+// file's size.
 type logTail struct {
-	lv      *logviewerClient
-	link    string // its log_link: the logviewer and the file
-	prefix  string
-	re      *regexp.Regexp
-	out     io.Writer
-	file    string // <topology>/<port>/worker.log
-	offset  int64  // how far worker.log has been printed
-	partial []byte // a line not ended yet
+	lv       *logviewerClient
+	link     string // its log_link: the logviewer and the file
+	prefix   string
+	re       *regexp.Regexp
+	out      io.Writer
+	file     string // <topology>/<port>/worker.log
+	id       string // the file being read; "" when the logviewer names none
+	offset   int64  // how far that file has been printed
+	partial  []byte // a line not ended yet
+	skipping bool   // dropping the rest of a line cut by the start
 }
 
 // start prints the last n bytes of the worker's log (all of it for 0),
-// from the first whole line.
+// from the first whole line, page by page as it reads them.
 func (t *logTail) start(ctx context.Context, n int64) error {
 	u, err := url.Parse(t.link)
 	if err != nil {
 		return fmt.Errorf("log link %q: %w", t.link, err)
 	}
 	t.file = u.Query().Get("file")
-	first, err := t.lv.read(ctx, t.link, t.file, 0, 1) // its size
+	first, err := t.lv.read(ctx, t.link, t.file, 0, 1) // its size and identity
 	if err != nil {
 		return err
 	}
-	from := int64(0)
+	t.id = first.id
 	if n > 0 {
-		from = max(first.size-n, 0)
+		t.offset = max(first.size-n, 0)
 	}
-	t.offset = from
-	if err := t.readTo(ctx, first.size); err != nil {
-		return err
-	}
-	if from > 0 { // cut inside a line: start at the next
-		if i := bytes.IndexByte(t.partial, '\n'); i >= 0 {
-			t.partial = t.partial[i+1:]
-		}
-	}
-	t.emit()
-	return nil
+	t.skipping = t.offset > 0 // cut inside a line: start at the next
+	_, err = t.readRest(ctx, t.file, first.size)
+	return err
 }
 
-// readTo reads worker.log from offset up to end into partial.
-func (t *logTail) readTo(ctx context.Context, end int64) error {
-	for t.offset < end {
-		p, err := t.lv.read(ctx, t.link, t.file, t.offset, min(end-t.offset, logviewerMaxLength))
+// readRest prints name, the file being read (t.id), from t.offset to end
+// (to its end as it grows, for end -1), a page at a time. It reports
+// false when name is no longer that file: it was rotated away meanwhile.
+func (t *logTail) readRest(ctx context.Context, name string, end int64) (bool, error) {
+	for end < 0 || t.offset < end {
+		length := int64(logviewerMaxLength)
+		if end >= 0 {
+			length = min(end-t.offset, length)
+		}
+		p, err := t.lv.read(ctx, t.link, name, t.offset, length)
 		if err != nil {
-			return err
+			return false, err
 		}
-		if len(p.data) == 0 {
-			return nil
-		}
-		t.partial = append(t.partial, p.data...)
-		t.offset += int64(len(p.data))
-	}
-	return nil
-}
-
-// more prints what the log gained since the last look. A log smaller than
-// what was printed was rotated: the rest of the file it became
-// (worker.log.1) comes first, then the new one from its start.
-func (t *logTail) more(ctx context.Context) error {
-	for {
-		p, err := t.lv.read(ctx, t.link, t.file, t.offset, logviewerMaxLength)
-		if err != nil {
-			return err
-		}
-		if p.size < t.offset {
-			t.rotated(ctx)
+		switch {
+		case p.id != t.id || (t.id == "" && p.size < t.offset): // another file (by size, for a logviewer that names none)
+			return false, nil
+		case p.size < t.offset: // the same file, cut
+			t.gap()
+			t.offset = 0
 			continue
 		}
-		if len(p.data) == 0 {
-			return nil
-		}
-		t.partial = append(t.partial, p.data...)
 		t.offset += int64(len(p.data))
-		t.emit()
-		if p.next >= p.size {
-			return nil
+		t.add(p.data)
+		if len(p.data) == 0 || p.next >= p.size {
+			return true, nil
 		}
 	}
+	return true, nil
 }
 
-// rotated reads the rest of worker.log.1, which worker.log became, and
-// starts over on the new worker.log.
-func (t *logTail) rotated(ctx context.Context) {
-	old := t.file + ".1"
-	for {
-		p, err := t.lv.read(ctx, t.link, old, t.offset, logviewerMaxLength)
-		if err != nil || len(p.data) == 0 {
-			break
+// more prints what the log gained since the last look. When worker.log is
+// another file than the one read (rotated), the rest of the old one comes
+// first, wherever it went, then every newer rotated file, then the new
+// worker.log.
+func (t *logTail) more(ctx context.Context) error {
+	for range maxRotated + 1 { // each pass follows one rotation
+		same, err := t.readRest(ctx, t.file, -1)
+		if err != nil || same {
+			return err
 		}
-		if p.size < t.offset {
-			fmt.Fprintf(t.out, "%s... (rotated more than once since the last look: lines are missing)\n", t.prefix)
-			break
-		}
-		t.partial = append(t.partial, p.data...)
-		t.offset += int64(len(p.data))
-		if p.next >= p.size {
-			break
+		if err := t.rotated(ctx); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// rotated catches up with the files worker.log became since the last
+// look, oldest first, and leaves the tail on the current worker.log. A
+// file gone before it was read (the cap deleted it) is said: lines are
+// missing.
+func (t *logTail) rotated(ctx context.Context) error {
+	if t.id == "" { // a logviewer that names no file: by size, from the start
+		t.gap()
+		t.offset = 0
+		return nil
+	}
+	for range maxRotated + 1 {
+		at, files, err := t.locate(ctx, t.id)
+		if err != nil {
+			return err
+		}
+		if at < 0 { // gone: go on from the oldest file there is
+			t.gap()
+			at = len(files) - 1
+			t.id, t.offset = files[at], 0
+		}
+		if at == 0 {
+			return nil // worker.log: more reads it
+		}
+		if done, err := t.readRest(ctx, t.rotatedName(at), -1); err != nil || !done {
+			if err != nil && !isNotFound(err) {
+				return err
+			}
+			continue // moved meanwhile: look again
+		}
+		// The next newer file is the one just before it now.
+		at, files, err = t.locate(ctx, t.id)
+		if err != nil {
+			return err
+		}
+		if at <= 0 {
+			continue
+		}
+		t.flushLine()
+		t.id, t.offset = files[at-1], 0
+	}
+	return nil
+}
+
+// rotatedName is the name of worker.log's n-th file: worker.log itself
+// for 0, worker.log.n after.
+func (t *logTail) rotatedName(n int) string {
+	if n == 0 {
+		return t.file
+	}
+	return t.file + "." + strconv.Itoa(n)
+}
+
+// locate finds the file id among worker.log (0) and its rotated files
+// (n), reading the identity of each up to it; it returns its index, -1
+// when it is gone, and the identities read, by index.
+func (t *logTail) locate(ctx context.Context, id string) (int, []string, error) {
+	var files []string
+	for n := 0; n <= maxRotated; n++ {
+		p, err := t.lv.read(ctx, t.link, t.rotatedName(n), 0, 1)
+		if isNotFound(err) && n > 0 {
+			break
+		}
+		if err != nil {
+			return 0, nil, err
+		}
+		files = append(files, p.id)
+		if p.id == id {
+			return n, files, nil
+		}
+	}
+	return -1, files, nil
+}
+
+// gap says that lines went unread between two files.
+func (t *logTail) gap() {
+	t.flushLine()
+	fmt.Fprintf(t.out, "%s... (the log rotated more than its files kept since the last look: lines are missing)\n", t.prefix)
+}
+
+// add takes a page read: its whole lines are printed, the rest held.
+func (t *logTail) add(data []byte) {
+	if t.skipping {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			return
+		}
+		t.skipping, data = false, data[i+1:]
+	}
+	t.partial = append(t.partial, data...)
 	t.emit()
-	t.offset = 0
 }
 
-// emit prints the whole lines read, those that match --grep.
+// emit prints the whole lines held, those that match --grep, and a line
+// longer than maxLineBytes in pieces of that size.
 func (t *logTail) emit() {
-	i := bytes.LastIndexByte(t.partial, '\n')
-	if i < 0 {
-		return
+	rest := t.partial
+	for {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			break
+		}
+		t.line(rest[:i])
+		rest = rest[i+1:]
 	}
-	sc := bufio.NewScanner(bytes.NewReader(t.partial[:i+1]))
-	sc.Buffer(make([]byte, 0, 64<<10), logviewerMaxLength+1)
-	for sc.Scan() {
-		t.line(sc.Text())
+	for len(rest) > maxLineBytes {
+		t.line(rest[:maxLineBytes])
+		rest = rest[maxLineBytes:]
 	}
-	t.partial = append(t.partial[:0], t.partial[i+1:]...)
+	t.partial = append(t.partial[:0], rest...)
 }
 
-// flush prints a last line that has no end yet.
-func (t *logTail) flush() {
+// flushLine prints a line held that its file ended without ending: the
+// next file starts a line of its own.
+func (t *logTail) flushLine() {
 	t.emit()
 	if len(t.partial) > 0 {
-		t.line(string(t.partial))
+		t.line(t.partial)
 		t.partial = t.partial[:0]
 	}
 }
 
-func (t *logTail) line(s string) {
-	if t.re != nil && !t.re.MatchString(s) {
+// flush prints a last line that has no end yet.
+func (t *logTail) flush() { t.flushLine() }
+
+func (t *logTail) line(s []byte) {
+	if t.re != nil && !t.re.Match(s) {
 		return
 	}
 	fmt.Fprintf(t.out, "%s%s\n", t.prefix, s)
