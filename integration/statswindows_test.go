@@ -108,7 +108,12 @@ func TestStatsWindowsOnEveryNimbusAndAcrossALeaderChange(t *testing.T) {
 	id := resp.GetTopologyId()
 	leaderCl, followerCl := newClient(t, c, leader), newClient(t, c, follower)
 
-	// No worker reported: no data, not zeros.
+	// No worker reported: no data, not zeros (once the follower has read
+	// the submit: its cache may be a moment behind the leader's answer).
+	testcluster.WaitFor(t, 10*time.Second, "the follower to know the topology", func() error {
+		_, err := followerCl.GetTopologyInfo(t.Context(), "counted")
+		return err
+	})
 	if s, _, err := allTimeCounts(t, followerCl, "counted"); err != nil || s != -1 {
 		t.Fatalf("before any report: spout %d (%v), want no stats", s, err)
 	}
