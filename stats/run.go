@@ -17,18 +17,19 @@ import (
 //     component's previous report take the increase first, in name order;
 //   - a counter that went down is a new base with no increase.
 
-// run is what was counted of one worker run.
+// run is what was counted of one worker run, by component and stream.
 type run struct {
-	counted map[Key]Counts // per key, what was counted of it (kept while it is missing)
-	present map[Key]bool   // the keys of each component's last report
+	counted map[string]map[string]Counts // what was counted of each key (kept while it is missing)
+	present map[string]map[string]bool   // the streams of each component's last report
 	pooled  map[string]bool
-	// evicted is, per component, what was counted of its keys whose
-	// series were evicted or swept: part of what was counted of it.
+	// evicted is, per pooled component, what was counted of its keys
+	// whose series were evicted or swept: part of what was counted of it.
 	evicted map[string]Counts
 }
 
 func newRun() run {
-	return run{counted: map[Key]Counts{}, present: map[Key]bool{}, pooled: map[string]bool{}, evicted: map[string]Counts{}}
+	return run{counted: map[string]map[string]Counts{}, present: map[string]map[string]bool{},
+		pooled: map[string]bool{}, evicted: map[string]Counts{}}
 }
 
 // account returns the increase of each of rows, the tracked rows of one
@@ -43,23 +44,24 @@ func (r *run) account(rows []StreamCounts) []Counts {
 		}
 	}
 	for c, idx := range byComponent {
+		counted := r.counted[c]
+		if counted == nil {
+			counted = map[string]Counts{}
+			r.counted[c] = counted
+		}
 		if r.pooled[c] {
 			r.accountPooled(c, rows, idx, d)
 		} else {
 			for _, i := range idx {
-				k := rows[i].Key
-				d[i] = increase(rows[i].Counts, r.counted[k])
-				r.counted[k] = rows[i].Counts // a counter that went down is the new base
+				d[i] = increase(rows[i].Counts, counted[rows[i].Stream])
+				counted[rows[i].Stream] = rows[i].Counts // a counter that went down is the new base
 			}
 		}
-		for k := range r.present {
-			if k.Component == c {
-				delete(r.present, k)
-			}
-		}
+		present := make(map[string]bool, len(idx))
 		for _, i := range idx {
-			r.present[rows[i].Key] = true
+			present[rows[i].Stream] = true
 		}
+		r.present[c] = present
 	}
 	return d
 }
@@ -68,19 +70,19 @@ func (r *run) account(rows []StreamCounts) []Counts {
 // increase is what its rows hold now beyond all that was counted of it,
 // given to each row up to its own rise, rows of its previous report first.
 func (r *run) accountPooled(c string, rows []StreamCounts, idx []int, d []Counts) {
-	var total, counted [8]uint64
+	counted := r.counted[c]
+	var total, was [8]uint64
 	for _, i := range idx {
 		total = plusFields(total, rows[i].fields())
 	}
-	for k, n := range r.counted {
-		if k.Component == c {
-			counted = plusFields(counted, n.fields())
-		}
+	for _, n := range counted {
+		was = plusFields(was, n.fields())
 	}
-	counted = plusFields(counted, r.evicted[c].fields())
-	avail := minusFields(total, counted)
+	was = plusFields(was, r.evicted[c].fields())
+	avail := minusFields(total, was)
+	present := r.present[c]
 	slices.SortFunc(idx, func(x, y int) int {
-		px, py := r.present[rows[x].Key], r.present[rows[y].Key]
+		px, py := present[rows[x].Stream], present[rows[y].Stream]
 		if px != py {
 			if px {
 				return -1
@@ -90,16 +92,15 @@ func (r *run) accountPooled(c string, rows []StreamCounts, idx []int, d []Counts
 		return cmp.Compare(rows[x].Stream, rows[y].Stream)
 	})
 	for _, i := range idx {
-		k := rows[i].Key
-		was := r.counted[k].fields()
-		want := minusFields(rows[i].fields(), was)
+		before := counted[rows[i].Stream].fields()
+		want := minusFields(rows[i].fields(), before)
 		var got [8]uint64
 		for f := range got {
 			got[f] = min(want[f], avail[f])
 			avail[f] -= got[f]
 		}
 		d[i] = countsOf(got)
-		r.counted[k] = countsOf(plusFields(was, got))
+		counted[rows[i].Stream] = countsOf(plusFields(before, got))
 	}
 }
 
@@ -109,10 +110,10 @@ func (r *run) accountPooled(c string, rows []StreamCounts, idx []int, d []Counts
 // while, and if it comes back it counts from zero.
 func (r *run) forget(k Key) {
 	if r.pooled[k.Component] {
-		r.evicted[k.Component] = r.evicted[k.Component].Add(r.counted[k])
+		r.evicted[k.Component] = r.evicted[k.Component].Add(r.counted[k.Component][k.Stream])
 	}
-	delete(r.counted, k)
-	delete(r.present, k)
+	delete(r.counted[k.Component], k.Stream)
+	delete(r.present[k.Component], k.Stream)
 }
 
 func plusFields(a, b [8]uint64) [8]uint64 {
