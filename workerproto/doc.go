@@ -59,7 +59,9 @@
 // ignored (named once in the supervisor's log) and the last good content
 // stands. It carries the counts in its heartbeat within a size budget,
 // leaving out streams, then components, when a worker reports too many
-// (docs/ARCHITECTURE.md section 7).
+// (docs/ARCHITECTURE.md section 7), and only rows of the components
+// STORM_EXECUTORS names, with at most 128 stream names per run: the
+// heartbeat is readable by anyone.
 //
 // Log levels. The supervisor may write the file named by
 // STORM_LOG_LEVEL_FILE: one JSON object of logger names to levels, Storm's
