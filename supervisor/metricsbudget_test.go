@@ -2,12 +2,14 @@ package supervisor
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
 
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
+	"github.com/nimbusha/nimbus/stats"
 )
 
 // manyStreams is a worker's metrics with components c00.. each with
@@ -151,5 +153,48 @@ func TestFitMetricsFoldsByName(t *testing.T) {
 	}
 	if !slices.Equal(na, nb) {
 		t.Errorf("folding depends on traffic: %v and %v", na, nb)
+	}
+}
+
+// Whatever room each heartbeat gives a worker, the nimbus's all-time
+// counts of what the heartbeats carried equal what the worker counted:
+// folding and leaving out never make a count go twice or vanish.
+func TestBudgetNeverRecounts(t *testing.T) {
+	const started, beat = int64(1_700_000_000_000), int64(5_000)
+	var c carriage
+	agg := stats.NewAggregator(0)
+	rng := rand.New(rand.NewPCG(1, 2))
+	m := manyStreams(6, 8)
+	m.StartedUnixMs = started
+	full := proto.Size(m)
+	for i := range 60 {
+		for _, r := range m.GetStreams() {
+			r.Emitted += uint64(rng.IntN(1000))
+		}
+		m.TakenUnixMs = started + int64(i+1)*beat
+		limit := 60 + rng.IntN(full) // from room for a row or two to all it needs
+		carried := fitMetrics(cloneMetrics(m), limit, &c)
+		r := stats.Report{Topology: "t", Worker: stats.WorkerID{Supervisor: "s", Port: 6700}, StartedMs: started, TakenMs: carried.GetTakenUnixMs()}
+		for _, row := range carried.GetStreams() {
+			r.Streams = append(r.Streams, stats.StreamCounts{Key: stats.Key{Component: row.GetComponent(), Stream: row.GetStream()},
+				Kind: row.GetKind(), Executors: row.GetExecutors(), Counts: stats.CountsOf(row)})
+		}
+		agg.Observe(r, r.TakenMs)
+	}
+	// A last heartbeat with room for everything the run still carries.
+	m.TakenUnixMs += beat
+	last := fitMetrics(cloneMetrics(m), 1<<20, &c)
+	r := stats.Report{Topology: "t", Worker: stats.WorkerID{Supervisor: "s", Port: 6700}, StartedMs: started, TakenMs: m.TakenUnixMs}
+	for _, row := range last.GetStreams() {
+		r.Streams = append(r.Streams, stats.StreamCounts{Key: stats.Key{Component: row.GetComponent(), Stream: row.GetStream()},
+			Kind: row.GetKind(), Counts: stats.CountsOf(row)})
+	}
+	agg.Observe(r, r.TakenMs)
+	st, _ := agg.Topology("t", stats.AllTime, r.TakenMs)
+	want, _ := sums(m)
+	for comp, n := range want {
+		if got := st.Components[comp].Windows[stats.AllTime].Emitted; got != n {
+			t.Errorf("%s: all-time emitted %d, want the worker's %d", comp, got, n)
+		}
 	}
 }
