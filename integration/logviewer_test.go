@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -67,6 +68,78 @@ func TestLogviewer(t *testing.T) {
 	t.Run("stormctl logs follows across rotations", lc.follow)
 	t.Run("worker output stays out of ZooKeeper", func(t *testing.T) { lc.notInZooKeeper(t, z) })
 	t.Run("a supervisor killed and started again loses no line", func(t *testing.T) { lc.restart(t, restart) })
+	t.Run("a worker restarted on request: its runs' lines whole, in order", lc.restartOnRequest)
+}
+
+// restartOnRequest: a worker restarted on request while it prints, and
+// while a process it started outside its group still prints after it
+// ends, has a log holding each run's lines once, in order, the first
+// run's last line before the second run's first: its keeper reports the
+// end only once the output is written, so the next run's keeper never
+// writes the same log beside it.
+func (lc *logCluster) restartOnRequest(t *testing.T) {
+	script := `run=$(date +%s%N); main=$$
+setsid sh -c 'while kill -0 '$main' 2>/dev/null; do sleep 0.01; done; j=0; while [ $j -lt 30 ]; do echo "late '$run' $j"; j=$((j+1)); sleep 0.01; done' &
+i=0; while :; do echo "main $run $i"; i=$((i+1)); sleep 0.01; done`
+	id, wk := lc.run(t, "restarted", script, nil)
+	file := url.QueryEscape(fmt.Sprintf("%s/%d/worker.log", id, wk.GetPort()))
+	read := func() []string {
+		code, _, body := lc.get(t, lc.sec.Client(t, "alice"), wk.GetLogLink(), "/api/v1/log?file="+file+"&start=0&length=1048576")
+		if code != 200 {
+			t.Fatalf("the log: %d %s", code, body)
+		}
+		return strings.Split(body, "\n")
+	}
+	testcluster.WaitFor(t, 10*time.Second, "the first run printing", func() error {
+		if lines := read(); len(lines) < 20 {
+			return fmt.Errorf("%d lines", len(lines))
+		}
+		return nil
+	})
+	if _, err := lc.alice.RestartWorker(t.Context(), "restarted", fmt.Sprintf("%s:%d", wk.GetHost(), wk.GetPort())); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	testcluster.WaitFor(t, 30*time.Second, "the second run printing after the first's last late line", func() error {
+		lines = read()
+		runs := map[string]bool{}
+		for _, l := range lines {
+			if f := strings.Fields(l); len(f) == 3 {
+				runs[f[1]] = true
+			}
+		}
+		if len(runs) < 2 || !strings.Contains(strings.Join(lines, "\n"), " 29\n") {
+			return fmt.Errorf("%d lines of %d runs", len(lines), len(runs))
+		}
+		return nil
+	})
+	lines = lines[:len(lines)-1] // the last may be half written
+	var runs []string
+	next := map[string]int{}
+	for n, l := range lines {
+		f := strings.Fields(l)
+		if len(f) != 3 {
+			t.Fatalf("line %d is %q, not a worker's", n, l)
+		}
+		kind, run := f[0], f[1]
+		if len(runs) == 0 || runs[len(runs)-1] != run {
+			if slices.Contains(runs, run) {
+				t.Fatalf("line %d (%q): run %s printed again after run %s began: two writers", n, l, run, runs[len(runs)-1])
+			}
+			runs = append(runs, run)
+		}
+		key := kind + " " + run
+		if want := strconv.Itoa(next[key]); f[2] != want {
+			t.Fatalf("line %d is %q, want %s %s: lost, doubled or out of order", n, l, key, want)
+		}
+		next[key]++
+		if kind == "main" && next["late "+run] > 0 {
+			t.Fatalf("line %d is %q: the run printed after its own end", n, l)
+		}
+	}
+	if len(runs) < 2 || next["late "+runs[0]] != 30 {
+		t.Fatalf("runs %v, the first's late lines %d; want 2 runs, 30", runs, next["late "+runs[0]])
+	}
 }
 
 // restart: a worker that prints numbered lines while its supervisor is

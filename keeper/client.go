@@ -172,6 +172,15 @@ func (k *Conn) Stop(grace time.Duration) error {
 	return k.send(request{Op: opStop, GraceMs: grace.Milliseconds()})
 }
 
+// Note hands the keeper a line for the worker's log (Launch.Output): it
+// writes it at the end of the line the worker is writing, or at once if
+// none is half written, and counts it towards the rotation. A line break
+// in it becomes a space; it is cut at MaxNote bytes. Without an Output
+// the keeper drops it.
+func (k *Conn) Note(line string) error {
+	return k.send(request{Op: opNote, Text: noteLine(line)})
+}
+
 // Release tells the keeper its worker's exit was heard: it goes.
 func (k *Conn) Release() error { return k.send(request{Op: opRelease}) }
 

@@ -19,13 +19,18 @@
 // that the keeper copies into Output.Path, rotated by size (Path.1 the
 // newest of Output.Keep), with the group and mode the supervisor chose:
 // the keeper holds the log, so a supervisor's restart loses no line and
-// doubles none, and the keeper writes the last lines before it goes.
+// doubles none. The keeper is the log's one writer: a note request's
+// line (the supervisor's, Conn.Note) goes in at a line's end, and the
+// worker's exit is told only once its output is written (at most
+// drainWait after its group died; output still coming then is dropped),
+// since the supervisor starts the next run's keeper on the same log as
+// soon as it hears it.
 // Without it (an older supervisor) the worker writes to file 4 itself.
 //
 // Socket. A supervisor talks to the keeper over a Unix stream socket, in
 // lines of JSON: the keeper sends a Hello on every connection and an Exit
 // when the worker ends; the supervisor sends Requests (ping, signal, stop,
-// release). A newer connection replaces an older one: a supervisor that
+// release, note). A newer connection replaces an older one: a supervisor that
 // restarted adopts the keeper by connecting to it. Only a peer of the
 // keeper's own user is answered (SO_PEERCRED), and the socket's directory
 // is the supervisor's to protect.
@@ -39,8 +44,9 @@
 // worker is gone before the nimbus could give its slot to another host.
 //
 // Exit. When the worker ends, the keeper kills what is left of its process
-// group and tells the connected supervisor (an Exit, also in every later
-// Hello); it exits once a supervisor sent release, or the bound passed.
+// group and, once the worker's output is written (Output), tells the
+// connected supervisor (an Exit, also in every later Hello); it exits once
+// a supervisor sent release, or the bound passed.
 // stop ends the worker like the bound does, with the grace the request
 // names.
 //

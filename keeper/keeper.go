@@ -69,12 +69,15 @@ type keeper struct {
 	exited   chan syscall.WaitStatus
 	signals  chan os.Signal
 
-	done   chan struct{} // closed when run ends
-	copied chan struct{} // closed when the worker's output is all written (Launch.Output); nil without
+	done    chan struct{}   // closed when run ends
+	copied  chan struct{}   // closed when the worker's output is all written (Launch.Output); nil without
+	out     *logWriter      // the worker's log (Launch.Output); nil without
+	written <-chan struct{} // after the worker ended: closed once its output is written, or drainWait passed
 
 	peer     *peer     // the supervisor connected now, if any
 	contact  time.Time // the last request received, or the start
 	exit     *Exit     // how the worker ended, once it did
+	reported bool      // exit is said to supervisors: its output is written
 	stopKill time.Time // when a stop's grace ends; zero without a stop
 	termed   bool      // SIGTERM sent
 	killed   bool      // SIGKILL sent
@@ -151,15 +154,17 @@ func (k *keeper) startWorker(out *os.File) error {
 	if rot != nil {
 		// Owned by the keeper's process: it ends when the worker's
 		// pipe does, or with the process (drain).
-		k.copied = make(chan struct{})
-		go copyOutput(pr, rot, k.copied)
+		k.copied, k.out = make(chan struct{}), &logWriter{r: rot}
+		go copyOutput(pr, k.out, k.copied)
 	}
 	return nil
 }
 
-// drain waits, a little, for the worker's last output to be written.
+// drain waits, a little, for the worker's last output to be written,
+// when the keeper goes without having reported the worker's exit (the
+// bound passed); a reported exit came after its output.
 func (k *keeper) drain() {
-	if k.copied == nil {
+	if k.copied == nil || k.reported {
 		return
 	}
 	select {
@@ -169,10 +174,14 @@ func (k *keeper) drain() {
 	}
 }
 
-// close releases the socket; the worker is gone by then.
+// close releases the socket and the worker's log; the worker is gone by
+// then.
 func (k *keeper) close() {
 	k.ln.Close()
 	_ = os.Remove(k.launch.Socket)
+	if k.out != nil {
+		k.out.Close()
+	}
 }
 
 // run keeps the worker until the keeper may go: a supervisor released its
@@ -205,6 +214,9 @@ func (k *keeper) run() {
 			}
 		case ws := <-k.exited:
 			k.ended(ws)
+		case <-k.written:
+			k.written = nil
+			k.report()
 		case sig := <-k.signals:
 			if sig == syscall.SIGTERM {
 				k.log.Info("SIGTERM: ending the worker", "pid", k.pid)
@@ -301,12 +313,51 @@ func (k *keeper) kill(sig syscall.Signal) {
 	}
 }
 
-// ended records the worker's end, kills what is left of its group, and
-// tells the supervisor.
+// ended records the worker's end and kills what is left of its group;
+// the supervisor is told once the worker's output is written (report).
 func (k *keeper) ended(ws syscall.WaitStatus) {
 	_ = syscall.Kill(-k.pid, syscall.SIGKILL) // before the exit is recorded: the group is still the worker's
 	k.exit = exitOf(ws, time.Now().UnixMilli())
 	k.log.Info("worker ended", "pid", k.pid, "exit", k.exit.String())
+	k.written = k.outputWritten()
+}
+
+// outputWritten is closed once the worker's output is all in its log, or
+// drainWait passed. Its goroutine ends with run.
+func (k *keeper) outputWritten() <-chan struct{} {
+	ch := make(chan struct{})
+	if k.copied == nil {
+		close(ch)
+		return ch
+	}
+	go func() {
+		defer close(ch)
+		t := time.NewTimer(drainWait)
+		defer t.Stop()
+		select {
+		case <-k.copied:
+		case <-t.C:
+		case <-k.done:
+		}
+	}()
+	return ch
+}
+
+// report tells the supervisor the worker's exit, now that its output is
+// written: the supervisor may start the next run, whose keeper writes the
+// same log, as soon as it hears it. Output still coming (a process that
+// left the worker's group holds its pipe past drainWait) is dropped from
+// then on, so the log never has two writers.
+func (k *keeper) report() {
+	select {
+	case <-k.copied:
+	default:
+		if k.out != nil {
+			k.log.Warn("the worker's output did not end in time; what comes after is dropped", "wait", drainWait)
+			k.out.dropOutput()
+		}
+	}
+	k.reported = true
 	if k.peer != nil {
 		k.peer.send(event{Exit: k.exit})
 	}
@@ -318,7 +369,11 @@ func (k *keeper) adopted(p *peer) {
 		k.peer.close()
 	}
 	k.peer, k.contact = p, time.Now()
-	p.send(event{Hello: &Hello{Version: Version, Pid: k.pid, StartedUnixMs: k.start.UnixMilli(), Exit: k.exit, State: k.launch.State}})
+	var exit *Exit
+	if k.reported {
+		exit = k.exit
+	}
+	p.send(event{Hello: &Hello{Version: Version, Pid: k.pid, StartedUnixMs: k.start.UnixMilli(), Exit: exit, State: k.launch.State}})
 }
 
 // handle does a request of the current supervisor, and reports whether the
@@ -333,7 +388,11 @@ func (k *keeper) handle(r request) bool {
 	case opStop:
 		k.stop(time.Duration(r.GraceMs) * time.Millisecond)
 	case opRelease:
-		return k.exit != nil
+		return k.reported
+	case opNote:
+		if k.out != nil && r.Text != "" {
+			k.out.Note(noteLine(r.Text))
+		}
 	}
 	return false
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -152,14 +153,127 @@ func (r *rotator) Write(p []byte) (int, error) {
 
 func (r *rotator) Close() error { return r.f.Close() }
 
+// logWriter is the one writer of a worker's log: the worker's output
+// (Write, from the copying goroutine) and the supervisor's notes (Note,
+// from run), through one rotator, so both count towards its size. A note
+// goes at a line's end: while the worker is half way through a line, it
+// waits for the line to end.
+type logWriter struct {
+	mu      sync.Mutex
+	r       *rotator
+	midLine bool     // the worker's last byte written ended no line
+	ended   bool     // the worker's output ended
+	dropped bool     // the worker's output is dropped from now on (dropOutput)
+	pending [][]byte // notes waiting for the worker's line to end
+	held    int      // their bytes
+}
+
+// maxPending bounds the notes held for a line that does not end; more
+// are dropped.
+const maxPending = 64 << 10
+
+// Write writes the worker's output p, and the notes held once the line
+// they wait for ends.
+func (l *logWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := len(p)
+	if l.dropped {
+		return n, nil
+	}
+	if len(l.pending) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			_, err := l.r.Write(p)
+			return n, err
+		}
+		if _, err := l.r.Write(p[:i+1]); err != nil {
+			return n, err
+		}
+		l.midLine = false
+		l.writeNotes()
+		p = p[i+1:]
+	}
+	if len(p) == 0 {
+		return n, nil
+	}
+	l.midLine = p[len(p)-1] != '\n'
+	_, err := l.r.Write(p)
+	return n, err
+}
+
+// Note writes text as a line: now if no line of the worker's is half
+// written, else once it ends (or the output does).
+func (l *logWriter) Note(text string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	line := []byte(text + "\n")
+	if l.midLine && !l.ended {
+		if l.held+len(line) <= maxPending {
+			l.pending, l.held = append(l.pending, line), l.held+len(line)
+		}
+		return
+	}
+	l.endLine()
+	_, _ = l.r.Write(line)
+}
+
+// endOutput says the worker's output ended: the notes held are written,
+// on a line of their own.
+func (l *logWriter) endOutput() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ended = true
+	if len(l.pending) > 0 {
+		l.endLine()
+		l.writeNotes()
+	}
+}
+
+// dropOutput drops what the worker's output still brings: its exit was
+// reported, and the next run's keeper may write the log now.
+func (l *logWriter) dropOutput() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.dropped, l.ended = true, true
+	if len(l.pending) > 0 {
+		l.endLine()
+		l.writeNotes()
+	}
+}
+
+// endLine ends a line the output left half written, so that what comes
+// next starts a line of its own. Called with mu held.
+func (l *logWriter) endLine() {
+	if l.midLine {
+		_, _ = l.r.Write([]byte("\n"))
+		l.midLine = false
+	}
+}
+
+// writeNotes writes the notes held. Called with mu held.
+func (l *logWriter) writeNotes() {
+	for _, line := range l.pending {
+		_, _ = l.r.Write(line)
+	}
+	l.pending, l.held = nil, 0
+}
+
+func (l *logWriter) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.r.Close()
+}
+
 // copyOutput copies what the worker writes on src into w until the worker
-// and every process holding the pipe closed it, then closes both; done is
-// closed at the end. A write that fails drops what it held, and the copy
-// goes on: a full disk must not block the worker on its pipe.
-func copyOutput(src io.ReadCloser, w io.WriteCloser, done chan<- struct{}) {
+// and every process holding the pipe closed it, then closes src and says
+// that the output ended; done is closed at the end. A write that fails
+// drops what it held, and the copy goes on: a full disk must not block
+// the worker on its pipe.
+func copyOutput(src io.ReadCloser, w *logWriter, done chan<- struct{}) {
 	defer close(done)
 	defer src.Close()
-	defer w.Close()
+	defer w.endOutput()
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
@@ -172,7 +286,8 @@ func copyOutput(src io.ReadCloser, w io.WriteCloser, done chan<- struct{}) {
 	}
 }
 
-// drainWait is how long a keeper that goes waits for the worker's last
-// output to be written: the worker's group is dead by then, so its pipe
-// ends at once unless a process that left the group holds it.
+// drainWait is how long a keeper waits for the worker's last output to
+// be written before it reports the worker's exit: the worker's group is
+// dead by then, so its pipe ends at once unless a process that left the
+// group holds it.
 const drainWait = 2 * time.Second

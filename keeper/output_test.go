@@ -127,3 +127,89 @@ func TestOutputRefusesASymlink(t *testing.T) {
 		t.Fatalf("error %v, want one about the worker's log", err)
 	}
 }
+
+// The worker's exit is reported only once its output is written: the
+// supervisor starts the next run's keeper on the same log as soon as it
+// hears it, and two writers would rotate the same files. A process that
+// left the worker's group holds its pipe a while and writes last.
+func TestExitIsReportedAfterTheOutputIsWritten(t *testing.T) {
+	dir := t.TempDir()
+	c, log := keepOutput(t, dir, `echo first; setsid sh -c 'touch left; sleep 0.5; echo last' &
+		while [ ! -e left ]; do sleep 0.01; done; exit 0`, 1<<20, 1)
+	if e := exitOf(t, c); e.Code == nil || *e.Code != 0 {
+		t.Fatalf("exit %v", e)
+	}
+	if b, _ := os.ReadFile(log); string(b) != "first\nlast\n" {
+		t.Fatalf("when the exit came the log held %q, want all of the output", b)
+	}
+	_ = c.Release()
+}
+
+// A line the supervisor hands the keeper (Note) goes into the log at a
+// line's end, never inside a line the worker is writing, and counts
+// towards the rotation like the worker's own.
+func TestNoteIsWrittenAtALineEnd(t *testing.T) {
+	dir := t.TempDir()
+	// The worker writes half a line, waits for the note to be sent,
+	// then ends the line and writes one more.
+	c, log := keepOutput(t, dir, `printf 'half'; while [ ! -e go ]; do sleep 0.01; done; printf ' whole\n'; echo next`, 1<<20, 1)
+	waitFor(t, 5*time.Second, "the half line", func() bool {
+		b, _ := os.ReadFile(log)
+		return string(b) == "half"
+	})
+	if err := c.Note("[supervisor] the worker reported an error: bad\ntuple"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if e := exitOf(t, c); e.Code == nil || *e.Code != 0 {
+		t.Fatalf("exit %v", e)
+	}
+	if err := c.Note("[supervisor] after the end"); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Release()
+	want := "half whole\n[supervisor] the worker reported an error: bad tuple\nnext\n[supervisor] after the end\n"
+	waitFor(t, 5*time.Second, "the notes written", func() bool {
+		b, _ := os.ReadFile(log)
+		return string(b) == want
+	})
+}
+
+// Notes count towards the rotation: a log of notes alone rotates at its
+// size as the worker's output does.
+func TestNotesCountTowardsTheRotation(t *testing.T) {
+	dir := t.TempDir()
+	c, log := keepOutput(t, dir, `sleep 30`, 100, 2)
+	for i := range 10 {
+		if err := c.Note(fmt.Sprintf("note %02d %s", i, strings.Repeat("n", 30))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 5*time.Second, "the notes rotated", func() bool {
+		_, err := os.Stat(keeper.RotatedPath(log, 2))
+		b, _ := os.ReadFile(log)
+		return err == nil && strings.Contains(string(b), "note 09")
+	})
+	for _, p := range []string{log, keeper.RotatedPath(log, 1), keeper.RotatedPath(log, 2)} {
+		if fi, err := os.Stat(p); err != nil || fi.Size() > 100 {
+			t.Errorf("%s: %v, %d bytes; want at most 100", filepath.Base(p), err, fi.Size())
+		}
+	}
+}
+
+// A note is one line of at most MaxNote bytes, whatever it holds: the
+// longest, of the characters JSON escapes most, still fits a request.
+func TestALongNoteIsCutToOneLine(t *testing.T) {
+	dir := t.TempDir()
+	c, log := keepOutput(t, dir, `sleep 30`, 1<<20, 1)
+	if err := c.Note(strings.Repeat("<\x01", 2000)); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Repeat("<\x01", keeper.MaxNote/2) + "\n"
+	waitFor(t, 5*time.Second, "the note written", func() bool {
+		b, _ := os.ReadFile(log)
+		return string(b) == want
+	})
+}

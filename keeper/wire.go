@@ -3,7 +3,9 @@ package keeper
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"syscall"
+	"unicode/utf8"
 )
 
 // Command is the argument that makes a supervisor's binary a keeper.
@@ -100,11 +102,37 @@ const (
 	opSignal  = "signal"  // send Signal to the worker, if it still runs
 	opStop    = "stop"    // end the worker: SIGTERM, SIGKILL after GraceMs
 	opRelease = "release" // the exit was heard: the keeper may go
+	opNote    = "note"    // write Text, a line, into the worker's log
 )
+
+// MaxNote bounds a note's bytes: its request, each byte JSON-escaped to
+// at most six, must fit a request line (maxLine).
+const MaxNote = 600
+
+// noteLine is line as a note: one line, valid UTF-8, at most MaxNote
+// bytes.
+func noteLine(line string) string {
+	line = strings.ToValidUTF8(line, "\uFFFD")
+	line = strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\r' {
+			return ' '
+		}
+		return r
+	}, line)
+	if len(line) > MaxNote {
+		cut := MaxNote
+		for cut > 0 && !utf8.RuneStart(line[cut]) {
+			cut--
+		}
+		line = line[:cut]
+	}
+	return line
+}
 
 // request is one line a supervisor sends.
 type request struct {
 	Op      string `json:"op"`
 	Signal  int    `json:"signal,omitempty"`
 	GraceMs int64  `json:"grace_ms,omitempty"`
+	Text    string `json:"text,omitempty"` // a note's
 }

@@ -266,6 +266,7 @@ func (w *worker) stopRun(conn *keeper.Conn, pid int) error {
 		select {
 		case e, ok := <-conn.Exits():
 			if ok {
+				w.pollErrors() // its last reports, into its log while its keeper holds it
 				_ = conn.Release()
 				if e.Signal == syscall.SIGKILL.String() {
 					w.log.Warn("worker did not stop in time; killed", "grace", w.grace)
@@ -290,6 +291,7 @@ func (w *worker) ended(conn *keeper.Conn, e *keeper.Exit, ok bool) error {
 	if !ok {
 		return keeper.ErrGone
 	}
+	w.pollErrors() // its last reports, into its log while its keeper holds it
 	_ = conn.Release()
 	return exitError(e)
 }

@@ -1,8 +1,6 @@
 package supervisor
 
 import (
-	"os"
-	"syscall"
 	"time"
 
 	"github.com/nimbusha/nimbus/keeper"
@@ -50,13 +48,16 @@ func (w *worker) prepareLog(as *account) error {
 
 // reportedError records an error line the worker reported at at: its
 // text into the worker's log, and into the heartbeat only that it
-// reported one, and when.
+// reported one, and when. The text goes through the run's keeper
+// (keeper.Conn.Note), the log's one writer, which puts it at a line's end
+// and counts it towards the rotation; the last lines are polled before a
+// run's keeper is released (worker.go), so none is left without one.
 func (w *worker) reportedError(line string, at time.Time) {
-	if f, err := os.OpenFile(w.spec.LogPath, os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0); err == nil {
-		_, _ = f.WriteString("[supervisor] the worker reported an error: " + line + "\n")
-		f.Close()
-	}
 	w.mu.Lock()
+	conn := w.conn
 	w.state.LastError, w.state.LastErrorUnixMs = reportedErrorText, at.UnixMilli()
 	w.mu.Unlock()
+	if conn == nil || conn.Note("[supervisor] the worker reported an error: "+line) != nil {
+		w.log.Info("a reported error is not in the worker's log: no keeper holds it now")
+	}
 }
