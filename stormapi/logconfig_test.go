@@ -61,7 +61,7 @@ func TestSetLogConfigTakesStormsBody(t *testing.T) {
 
 	actor.calls = 0
 	for body, field := range map[string]string{
-		`{"namedLoggerLevels": {"ROOT": {"target_level": "LOUD"}}}`:           `set["ROOT"].target_level`,
+		`{"namedLoggerLevels": {"ROOT": {"target_level": "LOUD"}}}`:          `set["ROOT"].target_level`,
 		`{"namedLoggerLevels": {"ROOT": {"target_level": "DEBUG", "x": 1}}}`: "body",
 		`{"namedLoggerLevels": {}}`:                                          "set",
 		`[1, 2]`:                                                             "body",

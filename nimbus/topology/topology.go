@@ -3,8 +3,8 @@ package topology
 import (
 	"fmt"
 	"maps"
-	"strings"
 	"slices"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
