@@ -46,7 +46,7 @@ func TestLogviewer(t *testing.T) {
 	c := testcluster.New(t, z.Addr(), testcluster.WithSecurity(sec))
 	ps := c.StartNimbuses(t, 1, testcluster.WithArgs("--nimbus.monitor.freq.secs", "1"))
 	c.WaitLeader(t, ps, 15*time.Second)
-	slots := testcluster.FreePorts(t, 6) // a slot for each topology below
+	slots := testcluster.FreePorts(t, 7) // a slot for each topology below
 	supArgs := testcluster.WithArgs("--logviewer.max.per.worker.logs.size.mb", "1", "--logs.users", "lou")
 	sup, err := c.StartSupervisor(testcluster.WithSlots(slots...), supArgs)
 	if err != nil {

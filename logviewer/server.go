@@ -437,9 +437,9 @@ func (s *Server) listLogs(req *request) error {
 		}
 		port = p
 	}
-	field, id := topologyParam(req.q)
-	if id == "" && field != "" {
-		return validate.Invalid(field, "topoId %q and topologyId %q name different topologies", req.q.Get("topoId"), req.q.Get("topologyId"))
+	field, id, err := topologyParam(req.q)
+	if err != nil {
+		return err
 	}
 	var topologies []string
 	if id != "" {
@@ -468,17 +468,17 @@ func (s *Server) listLogs(req *request) error {
 	return nil
 }
 
-// topologyParam is listLogs' topology: Storm's topoId, or topologyId.
-// Both given and different: the field and no id.
-func topologyParam(q urlValues) (field, id string) {
+// topologyParam is listLogs' topology, and the parameter that names it:
+// Storm's topoId, or topologyId; none for every topology.
+func topologyParam(q urlValues) (field, id string, err error) {
 	storms, alias := q.Get("topoId"), q.Get("topologyId")
 	switch {
 	case storms != "" && alias != "" && storms != alias:
-		return "topoId", ""
+		return "", "", validate.Invalid("topoId", "%q, while topologyId names %q", storms, alias)
 	case storms == "" && alias != "":
-		return "topologyId", alias
+		return "topologyId", alias, nil
 	}
-	return "topoId", storms
+	return "topoId", storms, nil
 }
 
 // topologies lists the topologies that have logs here.

@@ -275,6 +275,14 @@ func TestListLogsTakesStormsTopoId(t *testing.T) {
 	if code, _, body := get(t, base+"/api/v1/listLogs?topoId=nosuch-1-1700000000"); code != 404 || !strings.Contains(body, "topoId: ") {
 		t.Errorf("an unknown topoId: %d %s", code, body)
 	}
+	if code, _, body := get(t, base+"/api/v1/listLogs?topoId="+topo+"&topologyId=other-1-1700000000"); code != 400 || !strings.Contains(body, "topoId: ") {
+		t.Errorf("two topologies: %d %s", code, body)
+	}
+	// Without a topology: every topology's logs.
+	if code, _, body := get(t, base+"/api/v1/listLogs"); code != 200 || !strings.Contains(body, topo+"/6700/worker.log") ||
+		!strings.Contains(body, "other-1-1700000000/6701/worker.log") {
+		t.Errorf("every topology: %d %s", code, body)
+	}
 }
 
 // deepSearch goes on where it stopped, as Storm's: fileOffset names the
