@@ -79,6 +79,7 @@ func (w *worker) command() (l keeper.Launch, as *account, err error) {
 	if cmd.Err != nil {
 		return keeper.Launch{}, nil, cmd.Err
 	}
+	w.useLogLayout()
 	if err := w.prepareLog(as); err != nil {
 		return keeper.Launch{}, nil, fmt.Errorf("supervisor: log of worker %s-%d: %w", w.spec.TopologyID, w.spec.Port, err)
 	}

@@ -2,6 +2,8 @@ package supervisor
 
 import (
 	"log/slog"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/nimbusha/nimbus/configs"
@@ -31,5 +33,39 @@ func TestStoppingWorkerCountsAsRunningForTheLogCap(t *testing.T) {
 	<-ended
 	if s.runsHere("wc-1-1700000000", 6700) {
 		t.Fatal("a stopped worker still counts as running")
+	}
+}
+
+// A worker adopted from an older supervisor wrote its log to
+// supervisor/workers/<topology>-<port>.log, which the logviewer cannot
+// serve and nothing cleans: its next run writes the logviewer's layout,
+// and the old file goes.
+func TestAnAdoptedWorkersOldLogGoesAtItsNextRun(t *testing.T) {
+	cfg := configs.Default()
+	cfg.LocalDir = t.TempDir()
+	old := filepath.Join(cfg.LocalDir, "supervisor", "workers", "wc-1-1700000000-6700.log")
+	if err := os.MkdirAll(filepath.Dir(old), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(old, []byte("an older supervisor's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := &worker{spec: workerSpec{TopologyID: "wc-1-1700000000", Port: 6700, LogPath: old}, policy: launchPolicy{cfg: cfg},
+		log: slog.New(slog.DiscardHandler)}
+	w.useLogLayout()
+	want := filepath.Join(cfg.LocalDir, "workers-artifacts", "wc-1-1700000000", "6700", "worker.log")
+	if w.spec.LogPath != want {
+		t.Fatalf("log path %s, want %s", w.spec.LogPath, want)
+	}
+	if _, err := os.Stat(old); !os.IsNotExist(err) {
+		t.Fatalf("the old log is still there: %v", err)
+	}
+	// A path that is not an older supervisor's log is not removed.
+	other := filepath.Join(cfg.LocalDir, "keep-me.log")
+	_ = os.WriteFile(other, nil, 0o644)
+	w.spec.LogPath = other
+	w.useLogLayout()
+	if _, err := os.Stat(other); err != nil || w.spec.LogPath != want {
+		t.Fatalf("%s: %v; log path %s", other, err, w.spec.LogPath)
 	}
 }

@@ -1,6 +1,9 @@
 package supervisor
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/nimbusha/nimbus/keeper"
@@ -31,6 +34,26 @@ func (w *worker) logOutput(as *account) *keeper.Output {
 		gid = int(as.GID)
 	}
 	return &keeper.Output{Path: w.spec.LogPath, MaxBytes: maxBytes, Keep: keep, GID: gid, Mode: logviewer.FileMode}
+}
+
+// useLogLayout points a worker adopted from an older supervisor, whose
+// log was <storm.local.dir>/supervisor/workers/<topology>-<port>.log, at
+// the logviewer's layout for its next run, and removes that file, which
+// the logviewer cannot serve and nothing else would clean. Only the run
+// goroutine calls it, before a launch.
+func (w *worker) useLogLayout() {
+	want := filepath.Join(logviewer.WorkerDir(logviewer.Root(w.policy.cfg.LocalDir), w.spec.TopologyID, w.spec.Port), logviewer.LogName)
+	old := w.spec.LogPath
+	if old == want {
+		return
+	}
+	w.spec.LogPath = want
+	if filepath.Base(old) != fmt.Sprintf("%s-%d.log", w.spec.TopologyID, w.spec.Port) || filepath.Base(filepath.Dir(old)) != "workers" {
+		return
+	}
+	if err := os.Remove(old); err == nil {
+		w.log.Info("removed the log an older supervisor kept for the worker; it is now in the logviewer's layout", "old", old, "log", want)
+	}
 }
 
 // prepareLog makes the worker's log directory and its worker.yaml, whose
