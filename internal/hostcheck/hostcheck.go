@@ -7,7 +7,8 @@ import (
 
 // Allowed reports whether hostport, a request's Host (host[:port]), names
 // the server whose names besides IP addresses and localhost are names;
-// case and a trailing dot do not matter.
+// case and a trailing dot do not matter, and a wildcard name covers one
+// label.
 func Allowed(hostport string, names []string) bool {
 	host := hostport
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
@@ -18,9 +19,24 @@ func Allowed(hostport string, names []string) bool {
 		return true
 	}
 	for _, n := range names {
-		if n != "" && strings.EqualFold(strings.TrimSuffix(n, "."), host) {
+		if matches(strings.ToLower(strings.TrimSuffix(n, ".")), host) {
 			return true
 		}
 	}
 	return false
+}
+
+// matches reports whether a name (lower case) covers host: itself, or,
+// for a certificate's wildcard "*.example.com", exactly one label in its
+// place, as TLS verification reads it ("a.example.com", not
+// "a.b.example.com" nor "example.com").
+func matches(name, host string) bool {
+	if name == "" {
+		return false
+	}
+	if suffix, ok := strings.CutPrefix(name, "*."); ok {
+		label, rest, found := strings.Cut(host, ".")
+		return found && label != "" && rest == suffix
+	}
+	return name == host
 }

@@ -3,7 +3,7 @@ package hostcheck
 import "testing"
 
 func TestAllowed(t *testing.T) {
-	names := []string{"nimbus-1.example", "sup.example.", ""}
+	names := []string{"nimbus-1.example", "sup.example.", "", "*.Storm.example"}
 	for host, want := range map[string]bool{
 		"":                      true,
 		"127.0.0.1":             true,
@@ -20,6 +20,10 @@ func TestAllowed(t *testing.T) {
 		"nimbus-1.example.evil": false,
 		"localhost.evil":        false,
 		":8080":                 true,
+		"ui.storm.example:443":  true,
+		"storm.example":         false,
+		"a.b.storm.example":     false,
+		".storm.example":        false,
 	} {
 		if got := Allowed(host, names); got != want {
 			t.Errorf("Allowed(%q) = %v, want %v", host, got, want)
