@@ -409,6 +409,9 @@ func (ws *workerStatsCluster) steadyWindow(label, phase string, profiled bool) e
 		if err != nil {
 			return err
 		}
+		if _, ok := after[sids[p]]; !ok { // a count from a new session would mean nothing
+			return fmt.Errorf("%s lost its ZooKeeper session in the window", p.Name)
+		}
 		reqs, _ := requests(before, after, map[int64]bool{sids[p]: true})
 		ws.rep.add(fmt.Sprintf("%s: %s (%s): CPU, resident memory, ZooKeeper requests a second", label, p.Name, roleOf(p, ws.leader)),
 			fmt.Sprintf("%.1f%% of one core, %d MiB, %.1f/s", 100*float64(cpu1-cpu0[p])/float64(elapsed), rss, float64(reqs)/elapsed.Seconds()))

@@ -102,7 +102,7 @@ func (ws *workerStatsCluster) topologyLatency(phase, role string, p *testcluster
 					return fmt.Errorf("%s from %s: %w", base+id+query, p.Name, err)
 				}
 				if incomplete++; firstIncomplete == "" {
-					firstIncomplete = fmt.Sprintf("%s: %v: %.600s", id, err, body)
+					firstIncomplete = fmt.Sprintf("%s: %v: %s", id, err, countsOf(body))
 				}
 			}
 		}
@@ -166,6 +166,19 @@ func slowAnswers(p *testcluster.Process) (int64, error) {
 	return count - fast, nil
 }
 
+// countsOf is the part of a topology page that holds its counts.
+func countsOf(body []byte) string {
+	var page map[string]json.RawMessage
+	if err := json.Unmarshal(body, &page); err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, key := range []string{"statsReported", "topologyStats", "spouts", "bolts"} {
+		out = append(out, fmt.Sprintf("%s: %.1200s", key, page[key]))
+	}
+	return strings.Join(out, "; ")
+}
+
 // checkCounts checks that a topology page has counts when the workers
 // report metrics (statsReported, the topology's emitted for all time and
 // its bolts' executed) and none when they do not.
@@ -221,7 +234,8 @@ func (ws *workerStatsCluster) scrape(phase string) error {
 		}
 		if v, ok := strings.CutPrefix(line, `nimbus_stats_series{state="refused"} `); ok {
 			refused = v
-			ws.refused, _ = strconv.ParseInt(v, 10, 64)
+			n, _ := strconv.ParseFloat(v, 64) // Prometheus writes 1.1e+06
+			ws.refused = int64(n)
 		}
 	}
 	ws.rep.add(phase+": the leader's /metrics, median of 5 scrapes: time, the leader's CPU, bytes; stats series kept, refused",
