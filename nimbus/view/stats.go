@@ -17,19 +17,24 @@ import (
 // stats), so that any nimbus answers with the windows, and a follower that
 // becomes leader keeps its all-time counts.
 
-// RunStats reads the supervisors' heartbeats into v.Stats: once per
-// heartbeat period it has the /supervisors cache read their payloads
-// again, and observes each publish. It returns when ctx ends.
+// statsRead is how often RunStats has the supervisors' heartbeats read
+// again: the finest window's bucket. Counters are cumulative, so reading
+// less often than supervisors beat loses nothing, and every nimbus reading
+// every supervisor's node each beat would cost ZooKeeper nimbuses ×
+// supervisors reads per beat. A read for an answer (freshenHeartbeats)
+// comes in between.
+const statsRead = 20 * time.Second
+
+// RunStats reads the supervisors' heartbeats into v.Stats: every
+// statsRead it has the /supervisors cache read their payloads again, and
+// observes each publish. It returns when ctx ends.
 func (v *View) RunStats(ctx context.Context) {
-	every := v.beats.every
-	if every <= 0 {
-		every = 10 * time.Second
-	}
-	tick := time.NewTicker(every)
+	tick := time.NewTicker(max(statsRead, v.beats.every))
 	defer tick.Stop()
+	observed := map[stats.WorkerID]int64{}
 	for {
 		changed := v.Supervisors.Changed()
-		v.observeHeartbeats()
+		observed = v.observeHeartbeats(observed)
 		select {
 		case <-ctx.Done():
 			return
@@ -41,12 +46,21 @@ func (v *View) RunStats(ctx context.Context) {
 }
 
 // observeHeartbeats adds what each reported worker counted, and forgets
-// the topologies /storms no longer holds (once it has been read).
-func (v *View) observeHeartbeats() {
+// the topologies /storms no longer holds (once it has been read). A
+// worker's report whose time was observed already (observed, by worker)
+// is not converted again; it returns the times observed now.
+func (v *View) observeHeartbeats(observed map[stats.WorkerID]int64) map[stats.WorkerID]int64 {
 	now := v.now().UnixMilli()
+	seen := make(map[stats.WorkerID]int64, len(observed))
 	for id, info := range v.Supervisors.Snapshot() {
 		for _, w := range info.GetWorkers() {
-			if m := w.GetMetrics(); m != nil && w.GetTopologyId() != "" {
+			m := w.GetMetrics()
+			if m == nil || w.GetTopologyId() == "" {
+				continue
+			}
+			worker := stats.WorkerID{Supervisor: id, Port: w.GetPort()}
+			seen[worker] = m.GetTakenUnixMs()
+			if taken, ok := observed[worker]; !ok || taken != m.GetTakenUnixMs() {
 				v.Stats.Observe(reportOf(id, info.GetHost(), w, m), now)
 			}
 		}
@@ -57,6 +71,7 @@ func (v *View) observeHeartbeats() {
 		v.Stats.Sweep(now, func(id string) bool { _, ok := storms[id]; return ok })
 	default:
 	}
+	return seen
 }
 
 // reportOf is worker w's report, which supervisor sup (on host) carries.

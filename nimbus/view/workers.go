@@ -193,13 +193,15 @@ type heartbeatReads struct {
 	last  atomic.Int64 // Unix nanoseconds of the last refresh asked
 }
 
-// due reports whether a refresh is due at now, and if so records it.
+// due reports whether a refresh is due at now, and if so records it. A
+// tenth of the period is slack: a ticker at the period is not skipped for
+// firing a moment early.
 func (h *heartbeatReads) due(now time.Time) bool {
 	if h == nil || h.every <= 0 {
 		return false
 	}
 	last := h.last.Load()
-	if now.UnixNano()-last < int64(h.every) {
+	if now.UnixNano()-last < int64(h.every)*9/10 {
 		return false
 	}
 	return h.last.CompareAndSwap(last, now.UnixNano())
