@@ -41,6 +41,26 @@ func (r *Reloader) ClientConfig(serverName string) *tls.Config {
 	}
 }
 
+// DialTLSContext dials addr and makes a TLS connection verified as
+// ClientConfig does for addr's host: an http.Transport's DialTLSContext
+// for a client of many HTTPS servers, each checked for its own name.
+func (r *Reloader) DialTLSContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	conn := tls.Client(raw, r.ClientConfig(host))
+	if err := conn.HandshakeContext(ctx); err != nil {
+		raw.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
 // ClientCredentials returns gRPC transport credentials
 // (grpc.WithTransportCredentials) that verify each server as ClientConfig
 // does, for the host of the address dialed: one set serves every address.

@@ -57,8 +57,13 @@ func Load(files Files, logger *slog.Logger) (*Reloader, error) {
 
 // Certificate returns this process's certificate as handshakes now present
 // it, after a look at the files as a handshake would, or nil if the process
-// has none.
-func (r *Reloader) Certificate() *x509.Certificate { return r.current().leaf }
+// has none (a nil Reloader: TLS off).
+func (r *Reloader) Certificate() *x509.Certificate {
+	if r == nil {
+		return nil // TLS off
+	}
+	return r.current().leaf
+}
 
 // current returns the material to use now, first re-reading the files if
 // their last check is an interval old and they have changed. One caller

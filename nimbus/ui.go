@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/nimbusha/nimbus/client"
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/configs"
+	"github.com/nimbusha/nimbus/internal/hostcheck"
 	"github.com/nimbusha/nimbus/internal/version"
 	"github.com/nimbusha/nimbus/stormapi"
 	"github.com/nimbusha/nimbus/webui"
@@ -59,16 +59,7 @@ func (s *Server) listenUI(bindHost string) (err error) {
 // names this nimbus is configured as, its machine's name, and the DNS
 // names of its certificate, as loaded now.
 func (s *Server) uiHostNames() []string {
-	names := []string{s.cfg.NimbusHost, s.cfg.UIHost}
-	if h, err := os.Hostname(); err == nil {
-		names = append(names, h)
-	}
-	if s.tls != nil {
-		if leaf := s.tls.Certificate(); leaf != nil {
-			names = append(names, leaf.DNSNames...)
-		}
-	}
-	return names
+	return hostcheck.Names(s.tls.Certificate(), s.cfg.NimbusHost, s.cfg.UIHost)
 }
 
 // buildUI makes the REST API: reads from the service in process, actions

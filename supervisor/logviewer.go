@@ -8,12 +8,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"time"
 
 	"github.com/nimbusha/nimbus/auth"
 	"github.com/nimbusha/nimbus/configs"
+	"github.com/nimbusha/nimbus/internal/hostcheck"
 	"github.com/nimbusha/nimbus/logviewer"
 )
 
@@ -100,16 +100,7 @@ func (s *Supervisor) serveLogs() error {
 // storm.local.hostname, its machine's name, and the DNS names of its
 // certificate, as loaded now.
 func (s *Supervisor) logviewerHostNames() []string {
-	names := []string{s.cfg.LocalHostname}
-	if h, err := os.Hostname(); err == nil {
-		names = append(names, h)
-	}
-	if s.tls != nil {
-		if leaf := s.tls.Certificate(); leaf != nil {
-			names = append(names, leaf.DNSNames...)
-		}
-	}
-	return names
+	return hostcheck.Names(s.tls.Certificate(), s.cfg.LocalHostname)
 }
 
 // logviewerURL is where this supervisor's logviewer is reached, for its

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -199,22 +198,7 @@ func newLogviewerClient(g *globals) (*logviewerClient, error) {
 	}
 	tr := &http.Transport{Proxy: nil, ResponseHeaderTimeout: 30 * time.Second, MaxIdleConnsPerHost: 4}
 	if tlsm != nil {
-		tr.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			host, _, err := net.SplitHostPort(addr)
-			if err != nil {
-				return nil, err
-			}
-			raw, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			conn := tls.Client(raw, tlsm.ClientConfig(host))
-			if err := conn.HandshakeContext(ctx); err != nil {
-				raw.Close()
-				return nil, err
-			}
-			return conn, nil
-		}
+		tr.DialTLSContext = tlsm.DialTLSContext
 	}
 	return &logviewerClient{http: &http.Client{Transport: tr}}, nil
 }

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -86,22 +84,7 @@ func newLogviewerRelay(lookup logviewerLookup, tlsm *certs.Reloader) *logviewerR
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.Proxy = nil
 	if tlsm != nil {
-		tr.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			host, _, err := net.SplitHostPort(addr)
-			if err != nil {
-				return nil, err
-			}
-			raw, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			conn := tls.Client(raw, tlsm.ClientConfig(host))
-			if err := conn.HandshakeContext(ctx); err != nil {
-				raw.Close()
-				return nil, err
-			}
-			return conn, nil
-		}
+		tr.DialTLSContext = tlsm.DialTLSContext
 	}
 	return &logviewerRelay{lookup: lookup, transport: tr, now: time.Now, known: map[string]knownLogviewer{}}
 }

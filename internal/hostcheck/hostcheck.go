@@ -1,7 +1,9 @@
 package hostcheck
 
 import (
+	"crypto/x509"
 	"net"
+	"os"
 	"strings"
 )
 
@@ -39,4 +41,18 @@ func matches(name, host string) bool {
 		return found && label != "" && rest == suffix
 	}
 	return name == host
+}
+
+// Names are the names a server answers to besides IP addresses and
+// localhost: those it is configured as, its machine's name, and the DNS
+// names of its certificate (leaf, nil without TLS).
+func Names(leaf *x509.Certificate, configured ...string) []string {
+	names := append([]string(nil), configured...)
+	if h, err := os.Hostname(); err == nil {
+		names = append(names, h)
+	}
+	if leaf != nil {
+		names = append(names, leaf.DNSNames...)
+	}
+	return names
 }
