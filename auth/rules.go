@@ -156,6 +156,9 @@ func describe(allowed role) string {
 		}
 		parts = append(parts, "in "+in)
 	}
+	if len(lists) == 1 { // "its owner or in nimbus.admins"
+		return strings.Join(parts, " or ")
+	}
 	return strings.Join(parts, ", ")
 }
 

@@ -140,6 +140,7 @@ func TestDecideMessages(t *testing.T) {
 	}{
 		{auth.ActionKill, target, "alice may not kill bobjob-3-1700000000: not its owner, in topology.users or nimbus.admins"},
 		{auth.ActionRebalance, target, "alice may not rebalance bobjob-3-1700000000: not its owner, in topology.users or nimbus.admins"},
+		{auth.ActionRestartWorker, target, "alice may not restart a worker of bobjob-3-1700000000: not its owner or in nimbus.admins"},
 		{auth.ActionReadConf, target, "alice may not read the conf of bobjob-3-1700000000: not its owner, in topology.users or nimbus.admins"},
 		{auth.ActionFetchCode, target, "alice may not fetch the code of bobjob-3-1700000000: not its owner, in topology.users, nimbus.supervisor.users, nimbus.daemon.users or nimbus.admins"},
 		{auth.ActionSubmit, auth.Target{}, "alice may not submit: not in nimbus.users or nimbus.admins"},

@@ -324,8 +324,9 @@ CFG
 
 Nimbus-HA is running on loopback, with security on: TLS with client
 certificates on every gRPC port, TLS on the metrics ports, ZooKeeper digest
-ACLs. The example topology's workers run on the supervisors (their logs:
-$q/supervisor-*/supervisor/workers/).
+ACLs. The example topology's workers run on the supervisors; their logs are
+in $q/supervisor-*/workers-artifacts/ and served by each supervisor's
+logviewer (bin/stormctl --config $q/$ADMIN.yaml logs wordcount -f).
 
 stormctl as $ADMIN (nimbus.admins: may do everything):
   bin/stormctl --config $q/$ADMIN.yaml leader
