@@ -39,11 +39,13 @@ func files(t *testing.T) (workerproto.Worker, func(string) string) {
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("no %s within 10s", what)
 		}
-		time.Sleep(5 * time.Millisecond) // a poll's interval, not a wait for the condition
+		<-tick.C
 	}
 }
 
