@@ -302,6 +302,28 @@ func TestStatsFromTheWordcountExample(t *testing.T) {
 			t.Errorf("metrics: sentence's emitted has no stream")
 		}
 	}
+	// A bolt's input metrics name the component its tuples came from.
+	countAcked := map[string]float64{}
+	for _, b := range m["bolts"].([]any) {
+		if b.(map[string]any)["id"] != "count" {
+			continue
+		}
+		for _, e := range b.(map[string]any)["acked"].([]any) {
+			n, _ := e.(map[string]any)["value"].(float64)
+			countAcked[fmt.Sprint(e.(map[string]any)["component_id"])] += n
+		}
+	}
+	if len(countAcked) != 1 || countAcked["split"] <= 0 {
+		t.Errorf("metrics: count's acked by component_id %v, want tuples from split only", countAcked)
+	}
+	page := statsPage(t, ps[0].UIURL()+"/api/v1/topology/"+id+"/component/count?window=600")
+	var inputs []string
+	for _, in := range page["inputStats"].([]any) {
+		inputs = append(inputs, fmt.Sprint(in.(map[string]any)["component"]))
+	}
+	if len(inputs) != 1 || inputs[0] != "split" {
+		t.Errorf("component count's inputStats from %q, want from split", inputs)
+	}
 	out, errOut, code := stormctl(t, append(append(c.ClientFlags(), "--seeds", ps[0].Addr()), "topology", name, "--window", "600")...)
 	if code != 0 || !strings.Contains(out, "COUNTS (window 600)") || strings.Contains(out, "no data") {
 		t.Errorf("stormctl topology --window 600: exit %d %s\n%s", code, errOut, out)

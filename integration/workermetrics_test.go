@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
@@ -43,9 +45,24 @@ func heartbeatRows(t *testing.T, conn *zk.Conn, sup *testcluster.Process, topolo
 		if m == nil {
 			return nil, nil, errors.New("the running worker has no metrics yet")
 		}
+		// A component's rows (a bolt's input per source, its output) are
+		// summed: the tests read each component's totals.
 		rows := map[string]*clusterv1.StreamStats{}
 		for _, r := range m.GetStreams() {
-			rows[r.GetComponent()] = r
+			have := rows[r.GetComponent()]
+			if have == nil {
+				rows[r.GetComponent()] = proto.Clone(r).(*clusterv1.StreamStats)
+				continue
+			}
+			have.Emitted += r.GetEmitted()
+			have.Transferred += r.GetTransferred()
+			have.Acked += r.GetAcked()
+			have.Failed += r.GetFailed()
+			have.Executed += r.GetExecuted()
+			have.CompleteLatencyUs += r.GetCompleteLatencyUs()
+			have.ProcessLatencyUs += r.GetProcessLatencyUs()
+			have.ExecuteLatencyUs += r.GetExecuteLatencyUs()
+			have.Source = cmp.Or(have.GetSource(), r.GetSource())
 		}
 		return rows, m, nil
 	}

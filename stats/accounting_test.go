@@ -15,7 +15,7 @@ type row struct {
 func rows(started, taken int64, rs ...row) Report {
 	r := Report{Topology: "wc-1", Worker: WorkerID{"sup-a", 6700}, Host: "a", StartedMs: started, TakenMs: taken}
 	for _, x := range rs {
-		r.Streams = append(r.Streams, StreamCounts{Key: Key{x.component, x.stream}, Kind: "spout", Executors: 1,
+		r.Streams = append(r.Streams, StreamCounts{Key: Key{Component: x.component, Stream: x.stream}, Kind: "spout", Executors: 1,
 			Counts: Counts{Emitted: x.emitted}})
 	}
 	return r
@@ -157,7 +157,7 @@ func TestCapacityAfterRestart(t *testing.T) {
 	a := NewAggregator(0)
 	busy := func(started, taken int64, execUs uint64) Report {
 		return Report{Topology: "wc-1", Worker: WorkerID{"sup-a", 6700}, StartedMs: started, TakenMs: taken,
-			Streams: []StreamCounts{{Key: Key{"split", "default"}, Kind: "bolt", Executors: 1, Counts: Counts{Executed: 1, ExecuteLatencyUs: execUs}}}}
+			Streams: []StreamCounts{{Key: Key{Component: "split", Stream: "default"}, Kind: "bolt", Executors: 1, Counts: Counts{Executed: 1, ExecuteLatencyUs: execUs}}}}
 	}
 	// One executor half busy for an hour, reported every 10 s.
 	for s := int64(10); s <= 3600; s += 10 {

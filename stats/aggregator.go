@@ -27,9 +27,11 @@ type WorkerID struct {
 	Port       int32
 }
 
-// Key is a component's stream.
+// Key is a component's stream and, for a bolt's input-side counts, the
+// component its tuples came from (Source, "" when its worker did not say):
+// Storm's input stats are per source component and stream.
 type Key struct {
-	Component, Stream string
+	Component, Source, Stream string
 }
 
 // StreamCounts is what one component's executors in one worker counted
@@ -277,7 +279,8 @@ type TopologyStats struct {
 	// Components are each component's counts per window, its capacity
 	// and its executors that report.
 	Components map[string]*ComponentStats
-	// Streams are the counts per component and stream in Window, sorted.
+	// Streams are the counts per component, stream and source in Window,
+	// sorted.
 	Streams []StreamStats
 	// Workers are the counts per worker and component in Window, sorted
 	// by supervisor, port and component.
@@ -294,7 +297,7 @@ type ComponentStats struct {
 	Capacity float64
 }
 
-// StreamStats are a component's counts on one stream.
+// StreamStats are a component's counts on one stream from one source.
 type StreamStats struct {
 	Key
 	Kind string
@@ -371,7 +374,7 @@ func (a *Aggregator) Topology(id string, w Window, now int64) (*TopologyStats, b
 		out.Streams = append(out.Streams, StreamStats{Key: k, Kind: t.kinds[k.Component], Totals: tot})
 	}
 	slices.SortFunc(out.Streams, func(x, y StreamStats) int {
-		return cmp.Or(cmp.Compare(x.Component, y.Component), cmp.Compare(x.Stream, y.Stream))
+		return cmp.Or(cmp.Compare(x.Component, y.Component), cmp.Compare(x.Stream, y.Stream), cmp.Compare(x.Source, y.Source))
 	})
 	slices.SortFunc(out.Workers, func(x, y WorkerStats) int {
 		return cmp.Or(cmp.Compare(x.Worker.Supervisor, y.Worker.Supervisor), cmp.Compare(x.Worker.Port, y.Worker.Port),

@@ -15,8 +15,8 @@ func report(startedMs, takenMs int64, emitted, executed, execUs uint64) Report {
 	return Report{
 		Topology: "wc-1", Worker: WorkerID{"sup-a", 6700}, Host: "a", StartedMs: startedMs, TakenMs: takenMs,
 		Streams: []StreamCounts{
-			{Key: Key{"sentences", "default"}, Kind: "spout", Executors: 1, Counts: Counts{Emitted: emitted, Transferred: emitted, Acked: emitted, CompleteLatencyUs: emitted * 2000}},
-			{Key: Key{"split", "default"}, Kind: "bolt", Executors: 2, Counts: Counts{Executed: executed, ExecuteLatencyUs: execUs}},
+			{Key: Key{Component: "sentences", Stream: "default"}, Kind: "spout", Executors: 1, Counts: Counts{Emitted: emitted, Transferred: emitted, Acked: emitted, CompleteLatencyUs: emitted * 2000}},
+			{Key: Key{Component: "split", Stream: "default"}, Kind: "bolt", Executors: 2, Counts: Counts{Executed: executed, ExecuteLatencyUs: execUs}},
 		},
 	}
 }
@@ -224,5 +224,54 @@ func TestParseWindow(t *testing.T) {
 		if err == nil && tt.in != "" && got.String() != tt.in {
 			t.Errorf("%v.String() = %q, want %q", got, got.String(), tt.in)
 		}
+	}
+}
+
+// A bolt's input rows are counted per source: rows of one stream from two
+// sources are two series, each counted once, and answer as two streams.
+func TestStreamsBySource(t *testing.T) {
+	bolt := func(source string, acked uint64) StreamCounts {
+		return StreamCounts{Key: Key{Component: "count", Source: source, Stream: "default"}, Kind: "bolt", Executors: 1,
+			Counts: Counts{Acked: acked, Executed: acked}}
+	}
+	tests := []struct {
+		name    string
+		reports [][]StreamCounts
+		want    map[string]uint64 // acked all time per source
+	}{
+		{"two sources", [][]StreamCounts{{bolt("split", 10), bolt("words", 4)}, {bolt("split", 30), bolt("words", 5)}},
+			map[string]uint64{"split": 30, "words": 5}},
+		{"a source and a row without one", [][]StreamCounts{{bolt("split", 10), bolt("", 7)}, {bolt("split", 12), bolt("", 9)}},
+			map[string]uint64{"split": 12, "": 9}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := NewAggregator(0)
+			for i, rows := range tc.reports {
+				taken := t0 + int64(i+1)*10*sec
+				a.Observe(Report{Topology: "wc-1", Worker: WorkerID{"sup-a", 6700}, StartedMs: t0, TakenMs: taken, Streams: rows}, taken)
+			}
+			st, ok := a.Topology("wc-1", AllTime, t0+30*sec)
+			if !ok {
+				t.Fatal("no stats")
+			}
+			got := map[string]uint64{}
+			for _, s := range st.Streams {
+				got[s.Source] = s.Acked
+			}
+			if len(got) != len(tc.want) {
+				t.Errorf("streams %+v, want one per source of %v", st.Streams, tc.want)
+			}
+			var total uint64
+			for src, n := range tc.want {
+				total += n
+				if got[src] != n {
+					t.Errorf("acked from %q: %d, want %d", src, got[src], n)
+				}
+			}
+			if c := st.Components["count"].Windows[AllTime].Acked; c != total {
+				t.Errorf("component acked %d, want %d", c, total)
+			}
+		})
 	}
 }

@@ -17,18 +17,27 @@ import (
 //     component's previous report take the increase first, in name order;
 //   - a counter that went down is a new base with no increase.
 
-// run is what was counted of one worker run, by component and stream.
+// run is what was counted of one worker run, by component and row.
 type run struct {
-	counted map[string]map[string]Counts // what was counted of each key (kept while it is missing)
-	present map[string]map[string]bool   // the streams of each component's last report
+	counted map[string]map[rowName]Counts // what was counted of each key (kept while it is missing)
+	present map[string]map[rowName]bool   // the rows of each component's last report
 	pooled  map[string]bool
 	// evicted is, per pooled component, what was counted of its keys
 	// whose series were evicted or swept: part of what was counted of it.
 	evicted map[string]Counts
 }
 
+// rowName is a key within its component: its source and stream.
+type rowName struct{ source, stream string }
+
+func rowOf(k Key) rowName { return rowName{k.Source, k.Stream} }
+
+func compareRow(a, b rowName) int {
+	return cmp.Or(cmp.Compare(a.stream, b.stream), cmp.Compare(a.source, b.source))
+}
+
 func newRun() run {
-	return run{counted: map[string]map[string]Counts{}, present: map[string]map[string]bool{},
+	return run{counted: map[string]map[rowName]Counts{}, present: map[string]map[rowName]bool{},
 		pooled: map[string]bool{}, evicted: map[string]Counts{}}
 }
 
@@ -46,20 +55,20 @@ func (r *run) account(rows []StreamCounts) []Counts {
 	for c, idx := range byComponent {
 		counted := r.counted[c]
 		if counted == nil {
-			counted = map[string]Counts{}
+			counted = map[rowName]Counts{}
 			r.counted[c] = counted
 		}
 		if r.pooled[c] {
 			r.accountPooled(c, rows, idx, d)
 		} else {
 			for _, i := range idx {
-				d[i] = increase(rows[i].Counts, counted[rows[i].Stream])
-				counted[rows[i].Stream] = rows[i].Counts // a counter that went down is the new base
+				d[i] = increase(rows[i].Counts, counted[rowOf(rows[i].Key)])
+				counted[rowOf(rows[i].Key)] = rows[i].Counts // a counter that went down is the new base
 			}
 		}
-		present := make(map[string]bool, len(idx))
+		present := make(map[rowName]bool, len(idx))
 		for _, i := range idx {
-			present[rows[i].Stream] = true
+			present[rowOf(rows[i].Key)] = true
 		}
 		r.present[c] = present
 	}
@@ -82,17 +91,17 @@ func (r *run) accountPooled(c string, rows []StreamCounts, idx []int, d []Counts
 	avail := minusFields(total, was)
 	present := r.present[c]
 	slices.SortFunc(idx, func(x, y int) int {
-		px, py := present[rows[x].Stream], present[rows[y].Stream]
+		px, py := present[rowOf(rows[x].Key)], present[rowOf(rows[y].Key)]
 		if px != py {
 			if px {
 				return -1
 			}
 			return 1
 		}
-		return cmp.Compare(rows[x].Stream, rows[y].Stream)
+		return compareRow(rowOf(rows[x].Key), rowOf(rows[y].Key))
 	})
 	for _, i := range idx {
-		before := counted[rows[i].Stream].fields()
+		before := counted[rowOf(rows[i].Key)].fields()
 		want := minusFields(rows[i].fields(), before)
 		var got [8]uint64
 		for f := range got {
@@ -100,7 +109,7 @@ func (r *run) accountPooled(c string, rows []StreamCounts, idx []int, d []Counts
 			avail[f] -= got[f]
 		}
 		d[i] = countsOf(got)
-		counted[rows[i].Stream] = countsOf(plusFields(before, got))
+		counted[rowOf(rows[i].Key)] = countsOf(plusFields(before, got))
 	}
 }
 
@@ -110,10 +119,10 @@ func (r *run) accountPooled(c string, rows []StreamCounts, idx []int, d []Counts
 // while, and if it comes back it counts from zero.
 func (r *run) forget(k Key) {
 	if r.pooled[k.Component] {
-		r.evicted[k.Component] = r.evicted[k.Component].Add(r.counted[k.Component][k.Stream])
+		r.evicted[k.Component] = r.evicted[k.Component].Add(r.counted[k.Component][rowOf(k)])
 	}
-	delete(r.counted[k.Component], k.Stream)
-	delete(r.present[k.Component], k.Stream)
+	delete(r.counted[k.Component], rowOf(k))
+	delete(r.present[k.Component], rowOf(k))
 }
 
 func plusFields(a, b [8]uint64) [8]uint64 {

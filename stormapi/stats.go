@@ -162,8 +162,8 @@ type outputStatJSON struct {
 	CompleteLatency *string `json:"completeLatency,omitempty"`
 }
 
-// inputStatJSON is one stream a bolt received (component page). Workers
-// report the stream, not the component it came from: component is "".
+// inputStatJSON is one stream a bolt received from one component
+// (component page); component is "" when the worker did not say which.
 type inputStatJSON struct {
 	Component          string  `json:"component"`
 	EncodedComponentID string  `json:"encodedComponentId"`
@@ -190,7 +190,8 @@ func streamStatsOf(st *nimbusv1.TopologyStats, c string, spout bool) (outputs []
 			outputs = append(outputs, outputStatJSON{Stream: s.GetStream(), Emitted: num(k, emitted), Transferred: num(k, transferred)})
 		}
 		if k == nil || k.GetExecuted()+k.GetAcked()+k.GetFailed() > 0 {
-			inputs = append(inputs, inputStatJSON{Stream: s.GetStream(), Executed: num(k, executed), Acked: num(k, acked),
+			inputs = append(inputs, inputStatJSON{Component: s.GetSource(), EncodedComponentID: url.PathEscape(s.GetSource()),
+				Stream: s.GetStream(), Executed: num(k, executed), Acked: num(k, acked),
 				Failed: num(k, failed), ExecuteLatency: latency(k, executeUs, executed), ProcessLatency: latency(k, processUs, acked)})
 		}
 	}
@@ -224,7 +225,13 @@ type metricJSON struct {
 }
 
 // metricsOf is component c's entry of /topology/:id/metrics: per stream
-// in the stats' window, each metric an array (empty without counts).
+// in the stats' window, each metric an array (empty without counts). A
+// bolt's input metrics (acked, failed, executed and their latencies) are
+// per source component and stream, as Storm's: component_id names the
+// source, "" when the worker did not say; its emitted and transferred are
+// per stream. A bolt's row with a source holds only input counts, and one
+// without a source but with emitted tuples only output counts (a worker
+// that counts per source writes them apart).
 func metricsOf(st *nimbusv1.TopologyStats, c string, spout bool) map[string]any {
 	keys := []string{"emitted", "transferred", "acked", "failed"}
 	if spout {
@@ -242,20 +249,29 @@ func metricsOf(st *nimbusv1.TopologyStats, c string, spout bool) map[string]any 
 		if k == nil {
 			continue
 		}
-		add := func(key string, v any) {
-			lists[key] = append(lists[key], metricJSON{StreamID: s.GetStream(), ComponentID: "", Value: v})
+		add := func(key, component string, v any) {
+			lists[key] = append(lists[key], metricJSON{StreamID: s.GetStream(), ComponentID: component, Value: v})
 		}
-		add("emitted", k.GetEmitted())
-		add("transferred", k.GetTransferred())
-		add("acked", k.GetAcked())
-		add("failed", k.GetFailed())
 		if spout {
-			add("complete_ms_avg", *latency(k, completeUs, acked))
+			add("emitted", "", k.GetEmitted())
+			add("transferred", "", k.GetTransferred())
+			add("acked", "", k.GetAcked())
+			add("failed", "", k.GetFailed())
+			add("complete_ms_avg", "", *latency(k, completeUs, acked))
 			continue
 		}
-		add("executed", k.GetExecuted())
-		add("executed_ms_avg", *latency(k, executeUs, executed))
-		add("process_ms_avg", *latency(k, processUs, acked))
+		out, in := k.GetEmitted()+k.GetTransferred() > 0, k.GetExecuted()+k.GetAcked()+k.GetFailed() > 0
+		if s.GetSource() == "" || out {
+			add("emitted", "", k.GetEmitted())
+			add("transferred", "", k.GetTransferred())
+		}
+		if s.GetSource() != "" || in || !out {
+			add("acked", s.GetSource(), k.GetAcked())
+			add("failed", s.GetSource(), k.GetFailed())
+			add("executed", s.GetSource(), k.GetExecuted())
+			add("executed_ms_avg", s.GetSource(), *latency(k, executeUs, executed))
+			add("process_ms_avg", s.GetSource(), *latency(k, processUs, acked))
+		}
 	}
 	for k, l := range lists {
 		m[k] = l

@@ -80,3 +80,62 @@ func TestBoltStatsAndMetrics(t *testing.T) {
 		t.Errorf("bolt streams: out %+v in %+v", out, in)
 	}
 }
+
+// A bolt's input metrics name the component they came from (Storm's
+// component_id), its output metrics none; a worker that did not say
+// leaves component_id "".
+func TestBoltMetricsNameTheirSource(t *testing.T) {
+	rep := func(c *nimbusv1.TupleCounts) *nimbusv1.TupleCounts { c.Reported = true; return c }
+	tests := []struct {
+		name    string
+		streams []*nimbusv1.StreamCounts
+		want    map[string]string // metric key to its JSON array
+		inputs  []string          // component page inputStats' components
+	}{
+		{
+			name: "rows per source and an output row",
+			streams: []*nimbusv1.StreamCounts{
+				{Component: "count", Stream: "default", Kind: "bolt", Counts: rep(&nimbusv1.TupleCounts{Emitted: 7, Transferred: 7})},
+				{Component: "count", Source: "split", Stream: "default", Kind: "bolt", Counts: rep(&nimbusv1.TupleCounts{Acked: 5, Executed: 5})},
+				{Component: "count", Source: "words", Stream: "default", Kind: "bolt", Counts: rep(&nimbusv1.TupleCounts{Acked: 2, Failed: 1, Executed: 3})},
+			},
+			want: map[string]string{
+				"acked":    `[{"stream_id":"default","component_id":"split","value":5},{"stream_id":"default","component_id":"words","value":2}]`,
+				"failed":   `[{"stream_id":"default","component_id":"split","value":0},{"stream_id":"default","component_id":"words","value":1}]`,
+				"executed": `[{"stream_id":"default","component_id":"split","value":5},{"stream_id":"default","component_id":"words","value":3}]`,
+				"emitted":  `[{"stream_id":"default","component_id":"","value":7}]`,
+			},
+			inputs: []string{"split", "words"},
+		},
+		{
+			name: "a worker that does not name sources",
+			streams: []*nimbusv1.StreamCounts{
+				{Component: "count", Stream: "default", Kind: "bolt", Counts: rep(&nimbusv1.TupleCounts{Emitted: 7, Acked: 5, Executed: 5})},
+			},
+			want: map[string]string{
+				"acked":   `[{"stream_id":"default","component_id":"","value":5}]`,
+				"emitted": `[{"stream_id":"default","component_id":"","value":7}]`,
+			},
+			inputs: []string{""},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &nimbusv1.TopologyStats{Window: allTime, Streams: tc.streams}
+			m := metricsOf(st, "count", false)
+			for key, want := range tc.want {
+				if b, _ := json.Marshal(m[key]); string(b) != want {
+					t.Errorf("%s: %s, want %s", key, b, want)
+				}
+			}
+			_, in := streamStatsOf(st, "count", false)
+			var got []string
+			for _, s := range in {
+				got = append(got, s.Component)
+			}
+			if strings.Join(got, ",") != strings.Join(tc.inputs, ",") {
+				t.Errorf("inputStats components %q, want %q", got, tc.inputs)
+			}
+		})
+	}
+}

@@ -84,9 +84,12 @@ type carriage struct {
 	folded map[rowKey]bool // for the rest of the run
 }
 
-type rowKey struct{ component, stream string }
+// rowKey names a row: a bolt's input rows of one stream differ by source.
+type rowKey struct{ component, source, stream string }
 
-func keyOf(r *clusterv1.StreamStats) rowKey { return rowKey{r.GetComponent(), r.GetStream()} }
+func keyOf(r *clusterv1.StreamStats) rowKey {
+	return rowKey{r.GetComponent(), r.GetSource(), r.GetStream()}
+}
 
 // forRun makes c the carriage of run, empty if it was another run's.
 func (c *carriage) forRun(run int64) {
@@ -99,7 +102,8 @@ func (c *carriage) forRun(run int64) {
 // fits and c (which may be nil) folds none of it. With c, the streams c
 // folded are folded, and names beyond c's first maxStreamNames too. Then,
 // while over the limit: streams, by name, the last first, each folded into
-// its component's stream "" row (its counts kept there) and, with c, for
+// its component's stream "" row (its counts kept there, its source not:
+// the row has none) and, with c, for
 // the rest of the run (foldStreams); then whole components, by name, the
 // last first (dropComponents). Each stream not carried under its own name
 // counts in dropped_streams. A limit too small for any row leaves no
@@ -181,7 +185,8 @@ func newRowSet(m *clusterv1.WorkerMetrics) *rowSet {
 }
 
 func compareRows(a, b *clusterv1.StreamStats) int {
-	return cmp.Or(cmp.Compare(a.GetComponent(), b.GetComponent()), cmp.Compare(a.GetStream(), b.GetStream()))
+	return cmp.Or(cmp.Compare(a.GetComponent(), b.GetComponent()), cmp.Compare(a.GetStream(), b.GetStream()),
+		cmp.Compare(a.GetSource(), b.GetSource()))
 }
 
 // fold moves named row r into its component's "" row.

@@ -10,6 +10,7 @@ import (
 
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	"github.com/nimbusha/nimbus/stats"
+	"github.com/nimbusha/nimbus/workerproto"
 )
 
 // manyStreams is a worker's metrics with components c00.. each with
@@ -196,5 +197,49 @@ func TestBudgetNeverRecounts(t *testing.T) {
 		if got := st.Components[comp].Windows[stats.AllTime].Emitted; got != n {
 			t.Errorf("%s: all-time emitted %d, want the worker's %d", comp, got, n)
 		}
+	}
+}
+
+// A bolt's input rows of one stream differ by source: each is a row of
+// its own under the budget, folded by (component, stream, source), the
+// last first, its counts kept in the component's "" row.
+func TestFitMetricsKeysRowsBySource(t *testing.T) {
+	in := &clusterv1.WorkerMetrics{TakenUnixMs: 2, StartedUnixMs: 1, Streams: []*clusterv1.StreamStats{
+		{Component: "count", Source: "split", Stream: "default", Kind: "bolt", Acked: 5, Executed: 5},
+		{Component: "count", Source: "words", Stream: "default", Kind: "bolt", Acked: 7, Executed: 7},
+		{Component: "count", Stream: "default", Kind: "bolt", Emitted: 3},
+	}}
+	for _, tc := range []struct {
+		name  string
+		limit int
+		want  []string // component<-source/stream of the rows kept
+	}{
+		{"room for all", proto.Size(in), []string{"count<-/default", "count<-split/default", "count<-words/default"}},
+		{"room for two", proto.Size(in) - 4, []string{"count<-/", "count<-/default", "count<-split/default"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &carriage{}
+			out := fitMetrics(in, tc.limit, c)
+			var got []string
+			var acked uint64
+			for _, r := range out.GetStreams() {
+				got = append(got, r.GetComponent()+"<-"+r.GetSource()+"/"+r.GetStream())
+				acked += r.GetAcked()
+			}
+			if slices.Sort(got); !slices.Equal(got, tc.want) {
+				t.Errorf("rows %v, want %v", got, tc.want)
+			}
+			if acked != 12 {
+				t.Errorf("acked %d after fitting, want 12 (folded counts kept)", acked)
+			}
+			if out != in && (!c.named[rowKey{"count", "split", "default"}] || !c.folded[rowKey{"count", "words", "default"}]) {
+				t.Errorf("carriage names %v and folds %v, want split named and words folded", c.named, c.folded)
+			}
+		})
+	}
+	row := toProto(workerproto.Metrics{StartedUnixMs: 1, Streams: []workerproto.StreamCounts{
+		{Component: "count", Source: "split", Stream: "default", Kind: "bolt", Acked: 5}}}).GetStreams()[0]
+	if row.GetSource() != "split" || row.GetAcked() != 5 {
+		t.Errorf("toProto row %v, want source split and acked 5", row)
 	}
 }

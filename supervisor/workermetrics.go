@@ -191,7 +191,7 @@ func toProto(m workerproto.Metrics) *clusterv1.WorkerMetrics {
 	out := &clusterv1.WorkerMetrics{TakenUnixMs: m.TakenUnixMs, StartedUnixMs: m.StartedUnixMs}
 	out.Streams = make([]*clusterv1.StreamStats, 0, len(m.Streams))
 	for _, s := range m.Streams {
-		row := &clusterv1.StreamStats{Component: s.Component, Stream: s.Stream, Kind: s.Kind, Executors: s.Executors}
+		row := &clusterv1.StreamStats{Component: s.Component, Source: s.Source, Stream: s.Stream, Kind: s.Kind, Executors: s.Executors}
 		stats.SetCounts(row, stats.Counts{ // the file's row, in the file's names: the one copy of the list outside stats
 			Emitted: s.Emitted, Transferred: s.Transferred, Acked: s.Acked, Failed: s.Failed, Executed: s.Executed,
 			CompleteLatencyUs: s.CompleteLatencyUs, ProcessLatencyUs: s.ProcessLatencyUs, ExecuteLatencyUs: s.ExecuteLatencyUs,

@@ -13,9 +13,10 @@
 //   - Counters: Worker.Spout and Worker.Bolt give a Component, and
 //     Component.Stream the counters of one stream, Storm's (emitted,
 //     transferred, acked, failed, executed, with complete, process and
-//     execute latencies). Counting is an atomic add. Run writes them to
-//     the metrics file every Config.MetricsInterval and when it stops; the
-//     supervisor carries them in its heartbeat to the nimbuses. A name the
+//     execute latencies); a bolt counts what it receives per source
+//     component with Component.Input, as Storm's input stats are.
+//     Counting is an atomic add. Run writes them to the metrics file every
+//     Config.MetricsInterval and when it stops; the supervisor carries them in its heartbeat to the nimbuses. A name the
 //     protocol refuses counts but is not reported (named once in the log),
 //     and streams beyond the file's 256 KiB are left out, the quietest
 //     first, so one bad name never stops the rest.

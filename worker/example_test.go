@@ -52,13 +52,16 @@ func ExampleWorker_Spout() {
 	w, err := worker.New(worker.Config{Getenv: getenv})
 	must(err)
 	sentences := w.Spout("sentence").Stream("default")
-	words := w.Bolt("split").Stream("default")
+	split := w.Bolt("split")
+	received := split.Input("sentence", "default") // what split takes in, per source component
+	words := split.Stream("default")               // what split emits
 	must(w.Run(context.Background(), func(ctx context.Context) error {
 		for range 3 {
 			sentences.Emit(1)
 			sentences.Transfer(1)
-			words.Execute(40 * time.Microsecond)
-			words.Ack(50 * time.Microsecond)
+			received.Execute(40 * time.Microsecond)
+			words.Emit(4)
+			received.Ack(50 * time.Microsecond)
 			sentences.Ack(2 * time.Millisecond)
 		}
 		return nil
@@ -69,12 +72,13 @@ func ExampleWorker_Spout() {
 	m, err := workerproto.ParseMetrics(b)
 	must(err)
 	for _, s := range m.Streams {
-		fmt.Printf("%s/%s %s executors=%d emitted=%d acked=%d executed=%d complete=%dus process=%dus execute=%dus\n",
-			s.Component, s.Stream, s.Kind, s.Executors, s.Emitted, s.Acked, s.Executed, s.CompleteLatencyUs, s.ProcessLatencyUs, s.ExecuteLatencyUs)
+		fmt.Printf("%s<-%s/%s %s executors=%d emitted=%d acked=%d executed=%d complete=%dus process=%dus execute=%dus\n",
+			s.Component, s.Source, s.Stream, s.Kind, s.Executors, s.Emitted, s.Acked, s.Executed, s.CompleteLatencyUs, s.ProcessLatencyUs, s.ExecuteLatencyUs)
 	}
 	// Output:
-	// sentence/default spout executors=1 emitted=3 acked=3 executed=0 complete=6000us process=0us execute=0us
-	// split/default bolt executors=1 emitted=0 acked=3 executed=3 complete=0us process=150us execute=120us
+	// sentence<-/default spout executors=1 emitted=3 acked=3 executed=0 complete=6000us process=0us execute=0us
+	// split<-/default bolt executors=1 emitted=12 acked=0 executed=0 complete=0us process=0us execute=0us
+	// split<-sentence/default bolt executors=1 emitted=0 acked=3 executed=3 complete=0us process=150us execute=120us
 }
 
 // Loggers are named by dotted paths; the log-level file (Storm's

@@ -3,6 +3,7 @@ package worker
 import (
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -20,9 +21,13 @@ type Component struct {
 	warn       func(msg string, args ...any)
 
 	mu      sync.Mutex
-	streams map[string]*Stream
-	refused map[string]*Stream // ids the protocol refuses: not reported
+	streams map[streamKey]*Stream
+	refused map[streamKey]*Stream // names the protocol refuses: not reported
 }
+
+// streamKey names a row: the stream and, for a bolt's input, the
+// component its tuples came from ("" for none).
+type streamKey struct{ source, stream string }
 
 // Stream returns the component's counters of stream id (Storm's default
 // stream is "default"), made on first use. Keep the result: counting on it
@@ -30,25 +35,43 @@ type Component struct {
 // (empty, over workerproto.MaxNameBytes, not UTF-8, with a control
 // character), or any stream of such a component, counts but is not
 // reported, and is named once in the worker's log.
-func (c *Component) Stream(id string) *Stream {
+func (c *Component) Stream(id string) *Stream { return c.stream(streamKey{stream: id}) }
+
+// Input returns the counters of the tuples a bolt receives on stream id
+// from component source, made on first use: Storm's input stats (acked,
+// failed, executed and their latencies) are per source component and
+// stream, so a bolt counts its input here and its output (Emit, Transfer)
+// on Stream. A source or id the worker protocol refuses counts but is not
+// reported, as with Stream.
+func (c *Component) Input(source, id string) *Stream {
+	return c.stream(streamKey{source: source, stream: id})
+}
+
+func (c *Component) stream(k streamKey) *Stream {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s := c.streams[id]
+	s := c.streams[k]
 	if s == nil {
-		if s = c.refused[id]; s != nil {
+		if s = c.refused[k]; s != nil {
 			return s
 		}
 		s = &Stream{spout: c.kind == workerproto.KindSpout}
-		if err := workerproto.CheckName(id); err != nil {
-			c.warn("a stream id the worker protocol refuses: its counts are not reported",
-				"component", c.name, "stream", id, "err", err)
-			if c.refused == nil {
-				c.refused = map[string]*Stream{}
+		err := workerproto.CheckName(k.stream)
+		if err == nil && k.source != "" {
+			if err = workerproto.CheckName(k.source); err != nil {
+				err = fmt.Errorf("source: %w", err)
 			}
-			c.refused[id] = s
+		}
+		if err != nil {
+			c.warn("a stream id the worker protocol refuses: its counts are not reported",
+				"component", c.name, "source", k.source, "stream", k.stream, "err", err)
+			if c.refused == nil {
+				c.refused = map[streamKey]*Stream{}
+			}
+			c.refused[k] = s
 			return s
 		}
-		c.streams[id] = s
+		c.streams[k] = s
 	}
 	return s
 }
@@ -133,7 +156,7 @@ func (r *registry) component(name, kind string, executors int) *Component {
 		if c = r.refused[name]; c != nil {
 			return c
 		}
-		c = &Component{name: name, kind: kind, executors: int32(executors), streams: map[string]*Stream{}, warn: r.warn}
+		c = &Component{name: name, kind: kind, executors: int32(executors), streams: map[streamKey]*Stream{}, warn: r.warn}
 		if err := workerproto.CheckName(name); err != nil {
 			r.warn("a component name the worker protocol refuses: its counts are not reported", "component", name, "err", err)
 			c.warn = func(string, ...any) {} // none of its streams is reported
@@ -148,7 +171,8 @@ func (r *registry) component(name, kind string, executors int) *Component {
 	return c
 }
 
-// snapshot is every stream's counts, sorted by component and stream.
+// snapshot is every stream's counts, sorted by component, stream and
+// source.
 func (r *registry) snapshot() []workerproto.StreamCounts {
 	r.mu.Lock()
 	cs := make([]*Component, 0, len(r.components))
@@ -159,15 +183,15 @@ func (r *registry) snapshot() []workerproto.StreamCounts {
 	var rows []workerproto.StreamCounts
 	for _, c := range cs {
 		c.mu.Lock()
-		for id, s := range c.streams {
+		for k, s := range c.streams {
 			row := s.counts()
-			row.Component, row.Stream, row.Kind, row.Executors = c.name, id, c.kind, c.executors
+			row.Component, row.Source, row.Stream, row.Kind, row.Executors = c.name, k.source, k.stream, c.kind, c.executors
 			rows = append(rows, row)
 		}
 		c.mu.Unlock()
 	}
 	slices.SortFunc(rows, func(a, b workerproto.StreamCounts) int {
-		return cmp.Or(cmp.Compare(a.Component, b.Component), cmp.Compare(a.Stream, b.Stream))
+		return cmp.Or(cmp.Compare(a.Component, b.Component), cmp.Compare(a.Stream, b.Stream), cmp.Compare(a.Source, b.Source))
 	})
 	return rows
 }
@@ -190,7 +214,7 @@ func fitRows(m workerproto.Metrics, limit int) (workerproto.Metrics, int) {
 		byTraffic[i] = r
 	}
 	slices.SortFunc(byTraffic, func(a, b *workerproto.StreamCounts) int {
-		return cmp.Or(cmp.Compare(a.Traffic(), b.Traffic()), cmp.Compare(a.Component, b.Component), cmp.Compare(a.Stream, b.Stream))
+		return cmp.Or(cmp.Compare(a.Traffic(), b.Traffic()), cmp.Compare(a.Component, b.Component), cmp.Compare(a.Stream, b.Stream), cmp.Compare(a.Source, b.Source))
 	})
 	left := map[*workerproto.StreamCounts]bool{}
 	for _, r := range byTraffic {

@@ -41,8 +41,10 @@
 //	   {"component": "sentence", "stream": "default", "kind": "spout", "executors": 1,
 //	    "emitted": 120, "transferred": 120, "acked": 118, "failed": 1,
 //	    "complete_latency_us": 590000},
+//	   {"component": "split", "source": "sentence", "stream": "default", "kind": "bolt", "executors": 2,
+//	    "executed": 118, "acked": 118, "execute_latency_us": 2300, "process_latency_us": 2500},
 //	   {"component": "split", "stream": "default", "kind": "bolt", "executors": 2,
-//	    "executed": 118, "acked": 118, "execute_latency_us": 2300, "process_latency_us": 2500}]}
+//	    "emitted": 950, "transferred": 950}]}
 //
 // "started_unix_ms", when the run started, is required and not 0: a new
 // value is how readers tell a restart, whose counters begin again. Every
@@ -50,8 +52,13 @@
 // words: emitted, transferred, acked, failed, executed; latencies are sums
 // in microseconds, to be divided by acked or executed); absent counters are
 // 0 and unknown fields are ignored. "kind" is "spout" or "bolt"; component
-// and stream are non-empty (at most 256 bytes), and a (component, stream)
-// pair appears once. The supervisor creates the file's directory, owned by
+// and stream are non-empty (at most 256 bytes). "source", optional, names
+// the component a bolt received the row's tuples from (Storm's input
+// stats are per source component and stream): a bolt writes its
+// input-side counts (acked, failed, executed, their latencies) in rows
+// with a source and its emitted and transferred in a row without; a row
+// without one is counted as from an unnamed source. A (component, source,
+// stream) triple appears once. The supervisor creates the file's directory, owned by
 // the worker's user, and removes the file at each start of the worker, so
 // a run that wrote nothing has no metrics (not zeros). At each heartbeat
 // it reads the file if it changed: a file larger than 256 KiB, a symbolic

@@ -46,8 +46,13 @@ type Metrics struct {
 // completed them. Latencies are sums in microseconds: complete latency
 // over acked tuples for a spout, process latency over acked tuples for a
 // bolt, execute latency over executed tuples. Absent counters are 0.
+// Source, optional, is the component a bolt received the stream's tuples
+// from (Storm's input stats are per source component and stream): a bolt
+// that counts its input per source writes one row per (source, stream),
+// its emitted and transferred counts in a row without a source.
 type StreamCounts struct {
 	Component         string `json:"component"`
+	Source            string `json:"source,omitempty"`
 	Stream            string `json:"stream"`
 	Kind              string `json:"kind"` // KindSpout or KindBolt
 	Executors         int32  `json:"executors,omitempty"`
@@ -106,7 +111,8 @@ func ParseMetrics(b []byte) (Metrics, error) {
 }
 
 // validate checks what a reader relies on: the version, times that are not
-// negative, a run start, and rows with names, a kind, and no (component, stream) twice.
+// negative, a run start, and rows with names, a kind, and no (component,
+// source, stream) twice.
 func (m Metrics) validate() error {
 	if m.Version != MetricsVersion {
 		return fmt.Errorf("%w: version %d, want %d", ErrBadMetrics, m.Version, MetricsVersion)
@@ -118,7 +124,7 @@ func (m Metrics) validate() error {
 		// Without it a restart could not be told from the same run.
 		return fmt.Errorf("%w: started_unix_ms 0, want the run's start (Unix milliseconds)", ErrBadMetrics)
 	}
-	type key struct{ component, stream string }
+	type key struct{ component, source, stream string }
 	seen := make(map[key]bool, len(m.Streams))
 	for i, s := range m.Streams {
 		field := fmt.Sprintf("streams[%d]", i)
@@ -128,15 +134,20 @@ func (m Metrics) validate() error {
 		if err := CheckName(s.Stream); err != nil {
 			return fmt.Errorf("%w: %s.stream: %v", ErrBadMetrics, field, err)
 		}
+		if s.Source != "" {
+			if err := CheckName(s.Source); err != nil {
+				return fmt.Errorf("%w: %s.source: %v", ErrBadMetrics, field, err)
+			}
+		}
 		if s.Kind != KindSpout && s.Kind != KindBolt {
 			return fmt.Errorf("%w: %s.kind %q, want %q or %q", ErrBadMetrics, field, truncate(s.Kind, 32), KindSpout, KindBolt)
 		}
 		if s.Executors < 0 {
 			return fmt.Errorf("%w: %s.executors %d is negative", ErrBadMetrics, field, s.Executors)
 		}
-		k := key{s.Component, s.Stream}
+		k := key{s.Component, s.Source, s.Stream}
 		if seen[k] {
-			return fmt.Errorf("%w: %s: component %q stream %q appears twice", ErrBadMetrics, field, s.Component, s.Stream)
+			return fmt.Errorf("%w: %s: component %q source %q stream %q appears twice", ErrBadMetrics, field, s.Component, s.Source, s.Stream)
 		}
 		seen[k] = true
 	}

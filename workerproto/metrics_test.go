@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -12,7 +13,9 @@ import (
 func TestMetricsRoundTrip(t *testing.T) {
 	m := Metrics{TakenUnixMs: 2000, StartedUnixMs: 1000, Streams: []StreamCounts{
 		{Component: "sentence", Stream: "default", Kind: KindSpout, Executors: 1, Emitted: 10, Transferred: 10, Acked: 9, Failed: 1, CompleteLatencyUs: 900},
-		{Component: "split", Stream: "default", Kind: KindBolt, Executors: 2, Executed: 9, ExecuteLatencyUs: 90},
+		{Component: "split", Source: "sentence", Stream: "default", Kind: KindBolt, Executors: 2, Executed: 9, ExecuteLatencyUs: 90},
+		{Component: "split", Source: "words", Stream: "default", Kind: KindBolt, Executors: 2, Executed: 4},
+		{Component: "split", Stream: "default", Kind: KindBolt, Executors: 2, Emitted: 40},
 	}}
 	b, err := EncodeMetrics(m)
 	if err != nil {
@@ -22,8 +25,11 @@ func TestMetricsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Version != MetricsVersion || len(got.Streams) != 2 || got.Streams[0] != m.Streams[0] || got.Streams[1] != m.Streams[1] {
+	if got.Version != MetricsVersion || !slices.Equal(got.Streams, m.Streams) {
 		t.Fatalf("round trip: %+v", got)
+	}
+	if strings.Count(string(b), `"source"`) != 2 {
+		t.Fatalf("a row without a source must leave the field out: %s", b)
 	}
 	if n := got.Streams[0].Traffic(); n != 30 {
 		t.Fatalf("Traffic() = %d, want 30", n)
@@ -46,6 +52,8 @@ func TestParseMetricsRefusesBadFiles(t *testing.T) {
 		{row(`,"emitted":-1`), "cannot unmarshal number -1"},
 		{row(`,"executors":-2`), "executors -2 is negative"},
 		{`{"version":1,"started_unix_ms":1,"streams":[{"component":"c","stream":"s","kind":"bolt"},{"component":"c","stream":"s","kind":"bolt"}]}`, "appears twice"},
+		{`{"version":1,"started_unix_ms":1,"streams":[{"component":"c","source":"a","stream":"s","kind":"bolt"},{"component":"c","source":"a","stream":"s","kind":"bolt"}]}`, "appears twice"},
+		{`{"version":1,"started_unix_ms":1,"streams":[{"component":"c","source":"a\u0001","stream":"s","kind":"bolt"}]}`, "streams[0].source"},
 		{`{"version":1,"started_unix_ms":1,"streams":[{"component":"c\u0001","stream":"s","kind":"bolt"}]}`, "control character"},
 		{`{"version":1,"started_unix_ms":1,"streams":[{"component":"` + strings.Repeat("x", 300) + `","stream":"s","kind":"bolt"}]}`, "more than 256"},
 		{`{"version":1,"started_unix_ms":1} {"version":1}`, "more than one JSON value"},

@@ -97,17 +97,20 @@ func TestCountsReported(t *testing.T) {
 	}
 	rows := map[string]workerproto.StreamCounts{}
 	for _, s := range m.Streams {
-		rows[s.Component] = s
+		rows[s.Component+"<-"+s.Source] = s
 	}
-	spout, split, count := rows["sentence"], rows["split"], rows["count"]
+	spout, split, splitIn, countIn := rows["sentence<-"], rows["split<-"], rows["split<-sentence"], rows["count<-split"]
 	if spout.Kind != workerproto.KindSpout || spout.Emitted != tuples || spout.Transferred != tuples || spout.Acked != tuples || spout.Executors != 1 {
 		t.Errorf("sentence row %+v, want %d emitted, transferred and acked", spout, tuples)
 	}
-	if split.Kind != workerproto.KindBolt || split.Executed != tuples || split.Acked != tuples || split.Emitted != words || split.Executors != 1 {
-		t.Errorf("split row %+v, want %d executed and acked, %d emitted", split, tuples, words)
+	if split.Kind != workerproto.KindBolt || split.Emitted != words || split.Executed != 0 || split.Executors != 1 {
+		t.Errorf("split's output row %+v, want %d emitted, nothing executed", split, words)
 	}
-	if count.Executed != words || count.Acked != words || count.Executors != 1 {
-		t.Errorf("count row %+v, want %d executed and acked", count, words)
+	if splitIn.Kind != workerproto.KindBolt || splitIn.Executed != tuples || splitIn.Acked != tuples || splitIn.Executors != 1 {
+		t.Errorf("split's input row from sentence %+v, want %d executed and acked", splitIn, tuples)
+	}
+	if countIn.Executed != words || countIn.Acked != words || countIn.Executors != 1 {
+		t.Errorf("count's input row from split %+v, want %d executed and acked", countIn, words)
 	}
 	if tuples == 0 {
 		t.Error("nothing counted")

@@ -27,7 +27,10 @@ const stream = "default"
 // through: the spout's sentences, the split bolt (which executes
 // sentences and emits words) and the count bolt (which executes words).
 type streams struct {
-	spout, split, count *worker.Stream
+	// spout and split are what they emit; splitIn and countIn what the
+	// bolts receive: split from the spout, count from split (Storm's input
+	// stats, per source). count emits nothing.
+	spout, split, splitIn, countIn *worker.Stream
 }
 
 // newStreams registers the counters with w. The spout is the worker's
@@ -52,9 +55,10 @@ func newStreams(w *worker.Worker) *streams {
 		}
 	}
 	return &streams{
-		spout: w.Spout(spout).Stream(stream),
-		split: w.Bolt(split).Stream(stream),
-		count: w.Bolt(count).Stream(stream),
+		spout:   w.Spout(spout).Stream(stream),
+		split:   w.Bolt(split).Stream(stream),
+		splitIn: w.Bolt(split).Input(spout, stream),
+		countIn: w.Bolt(count).Input(split, stream),
 	}
 }
 
@@ -105,7 +109,7 @@ func (c *counter) one(sentence string) int {
 	received := time.Now()
 	fields := strings.Fields(sentence)
 	if c.m != nil {
-		c.m.split.Execute(time.Since(received))
+		c.m.splitIn.Execute(time.Since(received))
 		c.m.split.Emit(uint64(len(fields)))
 		c.m.split.Transfer(uint64(len(fields)))
 	}
@@ -113,12 +117,12 @@ func (c *counter) one(sentence string) int {
 		start := time.Now()
 		c.counts[w]++
 		if c.m != nil {
-			c.m.count.Execute(time.Since(start))
-			c.m.count.Ack(time.Since(start))
+			c.m.countIn.Execute(time.Since(start))
+			c.m.countIn.Ack(time.Since(start))
 		}
 	}
 	if c.m != nil {
-		c.m.split.Ack(time.Since(received))
+		c.m.splitIn.Ack(time.Since(received))
 		c.m.spout.Ack(time.Since(emitted)) // every word counted: the tree is complete
 	}
 	return len(fields)

@@ -83,7 +83,7 @@ func reportOf(sup, host string, w *clusterv1.WorkerState, m *clusterv1.WorkerMet
 	}
 	for _, s := range m.GetStreams() {
 		r.Streams = append(r.Streams, stats.StreamCounts{
-			Key: stats.Key{Component: s.GetComponent(), Stream: s.GetStream()}, Kind: s.GetKind(), Executors: s.GetExecutors(),
+			Key: stats.Key{Component: s.GetComponent(), Source: s.GetSource(), Stream: s.GetStream()}, Kind: s.GetKind(), Executors: s.GetExecutors(),
 			Counts: stats.CountsOf(s),
 		})
 	}
@@ -110,7 +110,7 @@ func (v *View) TopologyStats(id string, w stats.Window) *nimbusv1.TopologyStats 
 		out.Components = append(out.Components, pc)
 	}
 	for _, s := range st.Streams {
-		out.Streams = append(out.Streams, &nimbusv1.StreamCounts{Component: s.Component, Stream: s.Stream, Kind: s.Kind, Counts: tupleCounts(s.Totals)})
+		out.Streams = append(out.Streams, &nimbusv1.StreamCounts{Component: s.Component, Source: s.Source, Stream: s.Stream, Kind: s.Kind, Counts: tupleCounts(s.Totals)})
 	}
 	for _, ws := range st.Workers {
 		out.Workers = append(out.Workers, &nimbusv1.WorkerComponentStats{

@@ -1294,7 +1294,11 @@ type StreamStats struct {
 	ProcessLatencyUs  uint64 `protobuf:"varint,10,opt,name=process_latency_us,json=processLatencyUs,proto3" json:"process_latency_us,omitempty"`
 	ExecuteLatencyUs  uint64 `protobuf:"varint,11,opt,name=execute_latency_us,json=executeLatencyUs,proto3" json:"execute_latency_us,omitempty"`
 	// The component's executors in this worker (the same in each of its rows).
-	Executors     int32 `protobuf:"varint,12,opt,name=executors,proto3" json:"executors,omitempty"`
+	Executors int32 `protobuf:"varint,12,opt,name=executors,proto3" json:"executors,omitempty"`
+	// The component the counted tuples came from, for a bolt's input-side
+	// counts (acked, failed, executed and their latencies); "" when the
+	// worker did not say, and in a row of folded streams.
+	Source        string `protobuf:"bytes,13,opt,name=source,proto3" json:"source,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1411,6 +1415,13 @@ func (x *StreamStats) GetExecutors() int32 {
 		return x.Executors
 	}
 	return 0
+}
+
+func (x *StreamStats) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
 }
 
 // SupervisorInfo is the payload of /supervisors/<supervisor-id>.
@@ -1844,7 +1855,7 @@ const file_cluster_v1_cluster_proto_rawDesc = "" +
 	"\rtaken_unix_ms\x18\x01 \x01(\x03R\vtakenUnixMs\x12&\n" +
 	"\x0fstarted_unix_ms\x18\x02 \x01(\x03R\rstartedUnixMs\x121\n" +
 	"\astreams\x18\x03 \x03(\v2\x17.cluster.v1.StreamStatsR\astreams\x12'\n" +
-	"\x0fdropped_streams\x18\x04 \x01(\x05R\x0edroppedStreams\"\x87\x03\n" +
+	"\x0fdropped_streams\x18\x04 \x01(\x05R\x0edroppedStreams\"\x9f\x03\n" +
 	"\vStreamStats\x12\x1c\n" +
 	"\tcomponent\x18\x01 \x01(\tR\tcomponent\x12\x16\n" +
 	"\x06stream\x18\x02 \x01(\tR\x06stream\x12\x12\n" +
@@ -1858,7 +1869,8 @@ const file_cluster_v1_cluster_proto_rawDesc = "" +
 	"\x12process_latency_us\x18\n" +
 	" \x01(\x04R\x10processLatencyUs\x12,\n" +
 	"\x12execute_latency_us\x18\v \x01(\x04R\x10executeLatencyUs\x12\x1c\n" +
-	"\texecutors\x18\f \x01(\x05R\texecutors\"\xb5\x03\n" +
+	"\texecutors\x18\f \x01(\x05R\texecutors\x12\x16\n" +
+	"\x06source\x18\r \x01(\tR\x06source\"\xb5\x03\n" +
 	"\x0eSupervisorInfo\x12#\n" +
 	"\rsupervisor_id\x18\x01 \x01(\tR\fsupervisorId\x12\x12\n" +
 	"\x04host\x18\x02 \x01(\tR\x04host\x12\x1d\n" +

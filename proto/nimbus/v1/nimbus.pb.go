@@ -2388,11 +2388,14 @@ func (x *ComponentStats) GetCapacity() float64 {
 
 // StreamCounts are a component's counts on one stream.
 type StreamCounts struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Component     string                 `protobuf:"bytes,1,opt,name=component,proto3" json:"component,omitempty"`
-	Stream        string                 `protobuf:"bytes,2,opt,name=stream,proto3" json:"stream,omitempty"`
-	Kind          string                 `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
-	Counts        *TupleCounts           `protobuf:"bytes,4,opt,name=counts,proto3" json:"counts,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Component string                 `protobuf:"bytes,1,opt,name=component,proto3" json:"component,omitempty"`
+	Stream    string                 `protobuf:"bytes,2,opt,name=stream,proto3" json:"stream,omitempty"`
+	Kind      string                 `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	Counts    *TupleCounts           `protobuf:"bytes,4,opt,name=counts,proto3" json:"counts,omitempty"`
+	// The component the stream's tuples came from, for a bolt's input-side
+	// counts; "" when its worker did not say.
+	Source        string `protobuf:"bytes,5,opt,name=source,proto3" json:"source,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2453,6 +2456,13 @@ func (x *StreamCounts) GetCounts() *TupleCounts {
 		return x.Counts
 	}
 	return nil
+}
+
+func (x *StreamCounts) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
 }
 
 // WorkerComponentStats are a component's counts in one worker.
@@ -4033,12 +4043,13 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\tcomponent\x18\x01 \x01(\tR\tcomponent\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x121\n" +
 	"\awindows\x18\x03 \x03(\v2\x17.nimbus.v1.WindowCountsR\awindows\x12\x1a\n" +
-	"\bcapacity\x18\x04 \x01(\x01R\bcapacity\"\x88\x01\n" +
+	"\bcapacity\x18\x04 \x01(\x01R\bcapacity\"\xa0\x01\n" +
 	"\fStreamCounts\x12\x1c\n" +
 	"\tcomponent\x18\x01 \x01(\tR\tcomponent\x12\x16\n" +
 	"\x06stream\x18\x02 \x01(\tR\x06stream\x12\x12\n" +
 	"\x04kind\x18\x03 \x01(\tR\x04kind\x12.\n" +
-	"\x06counts\x18\x04 \x01(\v2\x16.nimbus.v1.TupleCountsR\x06counts\"\xeb\x01\n" +
+	"\x06counts\x18\x04 \x01(\v2\x16.nimbus.v1.TupleCountsR\x06counts\x12\x16\n" +
+	"\x06source\x18\x05 \x01(\tR\x06source\"\xeb\x01\n" +
 	"\x14WorkerComponentStats\x12#\n" +
 	"\rsupervisor_id\x18\x01 \x01(\tR\fsupervisorId\x12\x12\n" +
 	"\x04host\x18\x02 \x01(\tR\x04host\x12\x12\n" +
