@@ -48,7 +48,7 @@ func (s *service) SaveSnapshot(req *nimbusv1.SaveSnapshotRequest, stream nimbusv
 		n, err := io.ReadFull(pr, buf)
 		if n > 0 {
 			// A message must not change once sent: a piece of its own.
-			if serr := stream.Send(&nimbusv1.SnapshotChunk{Data: bytes.Clone(buf[:n])}); serr != nil {
+			if serr := stream.Send(&nimbusv1.SaveSnapshotResponse{Data: bytes.Clone(buf[:n])}); serr != nil {
 				return serr
 			}
 		}

@@ -721,28 +721,28 @@ func (x *SaveSnapshotRequest) GetWithCode() bool {
 	return false
 }
 
-// SnapshotChunk is the next piece of a snapshot file.
-type SnapshotChunk struct {
+// SaveSnapshotResponse is the next piece of a snapshot file.
+type SaveSnapshotResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Data          []byte                 `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *SnapshotChunk) Reset() {
-	*x = SnapshotChunk{}
+func (x *SaveSnapshotResponse) Reset() {
+	*x = SaveSnapshotResponse{}
 	mi := &file_nimbus_v1_nimbus_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *SnapshotChunk) String() string {
+func (x *SaveSnapshotResponse) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*SnapshotChunk) ProtoMessage() {}
+func (*SaveSnapshotResponse) ProtoMessage() {}
 
-func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
+func (x *SaveSnapshotResponse) ProtoReflect() protoreflect.Message {
 	mi := &file_nimbus_v1_nimbus_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -754,12 +754,12 @@ func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
-func (*SnapshotChunk) Descriptor() ([]byte, []int) {
+// Deprecated: Use SaveSnapshotResponse.ProtoReflect.Descriptor instead.
+func (*SaveSnapshotResponse) Descriptor() ([]byte, []int) {
 	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{9}
 }
 
-func (x *SnapshotChunk) GetData() []byte {
+func (x *SaveSnapshotResponse) GetData() []byte {
 	if x != nil {
 		return x.Data
 	}
@@ -3903,8 +3903,8 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"topologyId\x12\x16\n" +
 	"\x06fenced\x18\x02 \x01(\bR\x06fenced\"2\n" +
 	"\x13SaveSnapshotRequest\x12\x1b\n" +
-	"\twith_code\x18\x01 \x01(\bR\bwithCode\"#\n" +
-	"\rSnapshotChunk\x12\x12\n" +
+	"\twith_code\x18\x01 \x01(\bR\bwithCode\"*\n" +
+	"\x14SaveSnapshotResponse\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\"B\n" +
 	"\x16RestoreSnapshotRequest\x12\x14\n" +
 	"\x05force\x18\x01 \x01(\bR\x05force\x12\x12\n" +
@@ -4180,7 +4180,7 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\rInitialStatus\x12\x1e\n" +
 	"\x1aINITIAL_STATUS_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15INITIAL_STATUS_ACTIVE\x10\x01\x12\x1b\n" +
-	"\x17INITIAL_STATUS_INACTIVE\x10\x022\xef\n" +
+	"\x17INITIAL_STATUS_INACTIVE\x10\x022\xf6\n" +
 	"\n" +
 	"\rNimbusService\x12W\n" +
 	"\x0eSubmitTopology\x12 .nimbus.v1.SubmitTopologyRequest\x1a!.nimbus.v1.SubmitTopologyResponse(\x01\x12O\n" +
@@ -4196,8 +4196,8 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\x0eForgetTopology\x12 .nimbus.v1.ForgetTopologyRequest\x1a!.nimbus.v1.ForgetTopologyResponse\x12C\n" +
 	"\bHandOver\x12\x1a.nimbus.v1.HandOverRequest\x1a\x1b.nimbus.v1.HandOverResponse\x12R\n" +
 	"\rRestartWorker\x12\x1f.nimbus.v1.RestartWorkerRequest\x1a .nimbus.v1.RestartWorkerResponse\x12O\n" +
-	"\fSetLogConfig\x12\x1e.nimbus.v1.SetLogConfigRequest\x1a\x1f.nimbus.v1.SetLogConfigResponse\x12J\n" +
-	"\fSaveSnapshot\x12\x1e.nimbus.v1.SaveSnapshotRequest\x1a\x18.nimbus.v1.SnapshotChunk0\x01\x12Z\n" +
+	"\fSetLogConfig\x12\x1e.nimbus.v1.SetLogConfigRequest\x1a\x1f.nimbus.v1.SetLogConfigResponse\x12Q\n" +
+	"\fSaveSnapshot\x12\x1e.nimbus.v1.SaveSnapshotRequest\x1a\x1f.nimbus.v1.SaveSnapshotResponse0\x01\x12Z\n" +
 	"\x0fRestoreSnapshot\x12!.nimbus.v1.RestoreSnapshotRequest\x1a\".nimbus.v1.RestoreSnapshotResponse(\x012\xae\x01\n" +
 	"\vCodeService\x12Q\n" +
 	"\fDownloadCode\x12\x1e.nimbus.v1.DownloadCodeRequest\x1a\x1f.nimbus.v1.DownloadCodeResponse0\x01\x12L\n" +
@@ -4229,7 +4229,7 @@ var file_nimbus_v1_nimbus_proto_goTypes = []any{
 	(*ForgetTopologyRequest)(nil),      // 8: nimbus.v1.ForgetTopologyRequest
 	(*ForgetTopologyResponse)(nil),     // 9: nimbus.v1.ForgetTopologyResponse
 	(*SaveSnapshotRequest)(nil),        // 10: nimbus.v1.SaveSnapshotRequest
-	(*SnapshotChunk)(nil),              // 11: nimbus.v1.SnapshotChunk
+	(*SaveSnapshotResponse)(nil),       // 11: nimbus.v1.SaveSnapshotResponse
 	(*RestoreSnapshotRequest)(nil),     // 12: nimbus.v1.RestoreSnapshotRequest
 	(*RestoreSnapshotResponse)(nil),    // 13: nimbus.v1.RestoreSnapshotResponse
 	(*HandOverRequest)(nil),            // 14: nimbus.v1.HandOverRequest
@@ -4355,7 +4355,7 @@ var file_nimbus_v1_nimbus_proto_depIdxs = []int32{
 	15, // 67: nimbus.v1.NimbusService.HandOver:output_type -> nimbus.v1.HandOverResponse
 	20, // 68: nimbus.v1.NimbusService.RestartWorker:output_type -> nimbus.v1.RestartWorkerResponse
 	18, // 69: nimbus.v1.NimbusService.SetLogConfig:output_type -> nimbus.v1.SetLogConfigResponse
-	11, // 70: nimbus.v1.NimbusService.SaveSnapshot:output_type -> nimbus.v1.SnapshotChunk
+	11, // 70: nimbus.v1.NimbusService.SaveSnapshot:output_type -> nimbus.v1.SaveSnapshotResponse
 	13, // 71: nimbus.v1.NimbusService.RestoreSnapshot:output_type -> nimbus.v1.RestoreSnapshotResponse
 	52, // 72: nimbus.v1.CodeService.DownloadCode:output_type -> nimbus.v1.DownloadCodeResponse
 	54, // 73: nimbus.v1.CodeService.GetCodeMeta:output_type -> nimbus.v1.GetCodeMetaResponse

@@ -106,7 +106,7 @@ type NimbusServiceClient interface {
 	// (docs/ARCHITECTURE.md section 20) holding every persistent node under
 	// the root at one point in time and each topology's spec, with the code
 	// on request. Only the leader answers. Needs snapshot (nimbus.admins).
-	SaveSnapshot(ctx context.Context, in *SaveSnapshotRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SnapshotChunk], error)
+	SaveSnapshot(ctx context.Context, in *SaveSnapshotRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SaveSnapshotResponse], error)
 	// RestoreSnapshot puts a snapshot back under the root: the file's bytes
 	// in pieces, the options in the first message. Any nimbus answers, with
 	// or without a leader (after a wipe there is none). Refused
@@ -268,13 +268,13 @@ func (c *nimbusServiceClient) SetLogConfig(ctx context.Context, in *SetLogConfig
 	return out, nil
 }
 
-func (c *nimbusServiceClient) SaveSnapshot(ctx context.Context, in *SaveSnapshotRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SnapshotChunk], error) {
+func (c *nimbusServiceClient) SaveSnapshot(ctx context.Context, in *SaveSnapshotRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SaveSnapshotResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &NimbusService_ServiceDesc.Streams[1], NimbusService_SaveSnapshot_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
-	x := &grpc.GenericClientStream[SaveSnapshotRequest, SnapshotChunk]{ClientStream: stream}
+	x := &grpc.GenericClientStream[SaveSnapshotRequest, SaveSnapshotResponse]{ClientStream: stream}
 	if err := x.ClientStream.SendMsg(in); err != nil {
 		return nil, err
 	}
@@ -285,7 +285,7 @@ func (c *nimbusServiceClient) SaveSnapshot(ctx context.Context, in *SaveSnapshot
 }
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type NimbusService_SaveSnapshotClient = grpc.ServerStreamingClient[SnapshotChunk]
+type NimbusService_SaveSnapshotClient = grpc.ServerStreamingClient[SaveSnapshotResponse]
 
 func (c *nimbusServiceClient) RestoreSnapshot(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[RestoreSnapshotRequest, RestoreSnapshotResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
@@ -363,7 +363,7 @@ type NimbusServiceServer interface {
 	// (docs/ARCHITECTURE.md section 20) holding every persistent node under
 	// the root at one point in time and each topology's spec, with the code
 	// on request. Only the leader answers. Needs snapshot (nimbus.admins).
-	SaveSnapshot(*SaveSnapshotRequest, grpc.ServerStreamingServer[SnapshotChunk]) error
+	SaveSnapshot(*SaveSnapshotRequest, grpc.ServerStreamingServer[SaveSnapshotResponse]) error
 	// RestoreSnapshot puts a snapshot back under the root: the file's bytes
 	// in pieces, the options in the first message. Any nimbus answers, with
 	// or without a leader (after a wipe there is none). Refused
@@ -424,7 +424,7 @@ func (UnimplementedNimbusServiceServer) RestartWorker(context.Context, *RestartW
 func (UnimplementedNimbusServiceServer) SetLogConfig(context.Context, *SetLogConfigRequest) (*SetLogConfigResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetLogConfig not implemented")
 }
-func (UnimplementedNimbusServiceServer) SaveSnapshot(*SaveSnapshotRequest, grpc.ServerStreamingServer[SnapshotChunk]) error {
+func (UnimplementedNimbusServiceServer) SaveSnapshot(*SaveSnapshotRequest, grpc.ServerStreamingServer[SaveSnapshotResponse]) error {
 	return status.Error(codes.Unimplemented, "method SaveSnapshot not implemented")
 }
 func (UnimplementedNimbusServiceServer) RestoreSnapshot(grpc.ClientStreamingServer[RestoreSnapshotRequest, RestoreSnapshotResponse]) error {
@@ -697,11 +697,11 @@ func _NimbusService_SaveSnapshot_Handler(srv interface{}, stream grpc.ServerStre
 	if err := stream.RecvMsg(m); err != nil {
 		return err
 	}
-	return srv.(NimbusServiceServer).SaveSnapshot(m, &grpc.GenericServerStream[SaveSnapshotRequest, SnapshotChunk]{ServerStream: stream})
+	return srv.(NimbusServiceServer).SaveSnapshot(m, &grpc.GenericServerStream[SaveSnapshotRequest, SaveSnapshotResponse]{ServerStream: stream})
 }
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type NimbusService_SaveSnapshotServer = grpc.ServerStreamingServer[SnapshotChunk]
+type NimbusService_SaveSnapshotServer = grpc.ServerStreamingServer[SaveSnapshotResponse]
 
 func _NimbusService_RestoreSnapshot_Handler(srv interface{}, stream grpc.ServerStream) error {
 	return srv.(NimbusServiceServer).RestoreSnapshot(&grpc.GenericServerStream[RestoreSnapshotRequest, RestoreSnapshotResponse]{ServerStream: stream})
