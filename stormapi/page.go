@@ -435,6 +435,8 @@ func (a *API) metrics(r *request) ([]byte, error) {
 		}
 		bolts = append(bolts, metricsOf(info.GetStats(), c, false))
 	}
-	return json.Marshal(map[string]any{"window": window, "windowHint": hint, "spouts": spouts, "bolts": bolts,
+	// Storm's /metrics spells it "window-hint"; "windowHint" as the
+	// other pages do, for this UI.
+	return json.Marshal(map[string]any{"window": window, "window-hint": hint, "windowHint": hint, "spouts": spouts, "bolts": bolts,
 		"statsReported": info.GetStats() != nil, "statsWindow": statsWindowOf(window)})
 }
