@@ -90,6 +90,12 @@ var partners = map[string][]string{
 	KeyTLSCert:              {KeyTLSKey},
 	KeyTLSKey:               {KeyTLSCert},
 	KeyZKAuthScheme:         {KeyZKAuthPayload},
+	// A supervisor's ports may not be each other's.
+	KeySupervisorMetricsPort: {KeySupervisorGRPCPort, KeyLogviewerPort},
+	KeySupervisorGRPCPort:    {KeyLogviewerPort},
+	KeySupervisorSlotsPorts:  {KeySupervisorGRPCPort, KeyLogviewerPort},
+	// The cap on all workers' logs holds at least one worker's.
+	KeyLogviewerMaxPerWorkerMB: {KeyLogviewerMaxSumMB},
 }
 
 // FuzzLoadEnv sets one key's environment variable to any text over the

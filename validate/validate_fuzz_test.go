@@ -119,7 +119,7 @@ var requestKinds = []requestKind{
 		name:     "GetTopologyInfo",
 		msg:      func() proto.Message { return new(nimbusv1.GetTopologyInfoRequest) },
 		validate: func(m proto.Message) error { return GetTopologyInfo(m.(*nimbusv1.GetTopologyInfoRequest)) },
-		fields:   []string{"name"},
+		fields:   []string{"name", "window"},
 		accepted: func(t *testing.T, m proto.Message) { checkName(t, m.(*nimbusv1.GetTopologyInfoRequest).GetName()) },
 	},
 	{
