@@ -54,12 +54,22 @@ const (
 	ActionReadLogs Action = "read-logs"
 	// ActionSetLogConfig changes a topology's log levels (SetLogConfig).
 	ActionSetLogConfig Action = "set-log-config"
+	// ActionCreateBlob stores a new blob (CreateBlob); the caller owns it.
+	ActionCreateBlob Action = "create-blob"
+	// ActionReadBlob reads a blob's content (ReadBlob), or its bundle from
+	// a node's CodeService.
+	ActionReadBlob Action = "read-blob"
+	// ActionWriteBlob updates or deletes a blob.
+	ActionWriteBlob Action = "write-blob"
+	// ActionAdminBlob changes a blob's ACL or replication factor.
+	ActionAdminBlob Action = "admin-blob"
 )
 
 // Actions lists every action, in a fixed order (for tests and docs).
 func Actions() []Action {
 	return []Action{ActionSubmit, ActionKill, ActionActivate, ActionDeactivate, ActionRebalance,
-		ActionReadConf, ActionFetchCode, ActionReadCluster, ActionReadNimbusConfig, ActionRecoverCode, ActionForget, ActionHandOver, ActionSnapshot, ActionRestartWorker, ActionReadLogs, ActionSetLogConfig}
+		ActionReadConf, ActionFetchCode, ActionReadCluster, ActionReadNimbusConfig, ActionRecoverCode, ActionForget, ActionHandOver, ActionSnapshot, ActionRestartWorker, ActionReadLogs, ActionSetLogConfig,
+		ActionCreateBlob, ActionReadBlob, ActionWriteBlob, ActionAdminBlob}
 }
 
 // phrase is how a refusal says the action: "alice may not <phrase> <topology>".
@@ -85,6 +95,14 @@ func (a Action) phrase() string {
 		return "set the log levels of"
 	case ActionReadLogs:
 		return "read the worker logs of"
+	case ActionCreateBlob:
+		return "create the blob"
+	case ActionReadBlob:
+		return "read the blob"
+	case ActionWriteBlob:
+		return "update or delete the blob"
+	case ActionAdminBlob:
+		return "change the ACL or replication of the blob"
 	}
 	return string(a)
 }

@@ -82,6 +82,25 @@ func (a *Authorizer) Topology(ctx context.Context, act Action, topology, owner s
 	return a.Check(ctx, act, Target{Topology: topology, Owner: owner, Users: users})
 }
 
+// Blob is the check a handler makes for an action on one blob once it has
+// read the blob's owner and what its ACL grants for act (Grantees, Anyone
+// of t; Topology is the key). As Topology, return it before changing
+// anything.
+func (a *Authorizer) Blob(ctx context.Context, act Action, t Target) error {
+	return a.Check(ctx, act, t)
+}
+
+// May answers Decide's question for the caller of ctx without recording
+// an authorization: for filtering what a read lists (the blobs a caller
+// may read). With authentication off, everything is allowed.
+func (a *Authorizer) May(ctx context.Context, act Action, t Target) bool {
+	if !a.enabled {
+		return true
+	}
+	p, ok := FromContext(ctx)
+	return ok && Decide(a.policy, p, act, t) == nil
+}
+
 // Owner is who owns what the caller of ctx submits: its principal, never
 // the owner the client claimed (the spec's owner field), which counts only
 // with authentication off. With

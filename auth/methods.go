@@ -47,6 +47,14 @@ var methods = map[string]method{
 	nimbusv1.NimbusService_RestoreSnapshot_FullMethodName:    {ActionSnapshot, scopeMethod, true},
 	nimbusv1.NimbusService_RestartWorker_FullMethodName:      {ActionRestartWorker, scopeTopology, true},
 	nimbusv1.NimbusService_SetLogConfig_FullMethodName:       {ActionSetLogConfig, scopeTopology, true},
+	// A blob's ACL is the blob's part of the rules: the handler decides
+	// (Authorizer.Blob) once it has read it, as for a topology.
+	nimbusv1.NimbusService_CreateBlob_FullMethodName:  {ActionCreateBlob, scopeMethod, true},
+	nimbusv1.NimbusService_UpdateBlob_FullMethodName:  {ActionWriteBlob, scopeTopology, true},
+	nimbusv1.NimbusService_ReadBlob_FullMethodName:    {ActionReadBlob, scopeTopology, false},
+	nimbusv1.NimbusService_DeleteBlob_FullMethodName:  {ActionWriteBlob, scopeTopology, true},
+	nimbusv1.NimbusService_ListBlobs_FullMethodName:   {ActionReadCluster, scopeMethod, false},
+	nimbusv1.NimbusService_SetBlobMeta_FullMethodName: {ActionAdminBlob, scopeTopology, true},
 
 	nimbusv1.CodeService_GetCodeMeta_FullMethodName:  {ActionFetchCode, scopeTopology, false},
 	nimbusv1.CodeService_DownloadCode_FullMethodName: {ActionFetchCode, scopeTopology, false},

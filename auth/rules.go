@@ -37,11 +37,16 @@ type Target struct {
 	// LogsUsers are the logs.users of its conf (TopologyUsers with
 	// configs.TopologyLogsUsers parses them), for ActionReadLogs.
 	LogsUsers []string
+	// Grantees are the users a blob's ACL grants the action (its u
+	// entries), and Anyone whether an o entry grants it to every
+	// principal. Topology is then the blob's key, and Owner its owner.
+	Grantees []string
+	Anyone   bool
 }
 
 // role is one way a principal may stand to a request; roles combine as
 // bits.
-type role uint8
+type role uint16
 
 const (
 	roleAuthenticated role = 1 << iota // any verified principal
@@ -52,6 +57,7 @@ const (
 	roleOwner                          // the topology's owner
 	roleTopologyUser                   // in the topology's topology.users
 	roleLogsUser                       // in logs.users, the cluster's or the topology's
+	roleGrantee                        // granted the action by a blob's ACL
 )
 
 // rules says which roles may take each action: the whole of the
@@ -74,6 +80,13 @@ var rules = map[Action]role{
 	ActionRestartWorker:    roleAdmin | roleOwner,
 	ActionSetLogConfig:     roleAdmin | roleOwner | roleTopologyUser,
 	ActionReadLogs:         roleAdmin | roleOwner | roleTopologyUser | roleLogsUser,
+
+	// Blobs: Storm's ACLs decide; the nodes that place blobs read them,
+	// and the owner may always change the ACL, so it is never locked out.
+	ActionCreateBlob: roleAdmin | roleUser,
+	ActionReadBlob:   roleAdmin | roleGrantee | roleSupervisor | roleDaemon,
+	ActionWriteBlob:  roleAdmin | roleGrantee,
+	ActionAdminBlob:  roleAdmin | roleOwner | roleGrantee,
 }
 
 // Decide answers "may principal take act on t?" under p: nil, or an error
@@ -123,6 +136,9 @@ func rolesOf(p Policy, principal string, t Target) role {
 	if slices.Contains(p.LogsUsers, principal) || slices.Contains(t.LogsUsers, principal) {
 		r |= roleLogsUser
 	}
+	if t.Anyone || slices.Contains(t.Grantees, principal) {
+		r |= roleGrantee
+	}
 	return r
 }
 
@@ -148,6 +164,9 @@ func describe(allowed role) string {
 	var parts []string
 	if allowed&roleOwner != 0 {
 		parts = append(parts, "its owner")
+	}
+	if allowed&roleGrantee != 0 {
+		parts = append(parts, "granted it by the blob's ACL")
 	}
 	if len(lists) > 0 {
 		in := lists[len(lists)-1]

@@ -57,6 +57,11 @@ func TestDecideTable(t *testing.T) {
 			auth.ActionRestartWorker:    "YYnnnnn",
 			auth.ActionSetLogConfig:     "YYYnnnn",
 			auth.ActionReadLogs:         "YYYnnnn",
+
+			auth.ActionCreateBlob: "YnnYnnn",
+			auth.ActionReadBlob:   "YnnnYYn", // the target's ACL grants no one
+			auth.ActionWriteBlob:  "Ynnnnnn",
+			auth.ActionAdminBlob:  "YYnnnnn",
 		},
 		false: { // nimbus.users empty: any authenticated principal may submit
 			auth.ActionSubmit:      "YYYYYYY",
@@ -76,6 +81,11 @@ func TestDecideTable(t *testing.T) {
 			auth.ActionRestartWorker:    "YYnnnnn",
 			auth.ActionSetLogConfig:     "YYYnnnn",
 			auth.ActionReadLogs:         "YYYnnnn",
+
+			auth.ActionCreateBlob: "YYYYYYY",
+			auth.ActionReadBlob:   "YnnnYYn",
+			auth.ActionWriteBlob:  "Ynnnnnn",
+			auth.ActionAdminBlob:  "YYnnnnn",
 		},
 	}
 	for _, usersSet := range []bool{true, false} {
@@ -204,5 +214,23 @@ func TestDecideReadLogs(t *testing.T) {
 	want := apierr.ErrPermissionDenied.Error() + ": eve may not read the worker logs of bobjob-3-1700000000: not its owner, in topology.users, logs.users or nimbus.admins"
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v\nwant %s", err, want)
+	}
+}
+
+// TestDecideBlobGrants: a blob's ACL grants an action to the users it
+// names, or to anyone with an o entry; the refusal says so.
+func TestDecideBlobGrants(t *testing.T) {
+	p := policy()
+	named := auth.Target{Topology: "dictionary", Owner: owner, Grantees: []string{stranger}}
+	if err := auth.Decide(p, stranger, auth.ActionWriteBlob, named); err != nil {
+		t.Fatalf("a user the ACL names: %v", err)
+	}
+	err := auth.Decide(p, topoUser, auth.ActionWriteBlob, named)
+	if !errors.Is(err, apierr.ErrPermissionDenied) || !strings.Contains(err.Error(), "granted it by the blob's ACL") {
+		t.Fatalf("a user the ACL does not name: %v", err)
+	}
+	anyone := auth.Target{Topology: "dictionary", Owner: owner, Anyone: true}
+	if err := auth.Decide(p, topoUser, auth.ActionReadBlob, anyone); err != nil {
+		t.Fatalf("an o entry: %v", err)
 	}
 }

@@ -80,6 +80,15 @@ func lacks(m proto.Message) string {
 		if m.GetHost() == "" || !port(m.GetPort()) || len(m.GetCodeMetaDigest()) != sha256.Size {
 			return "host, port and code_meta_digest"
 		}
+	case *clusterv1.BlobMeta:
+		switch {
+		case len(m.GetCodeMetaDigest()) != sha256.Size:
+			return "code_meta_digest"
+		case len(m.GetContentSha256()) != sha256.Size:
+			return "content_sha256"
+		case m.GetVersion() < 1:
+			return "version"
+		}
 	case *clusterv1.CodeDistribution:
 		if len(m.GetCodeMetaDigest()) != sha256.Size {
 			return "code_meta_digest"

@@ -106,6 +106,27 @@ func (o Ops) CreateDistribution(id string, d *clusterv1.CodeDistribution) Op {
 	return o.create(o.paths.Distribution(id), d)
 }
 
+// CreateBlob creates a blob's node with its first version.
+func (o Ops) CreateBlob(key string, m *clusterv1.BlobMeta) Op {
+	return o.create(o.paths.Blob(key), m)
+}
+
+// SetBlob writes a blob's node at the data version read (a new version,
+// ACL or replication factor).
+func (o Ops) SetBlob(key string, m *clusterv1.BlobMeta, version int32) Op {
+	return set(o.paths.Blob(key), m, version)
+}
+
+// DeleteBlob removes a blob's node at the data version read, and the
+// replicas registered under it (host:port), children first.
+func (o Ops) DeleteBlob(key string, version int32, replicas []string) []Op {
+	ops := make([]Op, 0, len(replicas)+1)
+	for _, r := range replicas {
+		ops = append(ops, del(o.paths.BlobReplica(key, r)))
+	}
+	return append(ops, Op{&zk.DeleteRequest{Path: o.paths.Blob(key), Version: version}})
+}
+
 // DeleteDistribution removes a topology's distribution and the replicas
 // registered under it (by their node names, host:port), children first.
 func (o Ops) DeleteDistribution(id string, replicas []string) []Op {

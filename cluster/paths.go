@@ -44,6 +44,19 @@ func (p Paths) Swarms() string { return p.Root + "/bittorrent" }
 // topology's code.
 func (p Paths) Swarm(topologyID string) string { return p.Swarms() + "/" + topologyID }
 
+// BlobStore is the directory of blobs, by key (BlobMeta); each blob's
+// children are the nimbuses holding a version (ReplicaInfo).
+func (p Paths) BlobStore() string { return p.Root + "/blobstore" }
+
+// Blob is one blob's node.
+func (p Paths) Blob(key string) string { return p.BlobStore() + "/" + key }
+
+// BlobReplica is one nimbus's claim to hold a version of a blob.
+func (p Paths) BlobReplica(key, hostPort string) string { return p.Blob(key) + "/" + hostPort }
+
+// BlobSwarms holds one directory per blob distributed by BitTorrent.
+func (p Paths) BlobSwarms() string { return p.Root + "/bittorrent-blobs" }
+
 // Assignment is one topology's assignment.
 func (p Paths) Assignment(topologyID string) string { return p.Assignments() + "/" + topologyID }
 

@@ -122,13 +122,18 @@ func (r Reader) HasDistribution(id string) (bool, error) {
 // nil payload, one gone since the listing is left out. A topology without
 // a distribution is ErrNoNode.
 func (r Reader) Replicas(id string) (map[string]*clusterv1.ReplicaInfo, error) {
-	names, err := r.ReplicaNames(id)
+	return r.replicasUnder(r.s.paths.Distribution(id))
+}
+
+// replicasUnder reads the ReplicaInfo children of dir.
+func (r Reader) replicasUnder(dir string) (map[string]*clusterv1.ReplicaInfo, error) {
+	names, err := children(r, dir)
 	if err != nil {
 		return nil, err
 	}
 	replicas := make(map[string]*clusterv1.ReplicaInfo, len(names))
 	for _, name := range names {
-		info, _, err := readNode(r, r.s.paths.Replica(id, name), new(clusterv1.ReplicaInfo))
+		info, _, err := readNode(r, dir+"/"+name, new(clusterv1.ReplicaInfo))
 		switch {
 		case errors.Is(err, ErrNoNode): // unregistered meanwhile
 		case errors.Is(err, ErrInvalidPayload):
@@ -140,6 +145,27 @@ func (r Reader) Replicas(id string) (map[string]*clusterv1.ReplicaInfo, error) {
 		}
 	}
 	return replicas, nil
+}
+
+// Blob is a blob's BlobMeta and its data version.
+func (r Reader) Blob(key string) (*clusterv1.BlobMeta, int32, error) {
+	return readNode(r, r.s.paths.Blob(key), new(clusterv1.BlobMeta))
+}
+
+// BlobKeys lists /blobstore (empty when it does not exist yet).
+func (r Reader) BlobKeys() ([]string, error) {
+	keys, err := children(r, r.s.paths.BlobStore())
+	if errors.Is(err, ErrNoNode) {
+		return nil, nil
+	}
+	return keys, err
+}
+
+// BlobReplicas returns the nimbuses registered as holding a version of a
+// blob, as Replicas does for a topology; a blob that does not exist is
+// ErrNoNode.
+func (r Reader) BlobReplicas(key string) (map[string]*clusterv1.ReplicaInfo, error) {
+	return r.replicasUnder(r.s.paths.Blob(key))
 }
 
 // ReplicaNames lists the replicas registered under topology id's

@@ -8,18 +8,22 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/nimbusha/nimbus/internal/notify"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 )
 
-// ReplicaCache keeps /code-distributor current: every distribution and
-// the replicas under each, by topology id. It runs one DirCache per
-// distribution, started and stopped as distributions come and go.
-type ReplicaCache struct {
+// ReplicaSet keeps a directory of distributions current: each
+// distribution node (payload M) and the replicas under each, by id. It runs
+// one DirCache per distribution, started and stopped as distributions come
+// and go. Topology code and blobs are the two kinds.
+type ReplicaSet[M proto.Message] struct {
 	sess *Session
 	log  *slog.Logger
-	// Distributions is /code-distributor itself, by topology id.
-	Distributions *DirCache[*clusterv1.CodeDistribution]
+	dir  string
+	// Distributions is the directory itself, by id.
+	Distributions *DirCache[M]
 
 	mu       sync.Mutex
 	replicas map[string]*DirCache[*clusterv1.ReplicaInfo]
@@ -27,19 +31,37 @@ type ReplicaCache struct {
 	changes  notify.Notifier
 }
 
+// ReplicaCache keeps /code-distributor current: every topology's
+// distribution and its replicas.
+type ReplicaCache = ReplicaSet[*clusterv1.CodeDistribution]
+
+// BlobCache keeps /blobstore current: every blob and the nimbuses that
+// hold a version of it.
+type BlobCache = ReplicaSet[*clusterv1.BlobMeta]
+
 // NewReplicaCache returns a cache of /code-distributor; it starts nothing.
 func NewReplicaCache(sess *Session, log *slog.Logger) *ReplicaCache {
-	return &ReplicaCache{
+	return newReplicaSet(sess, sess.Paths().CodeDistributor(), func() *clusterv1.CodeDistribution { return new(clusterv1.CodeDistribution) }, log)
+}
+
+// NewBlobCache returns a cache of /blobstore; it starts nothing.
+func NewBlobCache(sess *Session, log *slog.Logger) *BlobCache {
+	return newReplicaSet(sess, sess.Paths().BlobStore(), func() *clusterv1.BlobMeta { return new(clusterv1.BlobMeta) }, log)
+}
+
+func newReplicaSet[M proto.Message](sess *Session, dir string, newMsg func() M, log *slog.Logger) *ReplicaSet[M] {
+	return &ReplicaSet[M]{
 		sess:          sess,
 		log:           log,
-		Distributions: NewDirCache(sess, sess.Paths().CodeDistributor(), func() *clusterv1.CodeDistribution { return new(clusterv1.CodeDistribution) }, log),
+		dir:           dir,
+		Distributions: NewDirCache(sess, dir, newMsg, log),
 		replicas:      map[string]*DirCache[*clusterv1.ReplicaInfo]{},
 	}
 }
 
 // Replicas returns the replicas of a topology by host:port (a nil payload
 // is an undecodable node). The map is shared and must not be modified.
-func (r *ReplicaCache) Replicas(topologyID string) map[string]*clusterv1.ReplicaInfo {
+func (r *ReplicaSet[M]) Replicas(topologyID string) map[string]*clusterv1.ReplicaInfo {
 	r.mu.Lock()
 	c := r.replicas[topologyID]
 	r.mu.Unlock()
@@ -51,17 +73,17 @@ func (r *ReplicaCache) Replicas(topologyID string) map[string]*clusterv1.Replica
 
 // Changed returns a channel closed at the next change of any replica list
 // or distribution.
-func (r *ReplicaCache) Changed() <-chan struct{} { return r.changes.Changed() }
+func (r *ReplicaSet[M]) Changed() <-chan struct{} { return r.changes.Changed() }
 
 // Gen counts the changes Changed reports: what a reader derived from the
 // replica lists still holds while Gen is unchanged.
-func (r *ReplicaCache) Gen() uint64 {
+func (r *ReplicaSet[M]) Gen() uint64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.gen
 }
 
-func (r *ReplicaCache) notify() {
+func (r *ReplicaSet[M]) notify() {
 	r.mu.Lock()
 	r.gen++
 	r.mu.Unlock()
@@ -69,7 +91,7 @@ func (r *ReplicaCache) notify() {
 }
 
 // Run keeps the cache current until ctx ends.
-func (r *ReplicaCache) Run(ctx context.Context) error {
+func (r *ReplicaSet[M]) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
@@ -84,7 +106,7 @@ func (r *ReplicaCache) Run(ctx context.Context) error {
 			if _, ok := stops[id]; ok {
 				continue
 			}
-			c := NewDirCache(r.sess, r.sess.Paths().Distribution(id), func() *clusterv1.ReplicaInfo { return new(clusterv1.ReplicaInfo) }, r.log)
+			c := NewDirCache(r.sess, r.dir+"/"+id, func() *clusterv1.ReplicaInfo { return new(clusterv1.ReplicaInfo) }, r.log)
 			cctx, stop := context.WithCancel(ctx)
 			stops[id] = stop
 			r.mu.Lock()
@@ -129,7 +151,7 @@ func (r *ReplicaCache) Run(ctx context.Context) error {
 // ended first, and wraps ErrNoNode when the topology's distribution, once
 // seen, is gone (a new leader removed an abandoned submission's). A
 // distribution this cache has not seen yet is waited for.
-func (r *ReplicaCache) AwaitReplicas(ctx context.Context, id string, digest []byte, min int, until time.Time) (int, bool, error) {
+func (r *ReplicaSet[M]) AwaitReplicas(ctx context.Context, id string, digest []byte, min int, until time.Time) (int, bool, error) {
 	var ended <-chan time.Time
 	if !until.IsZero() {
 		timer := time.NewTimer(time.Until(until))

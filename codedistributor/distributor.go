@@ -16,9 +16,32 @@ import (
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 )
 
-// Code names a topology's bundle and its meta.
+// Kind is what a bundle holds: a topology's code, or a version of a blob
+// (docs/ARCHITECTURE.md section 24). A node keeps each kind in a Store of
+// its own, and backends keep them apart (replicas, HDFS directories,
+// swarms): a blob's key may look like a topology id.
+type Kind uint8
+
+const (
+	// KindCode is a topology's code; the bundle's id is the topology id.
+	KindCode Kind = iota
+	// KindBlob is a blob's version; the bundle's id is the blob's key.
+	KindBlob
+)
+
+// String names the kind in logs.
+func (k Kind) String() string {
+	if k == KindBlob {
+		return "blob"
+	}
+	return "code"
+}
+
+// Code names a bundle (a topology's code, or a blob's version) and its
+// meta.
 type Code struct {
-	TopologyID string
+	Kind       Kind
+	TopologyID string // the bundle's id: a topology id, or a blob's key
 	Meta       *clusterv1.CodeMeta
 	Digest     []byte // the meta's digest; set for downloads
 	// Sources, when not nil, are the CodeServices (host:port) a backend

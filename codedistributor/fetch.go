@@ -23,6 +23,9 @@ type Fetcher struct {
 	Params Params
 	Dist   Distributor
 	Store  *Store
+	// Kind is what the store holds; a blob's key stands for the topology
+	// id in every method.
+	Kind Kind
 }
 
 // Fetch makes the store hold the code of topologyID whose meta has digest,
@@ -81,7 +84,7 @@ func (f *Fetcher) RecoverFromAny(ctx context.Context, topologyID string, digest 
 	if err != nil {
 		return Source{}, err
 	}
-	src, err := AskAll(ctx, f.Params.Peers.Transient, topologyID, digest, sources)
+	src, err := AskAll(ctx, f.Params.Peers.Transient, Code{Kind: f.Kind, TopologyID: topologyID, Digest: digest}, sources)
 	if err != nil {
 		return Source{}, err
 	}
@@ -94,7 +97,7 @@ func (f *Fetcher) RecoverFromAny(ctx context.Context, topologyID string, digest 
 // replicaSources are the nimbus replicas other than this node that hold
 // digest, in random order.
 func (f *Fetcher) replicaSources(topologyID string, digest []byte) ([]Source, error) {
-	addrs, err := Sources(f.Params.Session, topologyID, digest, f.Params.Self)
+	addrs, err := Sources(f.Params.Session, f.Kind, topologyID, digest, f.Params.Self)
 	out := make([]Source, len(addrs))
 	for i, a := range addrs {
 		out[i] = Source{Addr: a}
@@ -110,7 +113,7 @@ func (f *Fetcher) fetchFrom(ctx context.Context, topologyID string, digest []byt
 	if err != nil {
 		return Source{}, err
 	}
-	code := Code{TopologyID: topologyID, Digest: digest}
+	code := Code{Kind: f.Kind, TopologyID: topologyID, Digest: digest}
 	if code.Meta, err = DecodeMeta(meta.GetMeta(), digest); err != nil {
 		return Source{}, err
 	}
@@ -180,7 +183,7 @@ func (f *Fetcher) meta(ctx context.Context, addr, topologyID string, digest []by
 	}
 	ctx, cancel := context.WithTimeout(ctx, metaTimeout)
 	defer cancel()
-	resp, err := client.GetCodeMeta(ctx, &nimbusv1.GetCodeMetaRequest{TopologyId: topologyID})
+	resp, err := client.GetCodeMeta(ctx, &nimbusv1.GetCodeMetaRequest{TopologyId: topologyID, Blob: f.Kind == KindBlob})
 	if err != nil {
 		return nil, err
 	}

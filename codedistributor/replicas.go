@@ -16,8 +16,14 @@ var ErrNoDistribution = errors.New("codedistributor: no code distribution for to
 // the replicas other than self that hold exactly digest, read afresh.
 // Fetches call it, on no request's behalf: it waits for ZooKeeper as long
 // as go-zookeeper does.
-func Sources(sess *cluster.Session, topologyID string, digest []byte, self string) ([]string, error) {
-	replicas, err := sess.Read().Replicas(topologyID)
+// For KindBlob, topologyID is a blob's key and the replicas are the
+// nimbuses under /blobstore/<key>.
+func Sources(sess *cluster.Session, kind Kind, topologyID string, digest []byte, self string) ([]string, error) {
+	read := sess.Read()
+	replicas, err := read.Replicas(topologyID)
+	if kind == KindBlob {
+		replicas, err = read.BlobReplicas(topologyID)
+	}
 	if errors.Is(err, cluster.ErrNoNode) {
 		return nil, fmt.Errorf("%w %s", ErrNoDistribution, topologyID)
 	}

@@ -154,11 +154,12 @@ const (
 type Connect func(addr string) (nimbusv1.CodeServiceClient, func(), error)
 
 // AskAll asks every source, maxAskInFlight at a time and each within
-// askTimeout (and ctx), whether it serves the code of topologyID with
-// digest, and returns one that does. The error wraps ErrHeldNowhere when
+// askTimeout (and ctx), whether it serves the bundle code names
+// (code.Kind, code.TopologyID, code.Digest), and returns one that does. The error wraps ErrHeldNowhere when
 // every source answered NotFound; otherwise it names a source that did
 // not answer, or sent a meta that does not check: it may hold the code.
-func AskAll(ctx context.Context, connect Connect, topologyID string, digest []byte, sources []Source) (Source, error) {
+func AskAll(ctx context.Context, connect Connect, code Code, sources []Source) (Source, error) {
+	topologyID, digest := code.TopologyID, code.Digest
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -173,7 +174,7 @@ func AskAll(ctx context.Context, connect Connect, topologyID string, digest []by
 			break // one holds it, or the caller gave up
 		}
 		g.Go(func() error {
-			held, err := serves(ctx, connect, src.Addr, topologyID, digest)
+			held, err := serves(ctx, connect, src.Addr, code)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -196,9 +197,8 @@ func AskAll(ctx context.Context, connect Connect, topologyID string, digest []by
 	return Source{}, fmt.Errorf("%w: %s with meta %s (asked %d)", ErrHeldNowhere, topologyID, Hex(digest), len(sources))
 }
 
-// serves asks the CodeService at addr whether it serves the code of
-// topologyID with digest.
-func serves(ctx context.Context, connect Connect, addr, topologyID string, digest []byte) (bool, error) {
+// serves asks the CodeService at addr whether it serves code's bundle.
+func serves(ctx context.Context, connect Connect, addr string, code Code) (bool, error) {
 	api, release, err := connect(addr)
 	if err != nil {
 		return false, err
@@ -206,7 +206,7 @@ func serves(ctx context.Context, connect Connect, addr, topologyID string, diges
 	defer release()
 	ctx, cancel := context.WithTimeout(ctx, askTimeout)
 	defer cancel()
-	resp, err := api.GetCodeMeta(ctx, &nimbusv1.GetCodeMetaRequest{TopologyId: topologyID})
+	resp, err := api.GetCodeMeta(ctx, &nimbusv1.GetCodeMetaRequest{TopologyId: code.TopologyID, Blob: code.Kind == KindBlob})
 	if status.Code(err) == codes.NotFound {
 		return false, nil
 	}
@@ -215,7 +215,7 @@ func serves(ctx context.Context, connect Connect, addr, topologyID string, diges
 	}
 	// Ids are never reused and a topology's code never changes: a meta
 	// of another digest is garbled, no answer.
-	if _, err := DecodeMeta(resp.GetMeta(), digest); err != nil {
+	if _, err := DecodeMeta(resp.GetMeta(), code.Digest); err != nil {
 		return false, err
 	}
 	return true, nil

@@ -24,6 +24,7 @@ const chunkSize = 1 << 20
 type server struct {
 	nimbusv1.UnimplementedCodeServiceServer
 	store  *codedistributor.Store
+	blobs  *codedistributor.Store // nil: serves no blobs (WithBlobs)
 	sent   prometheus.Counter
 	auth   *auth.Authorizer // nil: no checks (WithAuthorizer)
 	action auth.Action      // what a caller asks to do (WithAction)
@@ -39,13 +40,11 @@ func New(store *codedistributor.Store, sent prometheus.Counter, opts ...Option) 
 }
 
 func (c *server) GetCodeMeta(ctx context.Context, req *nimbusv1.GetCodeMetaRequest) (*nimbusv1.GetCodeMetaResponse, error) {
-	if err := validate.TopologyID("topology_id", req.GetTopologyId()); err != nil {
+	store, err := c.admit(ctx, req.GetTopologyId(), req.GetBlob())
+	if err != nil {
 		return nil, apistatus.ToStatus(err)
 	}
-	if err := c.authorize(ctx, req.GetTopologyId()); err != nil {
-		return nil, apistatus.ToStatus(err)
-	}
-	data, _, _, err := c.store.Meta(req.GetTopologyId())
+	data, _, _, err := store.Meta(req.GetTopologyId())
 	if err != nil {
 		return nil, apistatus.ToStatus(err)
 	}
@@ -54,16 +53,14 @@ func (c *server) GetCodeMeta(ctx context.Context, req *nimbusv1.GetCodeMetaReque
 
 func (c *server) DownloadCode(req *nimbusv1.DownloadCodeRequest, stream nimbusv1.CodeService_DownloadCodeServer) error {
 	id := req.GetTopologyId()
-	if err := validate.TopologyID("topology_id", id); err != nil {
-		return apistatus.ToStatus(err)
-	}
 	if err := validate.CodeFileName("file", req.GetFile()); err != nil {
 		return apistatus.ToStatus(err)
 	}
-	if err := c.authorize(stream.Context(), id); err != nil {
+	store, err := c.admit(stream.Context(), id, req.GetBlob())
+	if err != nil {
 		return apistatus.ToStatus(err) // before a byte is sent
 	}
-	f, want, err := c.store.Open(id, req.GetFile())
+	f, want, err := store.Open(id, req.GetFile())
 	if err != nil {
 		return apistatus.ToStatus(err)
 	}
@@ -89,11 +86,37 @@ func (c *server) DownloadCode(req *nimbusv1.DownloadCodeRequest, stream nimbusv1
 		}
 	}
 	if sum := h.Sum(nil); !bytes.Equal(sum, want.GetSha256()) {
-		c.store.ReportCorrupt(id)
+		store.ReportCorrupt(id)
 		return apistatus.ToStatus(fmt.Errorf("%w: %s/%s on this nimbus has SHA-256 %s, meta says %s",
 			codedistributor.ErrCorrupt, id, req.GetFile(), codedistributor.Hex(sum), codedistributor.Hex(want.GetSha256())))
 	}
 	return nil
+}
+
+// admit checks a request's id and its caller, and returns the store that
+// serves it: the blob store for a blob's bundle (id is then its key),
+// else the code store.
+func (c *server) admit(ctx context.Context, id string, blob bool) (*codedistributor.Store, error) {
+	if !blob {
+		if err := validate.TopologyID("topology_id", id); err != nil {
+			return nil, err
+		}
+		return c.store, c.authorize(ctx, id)
+	}
+	if err := validate.BlobKey("topology_id", id); err != nil {
+		return nil, err
+	}
+	if c.blobs == nil {
+		return nil, fmt.Errorf("%w: this node serves no blobs", codedistributor.ErrNotHeld)
+	}
+	if c.auth != nil && c.auth.Enabled() {
+		// Only the nodes that place blobs (and admins) fetch bundles;
+		// users read blobs through ReadBlob, which applies the ACL.
+		if err := c.auth.Blob(ctx, auth.ActionReadBlob, auth.Target{Topology: id}); err != nil {
+			return nil, err
+		}
+	}
+	return c.blobs, nil
 }
 
 // authorize answers whether the caller may fetch the code of topology id:

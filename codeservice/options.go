@@ -1,6 +1,9 @@
 package codeservice
 
-import "github.com/nimbusha/nimbus/auth"
+import (
+	"github.com/nimbusha/nimbus/auth"
+	"github.com/nimbusha/nimbus/codedistributor"
+)
 
 // Option configures the CodeService.
 type Option func(*server)
@@ -14,6 +17,12 @@ type Option func(*server)
 // were not authorized): authentication on needs this option.
 func WithAuthorizer(a *auth.Authorizer) Option {
 	return func(s *server) { s.auth = a }
+}
+
+// WithBlobs serves blob bundles (requests with blob set) from store: to
+// nimbus.daemon.users, nimbus.supervisor.users and nimbus.admins only.
+func WithBlobs(store *codedistributor.Store) Option {
+	return func(s *server) { s.blobs = store }
 }
 
 // WithAction has the authorizer check act instead of auth.ActionFetchCode:

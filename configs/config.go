@@ -42,6 +42,12 @@ const (
 	KeySupervisorMetricsPort  = "supervisor.metrics.port"
 	KeySupervisorGRPCPort     = "supervisor.grpc.port"
 	KeyHDFSStormDir           = "hdfs.storm.dir"
+	// Blobs (docs/ARCHITECTURE.md section 24): Storm's names, and one of
+	// ours for the largest blob.
+	KeyBlobstoreReplication   = "storm.blobstore.replication.factor"
+	KeyBlobstoreDir           = "blobstore.dir"
+	KeyBlobMaxBytes           = "nimbus.blobstore.max.blob.bytes"
+	KeyLocalizerCacheTargetMB = "supervisor.localizer.cache.target.size.mb"
 	KeyHDFSNamenodeAddresses  = "hdfs.namenode.addresses"
 	KeyHDFSUser               = "hdfs.user"
 	KeyHDFSKerberosPrincipal  = "hdfs.kerberos.principal"
@@ -146,6 +152,10 @@ const (
 	DefaultLogviewerMaxSumMB        = 4096
 	DefaultLogviewerCleanupInterval = 10 * time.Minute // Storm's 600 s
 	DefaultHDFSStormDir             = "/storm"
+	DefaultBlobstoreReplication     = 3 // Storm's
+	DefaultBlobstoreDir             = "/storm-blobstore"
+	DefaultBlobMaxBytes             = 2 << 30
+	DefaultLocalizerCacheTargetMB   = 10240 // Storm's
 	DefaultBittorrentPort           = 6881
 	DefaultBittorrentSeedPeers      = 2
 	DefaultLogLevel                 = "info"
@@ -255,11 +265,15 @@ type Config struct {
 	LogviewerCleanupInterval time.Duration // logviewer.cleanup.interval.secs: how often the sum is enforced
 	LogsUsers                []string      // logs.users: principals that may read every topology's worker logs
 
-	HDFSStormDir          string   // hdfs.storm.dir
-	HDFSNamenodeAddresses []string // hdfs.namenode.addresses
-	HDFSUser              string   // hdfs.user
-	HDFSKerberosPrincipal string   // hdfs.kerberos.principal: reserved, must be empty
-	HDFSKerberosKeytab    string   // hdfs.kerberos.keytab: reserved, must be empty
+	HDFSStormDir           string   // hdfs.storm.dir
+	BlobstoreReplication   int      // storm.blobstore.replication.factor
+	BlobstoreDir           string   // blobstore.dir (HDFS)
+	BlobMaxBytes           int64    // nimbus.blobstore.max.blob.bytes
+	LocalizerCacheTargetMB int64    // supervisor.localizer.cache.target.size.mb
+	HDFSNamenodeAddresses  []string // hdfs.namenode.addresses
+	HDFSUser               string   // hdfs.user
+	HDFSKerberosPrincipal  string   // hdfs.kerberos.principal: reserved, must be empty
+	HDFSKerberosKeytab     string   // hdfs.kerberos.keytab: reserved, must be empty
 
 	BittorrentPort        int    // bittorrent.port: 0 picks a free port
 	BittorrentTrackerURL  string // bittorrent.tracker.url: http, https or udp; empty = no tracker
@@ -342,6 +356,10 @@ func Default() *Config {
 		LogviewerCleanupInterval: DefaultLogviewerCleanupInterval,
 		LogsUsers:                []string{},
 		HDFSStormDir:             DefaultHDFSStormDir,
+		BlobstoreReplication:     DefaultBlobstoreReplication,
+		BlobstoreDir:             DefaultBlobstoreDir,
+		BlobMaxBytes:             DefaultBlobMaxBytes,
+		LocalizerCacheTargetMB:   DefaultLocalizerCacheTargetMB,
 		HDFSNamenodeAddresses:    []string{},
 		BittorrentPort:           DefaultBittorrentPort,
 		BittorrentSeedPeers:      DefaultBittorrentSeedPeers,
@@ -416,6 +434,10 @@ var fields = []field{
 	{KeyLogviewerCleanupInterval, time.Second, "how often a supervisor enforces logviewer.max.sum.worker.logs.size.mb (secs or a duration)", func(c *Config) any { return &c.LogviewerCleanupInterval }},
 	{KeyLogsUsers, 0, "principals that may read every topology's worker logs (besides nimbus.admins)", func(c *Config) any { return &c.LogsUsers }},
 	{KeyHDFSStormDir, 0, "HDFS directory for topology code", func(c *Config) any { return &c.HDFSStormDir }},
+	{KeyBlobstoreReplication, 0, "nimbuses that must hold a blob before create or update is answered, unless the blob sets its own", func(c *Config) any { return &c.BlobstoreReplication }},
+	{KeyBlobstoreDir, 0, "HDFS directory for blobs (with the hdfs distributor)", func(c *Config) any { return &c.BlobstoreDir }},
+	{KeyBlobMaxBytes, 0, "largest blob accepted, in bytes", func(c *Config) any { return &c.BlobMaxBytes }},
+	{KeyLocalizerCacheTargetMB, 0, "MiB of blobs no live topology uses that a supervisor keeps, least recently used first out", func(c *Config) any { return &c.LocalizerCacheTargetMB }},
 	{KeyHDFSNamenodeAddresses, 0, "HDFS namenodes, host or host:port, comma-separated", func(c *Config) any { return &c.HDFSNamenodeAddresses }},
 	{KeyHDFSUser, 0, "HDFS user name", func(c *Config) any { return &c.HDFSUser }},
 	{KeyHDFSKerberosPrincipal, 0, "reserved: Kerberos is not yet supported", func(c *Config) any { return &c.HDFSKerberosPrincipal }},

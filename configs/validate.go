@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,6 +68,15 @@ func (c *Config) Validate() error {
 	// A bare seed takes nimbus.grpc.port, which means nothing when it is 0.
 	add(hostPorts(KeyNimbusSeeds, c.NimbusSeeds, c.NimbusGRPCPort == 0))
 	add(positive(KeyNimbusDrainTimeout, c.NimbusDrainTimeout))
+	if c.BlobstoreReplication < 1 || c.BlobstoreReplication > 100 {
+		add(invalid(KeyBlobstoreReplication, "%d is not 1-100", c.BlobstoreReplication))
+	}
+	if c.BlobMaxBytes <= 0 {
+		add(invalid(KeyBlobMaxBytes, "%d is not positive", c.BlobMaxBytes))
+	}
+	if c.LocalizerCacheTargetMB < 0 {
+		add(invalid(KeyLocalizerCacheTargetMB, "%d is negative", c.LocalizerCacheTargetMB))
+	}
 	if c.NimbusMaxArtifactBytes <= 0 {
 		add(invalid(KeyNimbusMaxArtifactBytes, "%d is not positive", c.NimbusMaxArtifactBytes))
 	}
@@ -123,6 +133,9 @@ func (c *Config) Validate() error {
 	// HDFS.
 	if !strings.HasPrefix(c.HDFSStormDir, "/") {
 		add(invalid(KeyHDFSStormDir, "%q is not an absolute path", c.HDFSStormDir))
+	}
+	if !strings.HasPrefix(c.BlobstoreDir, "/") || path.Clean(c.BlobstoreDir) == path.Clean(c.HDFSStormDir) {
+		add(invalid(KeyBlobstoreDir, "%q is not an absolute path apart from %s", c.BlobstoreDir, KeyHDFSStormDir))
 	}
 	add(hostPorts(KeyHDFSNamenodeAddresses, c.HDFSNamenodeAddresses, false))
 	if c.CodeDistributorClass == CodeDistributorHDFS && len(c.HDFSNamenodeAddresses) == 0 {

@@ -171,7 +171,7 @@ func supervisorsHolding(ctx context.Context, connect codedistributor.Connect, id
 	}
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
-	src, err := codedistributor.AskAll(ctx, connect, id, digest, sources)
+	src, err := codedistributor.AskAll(ctx, connect, codedistributor.Code{TopologyID: id, Digest: digest}, sources)
 	switch {
 	case err == nil:
 		return fmt.Errorf("%w: %s holds the code of %s again (meta %s): it is no longer LOST, and the mark lifts by itself once a nimbus recovers the code from it",

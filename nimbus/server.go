@@ -189,7 +189,7 @@ func (s *Server) connect(ctx context.Context) (err error) {
 	}
 	s.lc.OnClose(s.sess.Close) // last: its ephemeral nodes go with it
 	paths := s.sess.Paths()
-	if err := s.sess.EnsureDirs(paths.LeaderLock(), paths.Nimbuses(), paths.Storms(), paths.CodeDistributor(), paths.Assignments(), paths.Supervisors(), paths.LostDir(), paths.Challenges(), paths.Versions()); err != nil {
+	if err := s.sess.EnsureDirs(paths.LeaderLock(), paths.Nimbuses(), paths.Storms(), paths.CodeDistributor(), paths.Assignments(), paths.Supervisors(), paths.LostDir(), paths.Challenges(), paths.Versions(), paths.BlobStore()); err != nil {
 		return fmt.Errorf("nimbus: %w", err)
 	}
 	return nil

@@ -35,7 +35,13 @@ var topologyKeys = map[string]func(string) string{
 	TopologyMaxReplWait:    intIn(configs.WaitForever, maxWaitSecs),
 	TopologyWorkers:        intIn(1, maxNumWorkers),
 	TopologyDebug:          isBool,
-	configs.TopologyUsers:  isUserList,
+	TopologyBlobstoreMap: func(v string) string {
+		if _, err := ParseBlobstoreMap("value", v); err != nil {
+			return err.Error()
+		}
+		return ""
+	},
+	configs.TopologyUsers: isUserList,
 	configs.TopologyEnvironment: func(v string) string {
 		if _, err := configs.ParseTopologyEnvironment(v); err != nil {
 			return err.Error()

@@ -54,13 +54,13 @@ func (d *distributor) downloadFile(ctx context.Context, dir string, code codedis
 	sources := code.Sources
 	if sources == nil {
 		var err error
-		if sources, err = codedistributor.Sources(d.p.Session, code.TopologyID, code.Digest, d.p.Self); err != nil {
+		if sources, err = codedistributor.Sources(d.p.Session, code.Kind, code.TopologyID, code.Digest, d.p.Self); err != nil {
 			return err
 		}
 	}
 	lastErr := fmt.Errorf("%w: no replica of %s to download %s from", codedistributor.ErrNotHeld, code.TopologyID, f.GetName())
 	for _, addr := range sources {
-		err := d.downloadFrom(ctx, addr, dir, code.TopologyID, f)
+		err := d.downloadFrom(ctx, addr, dir, code, f)
 		if err == nil {
 			return nil
 		}
@@ -80,14 +80,14 @@ func (d *distributor) downloadFile(ctx context.Context, dir string, code codedis
 }
 
 // downloadFrom streams one file from one replica, hashing as it writes.
-func (d *distributor) downloadFrom(ctx context.Context, addr, dir, topologyID string, f *clusterv1.CodeFile) error {
+func (d *distributor) downloadFrom(ctx context.Context, addr, dir string, code codedistributor.Code, f *clusterv1.CodeFile) error {
 	client, err := d.p.Peers.Code(addr)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := client.DownloadCode(ctx, &nimbusv1.DownloadCodeRequest{TopologyId: topologyID, File: f.GetName()})
+	stream, err := client.DownloadCode(ctx, &nimbusv1.DownloadCodeRequest{TopologyId: code.TopologyID, File: f.GetName(), Blob: code.Kind == codedistributor.KindBlob})
 	if err != nil {
 		return err
 	}

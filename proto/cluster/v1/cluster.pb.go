@@ -1734,6 +1734,132 @@ func (x *ClusterVersion) GetCreatedUnixMs() int64 {
 	return 0
 }
 
+// BlobMeta is the payload of /blobstore/<key>, which the leader writes: a
+// blob's current version and who may do what with it. Its children are
+// ReplicaInfo nodes, one per nimbus holding a version, verified
+// (docs/ARCHITECTURE.md section 24).
+type BlobMeta struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The digest of the version's bundle meta (a CodeMeta listing one file,
+	// "blob"): what replicas hold and every copy is checked against.
+	CodeMetaDigest []byte `protobuf:"bytes,1,opt,name=code_meta_digest,json=codeMetaDigest,proto3" json:"code_meta_digest,omitempty"`
+	// The content's SHA-256, and its size.
+	ContentSha256 []byte `protobuf:"bytes,2,opt,name=content_sha256,json=contentSha256,proto3" json:"content_sha256,omitempty"`
+	Size          int64  `protobuf:"varint,3,opt,name=size,proto3" json:"size,omitempty"`
+	// 1 at create, one more at each update.
+	Version int64  `protobuf:"varint,4,opt,name=version,proto3" json:"version,omitempty"`
+	Owner   string `protobuf:"bytes,5,opt,name=owner,proto3" json:"owner,omitempty"`
+	// Storm's ACL entries, normalized ("u:alice:rwa", "o::r--").
+	Acl               []string `protobuf:"bytes,6,rep,name=acl,proto3" json:"acl,omitempty"`
+	ReplicationFactor int32    `protobuf:"varint,7,opt,name=replication_factor,json=replicationFactor,proto3" json:"replication_factor,omitempty"`
+	CreatedUnixMs     int64    `protobuf:"varint,8,opt,name=created_unix_ms,json=createdUnixMs,proto3" json:"created_unix_ms,omitempty"`
+	UpdatedUnixMs     int64    `protobuf:"varint,9,opt,name=updated_unix_ms,json=updatedUnixMs,proto3" json:"updated_unix_ms,omitempty"`
+	// The term of the leader that wrote it.
+	Epoch         int64 `protobuf:"varint,10,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BlobMeta) Reset() {
+	*x = BlobMeta{}
+	mi := &file_cluster_v1_cluster_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BlobMeta) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BlobMeta) ProtoMessage() {}
+
+func (x *BlobMeta) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_v1_cluster_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BlobMeta.ProtoReflect.Descriptor instead.
+func (*BlobMeta) Descriptor() ([]byte, []int) {
+	return file_cluster_v1_cluster_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *BlobMeta) GetCodeMetaDigest() []byte {
+	if x != nil {
+		return x.CodeMetaDigest
+	}
+	return nil
+}
+
+func (x *BlobMeta) GetContentSha256() []byte {
+	if x != nil {
+		return x.ContentSha256
+	}
+	return nil
+}
+
+func (x *BlobMeta) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *BlobMeta) GetVersion() int64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *BlobMeta) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *BlobMeta) GetAcl() []string {
+	if x != nil {
+		return x.Acl
+	}
+	return nil
+}
+
+func (x *BlobMeta) GetReplicationFactor() int32 {
+	if x != nil {
+		return x.ReplicationFactor
+	}
+	return 0
+}
+
+func (x *BlobMeta) GetCreatedUnixMs() int64 {
+	if x != nil {
+		return x.CreatedUnixMs
+	}
+	return 0
+}
+
+func (x *BlobMeta) GetUpdatedUnixMs() int64 {
+	if x != nil {
+		return x.UpdatedUnixMs
+	}
+	return 0
+}
+
+func (x *BlobMeta) GetEpoch() int64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
 var File_cluster_v1_cluster_proto protoreflect.FileDescriptor
 
 const file_cluster_v1_cluster_proto_rawDesc = "" +
@@ -1899,7 +2025,19 @@ const file_cluster_v1_cluster_proto_rawDesc = "" +
 	"\x06lowest\x18\x04 \x03(\tR\x06lowest\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x05 \x01(\tR\tclusterId\x12&\n" +
-	"\x0fcreated_unix_ms\x18\x06 \x01(\x03R\rcreatedUnixMs*\xa8\x01\n" +
+	"\x0fcreated_unix_ms\x18\x06 \x01(\x03R\rcreatedUnixMs\"\xc6\x02\n" +
+	"\bBlobMeta\x12(\n" +
+	"\x10code_meta_digest\x18\x01 \x01(\fR\x0ecodeMetaDigest\x12%\n" +
+	"\x0econtent_sha256\x18\x02 \x01(\fR\rcontentSha256\x12\x12\n" +
+	"\x04size\x18\x03 \x01(\x03R\x04size\x12\x18\n" +
+	"\aversion\x18\x04 \x01(\x03R\aversion\x12\x14\n" +
+	"\x05owner\x18\x05 \x01(\tR\x05owner\x12\x10\n" +
+	"\x03acl\x18\x06 \x03(\tR\x03acl\x12-\n" +
+	"\x12replication_factor\x18\a \x01(\x05R\x11replicationFactor\x12&\n" +
+	"\x0fcreated_unix_ms\x18\b \x01(\x03R\rcreatedUnixMs\x12&\n" +
+	"\x0fupdated_unix_ms\x18\t \x01(\x03R\rupdatedUnixMs\x12\x14\n" +
+	"\x05epoch\x18\n" +
+	" \x01(\x03R\x05epoch*\xa8\x01\n" +
 	"\x0eTopologyStatus\x12\x1f\n" +
 	"\x1bTOPOLOGY_STATUS_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16TOPOLOGY_STATUS_ACTIVE\x10\x01\x12\x1c\n" +
@@ -1920,7 +2058,7 @@ func file_cluster_v1_cluster_proto_rawDescGZIP() []byte {
 }
 
 var file_cluster_v1_cluster_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_cluster_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_cluster_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_cluster_v1_cluster_proto_goTypes = []any{
 	(TopologyStatus)(0),        // 0: cluster.v1.TopologyStatus
 	(*NimbusInfo)(nil),         // 1: cluster.v1.NimbusInfo
@@ -1942,25 +2080,26 @@ var file_cluster_v1_cluster_proto_goTypes = []any{
 	(*SupervisorInfo)(nil),     // 17: cluster.v1.SupervisorInfo
 	(*LostMark)(nil),           // 18: cluster.v1.LostMark
 	(*ClusterVersion)(nil),     // 19: cluster.v1.ClusterVersion
-	nil,                        // 20: cluster.v1.StormBase.ComponentExecutorsEntry
-	nil,                        // 21: cluster.v1.StormBase.WorkerRestartsEntry
-	nil,                        // 22: cluster.v1.StormBase.LogLevelsEntry
-	nil,                        // 23: cluster.v1.RebalancePlan.ComponentExecutorsEntry
-	nil,                        // 24: cluster.v1.Assignment.SupervisorHostsEntry
+	(*BlobMeta)(nil),           // 20: cluster.v1.BlobMeta
+	nil,                        // 21: cluster.v1.StormBase.ComponentExecutorsEntry
+	nil,                        // 22: cluster.v1.StormBase.WorkerRestartsEntry
+	nil,                        // 23: cluster.v1.StormBase.LogLevelsEntry
+	nil,                        // 24: cluster.v1.RebalancePlan.ComponentExecutorsEntry
+	nil,                        // 25: cluster.v1.Assignment.SupervisorHostsEntry
 }
 var file_cluster_v1_cluster_proto_depIdxs = []int32{
 	0,  // 0: cluster.v1.StormBase.status:type_name -> cluster.v1.TopologyStatus
-	20, // 1: cluster.v1.StormBase.component_executors:type_name -> cluster.v1.StormBase.ComponentExecutorsEntry
+	21, // 1: cluster.v1.StormBase.component_executors:type_name -> cluster.v1.StormBase.ComponentExecutorsEntry
 	0,  // 2: cluster.v1.StormBase.previous_status:type_name -> cluster.v1.TopologyStatus
 	5,  // 3: cluster.v1.StormBase.pending_rebalance:type_name -> cluster.v1.RebalancePlan
-	21, // 4: cluster.v1.StormBase.worker_restarts:type_name -> cluster.v1.StormBase.WorkerRestartsEntry
-	22, // 5: cluster.v1.StormBase.log_levels:type_name -> cluster.v1.StormBase.LogLevelsEntry
-	23, // 6: cluster.v1.RebalancePlan.component_executors:type_name -> cluster.v1.RebalancePlan.ComponentExecutorsEntry
+	22, // 4: cluster.v1.StormBase.worker_restarts:type_name -> cluster.v1.StormBase.WorkerRestartsEntry
+	23, // 5: cluster.v1.StormBase.log_levels:type_name -> cluster.v1.StormBase.LogLevelsEntry
+	24, // 6: cluster.v1.RebalancePlan.component_executors:type_name -> cluster.v1.RebalancePlan.ComponentExecutorsEntry
 	6,  // 7: cluster.v1.CodeMeta.files:type_name -> cluster.v1.CodeFile
 	10, // 8: cluster.v1.ExecutorAssignment.executor:type_name -> cluster.v1.Executor
 	11, // 9: cluster.v1.ExecutorAssignment.slot:type_name -> cluster.v1.Slot
 	12, // 10: cluster.v1.Assignment.executors:type_name -> cluster.v1.ExecutorAssignment
-	24, // 11: cluster.v1.Assignment.supervisor_hosts:type_name -> cluster.v1.Assignment.SupervisorHostsEntry
+	25, // 11: cluster.v1.Assignment.supervisor_hosts:type_name -> cluster.v1.Assignment.SupervisorHostsEntry
 	15, // 12: cluster.v1.WorkerState.metrics:type_name -> cluster.v1.WorkerMetrics
 	16, // 13: cluster.v1.WorkerMetrics.streams:type_name -> cluster.v1.StreamStats
 	14, // 14: cluster.v1.SupervisorInfo.workers:type_name -> cluster.v1.WorkerState
@@ -1985,7 +2124,7 @@ func file_cluster_v1_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_v1_cluster_proto_rawDesc), len(file_cluster_v1_cluster_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   24,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

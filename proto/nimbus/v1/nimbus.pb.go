@@ -3665,9 +3665,12 @@ func (x *ReplicaSummary) GetPort() int32 {
 
 // DownloadCodeRequest names one file of a topology's code bundle.
 type DownloadCodeRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TopologyId    string                 `protobuf:"bytes,1,opt,name=topology_id,json=topologyId,proto3" json:"topology_id,omitempty"`
-	File          string                 `protobuf:"bytes,2,opt,name=file,proto3" json:"file,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	TopologyId string                 `protobuf:"bytes,1,opt,name=topology_id,json=topologyId,proto3" json:"topology_id,omitempty"`
+	File       string                 `protobuf:"bytes,2,opt,name=file,proto3" json:"file,omitempty"`
+	// True for a blob's bundle (topology_id is then the blob's key): the
+	// node's blob store, not its code store.
+	Blob          bool `protobuf:"varint,3,opt,name=blob,proto3" json:"blob,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3714,6 +3717,13 @@ func (x *DownloadCodeRequest) GetFile() string {
 		return x.File
 	}
 	return ""
+}
+
+func (x *DownloadCodeRequest) GetBlob() bool {
+	if x != nil {
+		return x.Blob
+	}
+	return false
 }
 
 // DownloadCodeResponse is one chunk of the file.
@@ -3763,8 +3773,10 @@ func (x *DownloadCodeResponse) GetChunk() []byte {
 
 // GetCodeMetaRequest names a topology.
 type GetCodeMetaRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TopologyId    string                 `protobuf:"bytes,1,opt,name=topology_id,json=topologyId,proto3" json:"topology_id,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	TopologyId string                 `protobuf:"bytes,1,opt,name=topology_id,json=topologyId,proto3" json:"topology_id,omitempty"`
+	// True for a blob's bundle, as in DownloadCodeRequest.
+	Blob          bool `protobuf:"varint,2,opt,name=blob,proto3" json:"blob,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3804,6 +3816,13 @@ func (x *GetCodeMetaRequest) GetTopologyId() string {
 		return x.TopologyId
 	}
 	return ""
+}
+
+func (x *GetCodeMetaRequest) GetBlob() bool {
+	if x != nil {
+		return x.Blob
+	}
+	return false
 }
 
 // GetCodeMetaResponse carries the code meta.
@@ -3850,6 +3869,944 @@ func (*GetCodeMetaResponse) Descriptor() ([]byte, []int) {
 func (x *GetCodeMetaResponse) GetMeta() []byte {
 	if x != nil {
 		return x.Meta
+	}
+	return nil
+}
+
+// BlobHeader opens a blob's upload.
+type BlobHeader struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Storm's key rules: letters, digits, '_', '.', '-' and spaces, at most
+	// 256 bytes, not "." or "..".
+	Key string `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// Storm's ACL entries ("u:alice:rwa", "o::r--"); create only. Empty: the
+	// creator gets rwa, and with authentication off everyone does.
+	Acl []string `protobuf:"bytes,2,rep,name=acl,proto3" json:"acl,omitempty"`
+	// How many nimbuses must hold it; create only. Unset:
+	// storm.blobstore.replication.factor.
+	ReplicationFactor *int32 `protobuf:"varint,3,opt,name=replication_factor,json=replicationFactor,proto3,oneof" json:"replication_factor,omitempty"`
+	// The content's size, when the client knows it: checked at the end, and
+	// refused at once when over the maximum.
+	Size          *int64 `protobuf:"varint,4,opt,name=size,proto3,oneof" json:"size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BlobHeader) Reset() {
+	*x = BlobHeader{}
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BlobHeader) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BlobHeader) ProtoMessage() {}
+
+func (x *BlobHeader) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BlobHeader.ProtoReflect.Descriptor instead.
+func (*BlobHeader) Descriptor() ([]byte, []int) {
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *BlobHeader) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *BlobHeader) GetAcl() []string {
+	if x != nil {
+		return x.Acl
+	}
+	return nil
+}
+
+func (x *BlobHeader) GetReplicationFactor() int32 {
+	if x != nil && x.ReplicationFactor != nil {
+		return *x.ReplicationFactor
+	}
+	return 0
+}
+
+func (x *BlobHeader) GetSize() int64 {
+	if x != nil && x.Size != nil {
+		return *x.Size
+	}
+	return 0
+}
+
+// CreateBlobRequest is one message of a CreateBlob stream.
+type CreateBlobRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Part:
+	//
+	//	*CreateBlobRequest_Header
+	//	*CreateBlobRequest_Chunk
+	//	*CreateBlobRequest_Trailer
+	Part          isCreateBlobRequest_Part `protobuf_oneof:"part"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateBlobRequest) Reset() {
+	*x = CreateBlobRequest{}
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateBlobRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateBlobRequest) ProtoMessage() {}
+
+func (x *CreateBlobRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateBlobRequest.ProtoReflect.Descriptor instead.
+func (*CreateBlobRequest) Descriptor() ([]byte, []int) {
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *CreateBlobRequest) GetPart() isCreateBlobRequest_Part {
+	if x != nil {
+		return x.Part
+	}
+	return nil
+}
+
+func (x *CreateBlobRequest) GetHeader() *BlobHeader {
+	if x != nil {
+		if x, ok := x.Part.(*CreateBlobRequest_Header); ok {
+			return x.Header
+		}
+	}
+	return nil
+}
+
+func (x *CreateBlobRequest) GetChunk() []byte {
+	if x != nil {
+		if x, ok := x.Part.(*CreateBlobRequest_Chunk); ok {
+			return x.Chunk
+		}
+	}
+	return nil
+}
+
+func (x *CreateBlobRequest) GetTrailer() *ArtifactTrailer {
+	if x != nil {
+		if x, ok := x.Part.(*CreateBlobRequest_Trailer); ok {
+			return x.Trailer
+		}
+	}
+	return nil
+}
+
+type isCreateBlobRequest_Part interface {
+	isCreateBlobRequest_Part()
+}
+
+type CreateBlobRequest_Header struct {
+	Header *BlobHeader `protobuf:"bytes,1,opt,name=header,proto3,oneof"`
+}
+
+type CreateBlobRequest_Chunk struct {
+	Chunk []byte `protobuf:"bytes,2,opt,name=chunk,proto3,oneof"`
+}
+
+type CreateBlobRequest_Trailer struct {
+	Trailer *ArtifactTrailer `protobuf:"bytes,3,opt,name=trailer,proto3,oneof"`
+}
+
+func (*CreateBlobRequest_Header) isCreateBlobRequest_Part() {}
+
+func (*CreateBlobRequest_Chunk) isCreateBlobRequest_Part() {}
+
+func (*CreateBlobRequest_Trailer) isCreateBlobRequest_Part() {}
+
+// UpdateBlobRequest is one message of an UpdateBlob stream.
+type UpdateBlobRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Part:
+	//
+	//	*UpdateBlobRequest_Header
+	//	*UpdateBlobRequest_Chunk
+	//	*UpdateBlobRequest_Trailer
+	Part          isUpdateBlobRequest_Part `protobuf_oneof:"part"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateBlobRequest) Reset() {
+	*x = UpdateBlobRequest{}
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateBlobRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateBlobRequest) ProtoMessage() {}
+
+func (x *UpdateBlobRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateBlobRequest.ProtoReflect.Descriptor instead.
+func (*UpdateBlobRequest) Descriptor() ([]byte, []int) {
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *UpdateBlobRequest) GetPart() isUpdateBlobRequest_Part {
+	if x != nil {
+		return x.Part
+	}
+	return nil
+}
+
+func (x *UpdateBlobRequest) GetHeader() *BlobHeader {
+	if x != nil {
+		if x, ok := x.Part.(*UpdateBlobRequest_Header); ok {
+			return x.Header
+		}
+	}
+	return nil
+}
+
+func (x *UpdateBlobRequest) GetChunk() []byte {
+	if x != nil {
+		if x, ok := x.Part.(*UpdateBlobRequest_Chunk); ok {
+			return x.Chunk
+		}
+	}
+	return nil
+}
+
+func (x *UpdateBlobRequest) GetTrailer() *ArtifactTrailer {
+	if x != nil {
+		if x, ok := x.Part.(*UpdateBlobRequest_Trailer); ok {
+			return x.Trailer
+		}
+	}
+	return nil
+}
+
+type isUpdateBlobRequest_Part interface {
+	isUpdateBlobRequest_Part()
+}
+
+type UpdateBlobRequest_Header struct {
+	Header *BlobHeader `protobuf:"bytes,1,opt,name=header,proto3,oneof"`
+}
+
+type UpdateBlobRequest_Chunk struct {
+	Chunk []byte `protobuf:"bytes,2,opt,name=chunk,proto3,oneof"`
+}
+
+type UpdateBlobRequest_Trailer struct {
+	Trailer *ArtifactTrailer `protobuf:"bytes,3,opt,name=trailer,proto3,oneof"`
+}
+
+func (*UpdateBlobRequest_Header) isUpdateBlobRequest_Part() {}
+
+func (*UpdateBlobRequest_Chunk) isUpdateBlobRequest_Part() {}
+
+func (*UpdateBlobRequest_Trailer) isUpdateBlobRequest_Part() {}
+
+// BlobInfo describes a blob's current version.
+type BlobInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Key   string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// 1 at create, one more at each update.
+	Version int64 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	// The content's SHA-256: what the version is, whoever reads it.
+	ContentSha256     []byte   `protobuf:"bytes,3,opt,name=content_sha256,json=contentSha256,proto3" json:"content_sha256,omitempty"`
+	Size              int64    `protobuf:"varint,4,opt,name=size,proto3" json:"size,omitempty"`
+	Owner             string   `protobuf:"bytes,5,opt,name=owner,proto3" json:"owner,omitempty"`
+	Acl               []string `protobuf:"bytes,6,rep,name=acl,proto3" json:"acl,omitempty"`
+	ReplicationFactor int32    `protobuf:"varint,7,opt,name=replication_factor,json=replicationFactor,proto3" json:"replication_factor,omitempty"`
+	// Nimbuses holding this version, verified.
+	ReplicationCount int32 `protobuf:"varint,8,opt,name=replication_count,json=replicationCount,proto3" json:"replication_count,omitempty"`
+	// OK, UNDER_REPLICATED (fewer nimbuses than the factor hold it) or LOST
+	// (none does).
+	State         string `protobuf:"bytes,9,opt,name=state,proto3" json:"state,omitempty"`
+	CreatedUnixMs int64  `protobuf:"varint,10,opt,name=created_unix_ms,json=createdUnixMs,proto3" json:"created_unix_ms,omitempty"`
+	UpdatedUnixMs int64  `protobuf:"varint,11,opt,name=updated_unix_ms,json=updatedUnixMs,proto3" json:"updated_unix_ms,omitempty"`
+	// Live topologies whose topology.blobstore.map names it (leader only;
+	// empty elsewhere).
+	UsedBy        []string `protobuf:"bytes,12,rep,name=used_by,json=usedBy,proto3" json:"used_by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BlobInfo) Reset() {
+	*x = BlobInfo{}
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BlobInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BlobInfo) ProtoMessage() {}
+
+func (x *BlobInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BlobInfo.ProtoReflect.Descriptor instead.
+func (*BlobInfo) Descriptor() ([]byte, []int) {
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *BlobInfo) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *BlobInfo) GetVersion() int64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *BlobInfo) GetContentSha256() []byte {
+	if x != nil {
+		return x.ContentSha256
+	}
+	return nil
+}
+
+func (x *BlobInfo) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *BlobInfo) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *BlobInfo) GetAcl() []string {
+	if x != nil {
+		return x.Acl
+	}
+	return nil
+}
+
+func (x *BlobInfo) GetReplicationFactor() int32 {
+	if x != nil {
+		return x.ReplicationFactor
+	}
+	return 0
+}
+
+func (x *BlobInfo) GetReplicationCount() int32 {
+	if x != nil {
+		return x.ReplicationCount
+	}
+	return 0
+}
+
+func (x *BlobInfo) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *BlobInfo) GetCreatedUnixMs() int64 {
+	if x != nil {
+		return x.CreatedUnixMs
+	}
+	return 0
+}
+
+func (x *BlobInfo) GetUpdatedUnixMs() int64 {
+	if x != nil {
+		return x.UpdatedUnixMs
+	}
+	return 0
+}
+
+func (x *BlobInfo) GetUsedBy() []string {
+	if x != nil {
+		return x.UsedBy
+	}
+	return nil
+}
+
+// CreateBlobResponse acknowledges a stored blob.
+type CreateBlobResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Blob  *BlobInfo              `protobuf:"bytes,1,opt,name=blob,proto3" json:"blob,omitempty"`
+	// True when topology.max.replication.wait.time.sec passed before the
+	// replication factor was reached.
+	ReplicationWaitTimedOut bool `protobuf:"varint,2,opt,name=replication_wait_timed_out,json=replicationWaitTimedOut,proto3" json:"replication_wait_timed_out,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
+}
+
+func (x *CreateBlobResponse) Reset() {
+	*x = CreateBlobResponse{}
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateBlobResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateBlobResponse) ProtoMessage() {}
+
+func (x *CreateBlobResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateBlobResponse.ProtoReflect.Descriptor instead.
+func (*CreateBlobResponse) Descriptor() ([]byte, []int) {
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *CreateBlobResponse) GetBlob() *BlobInfo {
+	if x != nil {
+		return x.Blob
+	}
+	return nil
+}
+
+func (x *CreateBlobResponse) GetReplicationWaitTimedOut() bool {
+	if x != nil {
+		return x.ReplicationWaitTimedOut
+	}
+	return false
+}
+
+// UpdateBlobResponse acknowledges a new version.
+type UpdateBlobResponse struct {
+	state                   protoimpl.MessageState `protogen:"open.v1"`
+	Blob                    *BlobInfo              `protobuf:"bytes,1,opt,name=blob,proto3" json:"blob,omitempty"`
+	ReplicationWaitTimedOut bool                   `protobuf:"varint,2,opt,name=replication_wait_timed_out,json=replicationWaitTimedOut,proto3" json:"replication_wait_timed_out,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
+}
+
+func (x *UpdateBlobResponse) Reset() {
+	*x = UpdateBlobResponse{}
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateBlobResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateBlobResponse) ProtoMessage() {}
+
+func (x *UpdateBlobResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateBlobResponse.ProtoReflect.Descriptor instead.
+func (*UpdateBlobResponse) Descriptor() ([]byte, []int) {
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *UpdateBlobResponse) GetBlob() *BlobInfo {
+	if x != nil {
+		return x.Blob
+	}
+	return nil
+}
+
+func (x *UpdateBlobResponse) GetReplicationWaitTimedOut() bool {
+	if x != nil {
+		return x.ReplicationWaitTimedOut
+	}
+	return false
+}
+
+// ReadBlobRequest names a blob.
+type ReadBlobRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadBlobRequest) Reset() {
+	*x = ReadBlobRequest{}
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadBlobRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadBlobRequest) ProtoMessage() {}
+
+func (x *ReadBlobRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadBlobRequest.ProtoReflect.Descriptor instead.
+func (*ReadBlobRequest) Descriptor() ([]byte, []int) {
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *ReadBlobRequest) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+// ReadBlobResponse is the blob's info (first message) or a chunk.
+type ReadBlobResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Part:
+	//
+	//	*ReadBlobResponse_Info
+	//	*ReadBlobResponse_Chunk
+	Part          isReadBlobResponse_Part `protobuf_oneof:"part"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadBlobResponse) Reset() {
+	*x = ReadBlobResponse{}
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadBlobResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadBlobResponse) ProtoMessage() {}
+
+func (x *ReadBlobResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadBlobResponse.ProtoReflect.Descriptor instead.
+func (*ReadBlobResponse) Descriptor() ([]byte, []int) {
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *ReadBlobResponse) GetPart() isReadBlobResponse_Part {
+	if x != nil {
+		return x.Part
+	}
+	return nil
+}
+
+func (x *ReadBlobResponse) GetInfo() *BlobInfo {
+	if x != nil {
+		if x, ok := x.Part.(*ReadBlobResponse_Info); ok {
+			return x.Info
+		}
+	}
+	return nil
+}
+
+func (x *ReadBlobResponse) GetChunk() []byte {
+	if x != nil {
+		if x, ok := x.Part.(*ReadBlobResponse_Chunk); ok {
+			return x.Chunk
+		}
+	}
+	return nil
+}
+
+type isReadBlobResponse_Part interface {
+	isReadBlobResponse_Part()
+}
+
+type ReadBlobResponse_Info struct {
+	Info *BlobInfo `protobuf:"bytes,1,opt,name=info,proto3,oneof"`
+}
+
+type ReadBlobResponse_Chunk struct {
+	Chunk []byte `protobuf:"bytes,2,opt,name=chunk,proto3,oneof"`
+}
+
+func (*ReadBlobResponse_Info) isReadBlobResponse_Part() {}
+
+func (*ReadBlobResponse_Chunk) isReadBlobResponse_Part() {}
+
+// DeleteBlobRequest names a blob.
+type DeleteBlobRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteBlobRequest) Reset() {
+	*x = DeleteBlobRequest{}
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteBlobRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteBlobRequest) ProtoMessage() {}
+
+func (x *DeleteBlobRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteBlobRequest.ProtoReflect.Descriptor instead.
+func (*DeleteBlobRequest) Descriptor() ([]byte, []int) {
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *DeleteBlobRequest) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+// DeleteBlobResponse is empty.
+type DeleteBlobResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteBlobResponse) Reset() {
+	*x = DeleteBlobResponse{}
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteBlobResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteBlobResponse) ProtoMessage() {}
+
+func (x *DeleteBlobResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteBlobResponse.ProtoReflect.Descriptor instead.
+func (*DeleteBlobResponse) Descriptor() ([]byte, []int) {
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{62}
+}
+
+// ListBlobsRequest optionally names the blobs to list.
+type ListBlobsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Keys          []string               `protobuf:"bytes,1,rep,name=keys,proto3" json:"keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListBlobsRequest) Reset() {
+	*x = ListBlobsRequest{}
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListBlobsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListBlobsRequest) ProtoMessage() {}
+
+func (x *ListBlobsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListBlobsRequest.ProtoReflect.Descriptor instead.
+func (*ListBlobsRequest) Descriptor() ([]byte, []int) {
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *ListBlobsRequest) GetKeys() []string {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+// ListBlobsResponse lists blobs by key.
+type ListBlobsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Blobs         []*BlobInfo            `protobuf:"bytes,1,rep,name=blobs,proto3" json:"blobs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListBlobsResponse) Reset() {
+	*x = ListBlobsResponse{}
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListBlobsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListBlobsResponse) ProtoMessage() {}
+
+func (x *ListBlobsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListBlobsResponse.ProtoReflect.Descriptor instead.
+func (*ListBlobsResponse) Descriptor() ([]byte, []int) {
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *ListBlobsResponse) GetBlobs() []*BlobInfo {
+	if x != nil {
+		return x.Blobs
+	}
+	return nil
+}
+
+// SetBlobMetaRequest changes what is set; an unset field is kept.
+type SetBlobMetaRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Key   string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// The whole new ACL, when set_acl.
+	Acl               []string `protobuf:"bytes,2,rep,name=acl,proto3" json:"acl,omitempty"`
+	SetAcl            bool     `protobuf:"varint,3,opt,name=set_acl,json=setAcl,proto3" json:"set_acl,omitempty"`
+	ReplicationFactor *int32   `protobuf:"varint,4,opt,name=replication_factor,json=replicationFactor,proto3,oneof" json:"replication_factor,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *SetBlobMetaRequest) Reset() {
+	*x = SetBlobMetaRequest{}
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetBlobMetaRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetBlobMetaRequest) ProtoMessage() {}
+
+func (x *SetBlobMetaRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetBlobMetaRequest.ProtoReflect.Descriptor instead.
+func (*SetBlobMetaRequest) Descriptor() ([]byte, []int) {
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *SetBlobMetaRequest) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *SetBlobMetaRequest) GetAcl() []string {
+	if x != nil {
+		return x.Acl
+	}
+	return nil
+}
+
+func (x *SetBlobMetaRequest) GetSetAcl() bool {
+	if x != nil {
+		return x.SetAcl
+	}
+	return false
+}
+
+func (x *SetBlobMetaRequest) GetReplicationFactor() int32 {
+	if x != nil && x.ReplicationFactor != nil {
+		return *x.ReplicationFactor
+	}
+	return 0
+}
+
+// SetBlobMetaResponse is the blob after the change.
+type SetBlobMetaResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Blob          *BlobInfo              `protobuf:"bytes,1,opt,name=blob,proto3" json:"blob,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetBlobMetaResponse) Reset() {
+	*x = SetBlobMetaResponse{}
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetBlobMetaResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetBlobMetaResponse) ProtoMessage() {}
+
+func (x *SetBlobMetaResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_nimbus_v1_nimbus_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetBlobMetaResponse.ProtoReflect.Descriptor instead.
+func (*SetBlobMetaResponse) Descriptor() ([]byte, []int) {
+	return file_nimbus_v1_nimbus_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *SetBlobMetaResponse) GetBlob() *BlobInfo {
+	if x != nil {
+		return x.Blob
 	}
 	return nil
 }
@@ -4161,18 +5118,79 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"uptimeSecs\"8\n" +
 	"\x0eReplicaSummary\x12\x12\n" +
 	"\x04host\x18\x01 \x01(\tR\x04host\x12\x12\n" +
-	"\x04port\x18\x02 \x01(\x05R\x04port\"J\n" +
+	"\x04port\x18\x02 \x01(\x05R\x04port\"^\n" +
 	"\x13DownloadCodeRequest\x12\x1f\n" +
 	"\vtopology_id\x18\x01 \x01(\tR\n" +
 	"topologyId\x12\x12\n" +
-	"\x04file\x18\x02 \x01(\tR\x04file\",\n" +
+	"\x04file\x18\x02 \x01(\tR\x04file\x12\x12\n" +
+	"\x04blob\x18\x03 \x01(\bR\x04blob\",\n" +
 	"\x14DownloadCodeResponse\x12\x14\n" +
-	"\x05chunk\x18\x01 \x01(\fR\x05chunk\"5\n" +
+	"\x05chunk\x18\x01 \x01(\fR\x05chunk\"I\n" +
 	"\x12GetCodeMetaRequest\x12\x1f\n" +
 	"\vtopology_id\x18\x01 \x01(\tR\n" +
-	"topologyId\")\n" +
+	"topologyId\x12\x12\n" +
+	"\x04blob\x18\x02 \x01(\bR\x04blob\")\n" +
 	"\x13GetCodeMetaResponse\x12\x12\n" +
-	"\x04meta\x18\x01 \x01(\fR\x04meta*b\n" +
+	"\x04meta\x18\x01 \x01(\fR\x04meta\"\x9d\x01\n" +
+	"\n" +
+	"BlobHeader\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x10\n" +
+	"\x03acl\x18\x02 \x03(\tR\x03acl\x122\n" +
+	"\x12replication_factor\x18\x03 \x01(\x05H\x00R\x11replicationFactor\x88\x01\x01\x12\x17\n" +
+	"\x04size\x18\x04 \x01(\x03H\x01R\x04size\x88\x01\x01B\x15\n" +
+	"\x13_replication_factorB\a\n" +
+	"\x05_size\"\x9c\x01\n" +
+	"\x11CreateBlobRequest\x12/\n" +
+	"\x06header\x18\x01 \x01(\v2\x15.nimbus.v1.BlobHeaderH\x00R\x06header\x12\x16\n" +
+	"\x05chunk\x18\x02 \x01(\fH\x00R\x05chunk\x126\n" +
+	"\atrailer\x18\x03 \x01(\v2\x1a.nimbus.v1.ArtifactTrailerH\x00R\atrailerB\x06\n" +
+	"\x04part\"\x9c\x01\n" +
+	"\x11UpdateBlobRequest\x12/\n" +
+	"\x06header\x18\x01 \x01(\v2\x15.nimbus.v1.BlobHeaderH\x00R\x06header\x12\x16\n" +
+	"\x05chunk\x18\x02 \x01(\fH\x00R\x05chunk\x126\n" +
+	"\atrailer\x18\x03 \x01(\v2\x1a.nimbus.v1.ArtifactTrailerH\x00R\atrailerB\x06\n" +
+	"\x04part\"\xf4\x02\n" +
+	"\bBlobInfo\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\x03R\aversion\x12%\n" +
+	"\x0econtent_sha256\x18\x03 \x01(\fR\rcontentSha256\x12\x12\n" +
+	"\x04size\x18\x04 \x01(\x03R\x04size\x12\x14\n" +
+	"\x05owner\x18\x05 \x01(\tR\x05owner\x12\x10\n" +
+	"\x03acl\x18\x06 \x03(\tR\x03acl\x12-\n" +
+	"\x12replication_factor\x18\a \x01(\x05R\x11replicationFactor\x12+\n" +
+	"\x11replication_count\x18\b \x01(\x05R\x10replicationCount\x12\x14\n" +
+	"\x05state\x18\t \x01(\tR\x05state\x12&\n" +
+	"\x0fcreated_unix_ms\x18\n" +
+	" \x01(\x03R\rcreatedUnixMs\x12&\n" +
+	"\x0fupdated_unix_ms\x18\v \x01(\x03R\rupdatedUnixMs\x12\x17\n" +
+	"\aused_by\x18\f \x03(\tR\x06usedBy\"z\n" +
+	"\x12CreateBlobResponse\x12'\n" +
+	"\x04blob\x18\x01 \x01(\v2\x13.nimbus.v1.BlobInfoR\x04blob\x12;\n" +
+	"\x1areplication_wait_timed_out\x18\x02 \x01(\bR\x17replicationWaitTimedOut\"z\n" +
+	"\x12UpdateBlobResponse\x12'\n" +
+	"\x04blob\x18\x01 \x01(\v2\x13.nimbus.v1.BlobInfoR\x04blob\x12;\n" +
+	"\x1areplication_wait_timed_out\x18\x02 \x01(\bR\x17replicationWaitTimedOut\"#\n" +
+	"\x0fReadBlobRequest\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\"]\n" +
+	"\x10ReadBlobResponse\x12)\n" +
+	"\x04info\x18\x01 \x01(\v2\x13.nimbus.v1.BlobInfoH\x00R\x04info\x12\x16\n" +
+	"\x05chunk\x18\x02 \x01(\fH\x00R\x05chunkB\x06\n" +
+	"\x04part\"%\n" +
+	"\x11DeleteBlobRequest\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\"\x14\n" +
+	"\x12DeleteBlobResponse\"&\n" +
+	"\x10ListBlobsRequest\x12\x12\n" +
+	"\x04keys\x18\x01 \x03(\tR\x04keys\">\n" +
+	"\x11ListBlobsResponse\x12)\n" +
+	"\x05blobs\x18\x01 \x03(\v2\x13.nimbus.v1.BlobInfoR\x05blobs\"\x9c\x01\n" +
+	"\x12SetBlobMetaRequest\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x10\n" +
+	"\x03acl\x18\x02 \x03(\tR\x03acl\x12\x17\n" +
+	"\aset_acl\x18\x03 \x01(\bR\x06setAcl\x122\n" +
+	"\x12replication_factor\x18\x04 \x01(\x05H\x00R\x11replicationFactor\x88\x01\x01B\x15\n" +
+	"\x13_replication_factor\">\n" +
+	"\x13SetBlobMetaResponse\x12'\n" +
+	"\x04blob\x18\x01 \x01(\v2\x13.nimbus.v1.BlobInfoR\x04blob*b\n" +
 	"\rComponentKind\x12\x1e\n" +
 	"\x1aCOMPONENT_KIND_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14COMPONENT_KIND_SPOUT\x10\x01\x12\x17\n" +
@@ -4180,8 +5198,7 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\rInitialStatus\x12\x1e\n" +
 	"\x1aINITIAL_STATUS_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15INITIAL_STATUS_ACTIVE\x10\x01\x12\x1b\n" +
-	"\x17INITIAL_STATUS_INACTIVE\x10\x022\xf6\n" +
-	"\n" +
+	"\x17INITIAL_STATUS_INACTIVE\x10\x022\xb8\x0e\n" +
 	"\rNimbusService\x12W\n" +
 	"\x0eSubmitTopology\x12 .nimbus.v1.SubmitTopologyRequest\x1a!.nimbus.v1.SubmitTopologyResponse(\x01\x12O\n" +
 	"\fKillTopology\x12\x1e.nimbus.v1.KillTopologyRequest\x1a\x1f.nimbus.v1.KillTopologyResponse\x12[\n" +
@@ -4198,7 +5215,16 @@ const file_nimbus_v1_nimbus_proto_rawDesc = "" +
 	"\rRestartWorker\x12\x1f.nimbus.v1.RestartWorkerRequest\x1a .nimbus.v1.RestartWorkerResponse\x12O\n" +
 	"\fSetLogConfig\x12\x1e.nimbus.v1.SetLogConfigRequest\x1a\x1f.nimbus.v1.SetLogConfigResponse\x12Q\n" +
 	"\fSaveSnapshot\x12\x1e.nimbus.v1.SaveSnapshotRequest\x1a\x1f.nimbus.v1.SaveSnapshotResponse0\x01\x12Z\n" +
-	"\x0fRestoreSnapshot\x12!.nimbus.v1.RestoreSnapshotRequest\x1a\".nimbus.v1.RestoreSnapshotResponse(\x012\xae\x01\n" +
+	"\x0fRestoreSnapshot\x12!.nimbus.v1.RestoreSnapshotRequest\x1a\".nimbus.v1.RestoreSnapshotResponse(\x01\x12K\n" +
+	"\n" +
+	"CreateBlob\x12\x1c.nimbus.v1.CreateBlobRequest\x1a\x1d.nimbus.v1.CreateBlobResponse(\x01\x12K\n" +
+	"\n" +
+	"UpdateBlob\x12\x1c.nimbus.v1.UpdateBlobRequest\x1a\x1d.nimbus.v1.UpdateBlobResponse(\x01\x12E\n" +
+	"\bReadBlob\x12\x1a.nimbus.v1.ReadBlobRequest\x1a\x1b.nimbus.v1.ReadBlobResponse0\x01\x12I\n" +
+	"\n" +
+	"DeleteBlob\x12\x1c.nimbus.v1.DeleteBlobRequest\x1a\x1d.nimbus.v1.DeleteBlobResponse\x12F\n" +
+	"\tListBlobs\x12\x1b.nimbus.v1.ListBlobsRequest\x1a\x1c.nimbus.v1.ListBlobsResponse\x12L\n" +
+	"\vSetBlobMeta\x12\x1d.nimbus.v1.SetBlobMetaRequest\x1a\x1e.nimbus.v1.SetBlobMetaResponse2\xae\x01\n" +
 	"\vCodeService\x12Q\n" +
 	"\fDownloadCode\x12\x1e.nimbus.v1.DownloadCodeRequest\x1a\x1f.nimbus.v1.DownloadCodeResponse0\x01\x12L\n" +
 	"\vGetCodeMeta\x12\x1d.nimbus.v1.GetCodeMetaRequest\x1a\x1e.nimbus.v1.GetCodeMetaResponseB5Z3github.com/nimbusha/nimbus/proto/nimbus/v1;nimbusv1b\x06proto3"
@@ -4216,7 +5242,7 @@ func file_nimbus_v1_nimbus_proto_rawDescGZIP() []byte {
 }
 
 var file_nimbus_v1_nimbus_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_nimbus_v1_nimbus_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
+var file_nimbus_v1_nimbus_proto_msgTypes = make([]protoimpl.MessageInfo, 74)
 var file_nimbus_v1_nimbus_proto_goTypes = []any{
 	(ComponentKind)(0),                 // 0: nimbus.v1.ComponentKind
 	(InitialStatus)(0),                 // 1: nimbus.v1.InitialStatus
@@ -4273,37 +5299,51 @@ var file_nimbus_v1_nimbus_proto_goTypes = []any{
 	(*DownloadCodeResponse)(nil),       // 52: nimbus.v1.DownloadCodeResponse
 	(*GetCodeMetaRequest)(nil),         // 53: nimbus.v1.GetCodeMetaRequest
 	(*GetCodeMetaResponse)(nil),        // 54: nimbus.v1.GetCodeMetaResponse
-	nil,                                // 55: nimbus.v1.TopologySpec.ConfigEntry
-	nil,                                // 56: nimbus.v1.SetLogConfigRequest.SetEntry
-	nil,                                // 57: nimbus.v1.SetLogConfigResponse.LogLevelsEntry
-	nil,                                // 58: nimbus.v1.RebalanceTopologyRequest.ComponentParallelismEntry
-	nil,                                // 59: nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
-	nil,                                // 60: nimbus.v1.GetTopologyInfoResponse.StorageEntry
-	nil,                                // 61: nimbus.v1.GetTopologyInfoResponse.LogLevelsEntry
-	(v1.TopologyStatus)(0),             // 62: cluster.v1.TopologyStatus
-	(*v1.Executor)(nil),                // 63: cluster.v1.Executor
-	(*v1.LoggerLevel)(nil),             // 64: cluster.v1.LoggerLevel
+	(*BlobHeader)(nil),                 // 55: nimbus.v1.BlobHeader
+	(*CreateBlobRequest)(nil),          // 56: nimbus.v1.CreateBlobRequest
+	(*UpdateBlobRequest)(nil),          // 57: nimbus.v1.UpdateBlobRequest
+	(*BlobInfo)(nil),                   // 58: nimbus.v1.BlobInfo
+	(*CreateBlobResponse)(nil),         // 59: nimbus.v1.CreateBlobResponse
+	(*UpdateBlobResponse)(nil),         // 60: nimbus.v1.UpdateBlobResponse
+	(*ReadBlobRequest)(nil),            // 61: nimbus.v1.ReadBlobRequest
+	(*ReadBlobResponse)(nil),           // 62: nimbus.v1.ReadBlobResponse
+	(*DeleteBlobRequest)(nil),          // 63: nimbus.v1.DeleteBlobRequest
+	(*DeleteBlobResponse)(nil),         // 64: nimbus.v1.DeleteBlobResponse
+	(*ListBlobsRequest)(nil),           // 65: nimbus.v1.ListBlobsRequest
+	(*ListBlobsResponse)(nil),          // 66: nimbus.v1.ListBlobsResponse
+	(*SetBlobMetaRequest)(nil),         // 67: nimbus.v1.SetBlobMetaRequest
+	(*SetBlobMetaResponse)(nil),        // 68: nimbus.v1.SetBlobMetaResponse
+	nil,                                // 69: nimbus.v1.TopologySpec.ConfigEntry
+	nil,                                // 70: nimbus.v1.SetLogConfigRequest.SetEntry
+	nil,                                // 71: nimbus.v1.SetLogConfigResponse.LogLevelsEntry
+	nil,                                // 72: nimbus.v1.RebalanceTopologyRequest.ComponentParallelismEntry
+	nil,                                // 73: nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
+	nil,                                // 74: nimbus.v1.GetTopologyInfoResponse.StorageEntry
+	nil,                                // 75: nimbus.v1.GetTopologyInfoResponse.LogLevelsEntry
+	(v1.TopologyStatus)(0),             // 76: cluster.v1.TopologyStatus
+	(*v1.Executor)(nil),                // 77: cluster.v1.Executor
+	(*v1.LoggerLevel)(nil),             // 78: cluster.v1.LoggerLevel
 }
 var file_nimbus_v1_nimbus_proto_depIdxs = []int32{
 	0,  // 0: nimbus.v1.ComponentSpec.kind:type_name -> nimbus.v1.ComponentKind
 	2,  // 1: nimbus.v1.TopologySpec.components:type_name -> nimbus.v1.ComponentSpec
-	55, // 2: nimbus.v1.TopologySpec.config:type_name -> nimbus.v1.TopologySpec.ConfigEntry
+	69, // 2: nimbus.v1.TopologySpec.config:type_name -> nimbus.v1.TopologySpec.ConfigEntry
 	1,  // 3: nimbus.v1.TopologySpec.initial_status:type_name -> nimbus.v1.InitialStatus
 	3,  // 4: nimbus.v1.SubmitTopologyRequest.spec:type_name -> nimbus.v1.TopologySpec
 	4,  // 5: nimbus.v1.SubmitTopologyRequest.trailer:type_name -> nimbus.v1.ArtifactTrailer
-	56, // 6: nimbus.v1.SetLogConfigRequest.set:type_name -> nimbus.v1.SetLogConfigRequest.SetEntry
-	57, // 7: nimbus.v1.SetLogConfigResponse.log_levels:type_name -> nimbus.v1.SetLogConfigResponse.LogLevelsEntry
-	58, // 8: nimbus.v1.RebalanceTopologyRequest.component_parallelism:type_name -> nimbus.v1.RebalanceTopologyRequest.ComponentParallelismEntry
+	70, // 6: nimbus.v1.SetLogConfigRequest.set:type_name -> nimbus.v1.SetLogConfigRequest.SetEntry
+	71, // 7: nimbus.v1.SetLogConfigResponse.log_levels:type_name -> nimbus.v1.SetLogConfigResponse.LogLevelsEntry
+	72, // 8: nimbus.v1.RebalanceTopologyRequest.component_parallelism:type_name -> nimbus.v1.RebalanceTopologyRequest.ComponentParallelismEntry
 	48, // 9: nimbus.v1.GetClusterInfoResponse.cluster:type_name -> nimbus.v1.ClusterSummary
 	44, // 10: nimbus.v1.GetLeaderResponse.leader:type_name -> nimbus.v1.NimbusSummary
 	46, // 11: nimbus.v1.GetTopologyInfoResponse.topology:type_name -> nimbus.v1.TopologySummary
 	49, // 12: nimbus.v1.GetTopologyInfoResponse.executors:type_name -> nimbus.v1.ExecutorSummary
 	50, // 13: nimbus.v1.GetTopologyInfoResponse.replicas:type_name -> nimbus.v1.ReplicaSummary
-	59, // 14: nimbus.v1.GetTopologyInfoResponse.component_parallelism:type_name -> nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
-	60, // 15: nimbus.v1.GetTopologyInfoResponse.storage:type_name -> nimbus.v1.GetTopologyInfoResponse.StorageEntry
+	73, // 14: nimbus.v1.GetTopologyInfoResponse.component_parallelism:type_name -> nimbus.v1.GetTopologyInfoResponse.ComponentParallelismEntry
+	74, // 15: nimbus.v1.GetTopologyInfoResponse.storage:type_name -> nimbus.v1.GetTopologyInfoResponse.StorageEntry
 	47, // 16: nimbus.v1.GetTopologyInfoResponse.workers:type_name -> nimbus.v1.WorkerSummary
 	33, // 17: nimbus.v1.GetTopologyInfoResponse.stats:type_name -> nimbus.v1.TopologyStats
-	61, // 18: nimbus.v1.GetTopologyInfoResponse.log_levels:type_name -> nimbus.v1.GetTopologyInfoResponse.LogLevelsEntry
+	75, // 18: nimbus.v1.GetTopologyInfoResponse.log_levels:type_name -> nimbus.v1.GetTopologyInfoResponse.LogLevelsEntry
 	35, // 19: nimbus.v1.TopologyStats.topology:type_name -> nimbus.v1.WindowCounts
 	36, // 20: nimbus.v1.TopologyStats.components:type_name -> nimbus.v1.ComponentStats
 	37, // 21: nimbus.v1.TopologyStats.streams:type_name -> nimbus.v1.StreamCounts
@@ -4315,55 +5355,76 @@ var file_nimbus_v1_nimbus_proto_depIdxs = []int32{
 	43, // 27: nimbus.v1.GetTopologyConfResponse.entries:type_name -> nimbus.v1.ConfEntry
 	43, // 28: nimbus.v1.GetNimbusConfigResponse.entries:type_name -> nimbus.v1.ConfEntry
 	47, // 29: nimbus.v1.SupervisorSummary.workers:type_name -> nimbus.v1.WorkerSummary
-	62, // 30: nimbus.v1.TopologySummary.status:type_name -> cluster.v1.TopologyStatus
+	76, // 30: nimbus.v1.TopologySummary.status:type_name -> cluster.v1.TopologyStatus
 	45, // 31: nimbus.v1.ClusterSummary.supervisors:type_name -> nimbus.v1.SupervisorSummary
 	46, // 32: nimbus.v1.ClusterSummary.topologies:type_name -> nimbus.v1.TopologySummary
 	44, // 33: nimbus.v1.ClusterSummary.nimbuses:type_name -> nimbus.v1.NimbusSummary
-	63, // 34: nimbus.v1.ExecutorSummary.executor:type_name -> cluster.v1.Executor
-	64, // 35: nimbus.v1.SetLogConfigRequest.SetEntry.value:type_name -> cluster.v1.LoggerLevel
-	64, // 36: nimbus.v1.SetLogConfigResponse.LogLevelsEntry.value:type_name -> cluster.v1.LoggerLevel
-	64, // 37: nimbus.v1.GetTopologyInfoResponse.LogLevelsEntry.value:type_name -> cluster.v1.LoggerLevel
-	5,  // 38: nimbus.v1.NimbusService.SubmitTopology:input_type -> nimbus.v1.SubmitTopologyRequest
-	7,  // 39: nimbus.v1.NimbusService.KillTopology:input_type -> nimbus.v1.KillTopologyRequest
-	21, // 40: nimbus.v1.NimbusService.ActivateTopology:input_type -> nimbus.v1.ActivateTopologyRequest
-	23, // 41: nimbus.v1.NimbusService.DeactivateTopology:input_type -> nimbus.v1.DeactivateTopologyRequest
-	25, // 42: nimbus.v1.NimbusService.RebalanceTopology:input_type -> nimbus.v1.RebalanceTopologyRequest
-	27, // 43: nimbus.v1.NimbusService.GetClusterInfo:input_type -> nimbus.v1.GetClusterInfoRequest
-	29, // 44: nimbus.v1.NimbusService.GetLeader:input_type -> nimbus.v1.GetLeaderRequest
-	31, // 45: nimbus.v1.NimbusService.GetTopologyInfo:input_type -> nimbus.v1.GetTopologyInfoRequest
-	39, // 46: nimbus.v1.NimbusService.GetTopologyConf:input_type -> nimbus.v1.GetTopologyConfRequest
-	41, // 47: nimbus.v1.NimbusService.GetNimbusConfig:input_type -> nimbus.v1.GetNimbusConfigRequest
-	8,  // 48: nimbus.v1.NimbusService.ForgetTopology:input_type -> nimbus.v1.ForgetTopologyRequest
-	14, // 49: nimbus.v1.NimbusService.HandOver:input_type -> nimbus.v1.HandOverRequest
-	19, // 50: nimbus.v1.NimbusService.RestartWorker:input_type -> nimbus.v1.RestartWorkerRequest
-	17, // 51: nimbus.v1.NimbusService.SetLogConfig:input_type -> nimbus.v1.SetLogConfigRequest
-	10, // 52: nimbus.v1.NimbusService.SaveSnapshot:input_type -> nimbus.v1.SaveSnapshotRequest
-	12, // 53: nimbus.v1.NimbusService.RestoreSnapshot:input_type -> nimbus.v1.RestoreSnapshotRequest
-	51, // 54: nimbus.v1.CodeService.DownloadCode:input_type -> nimbus.v1.DownloadCodeRequest
-	53, // 55: nimbus.v1.CodeService.GetCodeMeta:input_type -> nimbus.v1.GetCodeMetaRequest
-	6,  // 56: nimbus.v1.NimbusService.SubmitTopology:output_type -> nimbus.v1.SubmitTopologyResponse
-	16, // 57: nimbus.v1.NimbusService.KillTopology:output_type -> nimbus.v1.KillTopologyResponse
-	22, // 58: nimbus.v1.NimbusService.ActivateTopology:output_type -> nimbus.v1.ActivateTopologyResponse
-	24, // 59: nimbus.v1.NimbusService.DeactivateTopology:output_type -> nimbus.v1.DeactivateTopologyResponse
-	26, // 60: nimbus.v1.NimbusService.RebalanceTopology:output_type -> nimbus.v1.RebalanceTopologyResponse
-	28, // 61: nimbus.v1.NimbusService.GetClusterInfo:output_type -> nimbus.v1.GetClusterInfoResponse
-	30, // 62: nimbus.v1.NimbusService.GetLeader:output_type -> nimbus.v1.GetLeaderResponse
-	32, // 63: nimbus.v1.NimbusService.GetTopologyInfo:output_type -> nimbus.v1.GetTopologyInfoResponse
-	40, // 64: nimbus.v1.NimbusService.GetTopologyConf:output_type -> nimbus.v1.GetTopologyConfResponse
-	42, // 65: nimbus.v1.NimbusService.GetNimbusConfig:output_type -> nimbus.v1.GetNimbusConfigResponse
-	9,  // 66: nimbus.v1.NimbusService.ForgetTopology:output_type -> nimbus.v1.ForgetTopologyResponse
-	15, // 67: nimbus.v1.NimbusService.HandOver:output_type -> nimbus.v1.HandOverResponse
-	20, // 68: nimbus.v1.NimbusService.RestartWorker:output_type -> nimbus.v1.RestartWorkerResponse
-	18, // 69: nimbus.v1.NimbusService.SetLogConfig:output_type -> nimbus.v1.SetLogConfigResponse
-	11, // 70: nimbus.v1.NimbusService.SaveSnapshot:output_type -> nimbus.v1.SaveSnapshotResponse
-	13, // 71: nimbus.v1.NimbusService.RestoreSnapshot:output_type -> nimbus.v1.RestoreSnapshotResponse
-	52, // 72: nimbus.v1.CodeService.DownloadCode:output_type -> nimbus.v1.DownloadCodeResponse
-	54, // 73: nimbus.v1.CodeService.GetCodeMeta:output_type -> nimbus.v1.GetCodeMetaResponse
-	56, // [56:74] is the sub-list for method output_type
-	38, // [38:56] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	77, // 34: nimbus.v1.ExecutorSummary.executor:type_name -> cluster.v1.Executor
+	55, // 35: nimbus.v1.CreateBlobRequest.header:type_name -> nimbus.v1.BlobHeader
+	4,  // 36: nimbus.v1.CreateBlobRequest.trailer:type_name -> nimbus.v1.ArtifactTrailer
+	55, // 37: nimbus.v1.UpdateBlobRequest.header:type_name -> nimbus.v1.BlobHeader
+	4,  // 38: nimbus.v1.UpdateBlobRequest.trailer:type_name -> nimbus.v1.ArtifactTrailer
+	58, // 39: nimbus.v1.CreateBlobResponse.blob:type_name -> nimbus.v1.BlobInfo
+	58, // 40: nimbus.v1.UpdateBlobResponse.blob:type_name -> nimbus.v1.BlobInfo
+	58, // 41: nimbus.v1.ReadBlobResponse.info:type_name -> nimbus.v1.BlobInfo
+	58, // 42: nimbus.v1.ListBlobsResponse.blobs:type_name -> nimbus.v1.BlobInfo
+	58, // 43: nimbus.v1.SetBlobMetaResponse.blob:type_name -> nimbus.v1.BlobInfo
+	78, // 44: nimbus.v1.SetLogConfigRequest.SetEntry.value:type_name -> cluster.v1.LoggerLevel
+	78, // 45: nimbus.v1.SetLogConfigResponse.LogLevelsEntry.value:type_name -> cluster.v1.LoggerLevel
+	78, // 46: nimbus.v1.GetTopologyInfoResponse.LogLevelsEntry.value:type_name -> cluster.v1.LoggerLevel
+	5,  // 47: nimbus.v1.NimbusService.SubmitTopology:input_type -> nimbus.v1.SubmitTopologyRequest
+	7,  // 48: nimbus.v1.NimbusService.KillTopology:input_type -> nimbus.v1.KillTopologyRequest
+	21, // 49: nimbus.v1.NimbusService.ActivateTopology:input_type -> nimbus.v1.ActivateTopologyRequest
+	23, // 50: nimbus.v1.NimbusService.DeactivateTopology:input_type -> nimbus.v1.DeactivateTopologyRequest
+	25, // 51: nimbus.v1.NimbusService.RebalanceTopology:input_type -> nimbus.v1.RebalanceTopologyRequest
+	27, // 52: nimbus.v1.NimbusService.GetClusterInfo:input_type -> nimbus.v1.GetClusterInfoRequest
+	29, // 53: nimbus.v1.NimbusService.GetLeader:input_type -> nimbus.v1.GetLeaderRequest
+	31, // 54: nimbus.v1.NimbusService.GetTopologyInfo:input_type -> nimbus.v1.GetTopologyInfoRequest
+	39, // 55: nimbus.v1.NimbusService.GetTopologyConf:input_type -> nimbus.v1.GetTopologyConfRequest
+	41, // 56: nimbus.v1.NimbusService.GetNimbusConfig:input_type -> nimbus.v1.GetNimbusConfigRequest
+	8,  // 57: nimbus.v1.NimbusService.ForgetTopology:input_type -> nimbus.v1.ForgetTopologyRequest
+	14, // 58: nimbus.v1.NimbusService.HandOver:input_type -> nimbus.v1.HandOverRequest
+	19, // 59: nimbus.v1.NimbusService.RestartWorker:input_type -> nimbus.v1.RestartWorkerRequest
+	17, // 60: nimbus.v1.NimbusService.SetLogConfig:input_type -> nimbus.v1.SetLogConfigRequest
+	10, // 61: nimbus.v1.NimbusService.SaveSnapshot:input_type -> nimbus.v1.SaveSnapshotRequest
+	12, // 62: nimbus.v1.NimbusService.RestoreSnapshot:input_type -> nimbus.v1.RestoreSnapshotRequest
+	56, // 63: nimbus.v1.NimbusService.CreateBlob:input_type -> nimbus.v1.CreateBlobRequest
+	57, // 64: nimbus.v1.NimbusService.UpdateBlob:input_type -> nimbus.v1.UpdateBlobRequest
+	61, // 65: nimbus.v1.NimbusService.ReadBlob:input_type -> nimbus.v1.ReadBlobRequest
+	63, // 66: nimbus.v1.NimbusService.DeleteBlob:input_type -> nimbus.v1.DeleteBlobRequest
+	65, // 67: nimbus.v1.NimbusService.ListBlobs:input_type -> nimbus.v1.ListBlobsRequest
+	67, // 68: nimbus.v1.NimbusService.SetBlobMeta:input_type -> nimbus.v1.SetBlobMetaRequest
+	51, // 69: nimbus.v1.CodeService.DownloadCode:input_type -> nimbus.v1.DownloadCodeRequest
+	53, // 70: nimbus.v1.CodeService.GetCodeMeta:input_type -> nimbus.v1.GetCodeMetaRequest
+	6,  // 71: nimbus.v1.NimbusService.SubmitTopology:output_type -> nimbus.v1.SubmitTopologyResponse
+	16, // 72: nimbus.v1.NimbusService.KillTopology:output_type -> nimbus.v1.KillTopologyResponse
+	22, // 73: nimbus.v1.NimbusService.ActivateTopology:output_type -> nimbus.v1.ActivateTopologyResponse
+	24, // 74: nimbus.v1.NimbusService.DeactivateTopology:output_type -> nimbus.v1.DeactivateTopologyResponse
+	26, // 75: nimbus.v1.NimbusService.RebalanceTopology:output_type -> nimbus.v1.RebalanceTopologyResponse
+	28, // 76: nimbus.v1.NimbusService.GetClusterInfo:output_type -> nimbus.v1.GetClusterInfoResponse
+	30, // 77: nimbus.v1.NimbusService.GetLeader:output_type -> nimbus.v1.GetLeaderResponse
+	32, // 78: nimbus.v1.NimbusService.GetTopologyInfo:output_type -> nimbus.v1.GetTopologyInfoResponse
+	40, // 79: nimbus.v1.NimbusService.GetTopologyConf:output_type -> nimbus.v1.GetTopologyConfResponse
+	42, // 80: nimbus.v1.NimbusService.GetNimbusConfig:output_type -> nimbus.v1.GetNimbusConfigResponse
+	9,  // 81: nimbus.v1.NimbusService.ForgetTopology:output_type -> nimbus.v1.ForgetTopologyResponse
+	15, // 82: nimbus.v1.NimbusService.HandOver:output_type -> nimbus.v1.HandOverResponse
+	20, // 83: nimbus.v1.NimbusService.RestartWorker:output_type -> nimbus.v1.RestartWorkerResponse
+	18, // 84: nimbus.v1.NimbusService.SetLogConfig:output_type -> nimbus.v1.SetLogConfigResponse
+	11, // 85: nimbus.v1.NimbusService.SaveSnapshot:output_type -> nimbus.v1.SaveSnapshotResponse
+	13, // 86: nimbus.v1.NimbusService.RestoreSnapshot:output_type -> nimbus.v1.RestoreSnapshotResponse
+	59, // 87: nimbus.v1.NimbusService.CreateBlob:output_type -> nimbus.v1.CreateBlobResponse
+	60, // 88: nimbus.v1.NimbusService.UpdateBlob:output_type -> nimbus.v1.UpdateBlobResponse
+	62, // 89: nimbus.v1.NimbusService.ReadBlob:output_type -> nimbus.v1.ReadBlobResponse
+	64, // 90: nimbus.v1.NimbusService.DeleteBlob:output_type -> nimbus.v1.DeleteBlobResponse
+	66, // 91: nimbus.v1.NimbusService.ListBlobs:output_type -> nimbus.v1.ListBlobsResponse
+	68, // 92: nimbus.v1.NimbusService.SetBlobMeta:output_type -> nimbus.v1.SetBlobMetaResponse
+	52, // 93: nimbus.v1.CodeService.DownloadCode:output_type -> nimbus.v1.DownloadCodeResponse
+	54, // 94: nimbus.v1.CodeService.GetCodeMeta:output_type -> nimbus.v1.GetCodeMetaResponse
+	71, // [71:95] is the sub-list for method output_type
+	47, // [47:71] is the sub-list for method input_type
+	47, // [47:47] is the sub-list for extension type_name
+	47, // [47:47] is the sub-list for extension extendee
+	0,  // [0:47] is the sub-list for field type_name
 }
 
 func init() { file_nimbus_v1_nimbus_proto_init() }
@@ -4379,13 +5440,29 @@ func file_nimbus_v1_nimbus_proto_init() {
 	file_nimbus_v1_nimbus_proto_msgTypes[5].OneofWrappers = []any{}
 	file_nimbus_v1_nimbus_proto_msgTypes[23].OneofWrappers = []any{}
 	file_nimbus_v1_nimbus_proto_msgTypes[45].OneofWrappers = []any{}
+	file_nimbus_v1_nimbus_proto_msgTypes[53].OneofWrappers = []any{}
+	file_nimbus_v1_nimbus_proto_msgTypes[54].OneofWrappers = []any{
+		(*CreateBlobRequest_Header)(nil),
+		(*CreateBlobRequest_Chunk)(nil),
+		(*CreateBlobRequest_Trailer)(nil),
+	}
+	file_nimbus_v1_nimbus_proto_msgTypes[55].OneofWrappers = []any{
+		(*UpdateBlobRequest_Header)(nil),
+		(*UpdateBlobRequest_Chunk)(nil),
+		(*UpdateBlobRequest_Trailer)(nil),
+	}
+	file_nimbus_v1_nimbus_proto_msgTypes[60].OneofWrappers = []any{
+		(*ReadBlobResponse_Info)(nil),
+		(*ReadBlobResponse_Chunk)(nil),
+	}
+	file_nimbus_v1_nimbus_proto_msgTypes[65].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_nimbus_v1_nimbus_proto_rawDesc), len(file_nimbus_v1_nimbus_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   60,
+			NumMessages:   74,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

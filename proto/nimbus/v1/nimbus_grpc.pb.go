@@ -41,6 +41,12 @@ const (
 	NimbusService_SetLogConfig_FullMethodName       = "/nimbus.v1.NimbusService/SetLogConfig"
 	NimbusService_SaveSnapshot_FullMethodName       = "/nimbus.v1.NimbusService/SaveSnapshot"
 	NimbusService_RestoreSnapshot_FullMethodName    = "/nimbus.v1.NimbusService/RestoreSnapshot"
+	NimbusService_CreateBlob_FullMethodName         = "/nimbus.v1.NimbusService/CreateBlob"
+	NimbusService_UpdateBlob_FullMethodName         = "/nimbus.v1.NimbusService/UpdateBlob"
+	NimbusService_ReadBlob_FullMethodName           = "/nimbus.v1.NimbusService/ReadBlob"
+	NimbusService_DeleteBlob_FullMethodName         = "/nimbus.v1.NimbusService/DeleteBlob"
+	NimbusService_ListBlobs_FullMethodName          = "/nimbus.v1.NimbusService/ListBlobs"
+	NimbusService_SetBlobMeta_FullMethodName        = "/nimbus.v1.NimbusService/SetBlobMeta"
 )
 
 // NimbusServiceClient is the client API for NimbusService service.
@@ -115,6 +121,31 @@ type NimbusServiceClient interface {
 	// force, onto a root that holds anything otherwise. Needs snapshot
 	// (nimbus.admins).
 	RestoreSnapshot(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[RestoreSnapshotRequest, RestoreSnapshotResponse], error)
+	// CreateBlob stores a new blob (Storm's `blobstore create`): a BlobHeader
+	// first, then the content in chunks of at most 1 MiB, then a trailer
+	// with its SHA-256. Answered once the blob's replication factor of
+	// nimbuses hold it, or topology.max.replication.wait.time.sec passed
+	// (docs/ARCHITECTURE.md section 24). Any authenticated caller; the
+	// caller becomes the owner. Leader only.
+	CreateBlob(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[CreateBlobRequest, CreateBlobResponse], error)
+	// UpdateBlob stores a new version of a blob, streamed as CreateBlob
+	// (the header's key only). Needs write on the blob. Leader only.
+	UpdateBlob(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[UpdateBlobRequest, UpdateBlobResponse], error)
+	// ReadBlob streams a blob's current version: its BlobInfo first, then
+	// the content. Needs read on the blob. Leader only, so that a read
+	// follows every acknowledged update.
+	ReadBlob(ctx context.Context, in *ReadBlobRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ReadBlobResponse], error)
+	// DeleteBlob removes a blob. Needs write on the blob; refused
+	// (FAILED_PRECONDITION, naming them) while a live topology uses it.
+	// Leader only.
+	DeleteBlob(ctx context.Context, in *DeleteBlobRequest, opts ...grpc.CallOption) (*DeleteBlobResponse, error)
+	// ListBlobs lists the blobs the caller may read, with their replication.
+	// Any nimbus answers, from its cache.
+	ListBlobs(ctx context.Context, in *ListBlobsRequest, opts ...grpc.CallOption) (*ListBlobsResponse, error)
+	// SetBlobMeta changes a blob's ACL and/or replication factor (Storm's
+	// `blobstore set-acl` and `replication --update`). Needs admin on the
+	// blob (its owner, an `a` in its ACL, or nimbus.admins). Leader only.
+	SetBlobMeta(ctx context.Context, in *SetBlobMetaRequest, opts ...grpc.CallOption) (*SetBlobMetaResponse, error)
 }
 
 type nimbusServiceClient struct {
@@ -300,6 +331,81 @@ func (c *nimbusServiceClient) RestoreSnapshot(ctx context.Context, opts ...grpc.
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type NimbusService_RestoreSnapshotClient = grpc.ClientStreamingClient[RestoreSnapshotRequest, RestoreSnapshotResponse]
 
+func (c *nimbusServiceClient) CreateBlob(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[CreateBlobRequest, CreateBlobResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &NimbusService_ServiceDesc.Streams[3], NimbusService_CreateBlob_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[CreateBlobRequest, CreateBlobResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type NimbusService_CreateBlobClient = grpc.ClientStreamingClient[CreateBlobRequest, CreateBlobResponse]
+
+func (c *nimbusServiceClient) UpdateBlob(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[UpdateBlobRequest, UpdateBlobResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &NimbusService_ServiceDesc.Streams[4], NimbusService_UpdateBlob_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[UpdateBlobRequest, UpdateBlobResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type NimbusService_UpdateBlobClient = grpc.ClientStreamingClient[UpdateBlobRequest, UpdateBlobResponse]
+
+func (c *nimbusServiceClient) ReadBlob(ctx context.Context, in *ReadBlobRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ReadBlobResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &NimbusService_ServiceDesc.Streams[5], NimbusService_ReadBlob_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ReadBlobRequest, ReadBlobResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type NimbusService_ReadBlobClient = grpc.ServerStreamingClient[ReadBlobResponse]
+
+func (c *nimbusServiceClient) DeleteBlob(ctx context.Context, in *DeleteBlobRequest, opts ...grpc.CallOption) (*DeleteBlobResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteBlobResponse)
+	err := c.cc.Invoke(ctx, NimbusService_DeleteBlob_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *nimbusServiceClient) ListBlobs(ctx context.Context, in *ListBlobsRequest, opts ...grpc.CallOption) (*ListBlobsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListBlobsResponse)
+	err := c.cc.Invoke(ctx, NimbusService_ListBlobs_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *nimbusServiceClient) SetBlobMeta(ctx context.Context, in *SetBlobMetaRequest, opts ...grpc.CallOption) (*SetBlobMetaResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetBlobMetaResponse)
+	err := c.cc.Invoke(ctx, NimbusService_SetBlobMeta_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // NimbusServiceServer is the server API for NimbusService service.
 // All implementations must embed UnimplementedNimbusServiceServer
 // for forward compatibility.
@@ -372,6 +478,31 @@ type NimbusServiceServer interface {
 	// force, onto a root that holds anything otherwise. Needs snapshot
 	// (nimbus.admins).
 	RestoreSnapshot(grpc.ClientStreamingServer[RestoreSnapshotRequest, RestoreSnapshotResponse]) error
+	// CreateBlob stores a new blob (Storm's `blobstore create`): a BlobHeader
+	// first, then the content in chunks of at most 1 MiB, then a trailer
+	// with its SHA-256. Answered once the blob's replication factor of
+	// nimbuses hold it, or topology.max.replication.wait.time.sec passed
+	// (docs/ARCHITECTURE.md section 24). Any authenticated caller; the
+	// caller becomes the owner. Leader only.
+	CreateBlob(grpc.ClientStreamingServer[CreateBlobRequest, CreateBlobResponse]) error
+	// UpdateBlob stores a new version of a blob, streamed as CreateBlob
+	// (the header's key only). Needs write on the blob. Leader only.
+	UpdateBlob(grpc.ClientStreamingServer[UpdateBlobRequest, UpdateBlobResponse]) error
+	// ReadBlob streams a blob's current version: its BlobInfo first, then
+	// the content. Needs read on the blob. Leader only, so that a read
+	// follows every acknowledged update.
+	ReadBlob(*ReadBlobRequest, grpc.ServerStreamingServer[ReadBlobResponse]) error
+	// DeleteBlob removes a blob. Needs write on the blob; refused
+	// (FAILED_PRECONDITION, naming them) while a live topology uses it.
+	// Leader only.
+	DeleteBlob(context.Context, *DeleteBlobRequest) (*DeleteBlobResponse, error)
+	// ListBlobs lists the blobs the caller may read, with their replication.
+	// Any nimbus answers, from its cache.
+	ListBlobs(context.Context, *ListBlobsRequest) (*ListBlobsResponse, error)
+	// SetBlobMeta changes a blob's ACL and/or replication factor (Storm's
+	// `blobstore set-acl` and `replication --update`). Needs admin on the
+	// blob (its owner, an `a` in its ACL, or nimbus.admins). Leader only.
+	SetBlobMeta(context.Context, *SetBlobMetaRequest) (*SetBlobMetaResponse, error)
 	mustEmbedUnimplementedNimbusServiceServer()
 }
 
@@ -429,6 +560,24 @@ func (UnimplementedNimbusServiceServer) SaveSnapshot(*SaveSnapshotRequest, grpc.
 }
 func (UnimplementedNimbusServiceServer) RestoreSnapshot(grpc.ClientStreamingServer[RestoreSnapshotRequest, RestoreSnapshotResponse]) error {
 	return status.Error(codes.Unimplemented, "method RestoreSnapshot not implemented")
+}
+func (UnimplementedNimbusServiceServer) CreateBlob(grpc.ClientStreamingServer[CreateBlobRequest, CreateBlobResponse]) error {
+	return status.Error(codes.Unimplemented, "method CreateBlob not implemented")
+}
+func (UnimplementedNimbusServiceServer) UpdateBlob(grpc.ClientStreamingServer[UpdateBlobRequest, UpdateBlobResponse]) error {
+	return status.Error(codes.Unimplemented, "method UpdateBlob not implemented")
+}
+func (UnimplementedNimbusServiceServer) ReadBlob(*ReadBlobRequest, grpc.ServerStreamingServer[ReadBlobResponse]) error {
+	return status.Error(codes.Unimplemented, "method ReadBlob not implemented")
+}
+func (UnimplementedNimbusServiceServer) DeleteBlob(context.Context, *DeleteBlobRequest) (*DeleteBlobResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteBlob not implemented")
+}
+func (UnimplementedNimbusServiceServer) ListBlobs(context.Context, *ListBlobsRequest) (*ListBlobsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListBlobs not implemented")
+}
+func (UnimplementedNimbusServiceServer) SetBlobMeta(context.Context, *SetBlobMetaRequest) (*SetBlobMetaResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetBlobMeta not implemented")
 }
 func (UnimplementedNimbusServiceServer) mustEmbedUnimplementedNimbusServiceServer() {}
 func (UnimplementedNimbusServiceServer) testEmbeddedByValue()                       {}
@@ -710,6 +859,85 @@ func _NimbusService_RestoreSnapshot_Handler(srv interface{}, stream grpc.ServerS
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type NimbusService_RestoreSnapshotServer = grpc.ClientStreamingServer[RestoreSnapshotRequest, RestoreSnapshotResponse]
 
+func _NimbusService_CreateBlob_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(NimbusServiceServer).CreateBlob(&grpc.GenericServerStream[CreateBlobRequest, CreateBlobResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type NimbusService_CreateBlobServer = grpc.ClientStreamingServer[CreateBlobRequest, CreateBlobResponse]
+
+func _NimbusService_UpdateBlob_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(NimbusServiceServer).UpdateBlob(&grpc.GenericServerStream[UpdateBlobRequest, UpdateBlobResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type NimbusService_UpdateBlobServer = grpc.ClientStreamingServer[UpdateBlobRequest, UpdateBlobResponse]
+
+func _NimbusService_ReadBlob_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ReadBlobRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(NimbusServiceServer).ReadBlob(m, &grpc.GenericServerStream[ReadBlobRequest, ReadBlobResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type NimbusService_ReadBlobServer = grpc.ServerStreamingServer[ReadBlobResponse]
+
+func _NimbusService_DeleteBlob_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteBlobRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NimbusServiceServer).DeleteBlob(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NimbusService_DeleteBlob_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NimbusServiceServer).DeleteBlob(ctx, req.(*DeleteBlobRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _NimbusService_ListBlobs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListBlobsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NimbusServiceServer).ListBlobs(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NimbusService_ListBlobs_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NimbusServiceServer).ListBlobs(ctx, req.(*ListBlobsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _NimbusService_SetBlobMeta_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetBlobMetaRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NimbusServiceServer).SetBlobMeta(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NimbusService_SetBlobMeta_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NimbusServiceServer).SetBlobMeta(ctx, req.(*SetBlobMetaRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // NimbusService_ServiceDesc is the grpc.ServiceDesc for NimbusService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -769,6 +997,18 @@ var NimbusService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "SetLogConfig",
 			Handler:    _NimbusService_SetLogConfig_Handler,
 		},
+		{
+			MethodName: "DeleteBlob",
+			Handler:    _NimbusService_DeleteBlob_Handler,
+		},
+		{
+			MethodName: "ListBlobs",
+			Handler:    _NimbusService_ListBlobs_Handler,
+		},
+		{
+			MethodName: "SetBlobMeta",
+			Handler:    _NimbusService_SetBlobMeta_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
@@ -785,6 +1025,21 @@ var NimbusService_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "RestoreSnapshot",
 			Handler:       _NimbusService_RestoreSnapshot_Handler,
 			ClientStreams: true,
+		},
+		{
+			StreamName:    "CreateBlob",
+			Handler:       _NimbusService_CreateBlob_Handler,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "UpdateBlob",
+			Handler:       _NimbusService_UpdateBlob_Handler,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "ReadBlob",
+			Handler:       _NimbusService_ReadBlob_Handler,
+			ServerStreams: true,
 		},
 	},
 	Metadata: "nimbus/v1/nimbus.proto",
