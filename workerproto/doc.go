@@ -1,7 +1,7 @@
 // Package workerproto is the contract between a supervisor and the worker
 // processes it starts (docs/ARCHITECTURE.md sections 7 and 16.6), written
 // down once, here, in terms any language can follow: how a worker learns
-// its topology's status and its loggers' levels, how it reports an error
+// its topology's status, its loggers' levels and its blobs, how it reports an error
 // that its supervisor then publishes as the worker's last error (Storm's
 // reportError), and how it reports its counters (Storm's emitted, acked,
 // ...), which its supervisor carries in its heartbeat. The supervisor and
@@ -79,9 +79,29 @@
 // atomically and followed by SIGUSR1, as the status file is; a worker
 // re-reads both on each SIGUSR1. No file means no levels set.
 //
-// The status and error files and the log-level file live in the worker's
-// own directory, which the worker may read but not write: the status and
-// log-level files are the supervisor's, the error file the worker may only
+// Blobs. The blobs a topology names in topology.blobstore.map are in the
+// worker's directory before it starts, each a symbolic link named by its
+// localname that points at one version, read-only: the blob's content, or
+// with "uncompress" the directory it unpacks to. When a blob is updated the
+// supervisor switches the link to the new version atomically (a new link
+// renamed over the old), so a worker that opens the link reads the old
+// version or the new, never a mix; a file it has open stays the old one.
+// The file named by STORM_BLOBS_FILE lists what is placed, one line per
+// blob, sorted by localname, each line ending in '\n':
+//
+//	model 3 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
+//
+// the localname, the version (1, 2, ...) and the SHA-256 of the blob's
+// content (as stored, before unpacking), separated by one space. It is
+// replaced atomically after every switch and followed by SIGUSR1, as the
+// status file is; a worker that follows SIGUSR1 reads it again and acts on
+// the lines that changed. A blob whose topology.blobstore.map entry has
+// "workerRestart": true is not announced: the worker is restarted with
+// the new version in place. Without blobs the file is absent.
+//
+// The status, error, log-level and blobs files and the blobs' links live
+// in the worker's own directory, which the worker may read but not write:
+// the status, log-level and blobs files are the supervisor's, the error file the worker may only
 // write into. The metrics file lives in a subdirectory that is the
 // worker's. Workers and tools that do not know the protocol may ignore
 // them all.

@@ -17,6 +17,7 @@ type Worker struct {
 	ErrorFile    string // STORM_ERROR_FILE; "" for none
 	MetricsFile  string // STORM_METRICS_FILE; "" for none
 	LogLevelFile string // STORM_LOG_LEVEL_FILE; "" for none
+	BlobsFile    string // STORM_BLOBS_FILE; "" for none
 }
 
 // FromEnv reads the protocol's variables through getenv (os.Getenv).
@@ -24,6 +25,7 @@ func FromEnv(getenv func(string) string) Worker {
 	return Worker{
 		StatusFile: getenv(EnvStatusFile), ErrorFile: getenv(EnvErrorFile),
 		MetricsFile: getenv(EnvMetricsFile), LogLevelFile: getenv(EnvLogLevelFile),
+		BlobsFile: getenv(EnvBlobsFile),
 	}
 }
 
@@ -122,4 +124,13 @@ func (w Worker) LogLevels() (LogLevels, error) {
 		return LogLevels{}, nil
 	}
 	return ReadLogLevels(w.LogLevelFile)
+}
+
+// Blobs reads the blobs file (ReadBlobs): the blobs placed in the
+// worker's directory. Without one there are none.
+func (w Worker) Blobs() (Blobs, error) {
+	if w.BlobsFile == "" {
+		return nil, nil
+	}
+	return ReadBlobs(w.BlobsFile)
 }
