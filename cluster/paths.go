@@ -57,6 +57,10 @@ func (p Paths) BlobReplica(key, hostPort string) string { return p.Blob(key) + "
 // BlobSwarms holds one directory per blob distributed by BitTorrent.
 func (p Paths) BlobSwarms() string { return p.Root + "/bittorrent-blobs" }
 
+// BlobSwarm lists the BitTorrent peers (host:port) that hold or fetch a
+// version of a blob.
+func (p Paths) BlobSwarm(key string) string { return p.BlobSwarms() + "/" + key }
+
 // Assignment is one topology's assignment.
 func (p Paths) Assignment(topologyID string) string { return p.Assignments() + "/" + topologyID }
 

@@ -207,20 +207,22 @@ func (r Reader) Supervisor(id string) (*clusterv1.SupervisorInfo, error) {
 	return info, err
 }
 
-// SwarmIDs lists the topologies with a BitTorrent swarm; a missing
-// /bittorrent has none.
-func (r Reader) SwarmIDs() ([]string, error) {
-	ids, err := children(r, r.s.paths.Swarms())
+// SwarmIDs lists the swarms in directory swarms (Paths.Swarms: the
+// topologies with a BitTorrent swarm; Paths.BlobSwarms: the blobs); a
+// missing directory has none.
+func (r Reader) SwarmIDs(swarms string) ([]string, error) {
+	ids, err := children(r, swarms)
 	if errors.Is(err, ErrNoNode) {
 		return nil, nil
 	}
 	return ids, err
 }
 
-// SwarmMembers lists the members (host:port) of topology id's swarm and,
-// with watch, returns a Watch on the list.
-func (r Reader) SwarmMembers(id string, watch bool) ([]string, Watch, error) {
-	dir := r.s.paths.Swarm(id)
+// SwarmMembers lists the members (host:port) of swarm id in directory
+// swarms (Paths.Swarms or Paths.BlobSwarms) and, with watch, returns a
+// Watch on the list.
+func (r Reader) SwarmMembers(swarms, id string, watch bool) ([]string, Watch, error) {
+	dir := swarms + "/" + id
 	if !watch {
 		members, err := children(r, dir)
 		return members, nil, err

@@ -63,16 +63,18 @@ func (s *Session) DeleteLock(name string) error {
 	return s.Conn().Delete(path, stat.Version)
 }
 
-// CreateSwarm makes the directory where the peers of topology id's
-// BitTorrent swarm register, re-creating /bittorrent if it was deleted by
-// hand (the whole root, say), or no submission could succeed again.
-func (s *Session) CreateSwarm(id string, log *slog.Logger) error {
-	_, err := s.Conn().Create(s.paths.Swarm(id), nil, 0, s.access.acl)
+// CreateSwarm makes the directory where the peers of swarm id register,
+// in directory swarms (Paths.Swarms for a topology's code, Paths.BlobSwarms
+// for a blob's), re-creating swarms if it was deleted by hand (the whole
+// root, say), or no upload could succeed again.
+func (s *Session) CreateSwarm(swarms, id string, log *slog.Logger) error {
+	dir := swarms + "/" + id
+	_, err := s.Conn().Create(dir, nil, 0, s.access.acl)
 	if errors.Is(err, zk.ErrNoNode) {
-		if err := s.restore(s.paths.Swarms(), log); err != nil {
+		if err := s.restore(swarms, log); err != nil {
 			return err
 		}
-		_, err = s.Conn().Create(s.paths.Swarm(id), nil, 0, s.access.acl)
+		_, err = s.Conn().Create(dir, nil, 0, s.access.acl)
 	}
 	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		return err
@@ -80,11 +82,12 @@ func (s *Session) CreateSwarm(id string, log *slog.Logger) error {
 	return nil
 }
 
-// RemoveSwarm deletes topology id's swarm directory and its members in one
-// multi: members register again as soon as their node goes, so deleting
-// them one by one could go on for ever.
-func (s *Session) RemoveSwarm(id string) error {
-	conn, dir := s.Conn(), s.paths.Swarm(id)
+// RemoveSwarm deletes swarm id's directory in directory swarms
+// (Paths.Swarms or Paths.BlobSwarms) and its members in one multi: members
+// register again as soon as their node goes, so deleting them one by one
+// could go on for ever.
+func (s *Session) RemoveSwarm(swarms, id string) error {
+	conn, dir := s.Conn(), swarms+"/"+id
 	for range 5 { // a member may join or leave between the listing and the delete
 		members, stat, err := conn.Children(dir)
 		if errors.Is(err, zk.ErrNoNode) {

@@ -65,8 +65,15 @@ type Distributor interface {
 	// next one is tried. It returns an error wrapping ErrCorrupt or
 	// ErrNotHeld when no source gives good bytes.
 	Download(ctx context.Context, dir string, code Code) error
-	// Cleanup removes what Upload stored outside the nodes' stores.
+	// Cleanup removes what Upload stored outside the nodes' stores for a
+	// topology's code.
 	Cleanup(ctx context.Context, topologyID string) error
+	// CleanupBlob removes what Upload stored outside the nodes' stores
+	// for blob key: every version but the one keep describes, or all of
+	// it when keep is nil (the blob was deleted). Nothing of a topology
+	// whose id equals key is touched. Removing what is gone already
+	// succeeds.
+	CleanupBlob(ctx context.Context, key string, keep *clusterv1.CodeMeta) error
 	// Close releases connections.
 	Close() error
 }
@@ -84,6 +91,15 @@ type Lister interface {
 	List(ctx context.Context) ([]string, error)
 }
 
+// BlobLister is implemented by backends that store blobs outside the
+// nodes: it lists, by key, the blobs they hold something of and the
+// versions they keep apart (the content's SHA-256 in hex; none for a
+// backend whose versions share one place, such as a swarm), so the leader
+// can remove what a failed upload or cleanup left behind.
+type BlobLister interface {
+	ListBlobs(ctx context.Context) (map[string][]string, error)
+}
+
 // Params is what a backend gets to build itself (Storm's prepare(conf)).
 type Params struct {
 	Config  *configs.Config
@@ -96,6 +112,9 @@ type Params struct {
 	// each other (bittorrent) serve what it holds, and report a copy they
 	// find corrupt to it (Store.ReportCorrupt).
 	Store *Store
+	// Blobs is this node's store of blobs, kept apart from Store; nil on
+	// a node that holds none. Backends that serve Store serve it too.
+	Blobs *Store
 	// Metrics, if set, is where the backend registers its metrics.
 	Metrics prometheus.Registerer
 	Logger  *slog.Logger

@@ -38,9 +38,26 @@ type distributor struct {
 	wg     sync.WaitGroup
 
 	mu       sync.Mutex
-	torrents map[string]*active // by topology id: what the client holds
-	cleaned  map[string]bool    // cleaned up here: never seeded again
+	torrents map[bundle]*active // what the client holds
+	cleaned  map[bundle]bool    // cleaned up here: never seeded again
 }
+
+// bundle names what a torrent carries: a topology's code, or a blob's
+// version (a blob's key may equal a topology id; its swarm is elsewhere).
+type bundle struct {
+	kind codedistributor.Kind
+	id   string // a topology id, or a blob's key
+}
+
+// logAttr names the bundle in logs.
+func (b bundle) logAttr() slog.Attr {
+	if b.kind == codedistributor.KindBlob {
+		return slog.String("blob", b.id)
+	}
+	return slog.String("topology", b.id)
+}
+
+func (b bundle) String() string { return b.kind.String() + " " + b.id }
 
 // active is one torrent in the client, seeded or being downloaded.
 type active struct {
@@ -51,7 +68,7 @@ type active struct {
 }
 
 // New starts a BitTorrent client listening on bittorrent.port and seeding
-// what the node's store holds.
+// what the node's stores hold (its code, and its blobs if it keeps any).
 func New(p codedistributor.Params) (codedistributor.Distributor, error) {
 	if p.Store == nil {
 		return nil, errors.New("bittorrent: the node's store is required (it is what the node seeds)")
@@ -106,12 +123,14 @@ func New(p codedistributor.Params) (codedistributor.Distributor, error) {
 		client:   cl,
 		addr:     net.JoinHostPort(host, strconv.Itoa(cl.LocalPort())),
 		announce: cfg.BittorrentTrackerURL,
-		torrents: map[string]*active{},
-		cleaned:  map[string]bool{},
+		torrents: map[bundle]*active{},
+		cleaned:  map[bundle]bool{},
 	}
-	if err := p.Session.EnsurePath(p.Session.Paths().Swarms()); err != nil {
-		cl.Close()
-		return nil, fmt.Errorf("bittorrent: create %s: %w", p.Session.Paths().Swarms(), err)
+	for _, dir := range []string{p.Session.Paths().Swarms(), p.Session.Paths().BlobSwarms()} {
+		if err := p.Session.EnsurePath(dir); err != nil {
+			cl.Close()
+			return nil, fmt.Errorf("bittorrent: create %s: %w", dir, err)
+		}
 	}
 	if p.Metrics != nil {
 		sent := prometheus.NewCounterFunc(codedistributor.SentBytesOpts(Name), func() float64 {
@@ -129,21 +148,60 @@ func New(p codedistributor.Params) (codedistributor.Distributor, error) {
 	return d, nil
 }
 
+// swarms is the ZooKeeper directory of the swarms of kind's bundles.
+func (d *distributor) swarms(kind codedistributor.Kind) string {
+	if kind == codedistributor.KindBlob {
+		return d.p.Session.Paths().BlobSwarms()
+	}
+	return d.p.Session.Paths().Swarms()
+}
+
 // Cleanup stops seeding the topology here, never seeds it again, and
 // removes its swarm from ZooKeeper. The nodes' stores drop their copies on
 // their own once the topology is gone.
 func (d *distributor) Cleanup(_ context.Context, topologyID string) error {
+	return d.remove(bundle{codedistributor.KindCode, topologyID})
+}
+
+// CleanupBlob removes blob key's swarm when the blob is deleted (keep
+// nil), as Cleanup does a topology's. Its versions share the swarm and
+// nothing else is stored outside the nodes: a node seeds the version its
+// blob store holds, so an older one stops being seeded as soon as the
+// stores install the new one.
+func (d *distributor) CleanupBlob(_ context.Context, key string, keep *clusterv1.CodeMeta) error {
+	if keep != nil {
+		return nil
+	}
+	return d.remove(bundle{codedistributor.KindBlob, key})
+}
+
+// remove stops seeding b here for good and removes its swarm.
+func (d *distributor) remove(b bundle) error {
 	d.mu.Lock()
-	d.cleaned[topologyID] = true
-	d.dropLocked(topologyID)
+	d.cleaned[b] = true
+	d.dropLocked(b)
 	d.mu.Unlock()
-	return d.p.Session.RemoveSwarm(topologyID)
+	return d.p.Session.RemoveSwarm(d.swarms(b.kind), b.id)
 }
 
 // List returns the topologies with a swarm in ZooKeeper, so the leader can
 // remove those nothing refers to.
 func (d *distributor) List(context.Context) ([]string, error) {
-	return d.p.Session.Read().SwarmIDs()
+	return d.p.Session.Read().SwarmIDs(d.swarms(codedistributor.KindCode))
+}
+
+// ListBlobs returns the blobs with a swarm in ZooKeeper; their versions
+// share it, so none is listed.
+func (d *distributor) ListBlobs(context.Context) (map[string][]string, error) {
+	keys, err := d.p.Session.Read().SwarmIDs(d.swarms(codedistributor.KindBlob))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string][]string, len(keys))
+	for _, k := range keys {
+		out[k] = nil
+	}
+	return out, nil
 }
 
 // Close stops seeding, leaves every swarm and closes the client.
@@ -154,55 +212,55 @@ func (d *distributor) Close() error {
 	d.mu.Unlock()
 	d.wg.Wait()
 	d.mu.Lock()
-	for id := range d.torrents {
-		d.dropLocked(id)
+	for b := range d.torrents {
+		d.dropLocked(b)
 	}
 	d.mu.Unlock()
 	return errors.Join(d.client.Close()...)
 }
 
-// add puts a torrent for topologyID into the client, replacing whatever
-// the client held for it, and joins its swarm until the torrent is
-// dropped. A download also adds the other members as peers.
-func (d *distributor) add(topologyID string, spec *torrent.TorrentSpec, seeded string) (*active, error) {
+// add puts a torrent for b into the client, replacing whatever the
+// client held for it, and joins its swarm until the torrent is dropped. A
+// download also adds the other members as peers.
+func (d *distributor) add(b bundle, spec *torrent.TorrentSpec, seeded string) (*active, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.ctx.Err() != nil {
 		return nil, errors.New("bittorrent: closed")
 	}
-	if a := d.torrents[topologyID]; a != nil {
+	if a := d.torrents[b]; a != nil {
 		// A download is never replaced: the store is about to change.
 		if a.seeded == "" {
-			return nil, fmt.Errorf("bittorrent: %s is being downloaded already", topologyID)
+			return nil, fmt.Errorf("bittorrent: %s is being downloaded already", b)
 		}
-		d.dropLocked(topologyID)
+		d.dropLocked(b)
 	}
 	t, _, err := d.client.AddTorrentSpec(spec)
 	if err != nil {
-		return nil, fmt.Errorf("bittorrent: add torrent of %s: %w", topologyID, err)
+		return nil, fmt.Errorf("bittorrent: add torrent of %s: %w", b, err)
 	}
 	ctx, leave := context.WithCancel(d.ctx)
 	a := &active{t: t, leave: leave, seeded: seeded}
-	d.torrents[topologyID] = a
-	d.wg.Go(func() { d.join(ctx, topologyID, a) })
+	d.torrents[b] = a
+	d.wg.Go(func() { d.join(ctx, b, a) })
 	return a, nil
 }
 
-// drop removes a's torrent if it is still the one held for topologyID.
-func (d *distributor) drop(topologyID string, a *active) {
+// drop removes a's torrent if it is still the one held for b.
+func (d *distributor) drop(b bundle, a *active) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.torrents[topologyID] == a {
-		d.dropLocked(topologyID)
+	if d.torrents[b] == a {
+		d.dropLocked(b)
 	}
 }
 
-func (d *distributor) dropLocked(topologyID string) {
-	a := d.torrents[topologyID]
+func (d *distributor) dropLocked(b bundle) {
+	a := d.torrents[b]
 	if a == nil {
 		return
 	}
-	delete(d.torrents, topologyID)
+	delete(d.torrents, b)
 	a.leave()
 	a.t.Drop() // closes its files
 }
@@ -215,13 +273,14 @@ func (d *distributor) Upload(_ context.Context, dir string, code codedistributor
 	if err != nil {
 		return nil, err
 	}
-	if err := d.p.Session.CreateSwarm(code.TopologyID, d.p.Logger); err != nil {
+	b := bundle{code.Kind, code.TopologyID}
+	if err := d.p.Session.CreateSwarm(d.swarms(b.kind), b.id, d.p.Logger); err != nil {
 		return nil, err
 	}
 	d.mu.Lock()
-	delete(d.cleaned, code.TopologyID)
+	delete(d.cleaned, b) // a blob's key is used again after a delete
 	d.mu.Unlock()
-	d.p.Logger.Debug("torrent made", "topology", code.TopologyID, "elapsed", time.Since(start).Round(time.Millisecond))
+	d.p.Logger.Debug("torrent made", b.logAttr(), "elapsed", time.Since(start).Round(time.Millisecond))
 	return &clusterv1.CodeMeta{
 		TopologyId:  code.TopologyID,
 		Distributor: Name,

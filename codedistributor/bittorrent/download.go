@@ -30,7 +30,8 @@ func (d *distributor) Download(ctx context.Context, dir string, code codedistrib
 	if err != nil {
 		return err
 	}
-	a, err := d.add(code.TopologyID, s, "")
+	b := bundle{code.Kind, code.TopologyID}
+	a, err := d.add(b, s, "")
 	if err != nil {
 		return err
 	}
@@ -47,11 +48,11 @@ func (d *distributor) Download(ctx context.Context, dir string, code codedistrib
 	a.t.DownloadAll()
 	err = d.await(ctx, code.TopologyID, a, writeErr)
 	// Dropping closes the files before anyone reads or moves them.
-	d.drop(code.TopologyID, a)
+	d.drop(b, a)
 	if err != nil {
 		return err
 	}
-	d.p.Logger.Debug("torrent downloaded", "topology", code.TopologyID, "bytes", info.TotalLength(),
+	d.p.Logger.Debug("torrent downloaded", b.logAttr(), "bytes", info.TotalLength(),
 		"elapsed", time.Since(start).Round(time.Millisecond))
 	for _, f := range code.Meta.GetFiles() {
 		size, sum, err := codedistributor.HashFile(filepath.Join(dir, f.GetName()))

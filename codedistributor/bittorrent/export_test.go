@@ -7,7 +7,7 @@ import "github.com/nimbusha/nimbus/codedistributor"
 func Connections(d codedistributor.Distributor, topologyID string) int {
 	dist := d.(*distributor)
 	dist.mu.Lock()
-	a := dist.torrents[topologyID]
+	a := dist.torrents[bundle{codedistributor.KindCode, topologyID}]
 	dist.mu.Unlock()
 	if a == nil {
 		return 0

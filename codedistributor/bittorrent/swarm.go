@@ -18,22 +18,22 @@ const redialEvery = 2 * time.Second
 
 // join registers this node in a's swarm until ctx ends; a download also
 // takes the other members as its peers.
-func (d *distributor) join(ctx context.Context, topologyID string, a *active) {
+func (d *distributor) join(ctx context.Context, b bundle, a *active) {
 	var wg sync.WaitGroup
 	if a.seeded == "" {
-		wg.Go(func() { d.findPeers(ctx, topologyID, a) })
+		wg.Go(func() { d.findPeers(ctx, b, a) })
 	}
-	cluster.KeepEphemeral(ctx, d.p.Session, d.p.Session.Paths().Swarm(topologyID)+"/"+d.addr, nil, d.p.Logger, nil)
+	cluster.KeepEphemeral(ctx, d.p.Session, d.swarms(b.kind)+"/"+b.id+"/"+d.addr, nil, d.p.Logger, nil)
 	wg.Wait()
 }
 
 // findPeers keeps a download's peers up to date with the swarm's other
 // members and counts them in a.others.
-func (d *distributor) findPeers(ctx context.Context, topologyID string, a *active) {
+func (d *distributor) findPeers(ctx context.Context, b bundle, a *active) {
 	read := d.p.Session.Read()
 	var watch cluster.Watch // re-armed only after it fired
 	for {
-		members, w, err := read.SwarmMembers(topologyID, watch == nil)
+		members, w, err := read.SwarmMembers(d.swarms(b.kind), b.id, watch == nil)
 		if w != nil {
 			watch = w
 		}

@@ -5,9 +5,14 @@
 // bundle in its own store, so nimbuses still hold the code locally (and
 // register as replicas), which leadership requires.
 //
+// Blobs are kept apart, under blobstore.dir, one directory per version
+// (blobstore.dir/<key>/<content SHA-256 in hex>/blob): an upload of a new
+// version never touches the committed one, and the sweep of orphaned
+// topology directories never sees a blob.
+//
 // Configuration: hdfs.namenode.addresses (host:port, one or two for an HA
-// pair), hdfs.user (default: the OS user), hdfs.storm.dir. Kerberos
-// (hdfs.kerberos.*) is not supported yet.
+// pair), hdfs.user (default: the OS user), hdfs.storm.dir, blobstore.dir.
+// Kerberos (hdfs.kerberos.*) is not supported yet.
 package hdfs
 
 import (
@@ -66,9 +71,10 @@ func dial(ctx context.Context, network, addr string) (net.Conn, error) {
 func init() { codedistributor.Register(Name, New) }
 
 type distributor struct {
-	p    codedistributor.Params
-	opts gohdfs.ClientOptions
-	dir  string
+	p       codedistributor.Params
+	opts    gohdfs.ClientOptions
+	dir     string // hdfs.storm.dir: topologies' code
+	blobDir string // blobstore.dir: blobs' versions
 
 	mu     sync.Mutex
 	client *gohdfs.Client
@@ -89,8 +95,9 @@ func New(p codedistributor.Params) (codedistributor.Distributor, error) {
 		name = u.Username
 	}
 	return &distributor{
-		p:   p,
-		dir: cfg.HDFSStormDir,
+		p:       p,
+		dir:     cfg.HDFSStormDir,
+		blobDir: cfg.BlobstoreDir,
 		opts: gohdfs.ClientOptions{
 			Addresses:        cfg.HDFSNamenodeAddresses,
 			User:             name,
@@ -138,10 +145,14 @@ func (d *distributor) reset(c *gohdfs.Client, err error) {
 
 func (d *distributor) topologyDir(id string) string { return path.Join(d.dir, id) }
 
-// Upload copies the bundle's files to hdfs.storm.dir/<id>/ (each written
-// under a temporary name, then renamed) and records their paths in the
-// meta. On failure it removes what it wrote.
+// Upload copies the bundle's files to hdfs.storm.dir/<id>/, or a blob's
+// to its version's directory (each written under a temporary name, then
+// renamed), and records their paths in the meta. On failure it removes
+// what it wrote, and only that.
 func (d *distributor) Upload(ctx context.Context, dir string, code codedistributor.Code) (meta *clusterv1.CodeMeta, err error) {
+	if code.Kind == codedistributor.KindBlob {
+		return d.uploadBlob(ctx, dir, code)
+	}
 	c, err := d.conn()
 	if err != nil {
 		return nil, err
@@ -156,10 +167,15 @@ func (d *distributor) Upload(ctx context.Context, dir string, code codedistribut
 			err = fmt.Errorf("hdfs: upload %s to %v: %w", code.TopologyID, d.opts.Addresses, err)
 		}
 	}()
+	return d.write(ctx, c, dir, base, code)
+}
+
+// write copies the bundle's files in dir to base and returns their meta.
+func (d *distributor) write(ctx context.Context, c *gohdfs.Client, dir, base string, code codedistributor.Code) (*clusterv1.CodeMeta, error) {
 	if err := c.MkdirAll(base, 0o755); err != nil {
 		return nil, err
 	}
-	meta = &clusterv1.CodeMeta{TopologyId: code.TopologyID, Distributor: Name}
+	meta := &clusterv1.CodeMeta{TopologyId: code.TopologyID, Distributor: Name}
 	for _, f := range code.Meta.GetFiles() {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -284,7 +300,9 @@ func (d *distributor) Describe(_ context.Context, meta *clusterv1.CodeMeta) (map
 	return out, nil
 }
 
-// List returns the topology ids under hdfs.storm.dir.
+// List returns the topology ids under hdfs.storm.dir: its directories,
+// but the one holding blobstore.dir if an operator put it there (the
+// leader removes what it lists and nothing refers to).
 func (d *distributor) List(context.Context) ([]string, error) {
 	c, err := d.conn()
 	if err != nil {
@@ -300,7 +318,7 @@ func (d *distributor) List(context.Context) ([]string, error) {
 	}
 	ids := make([]string, 0, len(entries))
 	for _, e := range entries {
-		if e.IsDir() {
+		if e.IsDir() && !holds(path.Join(d.dir, e.Name()), d.blobDir) {
 			ids = append(ids, e.Name())
 		}
 	}

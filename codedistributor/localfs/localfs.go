@@ -117,4 +117,7 @@ func (d *distributor) downloadFrom(ctx context.Context, addr, dir string, code c
 
 func (d *distributor) Cleanup(context.Context, string) error { return nil }
 
+// CleanupBlob has nothing to remove: blobs live only in the nodes' stores.
+func (d *distributor) CleanupBlob(context.Context, string, *clusterv1.CodeMeta) error { return nil }
+
 func (d *distributor) Close() error { return nil }
