@@ -19,7 +19,10 @@
 // they return a *NoLeaderError (errors.Is ErrNoLeader).
 //
 // SubmitTopology is not idempotent and is retried far more narrowly: see
-// its documentation.
+// its documentation. CreateBlob and UpdateBlob upload the same way (one
+// upload path, upload.go); ReadBlob streams a blob from the leader and
+// checks it against its SHA-256; ListBlobs reads from any nimbus; the
+// other blob calls go to the leader (blobs.go).
 //
 // Every other failure is the server's gRPC status, returned as is: use
 // status.Code to inspect it (InvalidArgument, NotFound, AlreadyExists).

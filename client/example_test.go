@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -95,4 +96,75 @@ func ExampleClient_SubmitTopology() {
 		log.Fatal(err)
 	}
 	fmt.Printf("submitted %s, code on %d nimbuses\n", resp.GetTopologyId(), resp.GetReplicationCount())
+}
+
+// CreateBlob streams a file into the blobstore; topologies name the key in
+// topology.blobstore.map. A file can be re-read, so the upload can follow
+// a redirect to the leader.
+func ExampleClient_CreateBlob() {
+	c, err := client.New([]string{"nimbus-1:6627", "nimbus-2:6627"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	f, err := os.Open("dictionary.txt")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer f.Close()
+
+	factor := int32(3)
+	resp, err := c.CreateBlob(context.Background(), "dictionary", f, client.BlobOptions{
+		ACL:               []string{"u:alice:rwa", "o::r--"}, // Storm's syntax
+		ReplicationFactor: &factor,
+		Size:              -1, // read to the end
+	})
+	if status.Code(err) == codes.AlreadyExists {
+		log.Fatal("a blob named dictionary exists: UpdateBlob stores a new version")
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("version %d on %d nimbuses\n", resp.GetBlob().GetVersion(), resp.GetBlob().GetReplicationCount())
+}
+
+// ReadBlob writes a blob's current version and checks it against its
+// SHA-256; on any error what was written is not the blob.
+func ExampleClient_ReadBlob() {
+	c, err := client.New([]string{"nimbus-1:6627"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	var content bytes.Buffer
+	info, err := c.ReadBlob(context.Background(), "dictionary", &content)
+	if errors.Is(err, client.ErrBlobMismatch) {
+		log.Fatal("the content received is not the blob's: read it again")
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%s version %d: %d bytes\n", info.GetKey(), info.GetVersion(), content.Len())
+}
+
+// The blob's ACL and replication factor are changed by its admins (its
+// owner, an "a" in its ACL, or nimbus.admins).
+func ExampleClient_SetBlobACL() {
+	c, err := client.New([]string{"nimbus-1:6627"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	ctx := context.Background()
+	if _, err := c.SetBlobACL(ctx, "dictionary", []string{"u:alice:rwa", "u:bob:r--"}); err != nil {
+		log.Fatal(err)
+	}
+	info, err := c.SetBlobReplication(ctx, "dictionary", 5)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%s: %d/%d replicas, %s\n", info.GetKey(), info.GetReplicationCount(), info.GetReplicationFactor(), info.GetState())
 }

@@ -156,16 +156,9 @@ func leaderCall[Resp any](ctx context.Context, c *Client, rpc string, call unary
 				return zero, err // it may have taken effect
 			}
 			if wasNotLeader && to != "" {
-				if redirects >= c.opts.maxRedirects {
-					return zero, fmt.Errorf("client: %s: gave up after %d leader redirects: %w", rpc, redirects, err)
+				if rerr := c.redirect(rpc, addr, to, &redirects, err); rerr != nil {
+					return zero, rerr
 				}
-				if verr := validateAddr(to); verr != nil {
-					return zero, fmt.Errorf("client: %s: redirect to bad leader address %q: %w", rpc, to, err)
-				}
-				redirects++
-				c.log.Debug("following leader redirect", "rpc", rpc, "from", addr, "to", to)
-				c.learn(to)
-				c.setLeader(to)
 				continue
 			}
 		}
@@ -182,6 +175,24 @@ func leaderCall[Resp any](ctx context.Context, c *Client, rpc string, call unary
 			return zero, werr
 		}
 	}
+}
+
+// redirect makes to, named by the NOT_LEADER answer err of the nimbus at
+// from, the leader the call tries next, and counts the redirect. It
+// returns the error to end the call with instead when the call has
+// followed maxRedirects already or to is not an address.
+func (c *Client) redirect(rpc, from, to string, redirects *int, err error) error {
+	if *redirects >= c.opts.maxRedirects {
+		return fmt.Errorf("client: %s: gave up after %d leader redirects: %w", rpc, *redirects, err)
+	}
+	if verr := validateAddr(to); verr != nil {
+		return fmt.Errorf("client: %s: redirect to bad leader address %q: %w", rpc, to, err)
+	}
+	*redirects++
+	c.log.Debug("following leader redirect", "rpc", rpc, "from", from, "to", to)
+	c.learn(to)
+	c.setLeader(to)
+	return nil
 }
 
 // KillTopology kills the named topology at the leader: the leader marks it

@@ -3,7 +3,10 @@
 // model: each RPC answers what the test's func for it says, and
 // Unimplemented without one. It counts calls and records requests so a
 // test can check what reached the server, receives submissions whole
-// (Receive), and serves on 127.0.0.1:0 until the test ends (Start).
+// (Receive), and serves on 127.0.0.1:0 until the test ends (Start). The
+// one model is Blobs, an in-memory blob store without ACLs that answers
+// the blob RPCs as a leader would (Blobs.Serve), for the tests of the
+// blob commands.
 //
 // For tests against real daemons, see internal/testkit/testcluster.
 package fakenimbus

@@ -35,6 +35,14 @@ type Server struct {
 	OnKill            func(*nimbusv1.KillTopologyRequest) error
 	OnRebalance       func(*nimbusv1.RebalanceTopologyRequest) error
 	OnSubmit          func(SubmitStream) error
+	// The blob RPCs' funcs; Blobs.Serve sets them all to an in-memory
+	// store. A blob upload is recorded as its header.
+	OnCreateBlob  func(CreateBlobStream) error
+	OnUpdateBlob  func(UpdateBlobStream) error
+	OnReadBlob    func(*nimbusv1.ReadBlobRequest, ReadBlobStream) error
+	OnDeleteBlob  func(*nimbusv1.DeleteBlobRequest) error
+	OnListBlobs   func(*nimbusv1.ListBlobsRequest) (*nimbusv1.ListBlobsResponse, error)
+	OnSetBlobMeta func(*nimbusv1.SetBlobMetaRequest) (*nimbusv1.SetBlobMetaResponse, error)
 
 	mu       sync.Mutex
 	calls    map[string]int
@@ -186,6 +194,77 @@ func (r recordingStream) Recv() (*nimbusv1.SubmitTopologyRequest, error) {
 	msg, err := r.SubmitStream.Recv()
 	if spec := msg.GetSpec(); spec != nil {
 		r.s.record("SubmitTopology", spec)
+	}
+	return msg, err
+}
+
+// CreateBlob hands the stream to OnCreateBlob; the header is recorded
+// when OnCreateBlob receives it.
+func (s *Server) CreateBlob(stream CreateBlobStream) error {
+	const rpc = "CreateBlob"
+	s.called(rpc)
+	if s.OnCreateBlob == nil {
+		return status.Error(codes.Unimplemented, rpc)
+	}
+	return s.OnCreateBlob(recordingUpload[nimbusv1.CreateBlobRequest, nimbusv1.CreateBlobResponse]{stream, s, rpc})
+}
+
+// UpdateBlob hands the stream to OnUpdateBlob; the header is recorded
+// when OnUpdateBlob receives it.
+func (s *Server) UpdateBlob(stream UpdateBlobStream) error {
+	const rpc = "UpdateBlob"
+	s.called(rpc)
+	if s.OnUpdateBlob == nil {
+		return status.Error(codes.Unimplemented, rpc)
+	}
+	return s.OnUpdateBlob(recordingUpload[nimbusv1.UpdateBlobRequest, nimbusv1.UpdateBlobResponse]{stream, s, rpc})
+}
+
+// ReadBlob answers with OnReadBlob.
+func (s *Server) ReadBlob(req *nimbusv1.ReadBlobRequest, stream ReadBlobStream) error {
+	const rpc = "ReadBlob"
+	s.called(rpc)
+	s.record(rpc, req)
+	if s.OnReadBlob == nil {
+		return status.Error(codes.Unimplemented, rpc)
+	}
+	return s.OnReadBlob(req, stream)
+}
+
+// DeleteBlob answers with OnDeleteBlob.
+func (s *Server) DeleteBlob(_ context.Context, req *nimbusv1.DeleteBlobRequest) (*nimbusv1.DeleteBlobResponse, error) {
+	return unary(s, "DeleteBlob", req, answer(s.OnDeleteBlob, &nimbusv1.DeleteBlobResponse{}))
+}
+
+// ListBlobs answers with OnListBlobs.
+func (s *Server) ListBlobs(_ context.Context, req *nimbusv1.ListBlobsRequest) (*nimbusv1.ListBlobsResponse, error) {
+	return unary(s, "ListBlobs", req, s.OnListBlobs)
+}
+
+// SetBlobMeta answers with OnSetBlobMeta.
+func (s *Server) SetBlobMeta(_ context.Context, req *nimbusv1.SetBlobMetaRequest) (*nimbusv1.SetBlobMetaResponse, error) {
+	return unary(s, "SetBlobMeta", req, s.OnSetBlobMeta)
+}
+
+// blobUpload is a blob upload's message: its header, a chunk or the
+// trailer.
+type blobUpload interface {
+	GetHeader() *nimbusv1.BlobHeader
+}
+
+// recordingUpload records the header of a blob upload as it is received.
+type recordingUpload[Req any, Resp any] struct {
+	grpc.ClientStreamingServer[Req, Resp]
+	s   *Server
+	rpc string
+}
+
+func (r recordingUpload[Req, Resp]) Recv() (*Req, error) {
+	msg, err := r.ClientStreamingServer.Recv()
+	if m, ok := any(msg).(blobUpload); ok && msg != nil {
+		if h := m.GetHeader(); h != nil {
+			r.s.record(r.rpc, h)
+		}
 	}
 	return msg, err
 }
