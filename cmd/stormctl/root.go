@@ -38,6 +38,7 @@ type globals struct {
 	timeout    time.Duration
 	timeoutSet bool // --timeout was given (submit has no time limit otherwise)
 
+	stdin          io.Reader // nil: os.Stdin
 	stdout, stderr io.Writer
 	terminal       func(io.Writer) bool // whether a person watches this writer
 	now            func() time.Time
@@ -145,7 +146,7 @@ func newRootCommand(g *globals) *cobra.Command {
 		newLogsCommand(g),
 		newSubmitCommand(g), newKillCommand(g), newActivateCommand(g), newDeactivateCommand(g),
 		newRebalanceCommand(g), newRestartWorkerCommand(g), newSetLogLevelCommand(g), newAdminCommand(g),
-		newTLSCommand(g), newVersionCommand(g), newUICommand(g),
+		newTLSCommand(g), newVersionCommand(g), newUICommand(g), newBlobstoreCommand(g),
 	)
 	return root
 }
