@@ -26,6 +26,14 @@ var (
 	// ErrWrongStatus: the topology's status forbids the action (activating
 	// a topology that is being killed, say).
 	ErrWrongStatus = errors.New("nimbus: action not allowed in the topology's status")
+	// ErrBlobNotFound: no blob has the key.
+	ErrBlobNotFound = errors.New("nimbus: blob not found")
+	// ErrBlobExists: a blob has the key already, or one is being created
+	// with it.
+	ErrBlobExists = errors.New("nimbus: blob key in use")
+	// ErrBlobInUse: a live topology uses the blob (its
+	// topology.blobstore.map names it), so it may not be deleted.
+	ErrBlobInUse = errors.New("nimbus: blob in use")
 	// ErrUnauthenticated: the caller presented no identity this nimbus
 	// verifies (no client certificate, with authentication on).
 	ErrUnauthenticated = errors.New("nimbus: unauthenticated")

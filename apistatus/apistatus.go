@@ -48,7 +48,10 @@ var sentinelCodes = []struct {
 	code codes.Code
 }{
 	{apierr.ErrNotFound, codes.NotFound},
+	{apierr.ErrBlobNotFound, codes.NotFound},
 	{apierr.ErrAlreadyExists, codes.AlreadyExists},
+	{apierr.ErrBlobExists, codes.AlreadyExists},
+	{apierr.ErrBlobInUse, codes.FailedPrecondition},
 	{apierr.ErrDataLoss, codes.DataLoss},
 	{apierr.ErrNotCommitted, codes.Aborted}, // nothing committed: the client may submit again
 	{apierr.ErrWrongStatus, codes.FailedPrecondition},

@@ -10,45 +10,61 @@ import (
 )
 
 // idleStream is a submission's stream whose Recv gives up when the client
-// sends nothing for idle. A server stream's Recv cannot be interrupted, so
-// one goroutine receives, a message at a time when Recv asks for one; after
-// a timeout the handler returns, gRPC cancels the stream, and that
-// goroutine's Recv fails and it exits.
+// sends nothing for idle (idleReceiver).
 type idleStream struct {
 	nimbusv1.NimbusService_SubmitTopologyServer
-	idle time.Duration
-	ask  chan struct{}
-	got  chan received
-	done chan struct{} // closed by close
-	err  error         // the first failure, returned by every later Recv
-}
-
-type received struct {
-	msg *nimbusv1.SubmitTopologyRequest
-	err error
+	*idleReceiver[*nimbusv1.SubmitTopologyRequest]
 }
 
 // newIdleStream wraps stream; the caller must close it when the handler
 // returns.
 func newIdleStream(stream nimbusv1.NimbusService_SubmitTopologyServer, idle time.Duration) *idleStream {
-	s := &idleStream{NimbusService_SubmitTopologyServer: stream, idle: idle,
-		ask: make(chan struct{}), got: make(chan received), done: make(chan struct{})}
+	return &idleStream{stream, newIdleReceiver(stream.Recv, idle)}
+}
+
+// Recv is the idleReceiver's.
+func (s *idleStream) Recv() (*nimbusv1.SubmitTopologyRequest, error) { return s.idleReceiver.Recv() }
+
+// idleReceiver is an upload stream's Recv that gives up when the client
+// sends nothing for idle. A server stream's Recv cannot be interrupted, so
+// one goroutine receives, a message at a time when Recv asks for one; after
+// a timeout the handler returns, gRPC cancels the stream, and that
+// goroutine's Recv fails and it exits.
+type idleReceiver[M any] struct {
+	recv func() (M, error)
+	idle time.Duration
+	ask  chan struct{}
+	got  chan received[M]
+	done chan struct{} // closed by close
+	err  error         // the first failure, returned by every later Recv
+}
+
+type received[M any] struct {
+	msg M
+	err error
+}
+
+// newIdleReceiver receives with recv; the caller must close it when the
+// handler returns.
+func newIdleReceiver[M any](recv func() (M, error), idle time.Duration) *idleReceiver[M] {
+	s := &idleReceiver[M]{recv: recv, idle: idle,
+		ask: make(chan struct{}), got: make(chan received[M]), done: make(chan struct{})}
 	go s.receive()
 	return s
 }
 
 // receive runs Recv on the underlying stream for each ask, until one fails
 // or the handler is done.
-func (s *idleStream) receive() {
+func (s *idleReceiver[M]) receive() {
 	for {
 		select {
 		case <-s.ask:
 		case <-s.done:
 			return
 		}
-		msg, err := s.NimbusService_SubmitTopologyServer.Recv()
+		msg, err := s.recv()
 		select {
-		case s.got <- received{msg, err}:
+		case s.got <- received[M]{msg, err}:
 		case <-s.done:
 			return
 		}
@@ -60,9 +76,10 @@ func (s *idleStream) receive() {
 
 // Recv returns the client's next message, or an error wrapping
 // context.DeadlineExceeded if none arrived within idle.
-func (s *idleStream) Recv() (*nimbusv1.SubmitTopologyRequest, error) {
+func (s *idleReceiver[M]) Recv() (M, error) {
+	var none M
 	if s.err != nil {
-		return nil, s.err
+		return none, s.err
 	}
 	s.ask <- struct{}{} // receive waits for it: every earlier ask was answered
 	timer := time.NewTimer(s.idle)
@@ -72,11 +89,11 @@ func (s *idleStream) Recv() (*nimbusv1.SubmitTopologyRequest, error) {
 		s.err = r.err
 		return r.msg, r.err
 	case <-timer.C:
-		s.err = fmt.Errorf("%w: no message from the client for %v (%s): the submission is cancelled and nothing was stored",
+		s.err = fmt.Errorf("%w: no message from the client for %v (%s): the upload is cancelled and nothing was stored",
 			context.DeadlineExceeded, s.idle, configs.KeyNimbusUploadIdleTimeout)
-		return nil, s.err
+		return none, s.err
 	}
 }
 
 // close ends the receiving goroutine (at once, or when the stream ends).
-func (s *idleStream) close() { close(s.done) }
+func (s *idleReceiver[M]) close() { close(s.done) }

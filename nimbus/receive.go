@@ -10,6 +10,7 @@ import (
 
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/codedistributor"
+	"github.com/nimbusha/nimbus/configs"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 	"github.com/nimbusha/nimbus/validate"
@@ -81,6 +82,47 @@ func (s *service) receiveArtifact(stream nimbusv1.NimbusService_SubmitTopologySe
 // bytes arrived (spec.artifact_bytes). Every failure of the stream is the
 // client's, named by field; a failure to write is returned as it is.
 func (s *service) receiveArtifactOf(stream nimbusv1.NimbusService_SubmitTopologyServer, path string, declared int64) (*clusterv1.CodeFile, error) {
+	next := func() (uploadPart, error) {
+		msg, err := stream.Recv()
+		if err != nil {
+			return uploadPart{}, err
+		}
+		switch part := msg.GetPart().(type) {
+		case *nimbusv1.SubmitTopologyRequest_Chunk:
+			return uploadPart{chunk: part.Chunk}, nil
+		case *nimbusv1.SubmitTopologyRequest_Trailer:
+			return uploadPart{trailer: part.Trailer}, nil
+		}
+		return uploadPart{}, validate.Invalid("spec", "sent twice, or an empty message, after the artifact started")
+	}
+	return receiveContent(next, path, contentRules{
+		file: codedistributor.ArtifactFile, what: "artifact", max: s.cfg.NimbusMaxArtifactBytes,
+		maxKey: configs.KeyNimbusMaxArtifactBytes, declared: declared, declaredField: "spec.artifact_bytes",
+	})
+}
+
+// uploadPart is one message of an upload after its opening one: a chunk,
+// or the trailer.
+type uploadPart struct {
+	chunk   []byte
+	trailer *nimbusv1.ArtifactTrailer
+}
+
+// contentRules say what an upload's content may be.
+type contentRules struct {
+	file          string // its name in the bundle
+	what          string // the field a size error names: "artifact", "blob"
+	max           int64  // bytes at most, the value of maxKey
+	maxKey        string
+	declared      int64 // exact size, if not 0, as declaredField said
+	declaredField string
+	allowEmpty    bool
+}
+
+// receiveContent writes an upload's chunks (from next, which returns
+// io.EOF at the stream's end) to path, hashing as it goes, and checks the
+// size rules and the trailer.
+func receiveContent(next func() (uploadPart, error), path string, r contentRules) (*clusterv1.CodeFile, error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, err
@@ -89,43 +131,40 @@ func (s *service) receiveArtifactOf(stream nimbusv1.NimbusService_SubmitTopology
 	h := sha256.New()
 	var size int64
 	for {
-		msg, err := stream.Recv()
+		part, err := next()
 		if errors.Is(err, io.EOF) {
-			return nil, validate.Invalid("trailer", "the stream ended after %d artifact bytes without the trailer", size)
+			return nil, validate.Invalid("trailer", "the stream ended after %d %s bytes without the trailer", size, r.what)
 		}
 		if err != nil {
-			return nil, err // the client went away: status from the transport
+			return nil, err // the client went away (status from the transport), or a misplaced message
 		}
-		switch part := msg.GetPart().(type) {
-		case *nimbusv1.SubmitTopologyRequest_Chunk:
-			if len(part.Chunk) > maxChunk {
-				return nil, validate.Invalid("chunk", "%d bytes; chunks are at most %d", len(part.Chunk), maxChunk)
+		if part.trailer == nil {
+			if len(part.chunk) > maxChunk {
+				return nil, validate.Invalid("chunk", "%d bytes; chunks are at most %d", len(part.chunk), maxChunk)
 			}
-			if size += int64(len(part.Chunk)); size > s.cfg.NimbusMaxArtifactBytes {
-				return nil, validate.Invalid("artifact", "larger than nimbus.max.artifact.bytes (%d)", s.cfg.NimbusMaxArtifactBytes)
+			if size += int64(len(part.chunk)); size > r.max {
+				return nil, validate.Invalid(r.what, "larger than %s (%d)", r.maxKey, r.max)
 			}
-			if declared > 0 && size > declared {
-				return nil, validate.Invalid("artifact", "more than the %d bytes spec.artifact_bytes declared", declared)
+			if r.declared > 0 && size > r.declared {
+				return nil, validate.Invalid(r.what, "more than the %d bytes %s declared", r.declared, r.declaredField)
 			}
-			h.Write(part.Chunk)
-			if _, err := f.Write(part.Chunk); err != nil {
+			h.Write(part.chunk)
+			if _, err := f.Write(part.chunk); err != nil {
 				return nil, err
 			}
-		case *nimbusv1.SubmitTopologyRequest_Trailer:
-			sum := h.Sum(nil)
-			if want := part.Trailer.GetSha256(); !bytes.Equal(sum, want) {
-				return nil, validate.Invalid("trailer.sha256", "the artifact received (%d bytes) has SHA-256 %s, the trailer says %s",
-					size, codedistributor.Hex(sum), codedistributor.Hex(want))
-			}
-			if size == 0 {
-				return nil, validate.Invalid("artifact", "empty")
-			}
-			if declared > 0 && size != declared {
-				return nil, validate.Invalid("spec.artifact_bytes", "declared %d bytes, but %d arrived", declared, size)
-			}
-			return &clusterv1.CodeFile{Name: codedistributor.ArtifactFile, Size: size, Sha256: sum}, f.Close()
-		default:
-			return nil, validate.Invalid("spec", "sent twice, or an empty message, after the artifact started")
+			continue
 		}
+		sum := h.Sum(nil)
+		if want := part.trailer.GetSha256(); !bytes.Equal(sum, want) {
+			return nil, validate.Invalid("trailer.sha256", "the %s received (%d bytes) has SHA-256 %s, the trailer says %s",
+				r.what, size, codedistributor.Hex(sum), codedistributor.Hex(want))
+		}
+		if size == 0 && !r.allowEmpty {
+			return nil, validate.Invalid(r.what, "empty")
+		}
+		if r.declared > 0 && size != r.declared {
+			return nil, validate.Invalid(r.declaredField, "declared %d bytes, but %d arrived", r.declared, size)
+		}
+		return &clusterv1.CodeFile{Name: r.file, Size: size, Sha256: sum}, f.Close()
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	"github.com/nimbusha/nimbus/auth"
+	"github.com/nimbusha/nimbus/blobstore"
 	"github.com/nimbusha/nimbus/certs"
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/clusterid"
@@ -37,6 +38,7 @@ import (
 	"github.com/nimbusha/nimbus/nimbus/view"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
+	"github.com/nimbusha/nimbus/validate"
 )
 
 // Server is one nimbus daemon. New builds it and starts nothing; Start
@@ -53,6 +55,9 @@ type Server struct {
 	metricsLn net.Listener // nil when nimbus.metrics.port is -1
 	uiLn      net.Listener // nil when ui.port is -1
 	store     *codedistributor.Store
+	blobStore *codedistributor.Store // blobs (docs/ARCHITECTURE.md section 24)
+	blobs     *cluster.BlobCache
+	blobSync  *blobstore.Syncer
 	memory    *clusterid.Memory // the cluster this nimbus belongs to
 	sess      *cluster.Session
 	metrics   *metrics
@@ -180,6 +185,9 @@ func (s *Server) connect(ctx context.Context) (err error) {
 	if s.store, err = codedistributor.OpenStore(filepath.Join(cfg.LocalDir, "nimbus")); err != nil {
 		return fmt.Errorf("nimbus: storm.local.dir %s: %w", cfg.LocalDir, err)
 	}
+	if s.blobStore, err = codedistributor.OpenStore(filepath.Join(cfg.LocalDir, "nimbus", "blobs")); err != nil {
+		return fmt.Errorf("nimbus: storm.local.dir %s: %w", cfg.LocalDir, err)
+	}
 	if s.memory, err = clusterid.Open(filepath.Join(cfg.LocalDir, "nimbus")); err != nil {
 		return fmt.Errorf("nimbus: storm.local.dir %s: %w", cfg.LocalDir, err)
 	}
@@ -210,7 +218,7 @@ func (s *Server) build() (err error) {
 	peers := codedistributor.NewPeers(s.tls.ClientCredentials())
 	s.lc.OnClose(peers.Close)
 	params := codedistributor.Params{Config: cfg, Session: s.sess, Peers: peers, Self: s.Addr(),
-		Store: s.store, Metrics: s.reg, Logger: s.base}
+		Store: s.store, Blobs: s.blobStore, Metrics: s.reg, Logger: s.base}
 	if s.dist, err = codedistributor.New(cfg.CodeDistributorClass, params); err != nil {
 		return err
 	}
@@ -236,6 +244,12 @@ func (s *Server) build() (err error) {
 		Logger:      s.base,
 	})
 
+	s.blobs = cluster.NewBlobCache(s.sess, s.base)
+	s.blobSync = blobstore.NewSyncer(blobstore.SyncerConfig{
+		Session: s.sess, Blobs: s.blobs, Store: s.blobStore, Self: s.Addr(), SweepEvery: cfg.CodeSyncFreq, Logger: s.base,
+		Fetcher: &codedistributor.Fetcher{Params: params, Dist: s.dist, Store: s.blobStore, Kind: codedistributor.KindBlob},
+	})
+
 	s.deposer = depose.New(depose.Config{Session: s.sess, Locks: s.view.Locks, Self: s.Addr(),
 		Creds: s.tls.ClientCredentials(), SessionTimeout: cfg.ZKSessionTimeout, Metrics: s.reg, Logger: s.base})
 
@@ -244,6 +258,8 @@ func (s *Server) build() (err error) {
 	s.svc = &service{
 		cfg: cfg, log: s.log, self: s.Addr(), view: s.view, sess: s.sess, election: s.election, authz: s.authz,
 		store: s.store, dist: s.dist, syncer: s.syncer, peers: peers, memory: s.memory, inFlight: map[string]bool{}, pending: map[string]bool{},
+		blobStore: s.blobStore, blobs: s.blobs, blobSync: s.blobSync,
+		blobWrites: map[string]bool{}, blobSubmits: map[string][]string{}, blobUses: map[string]map[string]validate.BlobUse{},
 		uploads: newUploadGate(cfg.NimbusMaxUploads, s.storeHealth),
 		actionsChanged: func() {
 			select {
@@ -260,7 +276,7 @@ func (s *Server) build() (err error) {
 		SnapshotDir: filepath.Join(cfg.LocalDir, "nimbus", "snapshots"), Metrics: leading.NewMetrics(s.reg), Logger: s.base})
 	s.grpc = grpc.NewServer(s.grpcOptions(encodings)...)
 	nimbusv1.RegisterNimbusServiceServer(s.grpc, s.svc)
-	nimbusv1.RegisterCodeServiceServer(s.grpc, codeservice.New(s.store, s.metrics.codeSent, codeservice.WithAuthorizer(s.authz)))
+	nimbusv1.RegisterCodeServiceServer(s.grpc, codeservice.New(s.store, s.metrics.codeSent, codeservice.WithAuthorizer(s.authz), codeservice.WithBlobs(s.blobStore)))
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
 	return s.buildUI()
@@ -336,6 +352,8 @@ func (s *Server) run() {
 	for _, c := range s.view.Caches() {
 		s.lc.Go(func() { _ = c.Run(ctx) })
 	}
+	s.lc.Go(func() { _ = s.blobs.Run(ctx) })
+	s.lc.Go(func() { _ = s.blobSync.Run(ctx) })
 	registered := s.register(ctx)
 	s.lc.Go(func() { s.duties.Run(ctx, s.election) })
 	s.lc.Go(func() { s.watchStatus(ctx) })

@@ -11,6 +11,7 @@ import (
 	"github.com/nimbusha/nimbus/apierr"
 	"github.com/nimbusha/nimbus/apistatus"
 	"github.com/nimbusha/nimbus/auth"
+	"github.com/nimbusha/nimbus/blobstore"
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/clusterid"
 	"github.com/nimbusha/nimbus/codedistributor"
@@ -51,9 +52,18 @@ type service struct {
 	memory    *clusterid.Memory // the cluster this nimbus belongs to
 	restoring sync.Mutex        // one snapshot restored at a time (snapshot.go)
 
-	mu       sync.Mutex
-	inFlight map[string]bool // names being submitted through this nimbus
-	pending  map[string]bool // ids of those submissions, once they have one
+	// Blobs (blobs.go): this nimbus's blob store, /blobstore, and the
+	// Syncer that keeps the first holding the second.
+	blobStore *codedistributor.Store
+	blobs     *cluster.BlobCache
+	blobSync  *blobstore.Syncer
+
+	mu          sync.Mutex
+	inFlight    map[string]bool                        // names being submitted through this nimbus
+	pending     map[string]bool                        // ids of those submissions, once they have one
+	blobWrites  map[string]bool                        // blob keys being written through this nimbus
+	blobSubmits map[string][]string                    // submissions in flight here, by name: the blobs they use
+	blobUses    map[string]map[string]validate.BlobUse // each topology's topology.blobstore.map, by id
 }
 
 func (s *service) GetLeader(context.Context, *nimbusv1.GetLeaderRequest) (*nimbusv1.GetLeaderResponse, error) {

@@ -77,6 +77,13 @@ func (s *service) submit(stream nimbusv1.NimbusService_SubmitTopologyServer) (*n
 		return nil, err
 	}
 	defer release()
+	// The blobs its topology.blobstore.map names exist and the submitter
+	// may read them; they are held against a delete until the answer.
+	releaseBlobs, err := s.checkBlobUses(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	defer releaseBlobs()
 	// 4. The bundle: the artifact, hashed as it streams in, and the spec,
 	// once an upload slot and room in the store are free.
 	tmp, files, err := s.receiveBundle(stream, spec)
@@ -156,7 +163,7 @@ func (s *service) distribute(ctx context.Context, term *leader.Term, spec *nimbu
 		s.cleanupBackend(id, log)
 		return 0, false, apierr.NotCommitted(err)
 	}
-	return s.waitReplication(ctx, term, id, digest, settingsOf(s.cfg, spec.GetConfig()))
+	return s.waitReplication(ctx, term, s.view.Replicas.AwaitReplicas, id, digest, settingsOf(s.cfg, spec.GetConfig()))
 }
 
 // commit writes the topology's StormBase, once no topology has its name.
@@ -259,7 +266,7 @@ func (s *service) newTopologyID(ctx context.Context, name string) (string, error
 // maximum wait (its conf's, else the nimbus's: settingsOf). It fails only
 // when the wait cannot go on: the term ended (not committed; a retry is
 // safe) or the client left.
-func (s *service) waitReplication(clientCtx context.Context, term *leader.Term, id string, digest []byte, set topologySettings) (count int, timedOut bool, err error) {
+func (s *service) waitReplication(clientCtx context.Context, term *leader.Term, await awaitReplicas, id string, digest []byte, set topologySettings) (count int, timedOut bool, err error) {
 	ctx, cancel := context.WithCancel(clientCtx)
 	defer cancel()
 	stop := context.AfterFunc(term.Context(), cancel)
@@ -268,7 +275,7 @@ func (s *service) waitReplication(clientCtx context.Context, term *leader.Term, 
 	if !set.waitForever {
 		until = time.Now().Add(set.maxReplicationWait)
 	}
-	count, timedOut, err = s.view.Replicas.AwaitReplicas(ctx, id, digest, set.minReplication, until)
+	count, timedOut, err = await(ctx, id, digest, set.minReplication, until)
 	switch {
 	case err == nil:
 		return count, timedOut, nil
@@ -281,6 +288,10 @@ func (s *service) waitReplication(clientCtx context.Context, term *leader.Term, 
 		return count, false, apierr.NotCommitted(err)
 	}
 }
+
+// awaitReplicas is a replica cache's wait (cluster.ReplicaSet.AwaitReplicas):
+// of topology code, or of blobs.
+type awaitReplicas func(ctx context.Context, id string, digest []byte, min int, until time.Time) (int, bool, error)
 
 // cleanupBackend removes what the backend stored for a submission that
 // failed before it had a distribution.

@@ -427,7 +427,7 @@ func submitGoroutines() int {
 	buf = buf[:runtime.Stack(buf, true)]
 	n := 0
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "nimbus.(*service).SubmitTopology") || strings.Contains(g, "nimbus.(*idleStream).receive") {
+		if strings.Contains(g, "nimbus.(*service).SubmitTopology") || strings.Contains(g, "nimbus.(*idleReceiver[...]).receive") {
 			n++
 		}
 	}

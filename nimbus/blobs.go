@@ -1,0 +1,619 @@
+package nimbus
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/nimbusha/nimbus/apierr"
+	"github.com/nimbusha/nimbus/apistatus"
+	"github.com/nimbusha/nimbus/auth"
+	"github.com/nimbusha/nimbus/blobstore"
+	"github.com/nimbusha/nimbus/cluster"
+	"github.com/nimbusha/nimbus/codedistributor"
+	"github.com/nimbusha/nimbus/configs"
+	"github.com/nimbusha/nimbus/leader"
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
+	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
+	"github.com/nimbusha/nimbus/validate"
+)
+
+// The blob RPCs (docs/ARCHITECTURE.md section 24). Writes are the
+// leader's, fenced, at the version of /blobstore/<key> they read; one write
+// per key at a time on this nimbus (reserveBlob).
+
+// blobMsg is a message of a CreateBlob or UpdateBlob stream.
+type blobMsg interface {
+	GetHeader() *nimbusv1.BlobHeader
+	GetChunk() []byte
+	GetTrailer() *nimbusv1.ArtifactTrailer
+}
+
+func (s *service) CreateBlob(stream nimbusv1.NimbusService_CreateBlobServer) error {
+	info, timedOut, err := writeBlobFrom(s, stream.Context(), stream.Recv, true)
+	if err != nil {
+		return apistatus.ToStatus(err)
+	}
+	return stream.SendAndClose(&nimbusv1.CreateBlobResponse{Blob: info, ReplicationWaitTimedOut: timedOut})
+}
+
+func (s *service) UpdateBlob(stream nimbusv1.NimbusService_UpdateBlobServer) error {
+	info, timedOut, err := writeBlobFrom(s, stream.Context(), stream.Recv, false)
+	if err != nil {
+		return apistatus.ToStatus(err)
+	}
+	return stream.SendAndClose(&nimbusv1.UpdateBlobResponse{Blob: info, ReplicationWaitTimedOut: timedOut})
+}
+
+// writeBlobFrom adapts a stream's Recv, with the upload idle timeout, to
+// writeBlob.
+func writeBlobFrom[M blobMsg](s *service, ctx context.Context, recv func() (M, error), create bool) (*nimbusv1.BlobInfo, bool, error) {
+	idle := newIdleReceiver(recv, s.cfg.NimbusUploadIdleTimeout)
+	defer idle.close()
+	first, err := idle.Recv()
+	if errors.Is(err, io.EOF) {
+		return nil, false, validate.Invalid("header", "the stream ended before the header")
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	next := func() (uploadPart, error) {
+		msg, err := idle.Recv()
+		if err != nil {
+			return uploadPart{}, err
+		}
+		if msg.GetHeader() != nil {
+			return uploadPart{}, validate.Invalid("header", "sent twice")
+		}
+		return uploadPart{chunk: msg.GetChunk(), trailer: msg.GetTrailer()}, nil
+	}
+	return s.writeBlob(ctx, first.GetHeader(), next, create)
+}
+
+// writeBlob is a create or an update as a list of steps. Nothing is
+// acknowledged before step 7 commits; a failure before it leaves nothing.
+func (s *service) writeBlob(ctx context.Context, h *nimbusv1.BlobHeader, next func() (uploadPart, error), create bool) (*nimbusv1.BlobInfo, bool, error) {
+	// 1. The header, validated before anything else.
+	if err := validate.BlobHeader(h, create); err != nil {
+		return nil, false, err
+	}
+	key := h.GetKey()
+	if h.Size != nil && h.GetSize() > s.cfg.BlobMaxBytes {
+		return nil, false, validate.Invalid("header.size", "%d bytes, larger than %s (%d)", h.GetSize(), configs.KeyBlobMaxBytes, s.cfg.BlobMaxBytes)
+	}
+	// 2. Leadership, before the upload.
+	term, err := s.leaderTerm(ctx)
+	if errors.Is(err, apierr.ErrNoLeader) {
+		return nil, false, apierr.NotCommitted(err)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	// 3. The key, held on this nimbus until the answer.
+	release, err := s.reserveBlob(key, create)
+	if err != nil {
+		return nil, false, err
+	}
+	defer release()
+	// 4. What the blob is now, and whether the caller may write it.
+	prev, version, err := s.blobFor(ctx, key, auth.ActionWriteBlob, create)
+	if err != nil {
+		return nil, false, err
+	}
+	next_, err := s.newBlobMeta(ctx, h, prev, term)
+	if err != nil {
+		return nil, false, err
+	}
+	// 5. The content, streamed into a temporary directory of the blob store.
+	tmp, content, err := s.receiveBlob(h, next)
+	if err != nil {
+		return nil, false, err
+	}
+	defer os.RemoveAll(tmp) // a no-op once installed
+	// 6. Stored by the backend.
+	meta, err := s.dist.Upload(ctx, tmp, codedistributor.Code{Kind: codedistributor.KindBlob, TopologyID: key, Meta: blobstore.Meta(key, content)})
+	if err != nil {
+		s.cleanupBlobBackend(key, prev)
+		return nil, false, fmt.Errorf("%w: nothing was stored: %v", apierr.ErrCodeStoreUnavailable, err)
+	}
+	_, digest := codedistributor.EncodeMeta(meta)
+	fillVersion(next_, digest, content, time.Now())
+	// 7. Committed, then installed here, where the other nimbuses fetch it.
+	if err := s.commitBlob(ctx, term, key, next_, version, create); err != nil {
+		s.cleanupBlobBackend(key, prev)
+		return nil, false, err
+	}
+	if _, err := s.blobStore.Install(tmp, key, meta); err != nil {
+		return nil, false, s.undoBlob(ctx, term, key, prev, version, create, err)
+	}
+	s.cleanupBlobBackend(key, next_)
+	// 8. Replicated: the blob's replication factor of nimbuses hold it, or
+	// topology.max.replication.wait.time.sec passed.
+	count, timedOut, err := s.waitReplication(ctx, term, s.blobs.AwaitReplicas, key, digest, replicationOf(s.cfg, next_))
+	if err != nil {
+		return nil, false, err
+	}
+	info := blobstore.Info(key, next_, s.blobs.Replicas(key))
+	info.ReplicationCount = int32(max(count, int(info.GetReplicationCount())))
+	s.log.Info("blob stored", "key", key, "version", next_.GetVersion(), "bytes", content.GetSize(),
+		"replicas", count, "replication_wait_timed_out", timedOut, "by", auth.Who(ctx))
+	return info, timedOut, nil
+}
+
+// reserveBlob holds key for one write on this nimbus.
+func (s *service) reserveBlob(key string, create bool) (release func(), err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.blobWrites[key] {
+		if create {
+			return nil, fmt.Errorf("%w: %q is being written", apierr.ErrBlobExists, key)
+		}
+		return nil, apierr.NotCommitted(fmt.Errorf("another write of blob %q is in progress; try again", key))
+	}
+	s.blobWrites[key] = true
+	return func() {
+		s.mu.Lock()
+		delete(s.blobWrites, key)
+		s.mu.Unlock()
+	}, nil
+}
+
+// blobFor reads key's BlobMeta afresh, bounded by ctx, and checks that the
+// caller may take act on it. For a create the key must be free (nil meta,
+// version -1).
+func (s *service) blobFor(ctx context.Context, key string, act auth.Action, create bool) (*clusterv1.BlobMeta, int32, error) {
+	m, version, err := s.sess.ReadFor(ctx).Blob(key)
+	switch {
+	case create && errors.Is(err, cluster.ErrNoNode):
+		return nil, -1, nil
+	case create && err == nil:
+		return nil, 0, fmt.Errorf("%w: %q", apierr.ErrBlobExists, key)
+	case errors.Is(err, cluster.ErrNoNode):
+		return nil, 0, fmt.Errorf("%w: %q", apierr.ErrBlobNotFound, key)
+	case err != nil:
+		return nil, 0, err
+	}
+	if err := s.authz.Blob(ctx, act, blobstore.Target(key, m, act)); err != nil {
+		return nil, 0, err
+	}
+	return m, version, nil
+}
+
+// newBlobMeta is the meta the write will commit, less the version's
+// content (fillVersion): a create's owner, ACL and replication factor, or
+// an update's kept from prev.
+func (s *service) newBlobMeta(ctx context.Context, h *nimbusv1.BlobHeader, prev *clusterv1.BlobMeta, term *leader.Term) (*clusterv1.BlobMeta, error) {
+	if prev != nil {
+		m := blobstore.NewVersion(prev, nil, &clusterv1.CodeFile{}, term.Epoch(), time.Now())
+		return m, nil
+	}
+	owner, err := s.authz.Owner(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	acl, err := blobstore.NewACL("header.acl", h.GetAcl(), owner)
+	if err != nil {
+		return nil, err
+	}
+	factor := int32(s.cfg.BlobstoreReplication)
+	if h.ReplicationFactor != nil {
+		factor = h.GetReplicationFactor()
+	}
+	now := time.Now().UnixMilli()
+	return &clusterv1.BlobMeta{Owner: owner, Acl: acl, ReplicationFactor: factor, CreatedUnixMs: now, Epoch: term.Epoch()}, nil
+}
+
+// fillVersion sets the version's content in m.
+func fillVersion(m *clusterv1.BlobMeta, digest []byte, content *clusterv1.CodeFile, now time.Time) {
+	m.CodeMetaDigest, m.ContentSha256, m.Size = digest, content.GetSha256(), content.GetSize()
+	m.UpdatedUnixMs = now.UnixMilli()
+	if m.Version == 0 {
+		m.Version = 1
+	}
+}
+
+// receiveBlob admits the upload and writes the content into a new
+// temporary directory of the blob store, which the caller removes.
+func (s *service) receiveBlob(h *nimbusv1.BlobHeader, next func() (uploadPart, error)) (string, *clusterv1.CodeFile, error) {
+	done, err := s.admitUpload(0, 0)
+	if err != nil {
+		return "", nil, err
+	}
+	defer done()
+	tmp, err := s.blobStore.NewTemp()
+	if err != nil {
+		return "", nil, s.storeFailed(err)
+	}
+	content, err := receiveContent(next, filepath.Join(tmp, blobstore.File), contentRules{
+		file: blobstore.File, what: "blob", max: s.cfg.BlobMaxBytes, maxKey: configs.KeyBlobMaxBytes,
+		declared: h.GetSize(), declaredField: "header.size", allowEmpty: true,
+	})
+	if err != nil {
+		os.RemoveAll(tmp)
+		return "", nil, s.storeFailed(err)
+	}
+	return tmp, content, nil
+}
+
+// commitBlob writes the new meta, fenced: a create of the node, or a set
+// at the version read. A change meanwhile (another leader's write) fails
+// it with nothing written.
+func (s *service) commitBlob(ctx context.Context, term *leader.Term, key string, m *clusterv1.BlobMeta, version int32, create bool) error {
+	op := s.sess.Ops().SetBlob(key, m, version)
+	if create {
+		op = s.sess.Ops().CreateBlob(key, m)
+	}
+	_, err := term.MultiCtx(ctx, op)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, cluster.ErrNodeExists):
+		return fmt.Errorf("%w: %q", apierr.ErrBlobExists, key)
+	case errors.Is(err, cluster.ErrNoNode):
+		return fmt.Errorf("%w: %q was deleted meanwhile", apierr.ErrBlobNotFound, key)
+	case errors.Is(err, cluster.ErrBadVersion):
+		return apierr.NotCommitted(fmt.Errorf("blob %q changed meanwhile; nothing was written, try again", key))
+	case errors.Is(err, leader.ErrFenced), errors.Is(err, cluster.ErrUnavailable):
+		return apierr.NotCommitted(err)
+	}
+	return err
+}
+
+// undoBlob puts the blob back as it was when this nimbus committed a
+// version it then failed to install (a disk that failed between the two):
+// an acknowledged write must have a copy somewhere. It returns the error
+// to answer.
+func (s *service) undoBlob(ctx context.Context, term *leader.Term, key string, prev *clusterv1.BlobMeta, version int32, create bool, cause error) error {
+	var ops []cluster.Op
+	if create {
+		ops = s.sess.Ops().DeleteBlob(key, 0, nil)
+	} else {
+		ops = []cluster.Op{s.sess.Ops().SetBlob(key, prev, version+1)}
+	}
+	if _, err := term.MultiCtx(ctx, ops...); err != nil {
+		s.log.Error("a blob version committed but not installed could not be undone; its nimbuses fetch it from the backend if it has a copy",
+			"key", key, "install_err", cause, "undo_err", err)
+		return fmt.Errorf("%w: blob %q: installing the new version failed (%v) and undoing it failed (%v)", apierr.ErrOutcomeUnknown, key, cause, err)
+	}
+	if isStoreFailure(s.blobStore.WriteError(cause)) {
+		return s.storeFailed(cause)
+	}
+	return apierr.NotCommitted(fmt.Errorf("blob %q: installing the new version failed: %v; nothing was written", key, cause))
+}
+
+// cleanupBlobBackend removes what the backend keeps of key's versions
+// other than keep's (nil keep: all), on no request's behalf: a failure is
+// logged, and the next write or delete cleans up again.
+func (s *service) cleanupBlobBackend(key string, keep *clusterv1.BlobMeta) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var meta *clusterv1.CodeMeta
+	if keep != nil {
+		_, m, digest, err := s.blobStore.Meta(key)
+		if err != nil || !bytes.Equal(digest, keep.GetCodeMetaDigest()) {
+			return // not installed here: do not guess which version to keep
+		}
+		meta = m
+	}
+	if err := s.dist.CleanupBlob(ctx, key, meta); err != nil {
+		s.log.Warn("cannot clean up a blob's older versions in the backend", "key", key, "err", err)
+	}
+}
+
+// replicationOf is how many nimbuses a write of m waits for, and how long.
+func replicationOf(cfg *configs.Config, m *clusterv1.BlobMeta) topologySettings {
+	set := settingsOf(cfg, nil)
+	set.minReplication = int(m.GetReplicationFactor())
+	return set
+}
+
+func (s *service) ReadBlob(req *nimbusv1.ReadBlobRequest, stream nimbusv1.NimbusService_ReadBlobServer) error {
+	if err := validate.ReadBlob(req); err != nil {
+		return apistatus.ToStatus(err)
+	}
+	return apistatus.ToStatus(s.readBlob(stream.Context(), req.GetKey(), stream))
+}
+
+// readBlob streams the current version from this nimbus's store, as the
+// leader reads it: once it holds it (a new leader may still be fetching),
+// verified as it is sent. An update installed mid-read starts it over.
+func (s *service) readBlob(ctx context.Context, key string, stream nimbusv1.NimbusService_ReadBlobServer) error {
+	if _, err := s.leaderTerm(ctx); err != nil {
+		return err
+	}
+	for range 3 {
+		m, _, err := s.blobFor(ctx, key, auth.ActionReadBlob, false)
+		if err != nil {
+			return err
+		}
+		if err := s.blobSync.Await(ctx, key, m.GetCodeMetaDigest()); err != nil {
+			return fmt.Errorf("%w: this nimbus does not hold blob %q version %d yet: %v", apierr.ErrUnavailable, key, m.GetVersion(), err)
+		}
+		f, file, err := s.blobStore.Open(key, blobstore.File)
+		if err != nil {
+			return err
+		}
+		moved := !bytes.Equal(file.GetSha256(), m.GetContentSha256())
+		if !moved {
+			err = s.sendBlob(stream, key, m, f)
+		}
+		f.Close()
+		if !moved {
+			return err
+		}
+	}
+	return apierr.NotCommitted(fmt.Errorf("blob %q changed three times during the read; try again", key))
+}
+
+// sendBlob sends the info, then the content, hashing it: a copy that does
+// not match is reported to the store (it is fetched again) and the read
+// fails with DATA_LOSS.
+func (s *service) sendBlob(stream nimbusv1.NimbusService_ReadBlobServer, key string, m *clusterv1.BlobMeta, f *os.File) error {
+	info := blobstore.Info(key, m, s.blobs.Replicas(key))
+	if err := stream.Send(&nimbusv1.ReadBlobResponse{Part: &nimbusv1.ReadBlobResponse_Info{Info: info}}); err != nil {
+		return err
+	}
+	h := sha256.New()
+	buf := make([]byte, maxChunk)
+	for {
+		n, err := f.Read(buf)
+		if n > 0 {
+			h.Write(buf[:n])
+			if err := stream.Send(&nimbusv1.ReadBlobResponse{Part: &nimbusv1.ReadBlobResponse_Chunk{Chunk: buf[:n]}}); err != nil {
+				return err
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if sum := h.Sum(nil); !bytes.Equal(sum, m.GetContentSha256()) {
+		s.blobStore.ReportCorrupt(key)
+		return fmt.Errorf("%w: blob %q on this nimbus does not match its SHA-256; it is being fetched again", apierr.ErrDataLoss, key)
+	}
+	return nil
+}
+
+func (s *service) DeleteBlob(ctx context.Context, req *nimbusv1.DeleteBlobRequest) (*nimbusv1.DeleteBlobResponse, error) {
+	if err := validate.DeleteBlob(req); err != nil {
+		return nil, apistatus.ToStatus(err)
+	}
+	if err := s.deleteBlob(ctx, req.GetKey()); err != nil {
+		return nil, apistatus.ToStatus(err)
+	}
+	return &nimbusv1.DeleteBlobResponse{}, nil
+}
+
+// deleteBlob removes the blob and its replica nodes in one fenced multi,
+// unless a live topology (or a submission in flight here) uses it.
+func (s *service) deleteBlob(ctx context.Context, key string) error {
+	term, err := s.leaderTerm(ctx)
+	if err != nil {
+		return err
+	}
+	release, err := s.reserveBlob(key, false)
+	if err != nil {
+		return err
+	}
+	defer release()
+	for range 3 {
+		m, version, err := s.blobFor(ctx, key, auth.ActionWriteBlob, false)
+		if err != nil {
+			return err
+		}
+		if users := s.blobUsers(key); len(users) > 0 {
+			return fmt.Errorf("%w: %q is used by %v (their topology.blobstore.map); kill them first", apierr.ErrBlobInUse, key, users)
+		}
+		replicas, err := s.sess.ReadFor(ctx).BlobReplicas(key)
+		if err != nil && !errors.Is(err, cluster.ErrNoNode) {
+			return err
+		}
+		_, err = term.MultiCtx(ctx, s.sess.Ops().DeleteBlob(key, version, slices.Collect(maps.Keys(replicas)))...)
+		switch {
+		case err == nil:
+			s.cleanupBlobBackend(key, nil)
+			s.log.Info("blob deleted", "key", key, "version", m.GetVersion(), "by", auth.Who(ctx))
+			return nil
+		case errors.Is(err, cluster.ErrNoNode):
+			return fmt.Errorf("%w: %q was deleted meanwhile", apierr.ErrBlobNotFound, key)
+		case errors.Is(err, cluster.ErrBadVersion), errors.Is(err, cluster.ErrNotEmpty):
+			continue // updated, or a nimbus registered a replica: read again
+		case errors.Is(err, leader.ErrFenced), errors.Is(err, cluster.ErrUnavailable):
+			return apierr.NotCommitted(err)
+		default:
+			return err
+		}
+	}
+	return apierr.NotCommitted(fmt.Errorf("blob %q changed three times during the delete; try again", key))
+}
+
+func (s *service) ListBlobs(ctx context.Context, req *nimbusv1.ListBlobsRequest) (*nimbusv1.ListBlobsResponse, error) {
+	if err := validate.ListBlobs(req); err != nil {
+		return nil, apistatus.ToStatus(err)
+	}
+	resp, err := s.listBlobs(ctx, req.GetKeys())
+	if err != nil {
+		return nil, apistatus.ToStatus(err)
+	}
+	return resp, nil
+}
+
+// listBlobs answers from this nimbus's cache: the blobs named (all when
+// none are), those the caller may read. The leader adds which live
+// topologies use each.
+func (s *service) listBlobs(ctx context.Context, keys []string) (*nimbusv1.ListBlobsResponse, error) {
+	all := s.blobs.Distributions.Snapshot()
+	named := len(keys) > 0
+	if !named {
+		for key := range all {
+			keys = append(keys, key)
+		}
+	}
+	sort.Strings(keys)
+	keys = slices.Compact(keys)
+	leads := s.election.Current() != nil
+	resp := &nimbusv1.ListBlobsResponse{}
+	for _, key := range keys {
+		m, ok := all[key]
+		if !ok && named {
+			return nil, fmt.Errorf("%w: %q", apierr.ErrBlobNotFound, key)
+		}
+		if m == nil {
+			continue // absent, or undecodable (the cache logs it)
+		}
+		if !s.authz.May(ctx, auth.ActionReadBlob, blobstore.Target(key, m, auth.ActionReadBlob)) {
+			continue
+		}
+		info := blobstore.Info(key, m, s.blobs.Replicas(key))
+		if leads {
+			info.UsedBy = s.blobUsers(key)
+		}
+		resp.Blobs = append(resp.Blobs, info)
+	}
+	return resp, nil
+}
+
+func (s *service) SetBlobMeta(ctx context.Context, req *nimbusv1.SetBlobMetaRequest) (*nimbusv1.SetBlobMetaResponse, error) {
+	if err := validate.SetBlobMeta(req); err != nil {
+		return nil, apistatus.ToStatus(err)
+	}
+	info, err := s.setBlobMeta(ctx, req)
+	if err != nil {
+		return nil, apistatus.ToStatus(err)
+	}
+	return &nimbusv1.SetBlobMetaResponse{Blob: info}, nil
+}
+
+// setBlobMeta changes the ACL and/or the replication factor, fenced, at
+// the version read. A raised factor is not waited for: the nimbuses
+// already fetch every blob.
+func (s *service) setBlobMeta(ctx context.Context, req *nimbusv1.SetBlobMetaRequest) (*nimbusv1.BlobInfo, error) {
+	term, err := s.leaderTerm(ctx)
+	if err != nil {
+		return nil, err
+	}
+	key := req.GetKey()
+	release, err := s.reserveBlob(key, false)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	m, version, err := s.blobFor(ctx, key, auth.ActionAdminBlob, false)
+	if err != nil {
+		return nil, err
+	}
+	if req.GetSetAcl() {
+		caller, _ := auth.FromContext(ctx)
+		if m.Acl, err = blobstore.SetACL("acl", req.GetAcl(), caller); err != nil {
+			return nil, err
+		}
+	}
+	if req.ReplicationFactor != nil {
+		m.ReplicationFactor = req.GetReplicationFactor()
+	}
+	m.Epoch = term.Epoch()
+	if err := s.commitBlob(ctx, term, key, m, version, false); err != nil {
+		return nil, err
+	}
+	s.log.Info("blob meta changed", "key", key, "acl", m.GetAcl(), "replication_factor", m.GetReplicationFactor(), "by", auth.Who(ctx))
+	return blobstore.Info(key, m, s.blobs.Replicas(key)), nil
+}
+
+// blobUsers are the live topologies whose topology.blobstore.map names
+// key, and the submissions in flight on this nimbus that do. The leader
+// holds every live topology's spec (invariant 2); a spec it cannot read
+// is left out.
+func (s *service) blobUsers(key string) []string {
+	var users []string
+	for id, base := range s.view.Storms.Snapshot() {
+		if base == nil || base.GetStatus() == clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED {
+			continue
+		}
+		if _, ok := s.blobUsesOf(id)[key]; ok {
+			users = append(users, id)
+		}
+	}
+	s.mu.Lock()
+	for name, keys := range s.blobSubmits {
+		if slices.Contains(keys, key) {
+			users = append(users, name+" (being submitted)")
+		}
+	}
+	s.mu.Unlock()
+	sort.Strings(users)
+	return users
+}
+
+// blobUsesOf is topology id's topology.blobstore.map, read once from the
+// spec stored with its code (ids are never reused).
+func (s *service) blobUsesOf(id string) map[string]validate.BlobUse {
+	s.mu.Lock()
+	uses, ok := s.blobUses[id]
+	s.mu.Unlock()
+	if ok {
+		return uses
+	}
+	spec, err := s.storedSpec(id)()
+	if err != nil {
+		return nil // not held yet: not cached, asked again
+	}
+	uses, _ = validate.ParseBlobstoreMap(validate.TopologyBlobstoreMap, spec.GetConfig()[validate.TopologyBlobstoreMap])
+	s.mu.Lock()
+	s.blobUses[id] = uses
+	s.mu.Unlock()
+	return uses
+}
+
+// checkBlobUses is a submission's check of its topology.blobstore.map:
+// every blob exists and the submitter may read it. The keys are held
+// against a delete until release.
+func (s *service) checkBlobUses(ctx context.Context, spec *nimbusv1.TopologySpec) (release func(), err error) {
+	value, ok := spec.GetConfig()[validate.TopologyBlobstoreMap]
+	if !ok {
+		return func() {}, nil
+	}
+	field := "spec.config[" + fmt.Sprintf("%q", validate.TopologyBlobstoreMap) + "]"
+	uses, err := validate.ParseBlobstoreMap(field, value)
+	if err != nil {
+		return nil, err
+	}
+	keys := slices.Sorted(maps.Keys(uses))
+	name := spec.GetName()
+	s.mu.Lock()
+	s.blobSubmits[name] = keys
+	s.mu.Unlock()
+	release = func() {
+		s.mu.Lock()
+		delete(s.blobSubmits, name)
+		s.mu.Unlock()
+	}
+	for _, key := range keys {
+		f := field + "[" + fmt.Sprintf("%q", key) + "]"
+		m, _, err := s.sess.ReadFor(ctx).Blob(key)
+		if errors.Is(err, cluster.ErrNoNode) {
+			release()
+			return nil, validate.Invalid(f, "no blob has key %q: create it first (stormctl blobstore create)", key)
+		}
+		if err != nil {
+			release()
+			return nil, err
+		}
+		if !s.authz.May(ctx, auth.ActionReadBlob, blobstore.Target(key, m, auth.ActionReadBlob)) {
+			release()
+			return nil, validate.Invalid(f, "the submitter may not read blob %q (its ACL: %v)", key, m.GetAcl())
+		}
+	}
+	return release, nil
+}
