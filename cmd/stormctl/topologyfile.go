@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +27,9 @@ import (
 //	config:                          # the topology conf; values as written
 //	  topology.workers: 2            # becomes the spec's num_workers
 //	  topology.message.timeout.secs: 30
+//	  topology.blobstore.map:        # a mapping, or its JSON text as Storm has it
+//	    words: {localname: words.txt}
+//	    model.tgz: {uncompress: true, workerRestart: true}
 //	spouts:
 //	  - id: sentence
 //	    parallelism: 1               # 1 if not given, as in Flux
@@ -349,6 +353,13 @@ func (p *fileParser) config(k, n *yaml.Node) (int32, map[string]string, error) {
 			p.origins["spec.num_workers"] = p.at(v, field)
 			continue
 		}
+		if key == validate.TopologyBlobstoreMap && v.Kind == yaml.MappingNode {
+			if conf[key], err = p.jsonText(v, field); err != nil {
+				return 0, nil, err
+			}
+			p.origins["spec.config["+strconv.Quote(key)+"]"] = p.at(v, field)
+			continue
+		}
 		if conf[key], err = p.scalar(v, field); err != nil {
 			return 0, nil, p.errorf(v, field, "want a single value (a conf value is a string), got %s", kindOf(v))
 		}
@@ -358,6 +369,65 @@ func (p *fileParser) config(k, n *yaml.Node) (int32, map[string]string, error) {
 		conf = nil
 	}
 	return workers, conf, nil
+}
+
+// jsonText renders n, a mapping written as YAML, as the JSON text a conf
+// value that Storm reads as JSON holds (topology.blobstore.map): the
+// leader checks the value, and checkSpec reports its problems at n.
+func (p *fileParser) jsonText(n *yaml.Node, field string) (string, error) {
+	v, err := p.jsonValue(n, field)
+	if err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", p.errorf(n, field, "%v", err)
+	}
+	return string(b), nil
+}
+
+// jsonValue is n as encoding/json writes it: mappings as objects (their
+// keys as written), lists as arrays, scalars by their YAML type.
+func (p *fileParser) jsonValue(n *yaml.Node, field string) (any, error) {
+	n = resolve(n)
+	switch n.Kind {
+	case yaml.MappingNode:
+		obj := map[string]any{}
+		seen := map[string]int{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key, err := p.key(n.Content[i], field, seen)
+			if err != nil {
+				return nil, err
+			}
+			if obj[key], err = p.jsonValue(n.Content[i+1], field+"."+key); err != nil {
+				return nil, err
+			}
+		}
+		return obj, nil
+	case yaml.SequenceNode:
+		list := make([]any, 0, len(n.Content))
+		for i, e := range n.Content {
+			v, err := p.jsonValue(e, fmt.Sprintf("%s[%d]", field, i))
+			if err != nil {
+				return nil, err
+			}
+			list = append(list, v)
+		}
+		return list, nil
+	case yaml.ScalarNode:
+		switch n.ShortTag() {
+		case "!!str":
+			return n.Value, nil
+		case "!!null", "!!bool", "!!int", "!!float":
+			var v any
+			if err := n.Decode(&v); err != nil {
+				return nil, p.errorf(n, field, "%v", err)
+			}
+			return v, nil
+		}
+		return n.Value, nil
+	}
+	return nil, p.errorf(n, field, "want a value, got %s", kindOf(n))
 }
 
 // entry is a key of a mapping and its value.
