@@ -209,6 +209,84 @@ var requestKinds = []requestKind{
 			}
 		},
 	},
+	{
+		// The header that opens CreateBlob, as writeBlob checks it.
+		name:     "CreateBlob",
+		msg:      func() proto.Message { return new(nimbusv1.CreateBlobRequest) },
+		validate: func(m proto.Message) error { return BlobHeader(m.(*nimbusv1.CreateBlobRequest).GetHeader(), true) },
+		fields:   []string{"header"},
+		accepted: func(t *testing.T, m proto.Message) {
+			h := m.(*nimbusv1.CreateBlobRequest).GetHeader()
+			checkBlobKey(t, h.GetKey())
+			if _, err := BlobACL("header.acl", h.GetAcl()); err != nil {
+				t.Fatalf("accepted an ACL that does not parse: %v", err)
+			}
+		},
+	},
+	{
+		name:     "UpdateBlob",
+		msg:      func() proto.Message { return new(nimbusv1.UpdateBlobRequest) },
+		validate: func(m proto.Message) error { return BlobHeader(m.(*nimbusv1.UpdateBlobRequest).GetHeader(), false) },
+		fields:   []string{"header"},
+		accepted: func(t *testing.T, m proto.Message) {
+			h := m.(*nimbusv1.UpdateBlobRequest).GetHeader()
+			checkBlobKey(t, h.GetKey())
+			if len(h.GetAcl()) > 0 || h.ReplicationFactor != nil {
+				t.Fatalf("an update accepted an ACL or a replication factor: %v", h)
+			}
+		},
+	},
+	{
+		name:     "ReadBlob",
+		msg:      func() proto.Message { return new(nimbusv1.ReadBlobRequest) },
+		validate: func(m proto.Message) error { return ReadBlob(m.(*nimbusv1.ReadBlobRequest)) },
+		fields:   []string{"key"},
+		accepted: func(t *testing.T, m proto.Message) { checkBlobKey(t, m.(*nimbusv1.ReadBlobRequest).GetKey()) },
+	},
+	{
+		name:     "DeleteBlob",
+		msg:      func() proto.Message { return new(nimbusv1.DeleteBlobRequest) },
+		validate: func(m proto.Message) error { return DeleteBlob(m.(*nimbusv1.DeleteBlobRequest)) },
+		fields:   []string{"key"},
+		accepted: func(t *testing.T, m proto.Message) { checkBlobKey(t, m.(*nimbusv1.DeleteBlobRequest).GetKey()) },
+	},
+	{
+		name:     "ListBlobs",
+		msg:      func() proto.Message { return new(nimbusv1.ListBlobsRequest) },
+		validate: func(m proto.Message) error { return ListBlobs(m.(*nimbusv1.ListBlobsRequest)) },
+		fields:   []string{"keys"},
+		accepted: func(t *testing.T, m proto.Message) {
+			for _, k := range m.(*nimbusv1.ListBlobsRequest).GetKeys() {
+				checkBlobKey(t, k)
+			}
+		},
+	},
+	{
+		name:     "SetBlobMeta",
+		msg:      func() proto.Message { return new(nimbusv1.SetBlobMetaRequest) },
+		validate: func(m proto.Message) error { return SetBlobMeta(m.(*nimbusv1.SetBlobMetaRequest)) },
+		fields:   []string{"key", "acl", "replication_factor"},
+		accepted: func(t *testing.T, m proto.Message) {
+			req := m.(*nimbusv1.SetBlobMetaRequest)
+			checkBlobKey(t, req.GetKey())
+			if !req.GetSetAcl() && req.ReplicationFactor == nil {
+				t.Fatalf("accepted a SetBlobMeta that changes nothing")
+			}
+			if r := req.ReplicationFactor; r != nil && (*r < 1 || *r > MaxBlobReplication) {
+				t.Fatalf("accepted replication_factor %d", *r)
+			}
+		},
+	},
+}
+
+// checkBlobKey checks an accepted blob key: one path element that is not
+// . or .., and a ZooKeeper node name (no control character, no slash).
+func checkBlobKey(t *testing.T, key string) {
+	t.Helper()
+	if key == "" || key == "." || key == ".." || strings.ContainsAny(key, "/\\\x00\t\n") ||
+		!filepath.IsLocal(key) || filepath.Base(key) != key || len(key) > 255 {
+		t.Fatalf("accepted blob key %q", key)
+	}
 }
 
 // checkTopologyID checks an accepted topology id: one safe path element
@@ -288,6 +366,23 @@ func FuzzValidateRequest(f *testing.F) {
 			&nimbusv1.GetClusterInfoRequest{Topologies: []string{"wc", "wc-1-1400000000"}, Supervisors: []string{"sup-1", "host.example"}, PageSize: 100},
 			&nimbusv1.GetClusterInfoRequest{PageSize: -1},
 			&nimbusv1.GetClusterInfoRequest{Topologies: []string{"../x"}, Supervisors: []string{"a b", ""}},
+		},
+		{
+			&nimbusv1.CreateBlobRequest{Part: &nimbusv1.CreateBlobRequest_Header{Header: &nimbusv1.BlobHeader{Key: "dict.txt", Acl: []string{"u:alice:rwa", "o::r--"}, ReplicationFactor: i32(3)}}},
+			&nimbusv1.CreateBlobRequest{Part: &nimbusv1.CreateBlobRequest_Header{Header: &nimbusv1.BlobHeader{Key: "a/b", Acl: []string{"x:y:z"}}}},
+			&nimbusv1.CreateBlobRequest{Part: &nimbusv1.CreateBlobRequest_Chunk{Chunk: []byte("x")}},
+		},
+		{
+			&nimbusv1.UpdateBlobRequest{Part: &nimbusv1.UpdateBlobRequest_Header{Header: &nimbusv1.BlobHeader{Key: "my model"}}},
+			&nimbusv1.UpdateBlobRequest{Part: &nimbusv1.UpdateBlobRequest_Header{Header: &nimbusv1.BlobHeader{Key: "k", Acl: []string{"o::r"}}}},
+		},
+		{&nimbusv1.ReadBlobRequest{Key: "dict"}, &nimbusv1.ReadBlobRequest{Key: ".."}},
+		{&nimbusv1.DeleteBlobRequest{Key: "dict"}, &nimbusv1.DeleteBlobRequest{Key: "a\tb"}},
+		{&nimbusv1.ListBlobsRequest{}, &nimbusv1.ListBlobsRequest{Keys: []string{"a", "meta.pb"}}},
+		{
+			&nimbusv1.SetBlobMetaRequest{Key: "dict", SetAcl: true, Acl: []string{"u:bob:r-a"}},
+			&nimbusv1.SetBlobMetaRequest{Key: "dict", ReplicationFactor: i32(0)},
+			&nimbusv1.SetBlobMetaRequest{Key: "dict"},
 		},
 	}
 	for kind, msgs := range seeds {
