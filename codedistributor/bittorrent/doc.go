@@ -18,4 +18,10 @@
 // Seeding follows the node's Store: what it holds, verified, is seeded
 // from where it lies, read-only; what it drops, or what changes behind its
 // back, stops being seeded.
+//
+// Blobs travel the same way from the node's blob store (Params.Blobs),
+// in swarms of their own under /bittorrent-blobs/<key>, so a blob whose
+// key is a topology's id never meets that topology's code. A blob's
+// versions share its swarm, each a torrent of its own; a node seeds the
+// version its blob store holds.
 package bittorrent

@@ -19,6 +19,10 @@ func Run(t *testing.T, backend string, configure func(*configs.Config)) {
 	s.run(t, "RecoveredFromAnySupervisor", recoveredFromAnySupervisor)
 	s.run(t, "HeldNowhere", heldNowhere)
 	s.run(t, "CleanupIsIdempotent", cleanupIsIdempotent)
+	s.run(t, "BlobUploadThenFetchOnAnotherNode", blobUploadThenFetchOnAnotherNode)
+	s.run(t, "BlobNewVersionReplacesTheOld", blobNewVersionReplacesTheOld)
+	s.run(t, "BlobApartFromCode", blobApartFromCode)
+	s.run(t, "CleanupBlobKeepsOnlyTheCurrentVersion", cleanupBlobKeepsOnlyTheCurrentVersion)
 }
 
 // A scenario is one case of the suite, run in an Env of its own.

@@ -21,13 +21,16 @@ import (
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
-// Node is one simulated nimbus: a store served by a CodeService, and the
-// backend under test.
+// Node is one simulated nimbus: a store of code and one of blobs, both
+// served by a CodeService, and the backend under test, which carries both
+// kinds.
 type Node struct {
-	Addr    string
-	Store   *codedistributor.Store
-	Dist    codedistributor.Distributor
-	Fetcher *codedistributor.Fetcher
+	Addr        string
+	Store       *codedistributor.Store
+	Blobs       *codedistributor.Store
+	Dist        codedistributor.Distributor
+	Fetcher     *codedistributor.Fetcher // into Store
+	BlobFetcher *codedistributor.Fetcher // into Blobs
 }
 
 // Env is a ZooKeeper session and nodes sharing it.
@@ -36,6 +39,7 @@ type Env struct {
 	backend string
 	cfg     *configs.Config
 	Session *cluster.Session
+	blobs   blobReplicas
 }
 
 // NewEnv starts a ZooKeeper and a session for nodes of backend, for a
@@ -56,16 +60,25 @@ func NewEnv(t *testing.T, backend string, configure func(*configs.Config)) *Env 
 		t.Fatal(err)
 	}
 	t.Cleanup(sess.Close)
-	if err := sess.EnsurePath(sess.Paths().CodeDistributor()); err != nil {
-		t.Fatal(err)
+	for _, dir := range []string{sess.Paths().CodeDistributor(), sess.Paths().BlobStore()} {
+		if err := sess.EnsurePath(dir); err != nil {
+			t.Fatal(err)
+		}
 	}
-	return &Env{t: t, backend: backend, cfg: cfg, Session: sess}
+	e := &Env{t: t, backend: backend, cfg: cfg, Session: sess}
+	t.Cleanup(e.blobs.stopAll)
+	return e
 }
 
-// Node starts a node: a store, its CodeService on loopback, a backend.
+// Node starts a node: a store of code and one of blobs, their
+// CodeService on loopback, a backend.
 func (e *Env) Node() *Node {
 	t := e.t
 	store, err := codedistributor.OpenStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobs, err := codedistributor.OpenStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,20 +86,21 @@ func (e *Env) Node() *Node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &Node{Addr: ln.Addr().String(), Store: store}
+	n := &Node{Addr: ln.Addr().String(), Store: store, Blobs: blobs}
 	srv := grpc.NewServer()
-	nimbusv1.RegisterCodeServiceServer(srv, codeservice.New(store, nil))
+	nimbusv1.RegisterCodeServiceServer(srv, codeservice.New(store, nil, codeservice.WithBlobs(blobs)))
 	go srv.Serve(ln)
 	t.Cleanup(srv.Stop)
 	peers := codedistributor.NewPeers(nil)
 	t.Cleanup(peers.Close)
-	params := codedistributor.Params{Config: e.cfg, Session: e.Session, Peers: peers, Self: n.Addr, Store: store,
+	params := codedistributor.Params{Config: e.cfg, Session: e.Session, Peers: peers, Self: n.Addr, Store: store, Blobs: blobs,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if n.Dist, err = codedistributor.New(e.backend, params); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Dist.Close() })
 	n.Fetcher = &codedistributor.Fetcher{Params: params, Dist: n.Dist, Store: store}
+	n.BlobFetcher = &codedistributor.Fetcher{Params: params, Dist: n.Dist, Store: blobs, Kind: codedistributor.KindBlob}
 	return n
 }
 
