@@ -77,6 +77,7 @@ func TestSecureCluster(t *testing.T) {
 	t.Run("certificate rotation", s.rotation)
 	t.Run("REST API over HTTPS", s.restAPI)
 	t.Run("supervisor code port", s.supervisorCodePort)
+	t.Run("blob ACLs", s.blobACLs)
 	t.Run("submit, run, fail over, kill", s.lifecycle) // last: kills the leader
 }
 
