@@ -15,8 +15,8 @@ import (
 )
 
 // listenCode binds supervisor.grpc.port, where this supervisor serves the
-// verified code in its store, read-only, to nimbuses that lost every copy
-// of a topology (docs/ARCHITECTURE.md section 5.9). It binds as the
+// verified code in its store, and the blobs in its blob store, read-only,
+// to nimbuses that lost every copy of a topology or a blob (docs/ARCHITECTURE.md section 5.9). It binds as the
 // metrics port does: an IP literal in storm.local.hostname means that
 // interface only.
 func (s *Supervisor) listenCode() (err error) {
@@ -61,7 +61,7 @@ func (s *Supervisor) codeServer() (*grpc.Server, error) {
 		grpc.ChainUnaryInterceptor(a.UnaryServerInterceptor()),
 		grpc.ChainStreamInterceptor(a.StreamServerInterceptor()))
 	nimbusv1.RegisterCodeServiceServer(srv, codeservice.New(s.store, nil,
-		codeservice.WithAuthorizer(a), codeservice.WithAction(auth.ActionRecoverCode)))
+		codeservice.WithAuthorizer(a), codeservice.WithAction(auth.ActionRecoverCode), codeservice.WithBlobs(s.blobStore)))
 	return srv, nil
 }
 

@@ -97,6 +97,10 @@ func (s *Supervisor) workerSpecFor(port int32, d desiredWorker) (workerSpec, err
 	if len(argv) == 0 {
 		return workerSpec{}, fmt.Errorf("topology %s has no worker command", d.topologyID)
 	}
+	blobs, err := blobUses(spec.GetConfig())
+	if err != nil {
+		return workerSpec{}, fmt.Errorf("topology %s: %w", d.topologyID, err)
+	}
 	// Whom it runs as, its environment, its code's modes (the artifact is
 	// often the program itself): decided at each start (launch.go).
 	return workerSpec{
@@ -106,5 +110,6 @@ func (s *Supervisor) workerSpecFor(port int32, d desiredWorker) (workerSpec, err
 		Owner:   spec.GetOwner(), Env: spec.GetConfig()[configs.TopologyEnvironment],
 		TopologyUsers: auth.TopologyUsers(spec.GetConfig()), LogsUsers: auth.ListOf(spec.GetConfig(), configs.TopologyLogsUsers),
 		RestartGen: s.restartGeneration(d.topologyID, port),
+		Blobs:      blobs,
 	}, nil
 }

@@ -212,6 +212,7 @@ func adoptWorker(ctx context.Context, f found, policy launchPolicy, k keepers, l
 	w.state = state
 	w.logStart = f.kept.LogStart
 	w.prepared = true
+	w.blobs = adoptedBlobs(f.kept.Spec) // its links stay as they are
 	if as, err := workerAccount(policy.cfg, f.kept.Spec.Owner, policy.lookup); err == nil {
 		w.owner = as
 	} else {

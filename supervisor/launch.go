@@ -43,18 +43,22 @@ func (w *worker) command() (l keeper.Launch, as *account, err error) {
 	if who == nil {
 		who = currentAccount()
 	}
+	storm := []string{
+		"STORM_TOPOLOGY_ID=" + w.spec.TopologyID,
+		fmt.Sprintf("STORM_PORT=%d", w.spec.Port),
+		"STORM_EXECUTORS=" + w.spec.Executors,
+		"STORM_CODE_DIR=" + w.spec.CodeDir,
+		workerproto.EnvStatusFile + "=" + filepath.Join(w.spec.Dir, workerproto.StatusFileName),
+		workerproto.EnvErrorFile + "=" + filepath.Join(w.spec.Dir, workerproto.ErrorFileName),
+		workerproto.EnvMetricsFile + "=" + metricsPath(w.spec.Dir),
+		workerproto.EnvLogLevelFile + "=" + filepath.Join(w.spec.Dir, workerproto.LogLevelFileName),
+	}
+	if len(w.spec.Blobs) > 0 {
+		storm = append(storm, workerproto.EnvBlobsFile+"="+filepath.Join(w.spec.Dir, workerproto.BlobsFileName))
+	}
 	env, err := workerEnv(envSources{
-		Storm: []string{
-			"STORM_TOPOLOGY_ID=" + w.spec.TopologyID,
-			fmt.Sprintf("STORM_PORT=%d", w.spec.Port),
-			"STORM_EXECUTORS=" + w.spec.Executors,
-			"STORM_CODE_DIR=" + w.spec.CodeDir,
-			workerproto.EnvStatusFile + "=" + filepath.Join(w.spec.Dir, workerproto.StatusFileName),
-			workerproto.EnvErrorFile + "=" + filepath.Join(w.spec.Dir, workerproto.ErrorFileName),
-			workerproto.EnvMetricsFile + "=" + metricsPath(w.spec.Dir),
-			workerproto.EnvLogLevelFile + "=" + filepath.Join(w.spec.Dir, workerproto.LogLevelFileName),
-		},
-		User: who, Pass: p.cfg.SupervisorWorkerEnv, Lookup: p.environ, Topology: w.spec.Env,
+		Storm: storm,
+		User:  who, Pass: p.cfg.SupervisorWorkerEnv, Lookup: p.environ, Topology: w.spec.Env,
 	})
 	if err != nil {
 		return keeper.Launch{}, nil, err
@@ -69,6 +73,9 @@ func (w *worker) command() (l keeper.Launch, as *account, err error) {
 	}
 	if err := w.prepareFiles(as); err != nil {
 		return keeper.Launch{}, nil, fmt.Errorf("supervisor: files of worker %s-%d: %w", w.spec.TopologyID, w.spec.Port, err)
+	}
+	if err := w.placeBlobs(as); err != nil {
+		return keeper.Launch{}, nil, fmt.Errorf("supervisor: blobs of worker %s-%d: %w", w.spec.TopologyID, w.spec.Port, err)
 	}
 	if as != nil {
 		if err := reachable(w.spec.Dir, as); err != nil {

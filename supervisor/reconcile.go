@@ -22,7 +22,7 @@ func (s *Supervisor) reconcileLoop(ctx context.Context) {
 	// Act only on loaded assignments: an empty first read would delete
 	// every bundle and start nothing. The statuses too: a worker starts
 	// with its topology's.
-	for _, loaded := range []<-chan struct{}{s.assignments.Loaded(), s.storms.Loaded(), s.versions.Loaded()} {
+	for _, loaded := range []<-chan struct{}{s.assignments.Loaded(), s.storms.Loaded(), s.versions.Loaded(), s.blobMetas.Loaded()} {
 		select {
 		case <-loaded:
 		case <-ctx.Done():
@@ -41,7 +41,7 @@ func (s *Supervisor) reconcileLoop(ctx context.Context) {
 	for {
 		// Taken before what they announce is read: no change goes unseen.
 		assigned, reported, statuses := s.assignments.Changed(), s.store.Reported(), s.storms.Changed()
-		versions := s.versions.Changed()
+		versions, blobs := s.versions.Changed(), s.blobMetas.Changed()
 		if outage.note(s.log, s.identity()) {
 			// The assignments read are not this cluster's (the root was
 			// wiped): keep every worker and all code as they are. Graces
@@ -65,6 +65,7 @@ func (s *Supervisor) reconcileLoop(ctx context.Context) {
 		s.applyStatuses()
 		s.startMissing(ctx, desired, ready)
 		levelsDue := s.applyLogLevels()
+		s.applyBlobs()
 		s.removeDeadCode(desired, gone)
 
 		due := gone.nextDue()
@@ -82,6 +83,7 @@ func (s *Supervisor) reconcileLoop(ctx context.Context) {
 		case <-assigned:
 		case <-versions:
 		case <-statuses: // activate, deactivate, kill: tell the workers
+		case <-blobs: // a blob updated: place its new version
 		case <-reported: // a copy found corrupt: verify it again
 		case <-s.wake:
 		case <-tick.C:
@@ -208,8 +210,14 @@ func (g goneTopologies) waiting(id string) bool {
 }
 
 // startMissing starts a worker on every desired slot that runs none and
-// whose code is ready.
+// whose code and blobs are ready.
 func (s *Supervisor) startMissing(ctx context.Context, desired map[int32]desiredWorker, ready map[string]bool) {
+	waiting := map[int32]*clusterv1.WorkerState{} // for their blobs
+	defer func() {
+		s.mu.Lock()
+		s.blobWaits = waiting
+		s.mu.Unlock()
+	}()
 	for port, d := range desired {
 		s.mu.Lock()
 		_, running := s.workers[port]
@@ -222,11 +230,15 @@ func (s *Supervisor) startMissing(ctx context.Context, desired map[int32]desired
 			s.log.Error("cannot start worker", "topology", d.topologyID, "port", port, "err", err)
 			continue
 		}
+		blobs, ok := s.blobsReady(port, spec, waiting)
+		if !ok {
+			continue
+		}
 		status, ok := s.topologyStatus(d.topologyID)
 		if !ok {
 			status = workerproto.Active // not in /storms (yet): as submitted by default
 		}
-		w := startWorker(s.wctx, spec, status, newLaunchPolicy(s.cfg), s.keepers, s.cfg.WorkerShutdownSleep, s.log, s.heartbeatSoon)
+		w := startWorker(s.wctx, spec, status, newLaunchPolicy(s.cfg), s.keepers, s.cfg.WorkerShutdownSleep, s.log, s.heartbeatSoon, blobs)
 		s.mu.Lock()
 		s.workers[port] = w
 		s.mu.Unlock()

@@ -16,6 +16,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/nimbusha/nimbus/blobstore"
 	"github.com/nimbusha/nimbus/certs"
 	"github.com/nimbusha/nimbus/cluster"
 	"github.com/nimbusha/nimbus/clusterid"
@@ -49,7 +50,12 @@ type Supervisor struct {
 	storms      *cluster.DirCache[*clusterv1.StormBase]      // the topologies' statuses, for the worker protocol
 	keepers     keepers                                      // what holds each worker's run (keep.go)
 	versions    *cluster.DirCache[*clusterv1.ClusterVersion] // /versions: the cluster's identity and version
-	memory      *clusterid.Memory                            // the cluster this supervisor belongs to
+	// Blobs (blobs.go): the blob store at <dir>/blobs (served on the code
+	// port too), /blobstore, and the versions the workers link.
+	blobStore *codedistributor.Store
+	blobMetas *cluster.DirCache[*clusterv1.BlobMeta]
+	localizer *blobstore.Localizer
+	memory    *clusterid.Memory // the cluster this supervisor belongs to
 	// wctx is every worker's: never cancelled by Close, which leaves the
 	// workers to their keepers; a worker's own stop ends it.
 	wctx      context.Context
@@ -71,6 +77,8 @@ type Supervisor struct {
 	// stopping are the workers being stopped: gone from workers, their
 	// keepers may still write their logs until their stop returns.
 	stopping map[*worker]struct{}
+	// blobWaits are the slots whose worker waits for its blobs, with why.
+	blobWaits map[int32]*clusterv1.WorkerState
 }
 
 // New returns a supervisor for cfg, which must be valid.
@@ -163,6 +171,9 @@ func (s *Supervisor) claimDir() (err error) {
 	if s.store, err = codedistributor.OpenStore(s.dir); err != nil {
 		return err
 	}
+	if s.blobStore, err = codedistributor.OpenStore(filepath.Join(s.dir, "blobs")); err != nil {
+		return err
+	}
 	if s.memory, err = clusterid.Open(s.dir); err != nil {
 		return err
 	}
@@ -215,7 +226,7 @@ func (s *Supervisor) connect(ctx context.Context) (err error) {
 	}
 	peers := codedistributor.NewPeers(s.tls.ClientCredentials())
 	s.lc.OnClose(peers.Close)
-	params := codedistributor.Params{Config: cfg, Session: s.sess, Peers: peers, Store: s.store, Logger: s.base}
+	params := codedistributor.Params{Config: cfg, Session: s.sess, Peers: peers, Store: s.store, Blobs: s.blobStore, Logger: s.base}
 	if s.dist, err = codedistributor.New(cfg.CodeDistributorClass, params); err != nil {
 		return err
 	}
@@ -224,7 +235,7 @@ func (s *Supervisor) connect(ctx context.Context) (err error) {
 	s.assignments = cluster.NewDirCache(s.sess, paths.Assignments(), func() *clusterv1.Assignment { return new(clusterv1.Assignment) }, s.base)
 	s.storms = cluster.NewDirCache(s.sess, paths.Storms(), func() *clusterv1.StormBase { return new(clusterv1.StormBase) }, s.base)
 	s.versions = cluster.NewDirCache(s.sess, paths.Versions(), func() *clusterv1.ClusterVersion { return new(clusterv1.ClusterVersion) }, s.base)
-	return nil
+	return s.openLocalizer(params)
 }
 
 // run starts every loop. Their stops, in the reverse order, stop the
@@ -239,6 +250,7 @@ func (s *Supervisor) run() {
 	s.lc.Go(func() { _ = s.assignments.Run(ctx) })
 	s.lc.Go(func() { _ = s.storms.Run(ctx) })
 	s.lc.Go(func() { _ = s.versions.Run(ctx) })
+	s.lc.Go(func() { _ = s.blobMetas.Run(ctx) })
 	registered := s.register(ctx)
 	s.lc.Go(func() { s.heartbeats(ctx, registered) })
 	s.lc.Go(func() { s.announceReady(ctx, registered) })
@@ -339,6 +351,7 @@ func (s *Supervisor) info() *clusterv1.SupervisorInfo {
 		fits = append(fits, w.fitMetrics)
 	}
 	capMetrics(info.Workers, fits, heartbeatMetricsBudget(s.cfg.ZKMaxBuffer))
+	info.Workers = append(info.Workers, s.waitingStates()...) // slots whose worker waits for its blobs
 	return info
 }
 

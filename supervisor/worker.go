@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"os"
 	"sync"
 	"syscall"
@@ -11,8 +12,10 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/nimbusha/nimbus/blobstore"
 	"github.com/nimbusha/nimbus/keeper"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
+	"github.com/nimbusha/nimbus/validate"
 	"github.com/nimbusha/nimbus/workerproto"
 )
 
@@ -42,6 +45,8 @@ type workerSpec struct {
 	// The restart generation (StormBase.worker_restarts) its slot had when
 	// it was started: a later one asks for a restart (restart.go).
 	RestartGen int64 `json:",omitempty"`
+	// Blobs are its topology's topology.blobstore.map (blobs.go).
+	Blobs map[string]validate.BlobUse `json:",omitempty"`
 }
 
 // worker runs one workerSpec until stopped, restarting it with backoff.
@@ -64,10 +69,11 @@ type worker struct {
 
 	// The worker protocol (protocol.go).
 	statusMu   sync.Mutex
-	topoStatus workerproto.Status    // what its status file says, or will
-	logLevels  workerproto.LogLevels // what its log-level file says, or will (loglevels.go)
-	prepared   bool                  // its status file exists
-	owner      *account              // whom its files were prepared for
+	topoStatus workerproto.Status           // what its status file says, or will
+	logLevels  workerproto.LogLevels        // what its log-level file says, or will (loglevels.go)
+	prepared   bool                         // its status file exists
+	owner      *account                     // whom its files were prepared for
+	blobs      map[string]blobstore.Version // by key: what its links point at, or will at its next start (blobs.go)
 	errMu      sync.Mutex
 	errOff     int64         // where the next read of its error file starts
 	metrics    workerMetrics // what its metrics file last said (workermetrics.go)
@@ -89,13 +95,16 @@ func newWorker(ctx context.Context, spec workerSpec, status workerproto.Status, 
 		detached: make(chan struct{}), done: make(chan struct{}), topoStatus: status, restarts: newRestartRequests(spec.RestartGen),
 		log:   log.With("topology", spec.TopologyID, "port", spec.Port),
 		state: &clusterv1.WorkerState{TopologyId: spec.TopologyID, Port: spec.Port, State: "starting"},
+		blobs: map[string]blobstore.Version{},
 	}, ctx
 }
 
-// startWorker starts running spec in the background.
+// startWorker starts running spec in the background, with blobs (by
+// key) linked into its directory.
 func startWorker(ctx context.Context, spec workerSpec, status workerproto.Status, policy launchPolicy, k keepers, grace time.Duration,
-	log *slog.Logger, changed func()) *worker {
+	log *slog.Logger, changed func(), blobs map[string]blobstore.Version) *worker {
 	w, ctx := newWorker(ctx, spec, status, policy, k, grace, log, changed)
+	maps.Copy(w.blobs, blobs)
 	go func() {
 		defer close(w.done)
 		w.run(ctx, nil)

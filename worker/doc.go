@@ -26,6 +26,11 @@
 //     (LoggerKey), a dotted path such as "wordcount.split", and takes its
 //     own level, else its nearest named parent's, else ROOT's, else
 //     Config.DefaultLevel.
+//   - Blobs: Worker.Blobs, Worker.BlobPath, Worker.BlobUpdates and
+//     Config.OnBlobUpdate follow the blobs its topology names
+//     (topology.blobstore.map) from the blobs file, read again on each
+//     SIGUSR1: the supervisor switches a blob's link to its new version
+//     atomically, then says so; the worker opens the path again.
 //   - A clean stop: on SIGTERM or SIGINT (or its context's end) Run stops
 //     the spouts, cancels the worker's context, writes the final counts
 //     and returns; Main exits 0.

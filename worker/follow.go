@@ -8,7 +8,7 @@ import (
 	"github.com/nimbusha/nimbus/workerproto"
 )
 
-// followSignals reads the status and log-level files again on each
+// followSignals reads the status, log-level and blobs files again on each
 // SIGUSR1 until ctx ends.
 func (w *Worker) followSignals(ctx context.Context, usr1 <-chan os.Signal) {
 	for {
@@ -35,6 +35,7 @@ func (w *Worker) follow() {
 	} else {
 		w.levels.set(levels)
 	}
+	w.followBlobs()
 }
 
 // setStatus takes up st: spouts follow it, StatusChanges and OnStatus

@@ -47,6 +47,9 @@ type Config struct {
 	// the first included, by Run (at start, then from its goroutine that
 	// follows SIGUSR1); it should return quickly.
 	OnStatus func(workerproto.Status)
+	// OnBlobUpdate, if set, is called with each change of the worker's
+	// blobs (BlobUpdates), by Run, as OnStatus is.
+	OnBlobUpdate func(BlobUpdate)
 }
 
 // Worker is one worker process's side of the worker protocol: what its
@@ -73,6 +76,8 @@ type Worker struct {
 	stopping     bool
 	changed      chan struct{} // closed, and replaced, at each change of status or stopping
 	updates      chan workerproto.Status
+	blobs        workerproto.Blobs // as the blobs file last said (blobs.go)
+	blobUpdates  chan BlobUpdate
 	lastWriteErr string // the metrics file's last write error, logged once
 	leftOut      bool   // the last write left rows out, logged once
 }
@@ -91,6 +96,7 @@ func New(cfg Config) (*Worker, error) {
 		topologyID: getenv(EnvTopologyID), codeDir: getenv(EnvCodeDir),
 		proto: workerproto.FromEnv(getenv), cfg: cfg, started: time.Now(),
 		status: workerproto.Active, changed: make(chan struct{}), updates: make(chan workerproto.Status, 1),
+		blobUpdates: make(chan BlobUpdate, 1),
 	}
 	if v := getenv(EnvPort); v != "" {
 		p, err := strconv.Atoi(v)
@@ -209,8 +215,8 @@ func (w *Worker) ReportError(err error) {
 }
 
 // Run runs body until it returns, ctx ends or the process gets SIGTERM or
-// SIGINT, and returns body's error. Meanwhile it follows the status and
-// log-level files (read at start and again on each SIGUSR1) and writes the
+// SIGINT, and returns body's error. Meanwhile it follows the status,
+// log-level and blobs files (read at start and again on each SIGUSR1) and writes the
 // metrics file every Config.MetricsInterval. A stop (ctx, SIGTERM) first
 // stops the spouts (Emitting is false), then cancels body's context; once
 // body has returned Run writes the metrics one last time, so the final
@@ -218,7 +224,7 @@ func (w *Worker) ReportError(err error) {
 func (w *Worker) Run(ctx context.Context, body func(ctx context.Context) error) error {
 	// Subscribe before the first read, so no change is missed.
 	usr1 := make(chan os.Signal, 1)
-	if w.proto.StatusFile != "" || w.proto.LogLevelFile != "" {
+	if w.proto.StatusFile != "" || w.proto.LogLevelFile != "" || w.proto.BlobsFile != "" {
 		signal.Notify(usr1, workerproto.StatusSignal)
 	}
 	defer signal.Stop(usr1)
