@@ -136,6 +136,7 @@ func (s *Server) uiState() stormapi.State {
 		st.Leader = head.GetHost() + ":" + strconv.Itoa(int(head.GetPort()))
 	}
 	st.LeaderlessFor, st.CacheAge = s.sightings.since(time.Now())
+	st.Leads = s.election.Current() != nil
 	return st
 }
 

@@ -27,6 +27,7 @@ type Reader interface {
 	GetTopologyInfo(context.Context, *nimbusv1.GetTopologyInfoRequest) (*nimbusv1.GetTopologyInfoResponse, error)
 	GetTopologyConf(context.Context, *nimbusv1.GetTopologyConfRequest) (*nimbusv1.GetTopologyConfResponse, error)
 	GetNimbusConfig(context.Context, *nimbusv1.GetNimbusConfigRequest) (*nimbusv1.GetNimbusConfigResponse, error)
+	ListBlobs(context.Context, *nimbusv1.ListBlobsRequest) (*nimbusv1.ListBlobsResponse, error)
 }
 
 // Actor takes the API's actions at the leader: the Go SDK's
@@ -49,6 +50,9 @@ type State struct {
 	// CacheAge is 0 while the nimbus's ZooKeeper session is up (its
 	// watches deliver every change), else how long since it was.
 	CacheAge time.Duration
+	// Leads is whether the answering nimbus leads: only the leader knows
+	// which topologies use each blob.
+	Leads bool
 }
 
 // Config is what an API needs.
@@ -152,6 +156,8 @@ func (a *API) routes() {
 		"/api/v1/topology/{id}/profiling/restartworker/{worker}": post("RestartWorker", a.restartWorker),
 		"GET /api/v1/topology/{id}/logconfig":                    get("GetTopologyInfo", a.logConfig),
 		"POST /api/v1/topology/{id}/logconfig":                   post("SetLogConfig", a.setLogConfig),
+		"/api/v1/blobstore":                                      get("ListBlobs", a.blobs),
+		"/api/v1/blobstore/{key}":                                get("ListBlobs", a.blob),
 	} {
 		a.mux.Handle(pattern, a.counted.observe(pattern, a.serve(r)))
 		if act, _, ok := auth.MethodAction(r.rpc); ok && r.method == http.MethodPost {
