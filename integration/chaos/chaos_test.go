@@ -153,9 +153,10 @@ type run struct {
 	goroutines     map[*testcluster.Process]*goroutineCount
 	violations     []string
 
-	hist           *history // every client operation, for Porcupine
-	checked        int      // operations checked, of which
-	checkedUnknown int      // of unknown outcome
+	hist           *history     // every client operation, for Porcupine
+	blobs          *blobHistory // the blob workload's operations, checked apart
+	checked        int          // operations checked, of which
+	checkedUnknown int          // of unknown outcome
 	checkResult    porcupine.CheckResult
 	strictResult   porcupine.CheckResult // with linearizable reads: information
 	checkTook      time.Duration
@@ -207,6 +208,7 @@ func TestChaos(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() { r.workload(ctx, rand.New(rand.NewPCG(seed, 1))) })
 	wg.Go(func() { r.reader(ctx, rand.New(rand.NewPCG(seed, 2))) })
+	wg.Go(func() { r.blobWorkload(ctx, rand.New(rand.NewPCG(seed, 3))) })
 	wg.Go(func() { r.checkEvery(ctx, time.Second) })
 	r.inject(ctx, stop, faults)
 	wg.Wait()
@@ -215,6 +217,7 @@ func TestChaos(t *testing.T) {
 	r.heal()
 	r.finalCheck()
 	r.checkHistory()
+	r.checkBlobHistory()
 	r.samples[1] = r.sample()
 	r.report(seed, took)
 	r.writeSummary(took)
@@ -314,7 +317,7 @@ func runDir(t *testing.T, env, prefix string) string {
 // every run gives them.
 func newRunState(t *testing.T, set settings, dir string) *run {
 	return &run{
-		t: t, set: set, rng: rand.New(rand.NewPCG(set.seed, 0)), dir: dir, hist: newHistory(), sdk: new(sdkCounts),
+		t: t, set: set, rng: rand.New(rand.NewPCG(set.seed, 0)), dir: dir, hist: newHistory(), blobs: new(blobHistory), sdk: new(sdkCounts),
 		acked: map[string]string{}, killAsked: map[string]bool{}, lostByFault: map[string]bool{}, names: map[string]bool{},
 		ops: map[string]int{}, opErrors: map[string]int{}, refused: map[string]int{}, faults: map[string]int{}, handOvers: map[string]int{},
 		stamps: map[string]stamp{}, reported: map[string]bool{}, goroutines: map[*testcluster.Process]*goroutineCount{},

@@ -98,6 +98,13 @@
 // visualization is saved as linearizability.html in the run's directory
 // (CHAOS_DIR), or, when the check does not pass, in a kept temporary one.
 //
+// A blob workload (blobload_test.go) creates, updates, deletes and reads
+// three blobs through the SDK meanwhile, every write with a value no other
+// has; reads go to the leader. Porcupine checks that history apart, against
+// a register per key (blobmodel_test.go): a read returns the value of its
+// moment, so an acknowledged update is visible to every later read and no
+// update is undone.
+//
 // `make test` runs 60 s; `make chaos` runs CHAOS_DURATION (5m by
 // default). A failing run prints its seed: CHAOS_SEED=<seed> replays the
 // same faults in the same order (their timing against the cluster's own
