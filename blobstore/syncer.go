@@ -107,6 +107,9 @@ func (s *Syncer) Run(ctx context.Context) error {
 	defer r.stopAll()
 	sweep := time.NewTicker(s.cfg.SweepEvery)
 	defer sweep.Stop()
+	look := time.NewTicker(tamperLookEvery)
+	defer look.Stop()
+	tampers, _ := s.cfg.Store.Tampers()
 	full := true
 	for {
 		blobsChanged, stored, reported, moved := s.cfg.Blobs.Distributions.Changed(), s.cfg.Store.Changed(), s.cfg.Store.Reported(), s.moved.Changed()
@@ -122,9 +125,19 @@ func (s *Syncer) Run(ctx context.Context) error {
 			full = true
 		case <-sweep.C:
 			full = true
+		case <-look.C:
+			// A store wiped behind the Syncer's back: a stat a second
+			// finds it, as codesync's does for code.
+			if n, err := s.cfg.Store.Tampers(); err == nil && n != tampers {
+				tampers, full = n, true
+			}
 		}
 	}
 }
+
+// tamperLookEvery is how often the Syncer looks whether something other
+// than the store changed its directory.
+const tamperLookEvery = time.Second
 
 // keep is a goroutine the run owns for one key: a registration or a
 // fetch of one digest.
