@@ -91,8 +91,13 @@ func (s *Supervisor) applyBlobs() {
 	for _, w := range s.workers {
 		ws = append(ws, w)
 	}
-	s.mu.Unlock()
 	linked := map[string]bool{}
+	for w := range s.stopping { // their links stay until their stop returns
+		for _, v := range w.placedBlobs() {
+			linked[v.ID()] = true
+		}
+	}
+	s.mu.Unlock()
 	for _, w := range ws {
 		if len(w.spec.Blobs) == 0 {
 			continue
