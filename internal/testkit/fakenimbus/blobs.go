@@ -34,7 +34,8 @@ const blobChunk = 1 << 20
 // Blobs is an in-memory blob store that answers the blob RPCs as a leader
 // would, without ACLs: every caller may do everything. Requests are
 // checked by validate, as the leader checks them; the ACL is kept as
-// given; ListBlobs leaves out keys it does not hold. Every blob is replicated at once (replication_count is its
+// given; ListBlobs answers NotFound for a key named that it does not
+// hold. Every blob is replicated at once (replication_count is its
 // factor, state OK). Its zero value is an empty store; Serve makes a
 // Server answer from it.
 type Blobs struct {
@@ -275,9 +276,11 @@ func (b *Blobs) list(req *nimbusv1.ListBlobsRequest) (*nimbusv1.ListBlobsRespons
 	}
 	resp := &nimbusv1.ListBlobsResponse{}
 	for _, k := range keys {
-		if bl, ok := b.blobs[k]; ok {
-			resp.Blobs = append(resp.Blobs, proto.CloneOf(bl.info))
+		bl, err := b.get(k)
+		if err != nil {
+			return nil, err
 		}
+		resp.Blobs = append(resp.Blobs, proto.CloneOf(bl.info))
 	}
 	return resp, nil
 }
