@@ -17,7 +17,6 @@ import (
 	"github.com/nimbusha/nimbus/client"
 	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
-	"github.com/nimbusha/nimbus/validate"
 )
 
 // tarGz is a .tar.gz of one file, data.txt, holding content.
@@ -98,7 +97,7 @@ func TestBlobsReachWorkers(t *testing.T) {
 		Name: "blobs", NumWorkers: 1,
 		Components:    []*nimbusv1.ComponentSpec{{Id: "reader", Parallelism: 1}},
 		WorkerCommand: []string{"{code_dir}/artifact", "--port", "{port}"},
-		Config: map[string]string{validate.TopologyBlobstoreMap: `{"words": {"localname": "words.txt"},
+		Config: map[string]string{"topology.blobstore.map": `{"words": {"localname": "words.txt"},
 			"dict.tar.gz": {"localname": "dict", "uncompress": true, "workerRestart": true}}`},
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
