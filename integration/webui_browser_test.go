@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/nimbusha/nimbus/client"
 	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 )
@@ -24,7 +26,13 @@ import (
 // tuple counts (not zero), and Deactivate,
 // confirmed in the page's dialog, makes it INACTIVE in the page and in
 // the cluster (the follower forwards the action to the leader); "Make
-// leader" on the other follower hands leadership to it. The page
+// leader" on the other follower hands leadership to it. The cluster
+// page's Blobs table lists two blobs created through gRPC with their
+// version, size and replication as the follower's cache has them: one
+// held by its factor of nimbuses, one whose factor was raised past the
+// nimbuses there are, shown UNDER_REPLICATED and highlighted; which
+// topologies use a blob the follower leaves to the leader, whose REST
+// answer says none. The page
 // must raise no uncaught exception and break no rule of its
 // Content-Security-Policy. On failure a full-page screenshot is kept in
 // a directory that outlives the test, and its path is logged.
@@ -50,6 +58,7 @@ func TestWebUIBrowser(t *testing.T) {
 		submitExample(t, cl, other, 1)
 	}
 	t.Logf("submitted %s as %s; the browser opens %s on %s (leader %s)", name, id, base, follower.Name, leader.Name)
+	createBrowserBlobs(t, cl)
 
 	b := startBrowser(t, chromium)
 	b.do(t, "open the cluster page", 30*time.Second, chromedp.Navigate(base+"/#/"))
@@ -66,6 +75,26 @@ func TestWebUIBrowser(t *testing.T) {
 		}
 		return nil
 	})
+
+	// The blobs, as the follower knows them: which topologies use them
+	// only the leader knows.
+	b.waitJS(t, "the Blobs table listing both blobs", 30*time.Second, `
+		(() => [...document.querySelectorAll('#blobs tbody tr')].map((r) =>
+			[...r.cells].slice(0, 7).map((c) => c.textContent + (c.classList.contains('not-ok') ? '!' : '')).join('|')).join('\n'))()`,
+		func(got string) error {
+			want := "webui-dict.txt|1|2.9 KiB|3 / 3|OK|—|known to the leader\n" +
+				"webui-model.bin|1|10 B|3 / 5!|UNDER_REPLICATED!|—|known to the leader"
+			if got != want {
+				return fmt.Errorf("#blobs rows (cells|, ! when highlighted):\n%s\nwant\n%s", got, want)
+			}
+			return nil
+		})
+
+	// The leader knows which topologies use them: none ([], not null).
+	if code, body, err := httpGet(leader.UIURL()+"/api/v1/blobstore/webui-dict.txt", nil); err != nil || code != http.StatusOK ||
+		!strings.Contains(body, `"usedBy":[]`) || !strings.Contains(body, `"replicationCount":3`) {
+		t.Errorf("GET blobstore/webui-dict.txt on the leader: %d %s %v, want usedBy [] and 3 replicas", code, body, err)
+	}
 
 	// The topology list came gzipped and decoded: fewer bytes on the wire
 	// than in the body, and the page lists all three.
@@ -152,6 +181,28 @@ func TestWebUIBrowser(t *testing.T) {
 
 	if msgs := b.problems(); len(msgs) > 0 {
 		t.Errorf("the page reported %d problem(s):\n%s", len(msgs), strings.Join(msgs, "\n"))
+	}
+}
+
+// createBrowserBlobs creates the blobs TestWebUIBrowser's cluster page
+// lists: webui-dict.txt (3,000 bytes, held by the 3 nimbuses its factor
+// asks for) and webui-model.bin (10 bytes) whose factor is then raised to
+// 5, more nimbuses than there are.
+func createBrowserBlobs(t *testing.T, cl *client.Client) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	for key, content := range map[string]string{"webui-dict.txt": strings.Repeat("word\n", 600), "webui-model.bin": "0123456789"} {
+		resp, err := cl.CreateBlob(ctx, key, strings.NewReader(content), client.BlobOptions{})
+		if err != nil {
+			t.Fatalf("create blob %s: %v", key, err)
+		}
+		if resp.GetReplicationWaitTimedOut() {
+			t.Fatalf("create blob %s: the replication wait timed out", key)
+		}
+	}
+	if _, err := cl.SetBlobReplication(ctx, "webui-model.bin", 5); err != nil {
+		t.Fatalf("raise webui-model.bin's replication: %v", err)
 	}
 }
 

@@ -14,7 +14,9 @@
 // #topology-workers, button.restart-worker (data-worker: host:port),
 // #loglevels-table (rows' cells: logger, level, ...), #loglevel-logger,
 // #loglevel-level, #loglevel-timeout, #loglevel-set, #loglevel-result,
-// button.loglevel-remove (data-logger: the logger's name).
+// button.loglevel-remove (data-logger: the logger's name), #blobs (rows'
+// cells: key, version, size, replication, state, owner, used by, updated;
+// a cell that is not OK has class not-ok).
 'use strict';
 
 (() => {
@@ -81,6 +83,16 @@
     }
     parts.push(s + 's');
     return parts.join(' ');
+  }
+
+  // bytes is a size in the largest binary unit that keeps it at least 1.
+  function bytes(n) {
+    let v = num(n);
+    if (v === null) return DASH;
+    const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+    let i = 0;
+    for (; v >= 1024 && i < units.length - 1; i++) v /= 1024;
+    return (i === 0 ? String(v) : v.toFixed(1)) + ' ' + units[i];
   }
 
   function unixTime(secs) {
@@ -270,9 +282,12 @@
         return { cluster, supervisor };
       }
       default: {
-        const [cluster, nimbuses, supervisors, topologies] = await Promise.all([
-          get('cluster/summary'), get('nimbus/summary'), get('supervisor/summary'), get('topology/summary')]);
-        return { cluster, nimbuses, supervisors, topologies };
+        // The blobs are a panel of the page, as the log levels are of a
+        // topology's: when they cannot be read, the panel says why.
+        const [cluster, nimbuses, supervisors, topologies, blobs] = await Promise.all([
+          get('cluster/summary'), get('nimbus/summary'), get('supervisor/summary'), get('topology/summary'),
+          get('blobstore').catch((err) => ({ error: err.message }))]);
+        return { cluster, nimbuses, supervisors, topologies, blobs };
       }
     }
   }
@@ -317,7 +332,7 @@
 
   // ---- the cluster page -----------------------------------------------
 
-  function renderCluster(app, { cluster, nimbuses, supervisors, topologies }) {
+  function renderCluster(app, { cluster, nimbuses, supervisors, topologies, blobs }) {
     const c = cluster;
     const nimbusCols = [
       { title: 'Nimbus', cell: (n) => hostPort(n.host, n.port), cls: 'host' },
@@ -376,7 +391,31 @@
       el('h2', null, 'Supervisors'),
       table('supervisors', supervisorCols, supervisors.supervisors, 'no supervisors'),
       el('h2', null, 'Topologies'),
-      table('topologies', topologyCols, topologies.topologies, 'no topologies'));
+      table('topologies', topologyCols, topologies.topologies, 'no topologies'),
+      el('h2', null, 'Blobs'),
+      blobsPanel(blobs));
+  }
+
+  // blobsPanel is the blobstore's table (GET blobstore: the blobs this
+  // user may read), or why it cannot be read.
+  function blobsPanel(blobs) {
+    if (!blobs || blobs.error) {
+      return el('p', { id: 'blobs-error', class: 'empty' }, 'Cannot read the blobs: ' + text(blobs && blobs.error));
+    }
+    const notOk = (b) => (b.state !== 'OK' ? 'not-ok state-' + slug(b.state) : '');
+    const cols = [
+      { title: 'Key', cell: (b) => b.key, cls: 'mono' },
+      { title: 'Version', cell: (b) => b.version, num: true },
+      { title: 'Size', cell: (b) => el('span', { title: text(b.size) + ' bytes' }, bytes(b.size)), num: true },
+      { title: 'Replication', cell: (b) => text(b.replicationCount) + ' / ' + text(b.replicationFactor), num: true, cls: notOk },
+      { title: 'State', cell: (b) => b.state, cls: notOk },
+      { title: 'Owner', cell: (b) => b.owner },
+      // Only the leader knows which topologies use a blob: elsewhere null.
+      { title: 'Used by', cell: (b) => (Array.isArray(b.usedBy) ? (b.usedBy.length ? b.usedBy : 'none') : 'known to the leader'),
+        cls: (b) => (Array.isArray(b.usedBy) ? 'mono' : 'empty') },
+      { title: 'Updated', cell: (b) => unixTime(num(b.updatedUnixMs) !== null ? Math.floor(b.updatedUnixMs / 1000) : null) },
+    ];
+    return table('blobs', cols, blobs.blobs, 'no blobs you may read');
   }
 
   // handOverButton is a follower's "Make leader" button, or a dash.
