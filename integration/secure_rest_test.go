@@ -1,15 +1,18 @@
 package integration
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nimbusha/nimbus/client"
 	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
 	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
@@ -128,9 +131,57 @@ func (s *secureCluster) restAPI(t *testing.T) {
 	})
 	waitAudit(t, s.follower, "alice's deactivate on the follower", map[string]any{"principal": "alice", "action": "deactivate",
 		"target": id, "remote": alicesAddr, "outcome": "ok", "code": 200})
+	s.restBlobs(t, call)
 	zero := int32(0)
 	if err := sdkClient(t, alice, s.nimbuses...).KillTopology(t.Context(), &nimbusv1.KillTopologyRequest{Name: "alicerest", WaitSecs: &zero}); err != nil {
 		t.Errorf("alice kills alicerest: %v", err)
+	}
+}
+
+// restBlobs: GET blobstore lists, on a follower, the blobs the
+// caller's certificate lets it read: alice's blob that bob may read is
+// listed to both, not to trudy, who gets the 404 of a key no blob has.
+func (s *secureCluster) restBlobs(t *testing.T, call func(testcluster.Identity, string, string, ...string) (int, map[string]any)) {
+	alice := sdkClient(t, s.sec.Client(t, "alice"), s.nimbuses...)
+	two := int32(2)
+	if _, err := alice.CreateBlob(t.Context(), "alicerest-notes", strings.NewReader("notes"),
+		client.BlobOptions{ReplicationFactor: &two, ACL: []string{"u:bob:r--"}}); err != nil {
+		t.Fatalf("alice creates a blob: %v", err)
+	}
+	defer func() {
+		if err := alice.DeleteBlob(t.Context(), "alicerest-notes"); err != nil {
+			t.Errorf("alice deletes her blob: %v", err)
+		}
+	}()
+	listed := func(id testcluster.Identity) []string {
+		t.Helper()
+		code, body := call(id, http.MethodGet, "/api/v1/blobstore")
+		blobs, ok := body["blobs"].([]any)
+		if code != http.StatusOK || !ok {
+			t.Fatalf("GET blobstore as %s: %d %v", id.Principal, code, body)
+		}
+		var keys []string
+		for _, b := range blobs {
+			keys = append(keys, fmt.Sprint(b.(map[string]any)["key"]))
+		}
+		return keys
+	}
+	for _, who := range []string{"alice", "bob"} {
+		if keys := listed(s.sec.Client(t, who)); !slices.Contains(keys, "alicerest-notes") {
+			t.Errorf("%s lists %v through the follower, want alicerest-notes", who, keys)
+		}
+	}
+	if keys := listed(s.sec.Client(t, "trudy")); slices.Contains(keys, "alicerest-notes") {
+		t.Errorf("trudy lists %v through the follower: alice's blob is not hers to see", keys)
+	}
+	code, body := call(s.sec.Client(t, "bob"), http.MethodGet, "/api/v1/blobstore/alicerest-notes")
+	if code != http.StatusOK || body["owner"] != "alice" || body["contentSha256"] != fmt.Sprintf("%x", sha256.Sum256([]byte("notes"))) {
+		t.Errorf("bob reads the blob's entry: %d %v, want alice's, with the content's SHA-256", code, body)
+	}
+	code, hidden := call(s.sec.Client(t, "trudy"), http.MethodGet, "/api/v1/blobstore/alicerest-notes")
+	_, absent := call(s.sec.Client(t, "trudy"), http.MethodGet, "/api/v1/blobstore/nobodys-notes")
+	if code != http.StatusNotFound || strings.ReplaceAll(fmt.Sprint(absent["errorMessage"]), "nobodys", "alicerest") != fmt.Sprint(hidden["errorMessage"]) {
+		t.Errorf("trudy reads alice's blob's entry: %d %v, want the 404 of a key no blob has (%v)", code, hidden, absent)
 	}
 }
 
