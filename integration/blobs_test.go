@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -73,13 +74,15 @@ func waitBlobReply(t *testing.T, port int32, want string) string {
 // running worker (the same process) through the worker library, and a
 // reader of its link meanwhile reads one whole version or the other; an
 // update of the second, with workerRestart, restarts the worker with the
-// new version in place.
+// new version in place, also after a supervisor restart that adopted the
+// worker and its blobs without restarting it.
 func TestBlobsReachWorkers(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
 	c := testcluster.New(t, z.Addr(), testcluster.WithSessionTimeout(10*time.Second))
 	ps := c.StartNimbuses(t, 1)
 	c.WaitLeader(t, ps, 10*time.Second)
-	sup, err := c.StartSupervisor(testcluster.WithSlots(testcluster.FreePorts(t, 1)...))
+	slots := testcluster.FreePorts(t, 1)
+	sup, err := c.StartSupervisor(testcluster.WithSlots(slots...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,6 +143,24 @@ func TestBlobsReachWorkers(t *testing.T) {
 	}
 	if now, err := runningWorkers(t, conn, id, sup); err != nil || now[port] != pid {
 		t.Fatalf("the worker was restarted by an update without workerRestart: %v (was %d), %v", now, pid, err)
+	}
+
+	// A supervisor restarted adopts the worker with its blobs as they are:
+	// nothing restarts, and the next update still reaches it.
+	if err := sup.Stop(syscall.SIGTERM, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if sup, err = c.StartSupervisor(testcluster.WithLocalDir(sup.LocalDir), testcluster.WithSlots(slots...)); err != nil {
+		t.Fatal(err)
+	}
+	testcluster.WaitFor(t, 20*time.Second, "the restarted supervisor adopting the worker", func() error {
+		if now, err := runningWorkers(t, conn, id, sup); err != nil || now[port] != pid {
+			return fmt.Errorf("workers %v, want pid %d (%v)", now, pid, err)
+		}
+		return nil
+	})
+	if b, err := os.ReadFile(link); err != nil || string(b) != second {
+		t.Fatalf("after the adoption the link reads %d bytes, %v", len(b), err)
 	}
 
 	// workerRestart: a new process, the new version in place.
