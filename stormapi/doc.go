@@ -9,7 +9,8 @@
 // cluster summary the view builds (snapshot) and shared by every request
 // until the next. Actions are forwarded to the leader through the Go SDK
 // (Actor) as the caller (auth.Forward); with no leader they answer 503 and
-// say why.
+// say why. GET blobstore, which Storm's UI lacks, lists the blobs the
+// caller may read (blobs.go).
 //
 // Every answer carries Nimbus-HA's extras beside Storm's fields:
 // leaderlessSeconds, cacheAgeMs and leadershipBlockedBy (State,
