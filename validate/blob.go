@@ -1,8 +1,8 @@
 package validate
 
 import (
-	"bytes"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -247,10 +247,8 @@ func ParseBlobstoreMap(field, v string) (map[string]BlobUse, error) {
 		if err := BlobKey(f, key); err != nil {
 			return nil, err
 		}
-		dec := json.NewDecoder(bytes.NewReader(raw[key]))
-		dec.DisallowUnknownFields()
-		var use BlobUse
-		if err := dec.Decode(&use); err != nil {
+		use, err := parseBlobUse(raw[key])
+		if err != nil {
 			return nil, Invalid(f, "must be {\"localname\": \"NAME\", \"uncompress\": BOOL, \"workerRestart\": BOOL}: %v", err)
 		}
 		if use.LocalName == "" {
@@ -266,4 +264,32 @@ func ParseBlobstoreMap(field, v string) (map[string]BlobUse, error) {
 		out[key] = use
 	}
 	return out, nil
+}
+
+// parseBlobUse decodes one entry, its field names exactly as Storm spells
+// them (encoding/json alone would take "LocalName" for "localname").
+func parseBlobUse(data []byte) (BlobUse, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return BlobUse{}, err
+	}
+	var use BlobUse
+	for _, name := range slices.Sorted(maps.Keys(fields)) { // the same error every time
+		v := fields[name]
+		var err error
+		switch name {
+		case "localname":
+			err = json.Unmarshal(v, &use.LocalName)
+		case "uncompress":
+			err = json.Unmarshal(v, &use.Uncompress)
+		case "workerRestart":
+			err = json.Unmarshal(v, &use.WorkerRestart)
+		default:
+			return BlobUse{}, fmt.Errorf("unknown field %q", name)
+		}
+		if err != nil {
+			return BlobUse{}, fmt.Errorf("%s: %v", name, err)
+		}
+	}
+	return use, nil
 }
