@@ -250,19 +250,6 @@ func removeVersion(path string) error {
 	return err
 }
 
-// Lookup is the version materialized at path (the target of a link a
-// worker's directory holds), if the Localizer has it.
-func (l *Localizer) Lookup(path string) (Version, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, v := range l.versions {
-		if v.Path == path {
-			return v, true
-		}
-	}
-	return Version{}, false
-}
-
 // scan takes up the versions in Dir, oldest first by modification time,
 // and removes what a crash left half made.
 func (l *Localizer) scan() error {

@@ -27,4 +27,9 @@
 // Storm's counters in a metrics file that each heartbeat reads and carries
 // within its budget, streams folded away before components are dropped
 // (workermetrics.go, metricsbudget.go).
+//
+// Blobs a topology names (topology.blobstore.map) are placed in each of
+// its workers' directories before the worker starts, switched atomically
+// when updated and announced through the worker protocol's blobs file and
+// SIGUSR1, or the worker restarted (blobs.go, with blobstore.Localizer).
 package supervisor
