@@ -148,9 +148,23 @@ func (s *secureCluster) restBlobs(t *testing.T, call func(testcluster.Identity, 
 		client.BlobOptions{ReplicationFactor: &two, ACL: []string{"u:bob:r--"}}); err != nil {
 		t.Fatalf("alice creates a blob: %v", err)
 	}
+	// Gone from every nimbus's cache before the next subtest counts blobs.
 	defer func() {
 		if err := alice.DeleteBlob(t.Context(), "alicerest-notes"); err != nil {
 			t.Errorf("alice deletes her blob: %v", err)
+			return
+		}
+		for _, p := range s.nimbuses {
+			one := sdkClient(t, s.sec.Client(t, "alice"), p)
+			testcluster.WaitFor(t, 10*time.Second, "alicerest-notes gone from "+p.Name, func() error {
+				list, err := one.ListBlobs(t.Context())
+				for _, b := range list.GetBlobs() {
+					if b.GetKey() == "alicerest-notes" {
+						return fmt.Errorf("%s still lists it", p.Name)
+					}
+				}
+				return err
+			})
 		}
 	}()
 	listed := func(id testcluster.Identity) []string {
