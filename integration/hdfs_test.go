@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	pathpkg "path"
 	"syscall"
 	"testing"
 	"time"
@@ -14,6 +15,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/nimbusha/nimbus/client"
+	"github.com/nimbusha/nimbus/configs"
 	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
@@ -117,6 +120,34 @@ func TestHDFSDistributor(t *testing.T) {
 	testcluster.WaitFor(t, 20*time.Second, "the orphaned upload swept", func() error {
 		if _, err := hc.Stat(orphan); !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("%s: %v", orphan, err)
+		}
+		return nil
+	})
+
+	// Blobs live under blobstore.dir, apart from the code; a delete removes
+	// them, and what a write left of a key no blob has is swept.
+	one := int32(1)
+	if _, err := cl.CreateBlob(t.Context(), "hdfs-blob", bytes.NewReader(data[:2000]), client.BlobOptions{Size: 2000, ReplicationFactor: &one}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hc.Stat(configs.DefaultBlobstoreDir + "/hdfs-blob"); err != nil {
+		t.Fatalf("the blob is not in HDFS: %v", err)
+	}
+	if err := cl.DeleteBlob(t.Context(), "hdfs-blob"); err != nil {
+		t.Fatal(err)
+	}
+	orphanBlob := configs.DefaultBlobstoreDir + "/orphan-blob/0123/blob.uploading"
+	if err := hc.MkdirAll(pathpkg.Dir(orphanBlob), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := hc.CreateEmptyFile(orphanBlob); err != nil {
+		t.Fatal(err)
+	}
+	testcluster.WaitFor(t, 20*time.Second, "the deleted and the orphaned blob gone from HDFS", func() error {
+		for _, p := range []string{configs.DefaultBlobstoreDir + "/hdfs-blob", configs.DefaultBlobstoreDir + "/orphan-blob"} {
+			if _, err := hc.Stat(p); !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("%s: %v", p, err)
+			}
 		}
 		return nil
 	})

@@ -167,6 +167,13 @@ func (s *service) reserveBlob(key string, create bool) (release func(), err erro
 	}, nil
 }
 
+// isWritingBlob reports whether a write of key is in progress here.
+func (s *service) isWritingBlob(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.blobWrites[key]
+}
+
 // blobFor reads key's BlobMeta afresh, bounded by ctx, and checks that the
 // caller may take act on it. For a create the key must be free (nil meta,
 // version -1).
