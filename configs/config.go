@@ -487,6 +487,7 @@ func NimbusFlagKeys() []string {
 		KeyNimbusAdmins, KeyNimbusUsers, KeyNimbusSupervisorUsers, KeyNimbusDaemonUsers, KeyMetricsPprof,
 		KeyZKAuthScheme, KeyZKSuperACL, KeyZKMaxBuffer,
 		KeyNimbusMaxUploads, KeyNimbusUploadIdleTimeout, KeyNimbusMaxStreams, KeyNimbusMaxMessageBytes,
+		KeyBlobstoreReplication, KeyBlobMaxBytes, KeyBlobstoreDir,
 	}
 }
 
@@ -500,6 +501,7 @@ func SupervisorFlagKeys() []string {
 		KeyBittorrentMaxUpload, KeyBittorrentMaxDownload, KeyBittorrentSeedPeers,
 		KeySupervisorMetricsPort, KeySupervisorGRPCPort,
 		KeyLogviewerPort, KeyLogviewerMaxPerWorkerMB, KeyLogviewerMaxSumMB, KeyLogviewerCleanupInterval, KeyLogsUsers,
+		KeyLocalizerCacheTargetMB, KeyBlobstoreDir,
 		KeyTLSEnable, KeyTLSCert, KeyTLSKey, KeyTLSTruststore, KeyMetricsPprof,
 		// Who may recover code from its code port: the nimbuses' rules.
 		KeyTLSClientAuthRequired, KeyTLSPrincipal, KeyNimbusAdmins, KeyNimbusDaemonUsers,

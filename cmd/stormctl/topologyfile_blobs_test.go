@@ -44,7 +44,7 @@ func TestTopologyFileBlobstoreMapErrors(t *testing.T) {
 	}{
 		{"a key twice", head + "    a: {}\n    a: {}\n", "dir/t.yaml:7: config.topology.blobstore.map.a: given twice (first on line 6)"},
 		{"a field Storm does not have", head + "    words: {uncompres: true}\n",
-			`dir/t.yaml:6: config.topology.blobstore.map: value["words"]: must be {"localname": "NAME", "uncompress": BOOL, "workerRestart": BOOL}: json: unknown field "uncompres"`},
+			`dir/t.yaml:6: config.topology.blobstore.map: value["words"]: must be {"localname": "NAME", "uncompress": BOOL, "workerRestart": BOOL}: unknown field "uncompres"`},
 		{"a key with a path", head + "    a/b: {}\n",
 			`dir/t.yaml:6: config.topology.blobstore.map: value["a/b"]: must be 1-200 bytes`},
 		{"a localname with a path", head + "    words: {localname: ../w}\n",
