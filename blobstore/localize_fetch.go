@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -43,7 +44,12 @@ func (l *Localizer) startJob(id, key string, meta *clusterv1.BlobMeta, uncompres
 
 func (l *Localizer) runJob(ctx context.Context, id string, j *job, meta *clusterv1.BlobMeta, uncompress bool) {
 	backoff := minRetry
+	began := time.Now()
 	for {
+		var replicas <-chan struct{} // taken first: a replica registering during the attempt counts
+		if l.cfg.ReplicasChanged != nil {
+			replicas = l.cfg.ReplicasChanged()
+		}
 		v, err := l.materialize(ctx, j.key, meta, uncompress)
 		l.mu.Lock()
 		if err == nil {
@@ -64,14 +70,21 @@ func (l *Localizer) runJob(ctx context.Context, id string, j *job, meta *cluster
 		if ctx.Err() != nil {
 			return
 		}
-		l.log.Warn("cannot place a blob version yet; retrying", "key", j.key, "version", meta.GetVersion(), "err", err, "retry_in", backoff)
+		// A version committed a moment ago is held by no replica yet:
+		// normal, until it lasts.
+		level := slog.LevelWarn
+		if errors.Is(err, codedistributor.ErrNotHeld) && time.Since(began) < stuckAfter {
+			level = slog.LevelInfo
+		}
+		l.log.Log(ctx, level, "cannot place a blob version yet; retrying", "key", j.key, "version", meta.GetVersion(), "err", err, "retry_in", backoff)
 		l.cfg.Ready() // its error is news
 		select {
 		case <-ctx.Done():
 			return
+		case <-replicas:
 		case <-time.After(backoff):
+			backoff = min(2*backoff, maxRetry)
 		}
-		backoff = min(2*backoff, maxRetry)
 	}
 }
 

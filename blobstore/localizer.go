@@ -77,6 +77,10 @@ type LocalizerConfig struct {
 	Fetcher *codedistributor.Fetcher
 	// Metas is the /blobstore cache: each blob's current BlobMeta.
 	Metas *cluster.DirCache[*clusterv1.BlobMeta]
+	// ReplicasChanged, if set, gives a channel closed at the next change
+	// of any blob's replicas (cluster.BlobCache.Changed): a fetch that
+	// found no replica holding a version retries then, not at its backoff.
+	ReplicasChanged func() <-chan struct{}
 	// CacheTargetBytes caps the versions no worker uses
 	// (supervisor.localizer.cache.target.size.mb).
 	CacheTargetBytes int64

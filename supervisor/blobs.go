@@ -232,12 +232,16 @@ func adoptedBlobs(spec workerSpec) map[string]blobstore.Version {
 // openLocalizer builds the Localizer on the blob store, with its own
 // Fetcher of blobs through the node's one distributor.
 func (s *Supervisor) openLocalizer(params codedistributor.Params) (err error) {
-	paths := s.sess.Paths()
-	s.blobMetas = cluster.NewDirCache(s.sess, paths.BlobStore(), func() *clusterv1.BlobMeta { return new(clusterv1.BlobMeta) }, s.base)
+	// The replicas too, not only the metas: a new version is committed a
+	// moment before the leader registers as holding it, and a fetch that
+	// found no replica retries when one registers, not at its backoff.
+	s.blobs = cluster.NewBlobCache(s.sess, s.base)
+	s.blobMetas = s.blobs.Distributions
 	s.localizer, err = blobstore.NewLocalizer(blobstore.LocalizerConfig{
 		Dir: filepath.Join(s.dir, "blob-versions"), Store: s.blobStore,
 		Fetcher:          &codedistributor.Fetcher{Params: params, Dist: s.dist, Store: s.blobStore, Kind: codedistributor.KindBlob},
 		Metas:            s.blobMetas,
+		ReplicasChanged:  s.blobs.Changed,
 		CacheTargetBytes: s.cfg.LocalizerCacheTargetMB << 20,
 		Ready:            s.nudge, Logger: s.base,
 	})

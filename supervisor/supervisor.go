@@ -53,6 +53,7 @@ type Supervisor struct {
 	// Blobs (blobs.go): the blob store at <dir>/blobs (served on the code
 	// port too), /blobstore, and the versions the workers link.
 	blobStore *codedistributor.Store
+	blobs     *cluster.BlobCache // /blobstore and each blob's replicas
 	blobMetas *cluster.DirCache[*clusterv1.BlobMeta]
 	localizer *blobstore.Localizer
 	memory    *clusterid.Memory // the cluster this supervisor belongs to
@@ -250,7 +251,7 @@ func (s *Supervisor) run() {
 	s.lc.Go(func() { _ = s.assignments.Run(ctx) })
 	s.lc.Go(func() { _ = s.storms.Run(ctx) })
 	s.lc.Go(func() { _ = s.versions.Run(ctx) })
-	s.lc.Go(func() { _ = s.blobMetas.Run(ctx) })
+	s.lc.Go(func() { _ = s.blobs.Run(ctx) })
 	registered := s.register(ctx)
 	s.lc.Go(func() { s.heartbeats(ctx, registered) })
 	s.lc.Go(func() { s.announceReady(ctx, registered) })
