@@ -8,7 +8,6 @@ import (
 	"github.com/nimbusha/nimbus/apierr"
 	"github.com/nimbusha/nimbus/codedistributor"
 	"github.com/nimbusha/nimbus/configs"
-	"github.com/nimbusha/nimbus/validate"
 )
 
 // storeHeadroom is what an upload leaves free in the store's filesystem
@@ -30,11 +29,11 @@ func newUploadGate(maxUploads int, health *storeHealth) *uploadGate {
 	return &uploadGate{slots: make(chan struct{}, maxUploads), health: health}
 }
 
-// admitUpload lets an upload of declared artifact bytes (0: not declared)
-// and a spec.pb of specBytes in, or says why not, before any chunk is
-// read: the store failed and no probe has passed since (its error), the
-// artifact is over nimbus.max.artifact.bytes (INVALID_ARGUMENT), too many
-// uploads are under way (nimbus.max.concurrent.uploads:
+// admitUpload lets an upload of declared content bytes (0: not declared;
+// a topology's artifact or a blob, checked against its maximum by the
+// caller) and a spec.pb of specBytes in, or says why not, before any chunk
+// is read: the store failed and no probe has passed since (its error), too
+// many uploads are under way (nimbus.max.concurrent.uploads:
 // RESOURCE_EXHAUSTED), the store's filesystem has less than storeHeadroom
 // free (the store fails, as if a write had: RESOURCE_EXHAUSTED), or it
 // lacks room for this upload and storeHeadroom, counting the declared
@@ -44,9 +43,6 @@ func (s *service) admitUpload(declared, specBytes int64) (done func(), err error
 	g := s.uploads
 	if _, err := g.health.state(); err != nil {
 		return nil, notStored(fmt.Errorf("the code store failed a write and has not passed a probe since: %w", err))
-	}
-	if declared > s.cfg.NimbusMaxArtifactBytes {
-		return nil, validate.Invalid("spec.artifact_bytes", "%d bytes, larger than nimbus.max.artifact.bytes (%d)", declared, s.cfg.NimbusMaxArtifactBytes)
 	}
 	select {
 	case g.slots <- struct{}{}:
@@ -72,7 +68,7 @@ func (s *service) admitUpload(declared, specBytes int64) (done func(), err error
 	if free-g.reserved < need {
 		<-g.slots
 		return nil, fmt.Errorf("%w: the code store %s has %d bytes free, %d of them promised to uploads under way; "+
-			"this one needs %d (%d of artifact, %d of spec, %d kept free); nothing was stored",
+			"this one needs %d (%d of content, %d of spec, %d kept free); nothing was stored",
 			apierr.ErrResourceExhausted, s.store.Root(), free, g.reserved, need, declared, specBytes, storeHeadroom)
 	}
 	g.reserved += declared

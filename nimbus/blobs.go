@@ -231,7 +231,7 @@ func fillVersion(m *clusterv1.BlobMeta, digest []byte, content *clusterv1.CodeFi
 // receiveBlob admits the upload and writes the content into a new
 // temporary directory of the blob store, which the caller removes.
 func (s *service) receiveBlob(h *nimbusv1.BlobHeader, next func() (uploadPart, error)) (string, *clusterv1.CodeFile, error) {
-	done, err := s.admitUpload(0, 0)
+	done, err := s.admitUpload(h.GetSize(), 0) // its maximum checked with the header
 	if err != nil {
 		return "", nil, err
 	}

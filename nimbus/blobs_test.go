@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/nimbusha/nimbus/blobstore"
+	"github.com/nimbusha/nimbus/configs"
 	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 	"github.com/nimbusha/nimbus/validate"
@@ -251,4 +254,52 @@ func mustBlobDigest(t *testing.T, s *Server, key string) []byte {
 		t.Fatalf("%s has no digest", key)
 	}
 	return m.GetCodeMetaDigest()
+}
+
+// A blob over nimbus.blobstore.max.blob.bytes, declared or streamed, and
+// an upload that stalls are refused naming why; nothing is stored and the
+// key is free again.
+func TestInProcessBlobUploadLimits(t *testing.T) {
+	zk := testcluster.StartZooKeeper(t)
+	s := startWith(t, zk.Addr(), t.TempDir(), func(c *configs.Config) {
+		c.BlobMaxBytes = 1 << 20
+		c.BlobstoreReplication = 1
+		c.NimbusUploadIdleTimeout = time.Second
+	})
+	awaitLeading(t, s)
+	conn := dial(t, s)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	declared := int64(2 << 20)
+	_, _, err := rawBlobWrite(ctx, conn, true, &nimbusv1.BlobHeader{Key: "big", Size: &declared}, []byte("x"), nil)
+	checkRefused(t, err, codes.InvalidArgument, "header.size", configs.KeyBlobMaxBytes)
+	_, _, err = rawBlobWrite(ctx, conn, true, &nimbusv1.BlobHeader{Key: "big"}, make([]byte, 1<<20+1), nil)
+	checkRefused(t, err, codes.InvalidArgument, "blob", configs.KeyBlobMaxBytes)
+
+	// A header, then silence.
+	stream, err := nimbusv1.NewNimbusServiceClient(conn).CreateBlob(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(&nimbusv1.CreateBlobRequest{Part: &nimbusv1.CreateBlobRequest_Header{Header: &nimbusv1.BlobHeader{Key: "big"}}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = stream.CloseAndRecv()
+	checkRefused(t, err, codes.InvalidArgument, "trailer") // the stream ended without one
+	stalled, err := nimbusv1.NewNimbusServiceClient(conn).CreateBlob(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = stalled.Send(&nimbusv1.CreateBlobRequest{Part: &nimbusv1.CreateBlobRequest_Header{Header: &nimbusv1.BlobHeader{Key: "big"}}})
+	_ = stalled.Send(&nimbusv1.CreateBlobRequest{Part: &nimbusv1.CreateBlobRequest_Chunk{Chunk: []byte("half")}})
+	var resp nimbusv1.CreateBlobResponse
+	err = stalled.RecvMsg(&resp) // the server gives up after the idle timeout
+	checkRefused(t, err, codes.DeadlineExceeded, configs.KeyNimbusUploadIdleTimeout, "nothing was stored")
+
+	if got, _ := os.ReadDir(filepath.Join(s.blobStore.Root(), "tmp")); len(got) != 0 {
+		t.Fatalf("the blob store's tmp holds %d entries", len(got))
+	}
+	if _, _, err := rawBlobWrite(ctx, conn, true, &nimbusv1.BlobHeader{Key: "big"}, []byte("fits"), nil); err != nil {
+		t.Fatalf("the key is not free again: %v", err)
+	}
 }

@@ -48,6 +48,9 @@ func receiveSpec(stream nimbusv1.NimbusService_SubmitTopologyServer) (*nimbusv1.
 // lets the upload in, and frees the upload's slot when it returns.
 func (s *service) receiveBundle(stream nimbusv1.NimbusService_SubmitTopologyServer, spec *nimbusv1.TopologySpec) (string, []*clusterv1.CodeFile, error) {
 	specData := cluster.Encode(spec)
+	if declared := spec.GetArtifactBytes(); declared > s.cfg.NimbusMaxArtifactBytes {
+		return "", nil, validate.Invalid("spec.artifact_bytes", "%d bytes, larger than %s (%d)", declared, configs.KeyNimbusMaxArtifactBytes, s.cfg.NimbusMaxArtifactBytes)
+	}
 	done, err := s.admitUpload(spec.GetArtifactBytes(), int64(len(specData)))
 	if err != nil {
 		return "", nil, err

@@ -21,6 +21,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/nimbusha/nimbus/client"
 	"github.com/nimbusha/nimbus/configs"
 	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
@@ -334,6 +335,9 @@ func TestInProcessFullOrReadOnlyStore(t *testing.T) {
 	checkRefused(t, rawSubmit(t.Context(), conn, big, []byte("x")), codes.ResourceExhausted, "bytes free", "nothing was stored")
 	// The SDK declares the size itself.
 	checkRefused(t, submit("big", 14<<20), codes.ResourceExhausted, "bytes free", "nothing was stored")
+	// A blob's declared size too.
+	_, blobErr := cl.CreateBlob(t.Context(), "big", bytes.NewReader(make([]byte, 14<<20)), client.BlobOptions{Size: 14 << 20})
+	checkRefused(t, blobErr, codes.ResourceExhausted, "bytes free", "nothing was stored")
 	if got := servingStatus(t, conn); got != healthpb.HealthCheckResponse_SERVING {
 		t.Fatalf("health %v after refusing one big artifact", got)
 	}
