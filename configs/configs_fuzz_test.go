@@ -96,6 +96,8 @@ var partners = map[string][]string{
 	KeySupervisorSlotsPorts:  {KeySupervisorGRPCPort, KeyLogviewerPort},
 	// The cap on all workers' logs holds at least one worker's.
 	KeyLogviewerMaxPerWorkerMB: {KeyLogviewerMaxSumMB},
+	// Blobs in HDFS live apart from the code.
+	KeyHDFSStormDir: {KeyBlobstoreDir},
 }
 
 // FuzzLoadEnv sets one key's environment variable to any text over the
