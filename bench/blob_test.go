@@ -121,31 +121,6 @@ func benchBlob(b *testing.B, zkAddr, backend string) string {
 		percentileF(sentCreate, 50), percentileF(sentCreate, 100), percentileF(sentUpdate, 50), percentileF(sentUpdate, 100))
 }
 
-// awaitLeaderSeeing waits for the agreed leader to see n supervisors.
-func awaitLeaderSeeing(b *testing.B, c *testcluster.Cluster, nimbuses []*testcluster.Process, n int) *testcluster.Process {
-	var leader *testcluster.Process
-	if err := testcluster.Poll(60*time.Second, func() error {
-		_, p, err := c.AgreedLeader(nimbuses)
-		if err != nil {
-			return err
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		info, err := c.API(p).GetClusterInfo(ctx, &nimbusv1.GetClusterInfoRequest{})
-		if err != nil {
-			return err
-		}
-		if got := len(info.GetCluster().GetSupervisors()); got != n {
-			return fmt.Errorf("the leader sees %d supervisors", got)
-		}
-		leader = p
-		return nil
-	}); err != nil {
-		b.Fatalf("%v\n%s", err, c.Logs(20))
-	}
-	return leader
-}
-
 // blobOnce creates key, runs a topology of one worker per supervisor that
 // uses it, updates it, and times each step; then removes both.
 func blobOnce(c *testcluster.Cluster, cl *client.Client, leader *testcluster.Process, sups []*testcluster.Process, key string, data []byte) (blobTrial, error) {

@@ -133,26 +133,7 @@ func benchDistribute(b *testing.B, zkAddr, name, backend string, uplinkMbit int,
 
 	// The leader, and its view of all 10 supervisors, before the first
 	// submit: a schedule on fewer would place the workers twice.
-	var leader *testcluster.Process
-	if err := testcluster.Poll(60*time.Second, func() error {
-		_, p, err := c.AgreedLeader(nimbuses)
-		if err != nil {
-			return err
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		info, err := c.API(p).GetClusterInfo(ctx, &nimbusv1.GetClusterInfoRequest{})
-		if err != nil {
-			return err
-		}
-		if n := len(info.GetCluster().GetSupervisors()); n != distributeSupervisors {
-			return fmt.Errorf("the leader sees %d supervisors", n)
-		}
-		leader = p
-		return nil
-	}); err != nil {
-		b.Fatalf("%v\n%s", err, c.Logs(20))
-	}
+	leader := awaitLeaderSeeing(b, c, nimbuses, distributeSupervisors)
 	b.Logf("%s: leader %s (pid %d)", name, leader.Name, leader.Pid())
 	if uplinkMbit > 0 {
 		ports := []int{port(b, leader.Addr())}
@@ -217,6 +198,31 @@ func benchDistribute(b *testing.B, zkAddr, name, backend string, uplinkMbit int,
 		percentileF(netw, 50), percentileF(netw, 100))
 	b.Logf("%s", row)
 	return row
+}
+
+// awaitLeaderSeeing waits for the agreed leader to see n supervisors.
+func awaitLeaderSeeing(b *testing.B, c *testcluster.Cluster, nimbuses []*testcluster.Process, n int) *testcluster.Process {
+	var leader *testcluster.Process
+	if err := testcluster.Poll(60*time.Second, func() error {
+		_, p, err := c.AgreedLeader(nimbuses)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		info, err := c.API(p).GetClusterInfo(ctx, &nimbusv1.GetClusterInfoRequest{})
+		if err != nil {
+			return err
+		}
+		if got := len(info.GetCluster().GetSupervisors()); got != n {
+			return fmt.Errorf("the leader sees %d supervisors", got)
+		}
+		leader = p
+		return nil
+	}); err != nil {
+		b.Fatalf("%v\n%s", err, c.Logs(20))
+	}
+	return leader
 }
 
 // distributeOnce submits name with data and waits until every nimbus and

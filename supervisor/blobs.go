@@ -159,10 +159,7 @@ func (w *worker) updateBlobs(current map[string]blobstore.Version) {
 		}
 		return
 	}
-	w.mu.Lock()
-	pid := int(w.state.GetPid())
-	w.mu.Unlock()
-	signalled := pid > 0 && catches(pid, workerproto.StatusSignal) && w.signal(workerproto.StatusSignal)
+	pid, signalled := w.tell()
 	w.log.Info("blob updated: the worker is told", "keys", changed, "pid", pid, "signalled", signalled)
 }
 

@@ -86,10 +86,7 @@ func (w *worker) setLogLevels(levels workerproto.LogLevels) {
 		w.log.Error("cannot write the worker's log-level file", "err", err)
 		return
 	}
-	w.mu.Lock()
-	pid := int(w.state.GetPid())
-	w.mu.Unlock()
-	signalled := pid > 0 && catches(pid, workerproto.StatusSignal) && w.signal(workerproto.StatusSignal)
+	pid, signalled := w.tell()
 	w.log.Info("worker log levels changed", "loggers", len(levels), "pid", pid, "signalled", signalled)
 }
 

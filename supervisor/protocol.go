@@ -82,12 +82,7 @@ func (w *worker) setTopologyStatus(st workerproto.Status) {
 		w.log.Error("cannot write worker status file", "status", st, "err", err)
 		return
 	}
-	w.mu.Lock()
-	pid := int(w.state.GetPid())
-	w.mu.Unlock()
-	// Through its keeper, which signals only while the worker it holds
-	// runs: a pid this supervisor read may be another process's by now.
-	signalled := pid > 0 && catches(pid, workerproto.StatusSignal) && w.signal(workerproto.StatusSignal)
+	pid, signalled := w.tell()
 	w.log.Info("worker status changed", "status", st, "pid", pid, "signalled", signalled)
 }
 
@@ -229,6 +224,18 @@ func readReported(path string, from int64) (line string, at time.Time, next int6
 		return "", time.Time{}, from, false
 	}
 	return line, fi.ModTime(), start + int64(consumed), true
+}
+
+// tell sends the worker the protocol's signal (a file of its protocol
+// changed), if it catches it, and says to which pid and whether it went.
+// It goes through the worker's keeper, which signals only while the
+// worker it holds runs: a pid this supervisor read may be another
+// process's by now.
+func (w *worker) tell() (pid int, signalled bool) {
+	w.mu.Lock()
+	pid = int(w.state.GetPid())
+	w.mu.Unlock()
+	return pid, pid > 0 && catches(pid, workerproto.StatusSignal) && w.signal(workerproto.StatusSignal)
 }
 
 // catches reports whether process pid catches sig (Linux's

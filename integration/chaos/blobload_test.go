@@ -129,17 +129,8 @@ func (r *run) recordBlobRead(in blobInput, call int64, content []byte, err error
 // undone.
 func (r *run) checkBlobHistory() {
 	r.blobs.mu.Lock()
-	ops := append([]porcupine.Operation(nil), r.blobs.ops...)
+	ops, _ := resolvePending(r.blobs.ops)
 	r.blobs.mu.Unlock()
-	end := int64(0)
-	for _, op := range ops {
-		end = max(end, op.Call, op.Return)
-	}
-	for i := range ops {
-		if ops[i].Return == pending {
-			ops[i].Return = end + 1
-		}
-	}
 	res, info := porcupine.CheckOperationsVerbose(blobModel(), ops, checkTimeout)
 	r.t.Logf("chaos: blob linearizability: %d operations: %s", len(ops), res)
 	switch res {

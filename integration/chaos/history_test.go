@@ -167,7 +167,14 @@ func statusObs(s clusterv1.TopologyStatus) obs {
 func (h *history) operations() (ops []porcupine.Operation, unknown int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	ops = append([]porcupine.Operation(nil), h.ops...)
+	return resolvePending(h.ops)
+}
+
+// resolvePending is a copy of ops in which each operation of unknown
+// outcome (Return pending) returns at the end of the history, and how many
+// there were.
+func resolvePending(history []porcupine.Operation) (ops []porcupine.Operation, unknown int) {
+	ops = append([]porcupine.Operation(nil), history...)
 	end := int64(0)
 	for _, op := range ops {
 		end = max(end, op.Call, op.Return)
