@@ -92,13 +92,20 @@ func (l *Localizer) runJob(ctx context.Context, id string, j *job, meta *cluster
 // then puts its content (or, with uncompress, what it unpacks to) in
 // place, read-only, under a name no other version has.
 func (l *Localizer) materialize(ctx context.Context, key string, meta *clusterv1.BlobMeta, uncompress bool) (Version, error) {
+	kdir := filepath.Join(l.cfg.Dir, key)
+	v := Version{Key: key, Version: meta.GetVersion(), SHA256: meta.GetContentSha256(), Uncompress: uncompress,
+		Path: filepath.Join(kdir, versionName(meta.GetVersion(), meta.GetContentSha256(), uncompress))}
+	if _, err := os.Lstat(v.Path); err == nil {
+		// Made by a job of this version that was cancelled and asked for
+		// again before it ended: a version is renamed into place whole.
+		return v, nil
+	}
 	digest := meta.GetCodeMetaDigest()
 	if err := l.cfg.Store.Verify(key, digest); err != nil {
 		if err := l.cfg.Fetcher.Fetch(ctx, key, digest); err != nil {
 			return Version{}, fmt.Errorf("cannot fetch version %d: %w", meta.GetVersion(), err)
 		}
 	}
-	kdir := filepath.Join(l.cfg.Dir, key)
 	if err := os.MkdirAll(kdir, 0o755); err != nil {
 		return Version{}, err
 	}
@@ -107,8 +114,6 @@ func (l *Localizer) materialize(ctx context.Context, key string, meta *clusterv1
 		return Version{}, err
 	}
 	defer os.Remove(tmp) // a no-op once renamed
-	v := Version{Key: key, Version: meta.GetVersion(), SHA256: meta.GetContentSha256(), Uncompress: uncompress,
-		Path: filepath.Join(kdir, versionName(meta.GetVersion(), meta.GetContentSha256(), uncompress))}
 	if !uncompress {
 		return v, os.Rename(tmp, v.Path)
 	}

@@ -343,6 +343,20 @@ func (u *unpacker) hardlink(rel, target string) error {
 // something inside dst: a chain of links, each inside on its own, may
 // still lead out.
 func (u *unpacker) finish() error {
+	// A link under another link would be made through it, wherever that
+	// one points: refused before anything is made. Everything else is
+	// made already, with no link on its way.
+	names := make(map[string]bool, len(u.links))
+	for _, l := range u.links {
+		names[l.name] = true
+	}
+	for _, l := range u.links {
+		for dir := path.Dir(l.name); dir != "."; dir = path.Dir(dir) {
+			if names[dir] {
+				return fmt.Errorf("%w: link %q lies under link %q", ErrUnsafeArchive, l.name, dir)
+			}
+		}
+	}
 	for _, l := range u.links {
 		p := filepath.Join(u.dst, filepath.FromSlash(l.name))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {

@@ -163,14 +163,18 @@ func TestUnpackTarAndZip(t *testing.T) {
 func TestUnpackRefusesHostileArchives(t *testing.T) {
 	big := strings.Repeat("z", 2<<20) // compresses to almost nothing
 	cases := map[string][]byte{
-		"absolute path":       tarOf(t, true, entry{name: "/etc/passwd", body: "x"}),
-		"climbs out":          tarOf(t, true, entry{name: "a/../../evil", body: "x"}),
-		"dot dot":             tarOf(t, true, entry{name: "..", body: "x"}),
-		"absolute symlink":    tarOf(t, true, entry{name: "l", typ: tar.TypeSymlink, link: "/etc"}),
-		"symlink out":         tarOf(t, true, entry{name: "a/l", typ: tar.TypeSymlink, link: "../../etc"}),
-		"symlink chain out":   tarOf(t, true, entry{name: "x", typ: tar.TypeSymlink, link: "."}, entry{name: "y", typ: tar.TypeSymlink, link: "x/.."}),
-		"dangling symlink":    tarOf(t, true, entry{name: "l", typ: tar.TypeSymlink, link: "nothing"}),
-		"write through link":  tarOf(t, true, entry{name: "l", typ: tar.TypeSymlink, link: "d"}, entry{name: "l/x", body: "x"}),
+		"absolute path":      tarOf(t, true, entry{name: "/etc/passwd", body: "x"}),
+		"climbs out":         tarOf(t, true, entry{name: "a/../../evil", body: "x"}),
+		"dot dot":            tarOf(t, true, entry{name: "..", body: "x"}),
+		"absolute symlink":   tarOf(t, true, entry{name: "l", typ: tar.TypeSymlink, link: "/etc"}),
+		"symlink out":        tarOf(t, true, entry{name: "a/l", typ: tar.TypeSymlink, link: "../../etc"}),
+		"symlink chain out":  tarOf(t, true, entry{name: "x", typ: tar.TypeSymlink, link: "."}, entry{name: "y", typ: tar.TypeSymlink, link: "x/.."}),
+		"dangling symlink":   tarOf(t, true, entry{name: "l", typ: tar.TypeSymlink, link: "nothing"}),
+		"write through link": tarOf(t, true, entry{name: "l", typ: tar.TypeSymlink, link: "d"}, entry{name: "l/x", body: "x"}),
+		// Each link lexically inside, but made through the one before it
+		// the last would land beside the directory: refused before any is made.
+		"link under a link": tarOf(t, true, entry{name: "d", typ: tar.TypeSymlink, link: "."},
+			entry{name: "d/d/e", typ: tar.TypeSymlink, link: "../.."}, entry{name: "e/x/y", typ: tar.TypeSymlink, link: "z"}),
 		"hard link out":       tarOf(t, true, entry{name: "h", typ: tar.TypeLink, link: "../../etc/passwd"}),
 		"hard link absolute":  tarOf(t, true, entry{name: "h", typ: tar.TypeLink, link: "/etc/passwd"}),
 		"hard link to none":   tarOf(t, true, entry{name: "h", typ: tar.TypeLink, link: "missing"}),
@@ -210,6 +214,16 @@ func TestUnpackRefusesHostileArchives(t *testing.T) {
 			}
 			if _, serr := os.Lstat(filepath.Join(parent, "..", "evil")); serr == nil {
 				t.Fatalf("an entry landed outside")
+			}
+			if beside, _ := os.ReadDir(filepath.Dir(dst)); len(beside) != 1 { // src only
+				t.Fatalf("entries landed beside the directory: %v", beside)
+			}
+			// Nor two levels up, where the test's temporary directories are.
+			above, _ := os.ReadDir(filepath.Dir(filepath.Dir(dst)))
+			for _, e := range above {
+				if strings.Trim(e.Name(), "0123456789") != "" {
+					t.Fatalf("an entry landed above the directory: %s", e.Name())
+				}
 			}
 		})
 	}

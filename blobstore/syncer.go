@@ -216,7 +216,12 @@ func (r *syncRun) removeUnwanted(want map[string]*clusterv1.BlobMeta, full bool)
 		return
 	}
 	for key := range ids {
-		if _, ok := want[key]; !ok {
+		if _, ok := want[key]; ok {
+			continue
+		}
+		// The cache may not show a blob the leader committed and
+		// installed a moment ago: only ZooKeeper says it is gone.
+		if _, _, err := r.s.cfg.Session.Read().Blob(key); errors.Is(err, cluster.ErrNoNode) {
 			r.remove(key)
 		}
 	}

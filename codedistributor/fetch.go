@@ -1,7 +1,9 @@
 package codedistributor
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -92,6 +94,15 @@ func (f *Fetcher) RecoverFromAny(ctx context.Context, topologyID string, digest 
 		f.Params.Logger.Info("code recovered from a supervisor", "topology", topologyID, "from", src.String())
 	}
 	return src, err
+}
+
+// otherVersion reports whether a blob's source answered with the meta of
+// another version than digest: a blob's key keeps its name across
+// versions, so that source does not hold this one (a topology's code never
+// changes: another meta there is garbled).
+func otherVersion(kind Kind, meta, digest []byte) bool {
+	sum := sha256.Sum256(meta)
+	return kind == KindBlob && !bytes.Equal(sum[:], digest)
 }
 
 // replicaSources are the nimbus replicas other than this node that hold
@@ -186,6 +197,9 @@ func (f *Fetcher) meta(ctx context.Context, addr, topologyID string, digest []by
 	resp, err := client.GetCodeMeta(ctx, &nimbusv1.GetCodeMetaRequest{TopologyId: topologyID, Blob: f.Kind == KindBlob})
 	if err != nil {
 		return nil, err
+	}
+	if otherVersion(f.Kind, resp.GetMeta(), digest) {
+		return nil, status.Errorf(codes.NotFound, "%s holds another version of blob %q", addr, topologyID)
 	}
 	if _, err := DecodeMeta(resp.GetMeta(), digest); err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/nimbusha/nimbus/cluster"
+	clusterv1 "github.com/nimbusha/nimbus/proto/cluster/v1"
 )
 
 // ErrNoDistribution: the topology's distribution node is gone (killed, or
@@ -20,9 +21,12 @@ var ErrNoDistribution = errors.New("codedistributor: no code distribution for to
 // nimbuses under /blobstore/<key>.
 func Sources(sess *cluster.Session, kind Kind, topologyID string, digest []byte, self string) ([]string, error) {
 	read := sess.Read()
-	replicas, err := read.Replicas(topologyID)
+	var replicas map[string]*clusterv1.ReplicaInfo
+	var err error
 	if kind == KindBlob {
 		replicas, err = read.BlobReplicas(topologyID)
+	} else {
+		replicas, err = read.Replicas(topologyID)
 	}
 	if errors.Is(err, cluster.ErrNoNode) {
 		return nil, fmt.Errorf("%w %s", ErrNoDistribution, topologyID)

@@ -213,6 +213,9 @@ func serves(ctx context.Context, connect Connect, addr string, code Code) (bool,
 	if err != nil {
 		return false, err
 	}
+	if otherVersion(code.Kind, resp.GetMeta(), code.Digest) {
+		return false, nil
+	}
 	// Ids are never reused and a topology's code never changes: a meta
 	// of another digest is garbled, no answer.
 	if _, err := DecodeMeta(resp.GetMeta(), code.Digest); err != nil {

@@ -110,9 +110,14 @@ func (c *server) admit(ctx context.Context, id string, blob bool) (*codedistribu
 		return nil, fmt.Errorf("%w: this node serves no blobs", codedistributor.ErrNotHeld)
 	}
 	if c.auth != nil && c.auth.Enabled() {
-		// Only the nodes that place blobs (and admins) fetch bundles;
+		// Only the nodes that place blobs (and admins) fetch bundles, and
+		// from a supervisor's store only the nimbuses that recover them;
 		// users read blobs through ReadBlob, which applies the ACL.
-		if err := c.auth.Blob(ctx, auth.ActionReadBlob, auth.Target{Topology: id}); err != nil {
+		act := auth.ActionReadBlob
+		if c.action == auth.ActionRecoverCode {
+			act = c.action
+		}
+		if err := c.auth.Blob(ctx, act, auth.Target{Topology: id}); err != nil {
 			return nil, err
 		}
 	}

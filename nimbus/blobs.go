@@ -99,7 +99,7 @@ func (s *service) writeBlob(ctx context.Context, h *nimbusv1.BlobHeader, next fu
 		return nil, false, err
 	}
 	// 3. The key, held on this nimbus until the answer.
-	release, err := s.reserveBlob(key, create)
+	release, err := s.reserveBlob(key)
 	if err != nil {
 		return nil, false, err
 	}
@@ -109,7 +109,7 @@ func (s *service) writeBlob(ctx context.Context, h *nimbusv1.BlobHeader, next fu
 	if err != nil {
 		return nil, false, err
 	}
-	next_, err := s.newBlobMeta(ctx, h, prev, term)
+	nextMeta, err := s.newBlobMeta(ctx, h, prev, term)
 	if err != nil {
 		return nil, false, err
 	}
@@ -119,44 +119,72 @@ func (s *service) writeBlob(ctx context.Context, h *nimbusv1.BlobHeader, next fu
 		return nil, false, err
 	}
 	defer os.RemoveAll(tmp) // a no-op once installed
-	// 6. Stored by the backend.
+	// 6. Stored by the backend. What a failure before the commit leaves
+	// there, the next write of the key or the leader's sweep removes: a
+	// cleanup now could take what another leader committed meanwhile.
 	meta, err := s.dist.Upload(ctx, tmp, codedistributor.Code{Kind: codedistributor.KindBlob, TopologyID: key, Meta: blobstore.Meta(key, content)})
 	if err != nil {
-		s.cleanupBlobBackend(key, prev)
 		return nil, false, fmt.Errorf("%w: nothing was stored: %v", apierr.ErrCodeStoreUnavailable, err)
 	}
 	_, digest := codedistributor.EncodeMeta(meta)
-	fillVersion(next_, digest, content, time.Now())
+	fillVersion(nextMeta, digest, content, time.Now())
 	// 7. Committed, then installed here, where the other nimbuses fetch it.
-	if err := s.commitBlob(ctx, term, key, next_, version, create); err != nil {
-		s.cleanupBlobBackend(key, prev)
+	if err := s.commitBlob(ctx, term, key, nextMeta, version, create); err != nil {
 		return nil, false, err
 	}
 	if _, err := s.blobStore.Install(tmp, key, meta); err != nil {
 		return nil, false, s.undoBlob(ctx, term, key, prev, version, create, err)
 	}
-	s.cleanupBlobBackend(key, next_)
+	if term.Context().Err() == nil { // a later leader's versions are not this one's to drop
+		s.cleanupBlobBackend(key, nextMeta)
+	}
 	// 8. Replicated: the blob's replication factor of nimbuses hold it, or
-	// topology.max.replication.wait.time.sec passed.
-	count, timedOut, err := s.waitReplication(ctx, term, s.blobs.AwaitReplicas, key, digest, replicationOf(s.cfg, next_))
+	// topology.max.replication.wait.time.sec passed. The write is
+	// committed: whatever ends the wait, it is acknowledged.
+	count, timedOut, err := s.awaitBlobReplicas(ctx, term, key, nextMeta)
 	if err != nil {
 		return nil, false, err
 	}
-	info := blobstore.Info(key, next_, s.blobs.Replicas(key))
+	info := blobstore.Info(key, nextMeta, s.blobs.Replicas(key))
 	info.ReplicationCount = int32(max(count, int(info.GetReplicationCount())))
-	s.log.Info("blob stored", "key", key, "version", next_.GetVersion(), "bytes", content.GetSize(),
+	s.log.Info("blob stored", "key", key, "version", nextMeta.GetVersion(), "bytes", content.GetSize(),
 		"replicas", count, "replication_wait_timed_out", timedOut, "by", auth.Who(ctx))
 	return info, timedOut, nil
 }
 
-// reserveBlob holds key for one write on this nimbus.
-func (s *service) reserveBlob(key string, create bool) (release func(), err error) {
+// awaitBlobReplicas waits until m's replication factor of nimbuses hold
+// its version, at most topology.max.replication.wait.time.sec, while term
+// lasts. The write is committed already, so an end of the term, or the
+// blob deleted meanwhile, is a wait that timed out, never a failure: a
+// client told ABORTED would write it again. Only the client's own end is
+// returned.
+func (s *service) awaitBlobReplicas(clientCtx context.Context, term *leader.Term, key string, m *clusterv1.BlobMeta) (int, bool, error) {
+	set := settingsOf(s.cfg, nil)
+	var until time.Time
+	if !set.waitForever {
+		until = time.Now().Add(set.maxReplicationWait)
+	}
+	ctx, cancel := context.WithCancel(clientCtx)
+	defer cancel()
+	stop := context.AfterFunc(term.Context(), cancel)
+	defer stop()
+	count, timedOut, err := s.blobs.AwaitReplicas(ctx, key, m.GetCodeMetaDigest(), int(m.GetReplicationFactor()), until)
+	switch {
+	case err == nil:
+		return count, timedOut, nil
+	case clientCtx.Err() != nil:
+		return count, false, clientCtx.Err()
+	}
+	return count, true, nil
+}
+
+// reserveBlob holds key for one write (a create, update, set-meta or
+// delete, or the leader's sweep of what the backend keeps of it) on this
+// nimbus; another answers ABORTED, to be tried again.
+func (s *service) reserveBlob(key string) (release func(), err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.blobWrites[key] {
-		if create {
-			return nil, fmt.Errorf("%w: %q is being written", apierr.ErrBlobExists, key)
-		}
 		return nil, apierr.NotCommitted(fmt.Errorf("another write of blob %q is in progress; try again", key))
 	}
 	s.blobWrites[key] = true
@@ -167,11 +195,40 @@ func (s *service) reserveBlob(key string, create bool) (release func(), err erro
 	}, nil
 }
 
-// isWritingBlob reports whether a write of key is in progress here.
-func (s *service) isWritingBlob(key string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.blobWrites[key]
+// sweepStoredBlobs tidies what the backend keeps of blobs, for the
+// leader's cleanup duty (ctx is its term): of a key no blob has, all (an
+// upload whose commit failed, or whose leader died); of one that exists,
+// every version but the current, when this nimbus holds it to name it. A
+// key being written here is left for the next sweep; the reservation
+// keeps a write from starting meanwhile.
+func (s *service) sweepStoredBlobs(ctx context.Context) {
+	lister, ok := s.dist.(codedistributor.BlobLister)
+	if !ok {
+		return
+	}
+	keys, err := lister.ListBlobs(ctx)
+	if err != nil {
+		s.log.Warn("cannot list stored blobs", "err", err)
+		return
+	}
+	for key, versions := range keys {
+		release, err := s.reserveBlob(key)
+		if err != nil {
+			continue
+		}
+		m, _, err := s.sess.Read().Blob(key)
+		switch {
+		case errors.Is(err, cluster.ErrNoNode):
+			if err := s.dist.CleanupBlob(ctx, key, nil); err != nil {
+				s.log.Warn("cannot remove an orphaned stored blob", "key", key, "err", err)
+			} else {
+				s.log.Info("removed a stored blob no key names", "key", key)
+			}
+		case err == nil && len(versions) > 1 && ctx.Err() == nil:
+			s.cleanupBlobBackend(key, m)
+		}
+		release()
+	}
 }
 
 // blobFor reads key's BlobMeta afresh, bounded by ctx, and checks that the
@@ -271,8 +328,36 @@ func (s *service) commitBlob(ctx context.Context, term *leader.Term, key string,
 		return apierr.NotCommitted(fmt.Errorf("blob %q changed meanwhile; nothing was written, try again", key))
 	case errors.Is(err, leader.ErrFenced), errors.Is(err, cluster.ErrUnavailable):
 		return apierr.NotCommitted(err)
+	case errors.Is(err, cluster.ErrOutcomeUnknown):
+		return s.settleBlobCommit(key, m.GetCodeMetaDigest(), err)
 	}
 	return err
+}
+
+// settleBlobCommit decides a commit whose answer was lost: it reads the
+// blob again, waiting for ZooKeeper for up to two session timeouts, and
+// returns nil if the write applied (the caller installs and answers as
+// for any commit: the new version must not lose its only copy), an error
+// saying nothing was written if it did not, and cause when it cannot tell.
+func (s *service) settleBlobCommit(key string, digest []byte, cause error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*s.cfg.ZKSessionTimeout)
+	defer cancel()
+	backoff := 100 * time.Millisecond
+	for {
+		m, _, err := s.sess.ReadFor(ctx).Blob(key)
+		switch {
+		case err == nil && bytes.Equal(m.GetCodeMetaDigest(), digest):
+			return nil
+		case err == nil, errors.Is(err, cluster.ErrNoNode):
+			return apierr.NotCommitted(fmt.Errorf("blob %q: the write was not applied (its answer was lost); nothing was written, try again", key))
+		}
+		select {
+		case <-ctx.Done():
+			return cause
+		case <-time.After(backoff):
+			backoff = min(2*backoff, 2*time.Second)
+		}
+	}
 }
 
 // undoBlob puts the blob back as it was when this nimbus committed a
@@ -342,8 +427,8 @@ func (s *service) readBlob(ctx context.Context, key string, stream nimbusv1.Nimb
 		if err != nil {
 			return err
 		}
-		if err := s.blobSync.Await(ctx, key, m.GetCodeMetaDigest()); err != nil {
-			return fmt.Errorf("%w: this nimbus does not hold blob %q version %d yet: %v", apierr.ErrUnavailable, key, m.GetVersion(), err)
+		if err := s.awaitHeld(ctx, key, m); err != nil {
+			return err
 		}
 		f, file, err := s.blobStore.Open(key, blobstore.File)
 		if err != nil {
@@ -359,6 +444,24 @@ func (s *service) readBlob(ctx context.Context, key string, stream nimbusv1.Nimb
 		}
 	}
 	return apierr.NotCommitted(fmt.Errorf("blob %q changed three times during the read; try again", key))
+}
+
+// maxHeldWait bounds how long a read waits for this nimbus to hold the
+// version it names: one held nowhere (LOST) must not hold the handler
+// for as long as the client would wait.
+const maxHeldWait = 30 * time.Second
+
+// awaitHeld waits until this nimbus holds m's version of key, at most
+// maxHeldWait.
+func (s *service) awaitHeld(ctx context.Context, key string, m *clusterv1.BlobMeta) error {
+	wait, cancel := context.WithTimeout(ctx, maxHeldWait)
+	defer cancel()
+	err := s.blobSync.Await(wait, key, m.GetCodeMetaDigest())
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	return fmt.Errorf("%w: this nimbus does not hold blob %q version %d yet (%d nimbuses do); try again", apierr.ErrUnavailable,
+		key, m.GetVersion(), cluster.CountHolding(s.blobs.Replicas(key), m.GetCodeMetaDigest()))
 }
 
 // sendBlob sends the info, then the content, hashing it: a copy that does
@@ -410,17 +513,31 @@ func (s *service) deleteBlob(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	release, err := s.reserveBlob(key, false)
+	release, err := s.reserveBlob(key)
 	if err != nil {
 		return err
 	}
 	defer release()
+	// From here a submission that names key is refused (checkBlobUses),
+	// and one already checking it is among the users below.
+	s.mu.Lock()
+	s.blobDeletes[key] = true
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.blobDeletes, key)
+		s.mu.Unlock()
+	}()
 	for range 3 {
 		m, version, err := s.blobFor(ctx, key, auth.ActionWriteBlob, false)
 		if err != nil {
 			return err
 		}
-		if users := s.blobUsers(key); len(users) > 0 {
+		users, err := s.blobUsers(ctx, key, true)
+		if err != nil {
+			return err
+		}
+		if len(users) > 0 {
 			return fmt.Errorf("%w: %q is used by %v (their topology.blobstore.map); kill them first", apierr.ErrBlobInUse, key, users)
 		}
 		replicas, err := s.sess.ReadFor(ctx).BlobReplicas(key)
@@ -485,7 +602,7 @@ func (s *service) listBlobs(ctx context.Context, keys []string) (*nimbusv1.ListB
 		}
 		info := blobstore.Info(key, m, s.blobs.Replicas(key))
 		if leads {
-			info.UsedBy = s.blobUsers(key)
+			info.UsedBy, _ = s.blobUsers(ctx, key, false)
 		}
 		resp.Blobs = append(resp.Blobs, info)
 	}
@@ -512,7 +629,7 @@ func (s *service) setBlobMeta(ctx context.Context, req *nimbusv1.SetBlobMetaRequ
 		return nil, err
 	}
 	key := req.GetKey()
-	release, err := s.reserveBlob(key, false)
+	release, err := s.reserveBlob(key)
 	if err != nil {
 		return nil, err
 	}
@@ -540,16 +657,36 @@ func (s *service) setBlobMeta(ctx context.Context, req *nimbusv1.SetBlobMetaRequ
 
 // blobUsers are the live topologies whose topology.blobstore.map names
 // key, and the submissions in flight on this nimbus that do. The leader
-// holds every live topology's spec (invariant 2); a spec it cannot read
-// is left out.
-func (s *service) blobUsers(key string) []string {
+// holds every live topology's spec (invariant 2). With fresh, for a
+// delete, the topologies are listed afresh (a submission answered a moment
+// ago may not be in the cache yet) and one whose spec this nimbus cannot
+// read counts as a user; otherwise the cache answers.
+func (s *service) blobUsers(ctx context.Context, key string, fresh bool) ([]string, error) {
+	cached := s.view.Storms.Snapshot()
+	ids := slices.Collect(maps.Keys(cached))
+	if fresh {
+		var err error
+		if ids, err = s.sess.ReadFor(ctx).StormIDs(); err != nil {
+			return nil, err
+		}
+	}
 	var users []string
-	for id, base := range s.view.Storms.Snapshot() {
+	for _, id := range ids {
+		base, ok := cached[id]
+		if !ok && fresh {
+			if b, _, err := s.sess.ReadFor(ctx).Storm(id); err == nil {
+				base = b
+			}
+		}
 		if base == nil || base.GetStatus() == clusterv1.TopologyStatus_TOPOLOGY_STATUS_KILLED {
 			continue
 		}
-		if _, ok := s.blobUsesOf(id)[key]; ok {
+		uses, held := s.blobUsesOf(id)
+		switch _, named := uses[key]; {
+		case named:
 			users = append(users, id)
+		case !held && fresh:
+			users = append(users, id+" (its spec is not held here yet)")
 		}
 	}
 	s.mu.Lock()
@@ -558,29 +695,37 @@ func (s *service) blobUsers(key string) []string {
 			users = append(users, name+" (being submitted)")
 		}
 	}
+	for id := range s.blobUses { // ids are never reused: forget the gone
+		if _, ok := cached[id]; !ok && !slices.Contains(ids, id) {
+			delete(s.blobUses, id)
+		}
+	}
 	s.mu.Unlock()
 	sort.Strings(users)
-	return users
+	return users, nil
 }
 
 // blobUsesOf is topology id's topology.blobstore.map, read once from the
-// spec stored with its code (ids are never reused).
-func (s *service) blobUsesOf(id string) map[string]validate.BlobUse {
+// spec stored with its code (ids are never reused); held is false while
+// this nimbus cannot read the spec.
+func (s *service) blobUsesOf(id string) (uses map[string]validate.BlobUse, held bool) {
 	s.mu.Lock()
 	uses, ok := s.blobUses[id]
 	s.mu.Unlock()
 	if ok {
-		return uses
+		return uses, true
 	}
 	spec, err := s.storedSpec(id)()
 	if err != nil {
-		return nil // not held yet: not cached, asked again
+		return nil, false // not held yet: not cached, asked again
 	}
-	uses, _ = validate.ParseBlobstoreMap(validate.TopologyBlobstoreMap, spec.GetConfig()[validate.TopologyBlobstoreMap])
+	if v, ok := spec.GetConfig()[validate.TopologyBlobstoreMap]; ok {
+		uses, _ = validate.ParseBlobstoreMap(validate.TopologyBlobstoreMap, v) // checked at submit
+	}
 	s.mu.Lock()
 	s.blobUses[id] = uses
 	s.mu.Unlock()
-	return uses
+	return uses, true
 }
 
 // checkBlobUses is a submission's check of its topology.blobstore.map:
@@ -599,6 +744,12 @@ func (s *service) checkBlobUses(ctx context.Context, spec *nimbusv1.TopologySpec
 	keys := slices.Sorted(maps.Keys(uses))
 	name := spec.GetName()
 	s.mu.Lock()
+	for _, key := range keys {
+		if s.blobDeletes[key] {
+			s.mu.Unlock()
+			return nil, apierr.NotCommitted(fmt.Errorf("blob %q is being deleted; nothing was submitted", key))
+		}
+	}
 	s.blobSubmits[name] = keys
 	s.mu.Unlock()
 	release = func() {
@@ -619,7 +770,7 @@ func (s *service) checkBlobUses(ctx context.Context, spec *nimbusv1.TopologySpec
 		}
 		if !s.authz.May(ctx, auth.ActionReadBlob, blobstore.Target(key, m, auth.ActionReadBlob)) {
 			release()
-			return nil, validate.Invalid(f, "the submitter may not read blob %q (its ACL: %v)", key, m.GetAcl())
+			return nil, validate.Invalid(f, "the submitter may not read blob %q", key)
 		}
 	}
 	return release, nil

@@ -206,7 +206,7 @@ func TestInProcessBlobLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	testcluster.WaitFor(t, 10*time.Second, "the leader sees the topology", func() error {
-		if len(leader.svc.blobUsers("dict")) == 0 {
+		if users, _ := leader.svc.blobUsers(t.Context(), "dict", false); len(users) == 0 {
 			return errors.New("no user yet")
 		}
 		return nil

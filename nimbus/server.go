@@ -259,7 +259,7 @@ func (s *Server) build() (err error) {
 		cfg: cfg, log: s.log, self: s.Addr(), view: s.view, sess: s.sess, election: s.election, authz: s.authz,
 		store: s.store, dist: s.dist, syncer: s.syncer, peers: peers, memory: s.memory, inFlight: map[string]bool{}, pending: map[string]bool{},
 		blobStore: s.blobStore, blobs: s.blobs, blobSync: s.blobSync,
-		blobWrites: map[string]bool{}, blobSubmits: map[string][]string{}, blobUses: map[string]map[string]validate.BlobUse{},
+		blobWrites: map[string]bool{}, blobDeletes: map[string]bool{}, blobSubmits: map[string][]string{}, blobUses: map[string]map[string]validate.BlobUse{},
 		uploads: newUploadGate(cfg.NimbusMaxUploads, s.storeHealth),
 		actionsChanged: func() {
 			select {
@@ -271,7 +271,7 @@ func (s *Server) build() (err error) {
 	s.health = health.NewServer()
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	s.health.SetServingStatus(nimbusv1.LeaderHealthService, healthpb.HealthCheckResponse_NOT_SERVING)
-	s.duties = leading.New(leading.Config{Session: s.sess, View: s.view, Dist: s.dist, Pending: s.svc.isPending, BlobWriting: s.svc.isWritingBlob,
+	s.duties = leading.New(leading.Config{Session: s.sess, View: s.view, Dist: s.dist, Pending: s.svc.isPending, SweepBlobs: s.svc.sweepStoredBlobs,
 		Actions: s.actions, Nimbus: cfg, ClusterID: s.memory, Snapshot: s.svc.takeSnapshot,
 		SnapshotDir: filepath.Join(cfg.LocalDir, "nimbus", "snapshots"), Metrics: leading.NewMetrics(s.reg), Logger: s.base})
 	s.grpc = grpc.NewServer(s.grpcOptions(encodings)...)

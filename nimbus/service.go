@@ -62,6 +62,7 @@ type service struct {
 	inFlight    map[string]bool                        // names being submitted through this nimbus
 	pending     map[string]bool                        // ids of those submissions, once they have one
 	blobWrites  map[string]bool                        // blob keys being written through this nimbus
+	blobDeletes map[string]bool                        // blob keys being deleted: submissions naming them are refused
 	blobSubmits map[string][]string                    // submissions in flight here, by name: the blobs they use
 	blobUses    map[string]map[string]validate.BlobUse // each topology's topology.blobstore.map, by id
 }

@@ -102,6 +102,11 @@ func (s *Supervisor) applyBlobs() {
 		if len(w.spec.Blobs) == 0 {
 			continue
 		}
+		// What a worker is switched away from stays until the next pass:
+		// it was told a moment ago and may still be reading the old one.
+		for _, v := range w.placedBlobs() {
+			linked[v.ID()] = true
+		}
 		current, _ := s.localizer.Prepare(w.spec.Blobs) // those not ready yet come in a later pass
 		w.updateBlobs(current)
 		for _, v := range w.placedBlobs() {

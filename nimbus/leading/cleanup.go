@@ -1,6 +1,7 @@
 package leading
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,7 +25,7 @@ type cleanup struct {
 	dists      *cluster.DirCache[*clusterv1.CodeDistribution] // /code-distributor
 	dist       codedistributor.Distributor                    // what the backend stores (Lister) and its Cleanup
 	pending    func(id string) bool                           // a submission in progress here
-	blobWrite  func(key string) bool                          // a blob write in progress here
+	sweepBlobs func(ctx context.Context)                      // what a backend keeps of blobs, tidied (docs/ARCHITECTURE.md section 24)
 	sweepEvery time.Duration
 	nextSweep  time.Time
 	log        *slog.Logger
@@ -32,14 +33,16 @@ type cleanup struct {
 
 func newCleanup(term *leader.Term, cfg Config, log *slog.Logger) *cleanup {
 	return &cleanup{term: term, sess: cfg.Session, dists: cfg.View.Replicas.Distributions, dist: cfg.Dist, pending: cfg.Pending,
-		blobWrite: cfg.BlobWriting, sweepEvery: cfg.Nimbus.CodeSyncFreq, nextSweep: time.Now().Add(cfg.Nimbus.CodeSyncFreq), log: log}
+		sweepBlobs: cfg.SweepBlobs, sweepEvery: cfg.Nimbus.CodeSyncFreq, nextSweep: time.Now().Add(cfg.Nimbus.CodeSyncFreq), log: log}
 }
 
 func (c *cleanup) round(r roundState) time.Time {
 	c.collectAbandonedDistributions(r.storms)
 	if !r.now.Before(c.nextSweep) {
 		c.sweepStoredCode()
-		c.sweepStoredBlobs()
+		if c.sweepBlobs != nil {
+			c.sweepBlobs(c.term.Context())
+		}
 		c.nextSweep = r.now.Add(c.sweepEvery)
 	}
 	return c.nextSweep
@@ -109,37 +112,6 @@ func (c *cleanup) sweepStoredCode() {
 			continue
 		}
 		c.log.Info("removed stored code no topology refers to", "topology", id)
-	}
-}
-
-// sweepStoredBlobs removes what a backend holds outside the nimbuses of
-// blobs that do not exist: a write that failed after its upload on a
-// leader that died before it could clean up (docs/ARCHITECTURE.md section
-// 24). A blob that exists keeps its versions until its next write or its
-// delete cleans them.
-func (c *cleanup) sweepStoredBlobs() {
-	lister, ok := c.dist.(codedistributor.BlobLister)
-	if !ok {
-		return
-	}
-	keys, err := lister.ListBlobs(c.term.Context())
-	if err != nil {
-		c.log.Warn("cannot list stored blobs", "err", err)
-		return
-	}
-	read := c.sess.Read()
-	for key := range keys {
-		if c.blobWrite != nil && c.blobWrite(key) {
-			continue
-		}
-		if _, _, err := read.Blob(key); !errors.Is(err, cluster.ErrNoNode) {
-			continue // it exists, or no answer: keep it
-		}
-		if err := c.dist.CleanupBlob(c.term.Context(), key, nil); err != nil {
-			c.log.Warn("cannot remove an orphaned stored blob", "key", key, "err", err)
-			continue
-		}
-		c.log.Info("removed a stored blob no key refers to", "key", key)
 	}
 }
 

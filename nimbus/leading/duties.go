@@ -25,9 +25,9 @@ type Config struct {
 	// Pending reports whether id is a submission in progress on this
 	// nimbus: its distribution is not abandoned.
 	Pending func(id string) bool
-	// BlobWriting reports whether a write of blob key is in progress on
-	// this nimbus: its upload is in the backend before its commit.
-	BlobWriting func(key string) bool
+	// SweepBlobs tidies what the backend keeps of blobs, every
+	// nimbus.code.sync.freq.secs, within the term (nil: nothing to do).
+	SweepBlobs func(ctx context.Context)
 	// Actions wakes a round: a kill, a rebalance, a submission that ended.
 	Actions <-chan struct{}
 	Nimbus  *configs.Config // the nimbus's settings: timeouts, periods, the node budget
