@@ -24,23 +24,14 @@ import (
 // with workerRestart, restarts them. A worker's links and blobs file are
 // in its directory (protocol.go), made at each start from placed.
 
-// blobUses reads a topology conf's topology.blobstore.map, each local
-// name checked against the worker protocol's own files.
+// blobUses reads a topology conf's topology.blobstore.map (checked at
+// submit: each local name one the worker protocol leaves free).
 func blobUses(conf map[string]string) (map[string]validate.BlobUse, error) {
 	v, ok := conf[validate.TopologyBlobstoreMap]
 	if !ok || v == "" {
 		return nil, nil
 	}
-	uses, err := validate.ParseBlobstoreMap(validate.TopologyBlobstoreMap, v)
-	if err != nil {
-		return nil, err
-	}
-	for key, use := range uses {
-		if err := workerproto.CheckLocalName(use.LocalName); err != nil {
-			return nil, validate.Invalid(fmt.Sprintf("%s[%q].localname", validate.TopologyBlobstoreMap, key), "%v", err)
-		}
-	}
-	return uses, nil
+	return validate.ParseBlobstoreMap(validate.TopologyBlobstoreMap, v)
 }
 
 // blobsReady reports whether every blob the worker of spec names is

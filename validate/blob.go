@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
+	"github.com/nimbusha/nimbus/workerproto"
 )
 
 // Blob limits. A key is a ZooKeeper node name under /blobstore and a
@@ -233,8 +234,9 @@ type BlobUse struct {
 }
 
 // ParseBlobstoreMap parses a topology.blobstore.map value, naming the key
-// or field that is wrong: every key a blob key, every localname one plain
-// file name used once, no field Storm does not have.
+// or field that is wrong: every key a blob key, every localname a name the
+// worker protocol leaves free (workerproto.CheckLocalName) used once, no
+// field Storm does not have. A key with a space needs a localname.
 func ParseBlobstoreMap(field, v string) (map[string]BlobUse, error) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(v), &raw); err != nil {
@@ -254,8 +256,9 @@ func ParseBlobstoreMap(field, v string) (map[string]BlobUse, error) {
 		if use.LocalName == "" {
 			use.LocalName = key
 		}
-		if err := CodeFileName(f+".localname", use.LocalName); err != nil {
-			return nil, err
+		// A file of the worker's directory, beside the protocol's own.
+		if err := workerproto.CheckLocalName(use.LocalName); err != nil {
+			return nil, Invalid(f+".localname", "%v", err)
 		}
 		if other, dup := names[use.LocalName]; dup {
 			return nil, Invalid(f+".localname", "%s is also the localname of %s", showValue(use.LocalName), showValue(other))

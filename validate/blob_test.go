@@ -56,6 +56,9 @@ func TestParseBlobstoreMap(t *testing.T) {
 		{`{"a": {"localname": "../x"}}`, `m["a"].localname`},
 		{`{"a": {"localname": "x"}, "b": {"localname": "x"}}`, `also the localname of "a"`},
 		{`{"a": {"uncompress": "yes"}}`, "uncompress"},
+		{`{"a": {"localname": "status"}}`, "file of the worker protocol"},
+		{`{"my model": {}}`, `m["my model"].localname`}, // a key with a space needs a localname
+		{`{"a": {"localname": ".hidden"}}`, "begins with a dot"},
 	} {
 		_, err := ParseBlobstoreMap("m", c.value)
 		if err == nil || !strings.Contains(err.Error(), c.says) {
