@@ -32,10 +32,13 @@ func (l *Lifecycle) Wait() { l.wg.Wait() }
 // that starts the daemon, before Close can run.
 func (l *Lifecycle) OnClose(stop func()) { l.stops = append(l.stops, stop) }
 
-// Close runs the registered stops, the last registered first, once; later
-// calls return at once.
+// Close tells the service manager the daemon is stopping (Notify), then
+// runs the registered stops, the last registered first, once; later calls
+// return at once.
 func (l *Lifecycle) Close() {
 	l.once.Do(func() {
+		// A manager that misses this still sees the main process exit.
+		_ = Notify(NotifyStopping)
 		for i := len(l.stops) - 1; i >= 0; i-- {
 			l.stops[i]()
 		}
@@ -43,7 +46,8 @@ func (l *Lifecycle) Close() {
 }
 
 // Announce waits until every channel of waitFor is closed, then logs msg
-// with attrs (the ready line that scripts and tests wait for) and closes
+// with attrs (the ready line that scripts and tests wait for), tells the
+// service manager (Notify: READY=1, msg as the unit's status) and closes
 // Ready. It gives up when ctx ends. Run it with Go.
 func (l *Lifecycle) Announce(ctx context.Context, log *slog.Logger, msg string, attrs func() []any, waitFor ...<-chan struct{}) {
 	for _, c := range waitFor {
@@ -54,6 +58,9 @@ func (l *Lifecycle) Announce(ctx context.Context, log *slog.Logger, msg string, 
 		}
 	}
 	log.Info(msg, attrs()...)
+	if err := Notify(NotifyReady + "\nSTATUS=" + msg); err != nil {
+		log.Warn("cannot tell the service manager the daemon is ready", "err", err)
+	}
 	close(l.readyChan())
 }
 
