@@ -17,8 +17,8 @@ import (
 )
 
 // watchStatus keeps health and metrics in step with the session, the
-// caches, the code store and this nimbus's own term, and logs leader
-// changes it sees.
+// caches, the code store, the code held and this nimbus's own term, and
+// logs leader changes it sees.
 func (s *Server) watchStatus(ctx context.Context) {
 	v, m := s.view, s.metrics
 	var lastEpoch int64 // zero: no leader seen yet
@@ -30,7 +30,11 @@ func (s *Server) watchStatus(ctx context.Context) {
 		storeChanged, storeErr := s.storeHealth.state()
 		connected := state == cluster.StateHasSession
 		loaded := notify.Closed(v.Nimbuses.Loaded()) && notify.Closed(v.Locks.Loaded()) && notify.Closed(v.Storms.Loaded())
-		setServing(s.health, "", connected && loaded && storeErr == nil)
+		serving := connected && loaded && storeErr == nil
+		setServing(s.health, "", serving)
+		// Queued is codesync's verdict (the election's gate): every
+		// topology a leader needs is held here, verified.
+		setServing(s.health, nimbusv1.ReadyHealthService, serving && s.election.Queued())
 		term := s.election.Current()
 		setServing(s.health, nimbusv1.LeaderHealthService, term != nil)
 		m.isLeader.Set(boolFloat(term != nil))

@@ -18,3 +18,9 @@ const (
 // The overall service ("") is SERVING while a nimbus has a ZooKeeper session
 // and its caches are loaded.
 const LeaderHealthService = "nimbus.v1.NimbusService.leader"
+
+// ReadyHealthService is the grpc.health.v1 service that is SERVING while a
+// nimbus serves ("" SERVING) and holds, verified, the code of every
+// topology a leader needs: it could lead now. Orchestrators probe it for
+// startup and readiness, and "" for liveness.
+const ReadyHealthService = "nimbus.v1.Ready"
