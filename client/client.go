@@ -146,10 +146,11 @@ func (c *Client) conn(addr string) (*conn, error) {
 		// "connection refused" rather than a transport message.
 		grpc.WithContextDialer(func(ctx context.Context, target string) (net.Conn, error) {
 			nc, err := dialer.DialContext(ctx, "tcp", target)
-			cn.mu.Lock()
-			cn.lastDialErr = err
-			cn.mu.Unlock()
-			return nc, err
+			cn.setDialErr(err)
+			if err != nil {
+				return nil, err
+			}
+			return &firstWords{Conn: nc, cn: cn}, nil
 		}),
 		// gRPC's default reconnect backoff grows to 2 minutes; a nimbus
 		// that restarts should be reachable again within our retries.
@@ -167,6 +168,12 @@ func (c *Client) conn(addr string) (*conn, error) {
 	cn.cc, cn.api = cc, nimbusv1.NewNimbusServiceClient(cc)
 	c.conns[addr] = cn
 	return cn, nil
+}
+
+func (cn *conn) setDialErr(err error) {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	cn.lastDialErr = err
 }
 
 func (cn *conn) dialErr() error {

@@ -83,12 +83,18 @@ func (e *NoSeedAnsweredError) detail() string {
 // Is makes errors.Is(err, ErrNoSeedAnswered) true.
 func (e *NoSeedAnsweredError) Is(target error) bool { return target == ErrNoSeedAnswered }
 
-// Unwrap returns the last failure's error, so status.Code sees its code.
-func (e *NoSeedAnsweredError) Unwrap() error {
+// Unwrap returns the last failure's error, so status.Code sees its code,
+// and its dial error, so errors.Is and errors.As see why no connection
+// was made (a *HandshakeError, a *PortMismatchError).
+func (e *NoSeedAnsweredError) Unwrap() []error {
 	if len(e.Failures) == 0 {
 		return nil
 	}
-	return e.Failures[len(e.Failures)-1].Err
+	last := e.Failures[len(e.Failures)-1]
+	if last.Dial == nil {
+		return []error{last.Err}
+	}
+	return []error{last.Err, last.Dial}
 }
 
 // NoLeaderError is returned when a leader-only call spent its retry budget

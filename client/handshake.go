@@ -28,13 +28,12 @@ type recordingCredentials struct {
 
 func (r *recordingCredentials) ClientHandshake(ctx context.Context, authority string, raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
 	c, info, err := r.TransportCredentials.ClientHandshake(ctx, authority, raw)
-	r.cn.mu.Lock()
 	if err != nil {
-		r.cn.lastDialErr = &HandshakeError{Err: err}
+		err = explainHandshake(err)
+		r.cn.setDialErr(&HandshakeError{Err: err})
 	} else {
-		r.cn.lastDialErr = nil
+		r.cn.setDialErr(nil)
 	}
-	r.cn.mu.Unlock()
 	return c, info, err
 }
 
@@ -43,7 +42,8 @@ func (r *recordingCredentials) Clone() credentials.TransportCredentials {
 }
 
 // handshakeFailed reports whether err is a call that failed because every
-// address it tried refused the TLS handshake.
+// address it tried refused the TLS handshake or was no gRPC port as this
+// client speaks to it (PortMismatchError).
 func handshakeFailed(err error) bool {
 	var seeds *NoSeedAnsweredError
 	if !errors.As(err, &seeds) || len(seeds.Failures) == 0 {
@@ -51,7 +51,7 @@ func handshakeFailed(err error) bool {
 	}
 	var hs *HandshakeError
 	for _, f := range seeds.Failures {
-		if !errors.As(f.Dial, &hs) {
+		if !errors.As(f.Dial, &hs) && !mismatched(f) {
 			return false
 		}
 	}

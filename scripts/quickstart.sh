@@ -342,10 +342,11 @@ topology.users name her; may not touch $ADMIN's wordcount, nor fetch its code:
       --workers 1 --component split=1 --component count=1
   bin/stormctl --config $q/$SECOND_USER.yaml kill mine --wait 0
 
-The same as environment variables, for every stormctl of a shell (here as $SECOND_USER):
+The same as environment variables, for every stormctl of a shell (here as $SECOND_USER;
+absolute paths, so they work from any directory):
   export STORM_NIMBUS_SEEDS=$seedlist STORM_NIMBUS_GRPC_TLS_ENABLE=true
-  export STORM_NIMBUS_GRPC_TLS_TRUSTSTORE_PATH=$q/tls/ca.pem
-  export STORM_NIMBUS_GRPC_TLS_CERT_PATH=$q/tls/$SECOND_USER.pem STORM_NIMBUS_GRPC_TLS_KEY_PATH=$q/tls/$SECOND_USER-key.pem
+  export STORM_NIMBUS_GRPC_TLS_TRUSTSTORE_PATH=$TLS/ca.pem
+  export STORM_NIMBUS_GRPC_TLS_CERT_PATH=$TLS/$SECOND_USER.pem STORM_NIMBUS_GRPC_TLS_KEY_PATH=$TLS/$SECOND_USER-key.pem
   bin/stormctl leader
 
 Without TLS and a certificate the CA signed, nothing answers:

@@ -186,8 +186,37 @@ func (g *globals) withClientTimeout(ctx context.Context, timeout time.Duration, 
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	return fn(ctx, c)
+	return g.whereFrom(fn(ctx, c), cfg)
 }
+
+// whereFrom adds, to an error that met a port which is not a nimbus's
+// gRPC port as this client speaks to it (client.PortMismatchError), where
+// the seeds and the TLS setting came from: the file, variable or flag to
+// change.
+func (g *globals) whereFrom(err error, cfg *configs.Config) error {
+	var pm *client.PortMismatchError
+	if !errors.As(err, &pm) {
+		return err
+	}
+	seeds := "nimbus.seeds from " + cfg.Sources[configs.KeyNimbusSeeds].String()
+	if g.seeds != "" {
+		seeds = "seeds from --seeds"
+	}
+	tlsOn := "off"
+	if cfg.TLSEnable {
+		tlsOn = "on"
+	}
+	return &hinted{err: err, hint: fmt.Sprintf("%s; %s %s from %s", seeds, configs.KeyTLSEnable, tlsOn, cfg.Sources[configs.KeyTLSEnable])}
+}
+
+// hinted is an error with a hint for what to do about it.
+type hinted struct {
+	err  error
+	hint string
+}
+
+func (e *hinted) Error() string { return e.err.Error() + " (" + e.hint + ")" }
+func (e *hinted) Unwrap() error { return e.err }
 
 // clientConfig is the configuration a client of this command line uses
 // (--config, else the default file; STORM_*; flags) and its seeds
@@ -259,6 +288,9 @@ func describe(err error) string {
 			s += " (" + op.hint + ")"
 		}
 		return s
+	}
+	if h, ok := err.(*hinted); ok {
+		return describe(h.err) + " (" + h.hint + ")"
 	}
 	// The client's own message carries a "client:" prefix for logs; a
 	// user reads the list of seeds and why each failed.
