@@ -19,9 +19,24 @@ import (
 // to nimbuses that lost every copy of a topology or a blob (docs/ARCHITECTURE.md section 5.9). It binds as the
 // metrics port does: an IP literal in storm.local.hostname means that
 // interface only.
+//
+// With TLS on and client authentication off it refuses to serve: the port
+// hands out specs with their confs (secrets included) to whoever asks, and
+// a supervisor cannot see whether its nimbuses require client certificates,
+// so its own configuration is the rule. TLS says the cluster is meant to
+// be secure; then the code port is served only with
+// nimbus.grpc.tls.client.auth.required, or not at all (supervisor.grpc.port:
+// -1, which only gives up recovering lost code from this supervisor).
+// Without TLS nothing is authenticated anywhere, as in Storm, and the port
+// is served with a warning.
 func (s *Supervisor) listenCode() (err error) {
 	if s.cfg.SupervisorGRPCPort == configs.PortDisabled {
 		return nil
+	}
+	if s.tls != nil && !s.cfg.TLSClientAuthRequired {
+		return fmt.Errorf("supervisor: %s: with %s on, this supervisor serves topology code (specs with their confs) only to authenticated nimbuses: "+
+			"set %s: true, as on the nimbuses, or disable the code port with %s: -1",
+			configs.KeySupervisorGRPCPort, configs.KeyTLSEnable, configs.KeyTLSClientAuthRequired, configs.KeySupervisorGRPCPort)
 	}
 	bindHost := ""
 	if net.ParseIP(s.cfg.LocalHostname) != nil {
@@ -34,12 +49,8 @@ func (s *Supervisor) listenCode() (err error) {
 	if s.codeSrv, err = s.codeServer(); err != nil {
 		return err
 	}
-	switch addr := s.codeLn.Addr().(*net.TCPAddr); {
-	case s.tls == nil && !addr.IP.IsLoopback():
+	if addr := s.codeLn.Addr().(*net.TCPAddr); s.tls == nil && !addr.IP.IsLoopback() {
 		s.log.Warn("INSECURE: topology code served without TLS on an address others can reach; set nimbus.grpc.tls.* (README: Security)",
-			"listen", addr.String())
-	case s.tls != nil && !s.cfg.TLSClientAuthRequired:
-		s.log.Warn("topology code served over TLS without client authentication: anyone who reaches the port may read it; set nimbus.grpc.tls.client.auth.required (README: Security)",
 			"listen", addr.String())
 	}
 	return nil
