@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/nimbusha/nimbus/apierr"
+	"github.com/nimbusha/nimbus/configs"
 )
 
 // forwardedFor is the gRPC metadata key with which a nimbus that
@@ -58,6 +59,19 @@ func Forward(ctx context.Context) context.Context {
 		kv = append(kv, forwardedClient, addr)
 	}
 	return metadata.AppendToOutgoingContext(ctx, kv...)
+}
+
+// CallerToForward returns nil when ctx has a caller for Forward to name,
+// else an error wrapping apierr.ErrPermissionDenied: a call sent without
+// one would reach the callee as this daemon's certificate, which may be an
+// admin's, so a front end that authenticates no one (authentication off
+// here) must not send it under that certificate.
+func CallerToForward(ctx context.Context) error {
+	if _, ok := FromContext(ctx); ok {
+		return nil
+	}
+	return fmt.Errorf("%w: this nimbus authenticates no caller (%s is off here) and does not act at the leader under its own certificate; "+
+		"set %s: true on this nimbus, or use stormctl", apierr.ErrPermissionDenied, configs.KeyTLSClientAuthRequired, configs.KeyTLSClientAuthRequired)
 }
 
 // forwarded is what a forwarded call's metadata says once its sender is

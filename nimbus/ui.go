@@ -84,6 +84,8 @@ func (s *Server) buildUI() error {
 	api := stormapi.New(stormapi.Config{
 		Reads: s.svc, Actions: leader, State: s.uiState, Authz: s.authz, Seeds: seeds, HostNames: s.uiHostNames,
 		ActionsEnabled: s.cfg.UIActionsEnabled, Version: version.Version, Log: s.log, Metrics: s.reg,
+		// Its client presents this nimbus's certificate whenever it has one.
+		LendsIdentity: s.tls != nil && s.tls.Certificate() != nil,
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/api/", api)

@@ -214,6 +214,13 @@ func (a *API) atLeader(r *request, what string, do func(ctx context.Context) err
 	if r.state.Leader == "" {
 		return fmt.Errorf("%w: cannot %s now; see leadershipBlockedBy", apierr.ErrNoLeader, what)
 	}
+	// Sent without a caller, the call would reach the leader as this
+	// nimbus's certificate, which may be an admin's.
+	if a.cfg.LendsIdentity {
+		if err := auth.CallerToForward(r.ctx); err != nil {
+			return fmt.Errorf("cannot %s: %w", what, err)
+		}
+	}
 	ctx, cancel := context.WithTimeout(auth.Forward(r.ctx), a.cfg.ActionTimeout)
 	defer cancel()
 	err := do(ctx)

@@ -67,12 +67,16 @@ type Config struct {
 	// HostNames are the names besides IP addresses and localhost a
 	// request's Host may give (host.go); nil: none.
 	HostNames      func() []string
-	ActionsEnabled bool          // ui.actions.enabled
-	ActionTimeout  time.Duration // bounds a forwarded action; 0: defaultActionTimeout
-	Version        string        // Nimbus-HA's, as nimbusHaVersion
-	Log            *slog.Logger
-	Metrics        prometheus.Registerer // nil: not registered
-	Now            func() time.Time      // nil: time.Now
+	ActionsEnabled bool // ui.actions.enabled
+	// LendsIdentity says Actions present this nimbus's own certificate:
+	// an action whose caller has no principal (authentication off here)
+	// is then refused, not sent to the leader as this nimbus.
+	LendsIdentity bool
+	ActionTimeout time.Duration // bounds a forwarded action; 0: defaultActionTimeout
+	Version       string        // Nimbus-HA's, as nimbusHaVersion
+	Log           *slog.Logger
+	Metrics       prometheus.Registerer // nil: not registered
+	Now           func() time.Time      // nil: time.Now
 }
 
 // defaultActionTimeout bounds a forwarded action, leader lookup included.
