@@ -3,6 +3,7 @@ package certs
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"net"
 
@@ -39,6 +40,18 @@ func (r *Reloader) ClientConfig(serverName string) *tls.Config {
 			return verifyServer(r.current(), serverName, cs, r.now())
 		},
 	}
+}
+
+// ClientConfigAnyName is ClientConfig without the check of the server's
+// name: the chain must still lead to the truststore and be for serverAuth.
+// It is for servers whose certificates do not name the address clients
+// dial (storm.zookeeper.ssl.hostnameVerification false).
+func (r *Reloader) ClientConfigAnyName() *tls.Config {
+	cfg := r.ClientConfig("")
+	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+		return verifyChain(peer{role: "server", host: cs.ServerName}, r.current(), cs.PeerCertificates, x509.ExtKeyUsageServerAuth, r.now())
+	}
+	return cfg
 }
 
 // DialTLSContext dials addr and makes a TLS connection verified as

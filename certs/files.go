@@ -12,6 +12,8 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+
+	"github.com/nimbusha/nimbus/configs"
 )
 
 // Files names a process's TLS material: the paths of
@@ -26,6 +28,29 @@ type Files struct {
 	Key string
 	// Truststore is the CA certificates, PEM, that verify peers.
 	Truststore string
+	// Settings are the configuration keys that named the files, for
+	// errors; empty, they are nimbus.grpc.tls.*'s.
+	Settings Settings
+}
+
+// Settings name the configuration keys of a Files' paths.
+type Settings struct {
+	Cert, Key, Truststore string
+}
+
+// settings returns f's keys, nimbus.grpc.tls.*'s where none is given.
+func (f Files) settings() Settings {
+	s := f.Settings
+	if s.Cert == "" {
+		s.Cert = configs.KeyTLSCert
+	}
+	if s.Key == "" {
+		s.Key = configs.KeyTLSKey
+	}
+	if s.Truststore == "" {
+		s.Truststore = configs.KeyTLSTruststore
+	}
+	return s
 }
 
 // source is one file as an error names it: what it is, its path, and the

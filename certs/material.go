@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/nimbusha/nimbus/configs"
 )
 
 // material is one consistent load of Files: what a handshake uses. It is
@@ -23,24 +21,24 @@ type material struct {
 
 // The files as errors name them.
 func (f Files) certSource() source {
-	return source{what: "certificate", path: f.Cert, setting: configs.KeyTLSCert}
+	return source{what: "certificate", path: f.Cert, setting: f.settings().Cert}
 }
 
 func (f Files) keySource() source {
-	return source{what: "key", path: f.Key, setting: configs.KeyTLSKey}
+	return source{what: "key", path: f.Key, setting: f.settings().Key}
 }
 
 func (f Files) truststoreSource() source {
-	return source{what: "CA bundle", path: f.Truststore, setting: configs.KeyTLSTruststore}
+	return source{what: "CA bundle", path: f.Truststore, setting: f.settings().Truststore}
 }
 
 // load reads and checks f as of now.
 func load(f Files, now time.Time) (*material, error) {
 	if f.Truststore == "" {
-		return nil, fmt.Errorf("certs: no CA bundle: %s names the CA certificates that verify peers", configs.KeyTLSTruststore)
+		return nil, fmt.Errorf("certs: no CA bundle: %s names the CA certificates that verify peers", f.settings().Truststore)
 	}
 	if (f.Cert == "") != (f.Key == "") {
-		return nil, fmt.Errorf("certs: %s and %s go together: give both or neither", configs.KeyTLSCert, configs.KeyTLSKey)
+		return nil, fmt.Errorf("certs: %s and %s go together: give both or neither", f.settings().Cert, f.settings().Key)
 	}
 	cas, err := f.truststoreSource().certificates()
 	if err != nil {

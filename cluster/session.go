@@ -29,7 +29,11 @@ type SessionConfig struct {
 	Root           string // storm.zookeeper.root, e.g. "/storm"
 	Logger         *slog.Logger
 	// Dialer replaces net.DialTimeout; tests use it to cut the network.
+	// With TLS it dials the TCP connections the handshakes run on.
 	Dialer zk.Dialer
+	// TLS, when set, makes every connection TLS (storm.zookeeper.ssl.*):
+	// there is then no plaintext path to ZooKeeper.
+	TLS *TLS
 
 	// AuthScheme is storm.zookeeper.auth.scheme: "" (no authentication,
 	// every node open to anyone) or AuthDigest. With AuthDigest, Connect
@@ -95,12 +99,17 @@ func Connect(ctx context.Context, cfg SessionConfig) (*Session, error) {
 		log:     cfg.Logger.With("component", "zk"),
 		state:   zk.StateDisconnected,
 	}
-	dialer := cfg.Dialer
-	if dialer == nil {
-		dialer = net.DialTimeout
+	raw := cfg.Dialer
+	if raw == nil {
+		raw = net.DialTimeout
 	}
-	conn, _, err := zk.Connect(cfg.Servers, cfg.SessionTimeout,
-		zk.WithEventCallback(s.onEvent), zk.WithLogger(zkLogger{s.log}), zk.WithDialer(dialer))
+	var failures lastFailure
+	var hosts zk.HostProvider = zk.NewDNSHostProvider() // go-zookeeper's default
+	if cfg.TLS != nil {
+		hosts = &namedHosts{}
+	}
+	conn, _, err := zk.Connect(cfg.Servers, cfg.SessionTimeout, zk.WithEventCallback(s.onEvent),
+		zk.WithLogger(zkLogger{s.log}), zk.WithDialer(cfg.TLS.dialer(raw, &failures)), zk.WithHostProvider(hosts))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: connect to %v: %w", cfg.Servers, err)
 	}
@@ -114,6 +123,9 @@ func Connect(ctx context.Context, cfg SessionConfig) (*Session, error) {
 	defer timer.Stop()
 	if err := s.awaitSession(ctx, timer.C, fmt.Errorf("%w: %v did not answer within %v", ErrNoSession, cfg.Servers, wait)); err != nil {
 		conn.Close()
+		if last := failures.last(); last != nil && errors.Is(err, ErrNoSession) {
+			err = fmt.Errorf("%w; the last attempt: %w", err, last)
+		}
 		return nil, err
 	}
 	if err := s.authenticate(ctx, timer.C); err != nil {

@@ -101,6 +101,15 @@ const (
 	TopologyUsers = "topology.users"
 	// TopologyEnvironment is extra environment for its workers, as
 	// comma-separated NAME=value pairs.
+// TLS to ZooKeeper's secureClientPort: Storm's names, for PEM files where
+// Storm reads Java keystores.
+const (
+	KeyZKSSLEnable               = "storm.zookeeper.ssl.enable"
+	KeyZKSSLKeystore             = "storm.zookeeper.ssl.keystore.path"
+	KeyZKSSLTruststore           = "storm.zookeeper.ssl.truststore.path"
+	KeyZKSSLHostnameVerification = "storm.zookeeper.ssl.hostnameVerification"
+)
+
 	TopologyEnvironment = "topology.environment"
 	// TopologyLogsUsers may read the topology's worker logs, besides its
 	// owner and topology.users (comma-separated; Storm's logs.users set
@@ -307,6 +316,11 @@ type Config struct {
 
 	NimbusMaxUploads        int           // nimbus.max.concurrent.uploads: submissions receiving code at once
 	NimbusUploadIdleTimeout time.Duration // nimbus.upload.idle.timeout.secs: silence that ends a submission's upload
+	ZKSSLEnable               bool   // storm.zookeeper.ssl.enable: the session speaks TLS only, to secureClientPort
+	ZKSSLKeystore             string // storm.zookeeper.ssl.keystore.path: this process's certificate chain and key, one PEM file
+	ZKSSLTruststore           string // storm.zookeeper.ssl.truststore.path: CA certificates that verify ZooKeeper (PEM)
+	ZKSSLHostnameVerification bool   // storm.zookeeper.ssl.hostnameVerification: ZooKeeper's certificate must name the host dialed
+
 	NimbusMaxStreams        int           // nimbus.grpc.max.concurrent.streams: per connection
 	NimbusMaxMessageBytes   int           // nimbus.grpc.max_buffer_size: largest gRPC message received
 
@@ -384,6 +398,10 @@ func defaultNimbusHost() string {
 	if err != nil || h == "" {
 		return DefaultNimbusHost
 	}
+
+		// Storm's default is false: TLS that accepts any name stops no one
+		// in the middle.
+		ZKSSLHostnameVerification: true,
 	return h
 }
 
@@ -474,6 +492,10 @@ var fields = []field{
 }
 
 // NimbusFlagKeys are the keys that bin/nimbus also takes as flags. Secrets
+	{KeyZKSSLEnable, 0, "reach ZooKeeper over TLS only (its secureClientPort)", func(c *Config) any { return &c.ZKSSLEnable }},
+	{KeyZKSSLKeystore, 0, "this process's certificate chain and private key for ZooKeeper, one PEM file (needed when ZooKeeper's ssl.clientAuth asks)", func(c *Config) any { return &c.ZKSSLKeystore }},
+	{KeyZKSSLTruststore, 0, "CA certificates that verify ZooKeeper's certificate (PEM)", func(c *Config) any { return &c.ZKSSLTruststore }},
+	{KeyZKSSLHostnameVerification, 0, "ZooKeeper's certificate must name the host in storm.zookeeper.servers", func(c *Config) any { return &c.ZKSSLHostnameVerification }},
 // (storm.zookeeper.auth.payload) are not among them: a command line is
 // visible to every user of the machine.
 func NimbusFlagKeys() []string {
@@ -498,6 +520,7 @@ func SupervisorFlagKeys() []string {
 		KeyLocalHostname, KeySupervisorSlotsPorts, KeySupervisorHeartbeat,
 		KeyWorkerShutdownSleep, KeyCodeDistributorClass, KeyLogLevel, KeyLogFormat,
 		KeyBittorrentPort, KeyBittorrentTrackerURL,
+		KeyZKSSLEnable, KeyZKSSLKeystore, KeyZKSSLTruststore, KeyZKSSLHostnameVerification,
 		KeyBittorrentMaxUpload, KeyBittorrentMaxDownload, KeyBittorrentSeedPeers,
 		KeySupervisorMetricsPort, KeySupervisorGRPCPort,
 		KeyLogviewerPort, KeyLogviewerMaxPerWorkerMB, KeyLogviewerMaxSumMB, KeyLogviewerCleanupInterval, KeyLogsUsers,
@@ -519,6 +542,7 @@ func ClientFlagKeys() []string {
 func Keys() []string {
 	keys := make([]string, len(fields))
 	for i, f := range fields {
+		KeyZKSSLEnable, KeyZKSSLKeystore, KeyZKSSLTruststore, KeyZKSSLHostnameVerification,
 		keys[i] = f.key
 	}
 	return keys

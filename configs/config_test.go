@@ -517,6 +517,9 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{KeyZKAuthPayload, func(c *Config) { c.ZKAuthPayload = "storm:secret" }},
 		{KeyZKSuperACL, func(c *Config) { c.ZKSuperACL = "digest" }},
 		{KeyZKMaxBuffer, func(c *Config) { c.ZKMaxBuffer = 1000 }},
+		{KeyZKSSLTruststore, func(c *Config) { c.ZKSSLEnable = true }},
+		{KeyZKSSLTruststore, func(c *Config) { c.ZKSSLTruststore = "ca.pem" }},
+		{KeyZKSSLKeystore, func(c *Config) { c.ZKSSLKeystore = "zk.pem" }},
 		{KeyPrincipalToLocal, func(c *Config) { c.PrincipalToLocal = "ldap" }},
 		{KeySupervisorWorkerEnv, func(c *Config) { c.SupervisorWorkerEnv = []string{"JAVA-HOME"} }},
 		{KeyNimbusMaxUploads, func(c *Config) { c.NimbusMaxUploads = 0 }},
@@ -545,7 +548,8 @@ func TestValidateNamesTheKey(t *testing.T) {
 	}
 	for _, key := range Keys() {
 		// Any user name is valid; so is either value of these switches.
-		if !covered[key] && key != KeyHDFSUser && key != KeyTLSEnable && key != KeyMetricsPprof && key != KeyRunWorkerAsUser && key != KeyUIActionsEnabled {
+		if !covered[key] && key != KeyHDFSUser && key != KeyTLSEnable && key != KeyMetricsPprof && key != KeyRunWorkerAsUser && key != KeyUIActionsEnabled &&
+			key != KeyZKSSLEnable && key != KeyZKSSLHostnameVerification {
 			t.Errorf("no validation case for %s", key)
 		}
 	}

@@ -207,6 +207,17 @@ func (c *Config) validateSecurity(add func(error)) {
 		add(invalid(KeyZKSuperACL, "%q is not scheme:id", c.ZKSuperACL))
 	}
 	add(inRange(KeyZKMaxBuffer, c.ZKMaxBuffer, minZKMaxBuffer, math.MaxInt32))
+	// The files are read at a daemon's start (internal/daemon), which
+	// names the key of a file that cannot be used.
+	if c.ZKSSLEnable && c.ZKSSLTruststore == "" {
+		add(invalid(KeyZKSSLTruststore, "must be set when %s is true: it verifies ZooKeeper's certificate", KeyZKSSLEnable))
+	}
+	// Files named without TLS on are a TLS meant but not had.
+	for _, file := range []struct{ key, path string }{{KeyZKSSLKeystore, c.ZKSSLKeystore}, {KeyZKSSLTruststore, c.ZKSSLTruststore}} {
+		if !c.ZKSSLEnable && file.path != "" {
+			add(invalid(file.key, "is set but %s is false: set it to true to reach ZooKeeper over TLS", KeyZKSSLEnable))
+		}
+	}
 
 	add(oneOf(KeyPrincipalToLocal, c.PrincipalToLocal, "", PrincipalToLocalDefault, PrincipalToLocalKerberos,
 		stormDefaultPrincipalToLocal, stormKerberosPrincipalToLocal))

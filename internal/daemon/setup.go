@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -68,6 +69,9 @@ func Setup(name string, args []string, stdout, stderr io.Writer, keys []string) 
 	}
 	if err == nil {
 		err = codedistributor.CheckClass(cfg.CodeDistributorClass) // before anything touches ZooKeeper
+	}
+	if err == nil {
+		_, err = LoadZKTLS(cfg, slog.New(slog.DiscardHandler)) // the daemon loads it again, and logs it
 	}
 	if err != nil {
 		problems := configs.Leaves(err)
@@ -151,10 +155,18 @@ func fromFlag(problems []error) bool {
 }
 
 // SessionConfig is how the daemon described by cfg reaches ZooKeeper: the
-// servers, the session, the root, and the digest credentials that give the
-// nodes it creates their ACL.
+// servers, the session, the root, TLS, and the digest credentials that give
+// the nodes it creates their ACL. With storm.zookeeper.ssl.enable and TLS
+// material that cannot be loaded (Setup has checked it, but a file may have
+// changed since), the session's every handshake fails with the reason:
+// never plaintext.
 func SessionConfig(cfg *configs.Config, log *slog.Logger) cluster.SessionConfig {
+	zkTLS, err := LoadZKTLS(cfg, log)
+	if err != nil {
+		zkTLS = &cluster.TLS{Config: func(string) *tls.Config { return refuseAll(err) }, Check: zkTLSCheck}
+	}
 	return cluster.SessionConfig{
+		TLS:            zkTLS,
 		Servers:        cfg.ZKServers(),
 		SessionTimeout: cfg.ZKSessionTimeout,
 		ConnectTimeout: cfg.ZKConnectionTimeout,

@@ -2,6 +2,7 @@ package testcluster
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -51,6 +52,9 @@ type ZooKeeper struct {
 	name string // for messages: "zookeeper", or "zk1"... in an ensemble
 	dir  string // zoo.cfg, data/, zookeeper.log
 	addr string
+	// probe is the TLS a client needs to ask the server anything, for a
+	// server with no plaintext port (StartZooKeeperTLS); nil otherwise.
+	probe *tls.Config
 
 	mu      sync.Mutex // serialises Start, Stop, Pause and Resume
 	cmd     *exec.Cmd  // nil when stopped
@@ -199,7 +203,7 @@ func (z *ZooKeeper) resumeLocked() {
 // "standalone", "leader" or "follower". It fails if the server does not
 // answer within 2 s or is not serving (for instance without a quorum).
 func (z *ZooKeeper) Mode() (string, error) {
-	mode, err := srvrMode(z.addr)
+	mode, err := srvrMode(z.addr, z.probe)
 	if err != nil {
 		return "", fmt.Errorf("testcluster: %s at %s: %w", z.name, z.addr, err)
 	}
@@ -218,7 +222,11 @@ func (z *ZooKeeper) launch() error {
 		return err
 	}
 	defer logFile.Close() // the child has its own descriptor
-	args := append(append([]string{}, jvmFlags...), "-cp", zkClasspath, zkMain, filepath.Join(z.dir, "zoo.cfg"))
+	classpath := zkClasspath
+	if z.probe != nil {
+		classpath += ":" + zkTLSClasspath
+	}
+	args := append(append([]string{}, jvmFlags...), "-cp", classpath, zkMain, filepath.Join(z.dir, "zoo.cfg"))
 	cmd := exec.Command("java", args...)
 	cmd.Dir = z.dir
 	cmd.Stdout, cmd.Stderr = logFile, logFile
@@ -289,8 +297,14 @@ func (z *ZooKeeper) cleanup() {
 }
 
 // srvrMode sends srvr to addr and returns the value of the Mode line.
-func srvrMode(addr string) (string, error) {
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
+func srvrMode(addr string, probe *tls.Config) (string, error) {
+	var conn net.Conn
+	var err error
+	if probe != nil {
+		conn, err = tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", addr, probe)
+	} else {
+		conn, err = net.DialTimeout("tcp", addr, time.Second)
+	}
 	if err != nil {
 		return "", err
 	}
