@@ -41,6 +41,7 @@ SECURE_TESTS := ^(TestSubmitReplicates|TestReplicationWaitTimesOut|TestJoiningNi
 test: test-deps
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 	NIMBUS_TEST_SECURITY=on $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(SECURE_TESTS)' ./integration
+	cd deploy/k8s && $(GO) test -count=1 ./...
 	@scripts/fuzz.sh 3s
 
 ## chaos: the chaos run for CHAOS_DURATION (5m); CHAOS_SEED=<seed> replays a run's faults.

@@ -37,6 +37,7 @@ $only_zookeeper || [[ -f $hdfs_marker ]] || command -v mvn >/dev/null || pkgs+=(
 $only_zookeeper || command -v chromium >/dev/null || pkgs+=(chromium)
 $only_zookeeper || command -v iptables >/dev/null || pkgs+=(iptables)
 $only_zookeeper || command -v ss >/dev/null || pkgs+=(iproute2)
+$only_zookeeper || command -v buildah >/dev/null || pkgs+=(buildah)                  # deploy/k8s: the image built
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
