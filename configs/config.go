@@ -95,12 +95,6 @@ const (
 	KeyLogsUsers                = "logs.users"
 )
 
-// Keys of a topology's own conf (TopologySpec.config) that Nimbus-HA reads.
-const (
-	// TopologyUsers may act on the topology as its owner does (comma-separated).
-	TopologyUsers = "topology.users"
-	// TopologyEnvironment is extra environment for its workers, as
-	// comma-separated NAME=value pairs.
 // TLS to ZooKeeper's secureClientPort: Storm's names, for PEM files where
 // Storm reads Java keystores.
 const (
@@ -110,6 +104,12 @@ const (
 	KeyZKSSLHostnameVerification = "storm.zookeeper.ssl.hostnameVerification"
 )
 
+// Keys of a topology's own conf (TopologySpec.config) that Nimbus-HA reads.
+const (
+	// TopologyUsers may act on the topology as its owner does (comma-separated).
+	TopologyUsers = "topology.users"
+	// TopologyEnvironment is extra environment for its workers, as
+	// comma-separated NAME=value pairs.
 	TopologyEnvironment = "topology.environment"
 	// TopologyLogsUsers may read the topology's worker logs, besides its
 	// owner and topology.users (comma-separated; Storm's logs.users set
@@ -310,17 +310,17 @@ type Config struct {
 	ZKSuperACL    string // storm.zookeeper.superACL: scheme:id given every permission too, e.g. digest:admin:<hash>
 	ZKMaxBuffer   int    // storm.zookeeper.jute.maxbuffer: the largest node ZooKeeper accepts, in bytes
 
+	ZKSSLEnable               bool   // storm.zookeeper.ssl.enable: the session speaks TLS only, to secureClientPort
+	ZKSSLKeystore             string // storm.zookeeper.ssl.keystore.path: this process's certificate chain and key, one PEM file
+	ZKSSLTruststore           string // storm.zookeeper.ssl.truststore.path: CA certificates that verify ZooKeeper (PEM)
+	ZKSSLHostnameVerification bool   // storm.zookeeper.ssl.hostnameVerification: ZooKeeper's certificate must name the host dialed
+
 	RunWorkerAsUser     bool     // supervisor.run.worker.as.user: workers run as their owner's local user
 	PrincipalToLocal    string   // storm.principal.tolocal: how a principal maps to a local user
 	SupervisorWorkerEnv []string // supervisor.worker.env: variables of the supervisor's environment passed to workers
 
 	NimbusMaxUploads        int           // nimbus.max.concurrent.uploads: submissions receiving code at once
 	NimbusUploadIdleTimeout time.Duration // nimbus.upload.idle.timeout.secs: silence that ends a submission's upload
-	ZKSSLEnable               bool   // storm.zookeeper.ssl.enable: the session speaks TLS only, to secureClientPort
-	ZKSSLKeystore             string // storm.zookeeper.ssl.keystore.path: this process's certificate chain and key, one PEM file
-	ZKSSLTruststore           string // storm.zookeeper.ssl.truststore.path: CA certificates that verify ZooKeeper (PEM)
-	ZKSSLHostnameVerification bool   // storm.zookeeper.ssl.hostnameVerification: ZooKeeper's certificate must name the host dialed
-
 	NimbusMaxStreams        int           // nimbus.grpc.max.concurrent.streams: per connection
 	NimbusMaxMessageBytes   int           // nimbus.grpc.max_buffer_size: largest gRPC message received
 
@@ -390,6 +390,10 @@ func Default() *Config {
 		NimbusUploadIdleTimeout:  DefaultNimbusUploadIdleTimout,
 		NimbusMaxStreams:         DefaultNimbusMaxStreams,
 		NimbusMaxMessageBytes:    DefaultNimbusMaxMessageBytes,
+
+		// Storm's default is false: TLS that accepts any name stops no one
+		// in the middle.
+		ZKSSLHostnameVerification: true,
 	}
 }
 
@@ -398,10 +402,6 @@ func defaultNimbusHost() string {
 	if err != nil || h == "" {
 		return DefaultNimbusHost
 	}
-
-		// Storm's default is false: TLS that accepts any name stops no one
-		// in the middle.
-		ZKSSLHostnameVerification: true,
 	return h
 }
 
@@ -482,6 +482,10 @@ var fields = []field{
 	{KeyZKAuthPayload, 0, "ZooKeeper digest credentials, user:password (a secret: prefer the file or environment)", func(c *Config) any { return &c.ZKAuthPayload }},
 	{KeyZKSuperACL, 0, "an extra ZooKeeper identity given every permission, scheme:id", func(c *Config) any { return &c.ZKSuperACL }},
 	{KeyZKMaxBuffer, 0, "the largest node ZooKeeper accepts, in bytes (its jute.maxbuffer)", func(c *Config) any { return &c.ZKMaxBuffer }},
+	{KeyZKSSLEnable, 0, "reach ZooKeeper over TLS only (its secureClientPort)", func(c *Config) any { return &c.ZKSSLEnable }},
+	{KeyZKSSLKeystore, 0, "this process's certificate chain and private key for ZooKeeper, one PEM file (needed when ZooKeeper's ssl.clientAuth asks)", func(c *Config) any { return &c.ZKSSLKeystore }},
+	{KeyZKSSLTruststore, 0, "CA certificates that verify ZooKeeper's certificate (PEM)", func(c *Config) any { return &c.ZKSSLTruststore }},
+	{KeyZKSSLHostnameVerification, 0, "ZooKeeper's certificate must name the host in storm.zookeeper.servers", func(c *Config) any { return &c.ZKSSLHostnameVerification }},
 	{KeyRunWorkerAsUser, 0, "run each worker as its topology owner's local user", func(c *Config) any { return &c.RunWorkerAsUser }},
 	{KeyPrincipalToLocal, 0, "how a principal maps to a local user: default (as is) or kerberos (name before / and @)", func(c *Config) any { return &c.PrincipalToLocal }},
 	{KeySupervisorWorkerEnv, 0, "variables of the supervisor's environment passed to workers, comma-separated", func(c *Config) any { return &c.SupervisorWorkerEnv }},
@@ -492,10 +496,6 @@ var fields = []field{
 }
 
 // NimbusFlagKeys are the keys that bin/nimbus also takes as flags. Secrets
-	{KeyZKSSLEnable, 0, "reach ZooKeeper over TLS only (its secureClientPort)", func(c *Config) any { return &c.ZKSSLEnable }},
-	{KeyZKSSLKeystore, 0, "this process's certificate chain and private key for ZooKeeper, one PEM file (needed when ZooKeeper's ssl.clientAuth asks)", func(c *Config) any { return &c.ZKSSLKeystore }},
-	{KeyZKSSLTruststore, 0, "CA certificates that verify ZooKeeper's certificate (PEM)", func(c *Config) any { return &c.ZKSSLTruststore }},
-	{KeyZKSSLHostnameVerification, 0, "ZooKeeper's certificate must name the host in storm.zookeeper.servers", func(c *Config) any { return &c.ZKSSLHostnameVerification }},
 // (storm.zookeeper.auth.payload) are not among them: a command line is
 // visible to every user of the machine.
 func NimbusFlagKeys() []string {
@@ -508,6 +508,7 @@ func NimbusFlagKeys() []string {
 		KeyTLSEnable, KeyTLSCert, KeyTLSKey, KeyTLSTruststore, KeyTLSClientAuthRequired, KeyTLSPrincipal,
 		KeyNimbusAdmins, KeyNimbusUsers, KeyNimbusSupervisorUsers, KeyNimbusDaemonUsers, KeyMetricsPprof,
 		KeyZKAuthScheme, KeyZKSuperACL, KeyZKMaxBuffer,
+		KeyZKSSLEnable, KeyZKSSLKeystore, KeyZKSSLTruststore, KeyZKSSLHostnameVerification,
 		KeyNimbusMaxUploads, KeyNimbusUploadIdleTimeout, KeyNimbusMaxStreams, KeyNimbusMaxMessageBytes,
 		KeyBlobstoreReplication, KeyBlobMaxBytes, KeyBlobstoreDir,
 	}
@@ -520,7 +521,6 @@ func SupervisorFlagKeys() []string {
 		KeyLocalHostname, KeySupervisorSlotsPorts, KeySupervisorHeartbeat,
 		KeyWorkerShutdownSleep, KeyCodeDistributorClass, KeyLogLevel, KeyLogFormat,
 		KeyBittorrentPort, KeyBittorrentTrackerURL,
-		KeyZKSSLEnable, KeyZKSSLKeystore, KeyZKSSLTruststore, KeyZKSSLHostnameVerification,
 		KeyBittorrentMaxUpload, KeyBittorrentMaxDownload, KeyBittorrentSeedPeers,
 		KeySupervisorMetricsPort, KeySupervisorGRPCPort,
 		KeyLogviewerPort, KeyLogviewerMaxPerWorkerMB, KeyLogviewerMaxSumMB, KeyLogviewerCleanupInterval, KeyLogsUsers,
@@ -529,6 +529,7 @@ func SupervisorFlagKeys() []string {
 		// Who may recover code from its code port: the nimbuses' rules.
 		KeyTLSClientAuthRequired, KeyTLSPrincipal, KeyNimbusAdmins, KeyNimbusDaemonUsers,
 		KeyZKAuthScheme, KeyZKSuperACL, KeyRunWorkerAsUser, KeyPrincipalToLocal, KeySupervisorWorkerEnv,
+		KeyZKSSLEnable, KeyZKSSLKeystore, KeyZKSSLTruststore, KeyZKSSLHostnameVerification,
 	}
 }
 
@@ -542,7 +543,6 @@ func ClientFlagKeys() []string {
 func Keys() []string {
 	keys := make([]string, len(fields))
 	for i, f := range fields {
-		KeyZKSSLEnable, KeyZKSSLKeystore, KeyZKSSLTruststore, KeyZKSSLHostnameVerification,
 		keys[i] = f.key
 	}
 	return keys
