@@ -85,6 +85,12 @@ const (
 	KeyNimbusUploadIdleTimeout = "nimbus.upload.idle.timeout.secs"
 	KeyNimbusMaxStreams        = "nimbus.grpc.max.concurrent.streams"
 	KeyNimbusMaxMessageBytes   = "nimbus.grpc.max_buffer_size"
+	// Ours (Storm has no such bounds): connections the REST API and UI
+	// serve at once, and health Watch streams one caller may hold.
+	KeyUIMaxConnections     = "ui.max.connections"
+	KeyNimbusMaxWatches     = "nimbus.grpc.max.watch.streams"
+	DefaultUIMaxConnections = 256
+	DefaultNimbusMaxWatches = 16
 
 	// The logviewer: workers' logs served by every supervisor (Storm's
 	// names).
@@ -323,6 +329,8 @@ type Config struct {
 	NimbusUploadIdleTimeout time.Duration // nimbus.upload.idle.timeout.secs: silence that ends a submission's upload
 	NimbusMaxStreams        int           // nimbus.grpc.max.concurrent.streams: per connection
 	NimbusMaxMessageBytes   int           // nimbus.grpc.max_buffer_size: largest gRPC message received
+	UIMaxConnections        int           // ui.max.connections
+	NimbusMaxWatches        int           // nimbus.grpc.max.watch.streams, per caller
 
 	// Sources says where Load found each key's value, by key. A key
 	// missing from it (every key of a Config built in code) has its
@@ -390,6 +398,8 @@ func Default() *Config {
 		NimbusUploadIdleTimeout:  DefaultNimbusUploadIdleTimout,
 		NimbusMaxStreams:         DefaultNimbusMaxStreams,
 		NimbusMaxMessageBytes:    DefaultNimbusMaxMessageBytes,
+		UIMaxConnections:         DefaultUIMaxConnections,
+		NimbusMaxWatches:         DefaultNimbusMaxWatches,
 
 		// Storm's default is false: TLS that accepts any name stops no one
 		// in the middle.
@@ -493,6 +503,8 @@ var fields = []field{
 	{KeyNimbusUploadIdleTimeout, time.Second, "silence that ends a submission's upload (secs or a duration)", func(c *Config) any { return &c.NimbusUploadIdleTimeout }},
 	{KeyNimbusMaxStreams, 0, "concurrent gRPC streams per connection", func(c *Config) any { return &c.NimbusMaxStreams }},
 	{KeyNimbusMaxMessageBytes, 0, "largest gRPC message a nimbus receives, in bytes", func(c *Config) any { return &c.NimbusMaxMessageBytes }},
+	{KeyUIMaxConnections, 0, "connections the REST API and web UI serve at once; more wait to be accepted", func(c *Config) any { return &c.UIMaxConnections }},
+	{KeyNimbusMaxWatches, 0, "health Watch streams one caller (principal, or address without authentication) may hold open", func(c *Config) any { return &c.NimbusMaxWatches }},
 }
 
 // NimbusFlagKeys are the keys that bin/nimbus also takes as flags. Secrets
@@ -510,6 +522,7 @@ func NimbusFlagKeys() []string {
 		KeyZKAuthScheme, KeyZKSuperACL, KeyZKMaxBuffer,
 		KeyZKSSLEnable, KeyZKSSLKeystore, KeyZKSSLTruststore, KeyZKSSLHostnameVerification,
 		KeyNimbusMaxUploads, KeyNimbusUploadIdleTimeout, KeyNimbusMaxStreams, KeyNimbusMaxMessageBytes,
+		KeyUIMaxConnections, KeyNimbusMaxWatches,
 		KeyBlobstoreReplication, KeyBlobMaxBytes, KeyBlobstoreDir,
 	}
 }

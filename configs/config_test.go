@@ -526,6 +526,8 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{KeyNimbusUploadIdleTimeout, func(c *Config) { c.NimbusUploadIdleTimeout = 0 }},
 		{KeyNimbusMaxStreams, func(c *Config) { c.NimbusMaxStreams = 0 }},
 		{KeyNimbusMaxMessageBytes, func(c *Config) { c.NimbusMaxMessageBytes = 1000 }},
+		{KeyUIMaxConnections, func(c *Config) { c.UIMaxConnections = 0 }},
+		{KeyNimbusMaxWatches, func(c *Config) { c.NimbusMaxWatches = 0 }},
 		{KeyUIPort, func(c *Config) { c.UIPort = -2 }},
 		{KeyUIPort, func(c *Config) { c.UIPort = c.NimbusGRPCPort }},
 		{KeyUIHost, func(c *Config) { c.UIHost = "nimbus1.example.com" }},

@@ -231,6 +231,8 @@ func (c *Config) validateSecurity(add func(error)) {
 	add(positive(KeyNimbusUploadIdleTimeout, c.NimbusUploadIdleTimeout))
 	add(inRange(KeyNimbusMaxStreams, c.NimbusMaxStreams, 1, 1<<20))
 	add(inRange(KeyNimbusMaxMessageBytes, c.NimbusMaxMessageBytes, minMessageBytes, math.MaxInt32))
+	add(inRange(KeyUIMaxConnections, c.UIMaxConnections, 1, 1<<20))
+	add(inRange(KeyNimbusMaxWatches, c.NimbusMaxWatches, 1, 1<<16))
 }
 
 // Bounds of the limits: ZooKeeper nodes at least as large as a StormBase

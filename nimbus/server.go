@@ -331,7 +331,7 @@ func (s *Server) grpcOptions(encodings *sharedEncodings) []grpc.ServerOption {
 		// Authentication and authorization first: nothing else runs for a
 		// caller who may not call.
 		grpc.ChainUnaryInterceptor(s.authz.UnaryServerInterceptor()),
-		grpc.ChainStreamInterceptor(s.authz.StreamServerInterceptor()),
+		grpc.ChainStreamInterceptor(s.authz.StreamServerInterceptor(), newWatchLimit(s.cfg.NimbusMaxWatches).interceptor),
 		grpc.ForceServerCodecV2(encodings),
 		grpc.MaxConcurrentStreams(uint32(s.cfg.NimbusMaxStreams)),
 		grpc.MaxRecvMsgSize(s.cfg.NimbusMaxMessageBytes),

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/net/netutil"
 
 	"github.com/nimbusha/nimbus/client"
 	"github.com/nimbusha/nimbus/cluster"
@@ -113,7 +114,9 @@ func (s *Server) serveUI() {
 	if s.ui == nil {
 		return
 	}
-	ln := s.uiLn
+	// Bounded before the handshake: a connection waiting for a slot costs
+	// the kernel's backlog, not the nimbus's memory (ui.max.connections).
+	ln := netutil.LimitListener(s.uiLn, s.cfg.UIMaxConnections)
 	if s.ui.TLSConfig != nil {
 		ln = tls.NewListener(ln, s.ui.TLSConfig)
 	}

@@ -1,0 +1,87 @@
+package nimbus
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/nimbusha/nimbus/configs"
+	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
+)
+
+// A caller holds at most nimbus.grpc.max.watch.streams health Watch
+// streams, and the REST API serves at most ui.max.connections connections
+// at once; a stream or connection closed makes room again.
+func TestInProcessWatchAndUIConnectionLimits(t *testing.T) {
+	z := testcluster.StartZooKeeper(t)
+	s := startWith(t, z.Addr(), t.TempDir(), func(c *configs.Config) {
+		c.NimbusMaxWatches = 2
+		c.UIPort = 0
+		c.UIMaxConnections = 2
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+
+	// Watches: two, then refused, then one more once one ends.
+	health := healthpb.NewHealthClient(dial(t, s))
+	watch := func(ctx context.Context) error {
+		w, err := health.Watch(ctx, &healthpb.HealthCheckRequest{})
+		if err == nil {
+			_, err = w.Recv() // the first status: the stream is open
+		}
+		return err
+	}
+	first, stopFirst := context.WithCancel(ctx)
+	for _, c := range []context.Context{first, ctx} {
+		if err := watch(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkRefused(t, watch(ctx), codes.ResourceExhausted, configs.KeyNimbusMaxWatches)
+	stopFirst()
+	testcluster.WaitFor(t, 10*time.Second, "a Watch again once one ended", func() error { return watch(ctx) })
+
+	// UI connections: two held open, a third is not served until one closes.
+	addr := s.uiLn.Addr().String()
+	var held []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.Write([]byte("GET /api/v1/cluster/summary HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil { // served, and kept alive
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	third, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer third.Close()
+	if _, err := third.Write([]byte("GET /api/v1/cluster/summary HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(third)
+	third.SetReadDeadline(time.Now().Add(300 * time.Millisecond)) // an answer now would break the limit
+	if _, err := http.ReadResponse(r, nil); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a third connection was served while two were open: %v", err)
+	}
+	held[0].Close()
+	third.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := http.ReadResponse(r, nil); err != nil {
+		t.Fatalf("the third connection once one closed: %v", err)
+	}
+}
