@@ -22,13 +22,36 @@ TEST_TIMEOUT ?= 20m
 CHAOS_DURATION ?= 5m
 FUZZTIME ?= 1m
 
-.PHONY: all build test test-deps chaos chaos-1000 fuzz verify proto lint-proto quickstart quickstart-down quickstart-restart bench bench-scale bench-workerstats bench-roll clean
+.PHONY: all build test test-deps chaos chaos-1000 fuzz verify proto lint-proto quickstart quickstart-down quickstart-restart bench bench-scale bench-workerstats bench-roll clean package
 
 all: build
 
 ## build: static, cgo-free binaries in bin/.
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./cmd/... ./examples/...
+
+# Packages (deploy/nfpm.yaml, deploy/README.md): nfpm is run at its pinned
+# version, outside this module's go.mod. PKG_VERSION is the tag without its
+# v (0.2.0, 0.2.0+3+gabc1234), else the release line and the commit count
+# (0.2.0~git1234), so every build sorts above the last.
+NFPM_VERSION := v2.45.2
+DIST    ?= dist
+PKG_BIN ?= bin
+PKG_VERSION ?= $(if $(filter v%,$(VERSION)),$(subst -,+,$(VERSION:v%=%)),$(shell \
+  sed -n 's/^const Release = "\(.*\)"/\1/p' internal/version/release.go).0~git$(shell git rev-list --count HEAD 2>/dev/null || echo 0))
+
+## package: .deb and .rpm of nimbus, supervisor and stormctl (built into PKG_BIN, as build does) into DIST (dist/), with
+## the systemd units, the storm user and /etc/storm/storm.yaml (configs/storm.yaml with storm.local.dir /var/lib/storm).
+package:
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(PKG_BIN)/ ./cmd/nimbus ./cmd/supervisor ./cmd/stormctl
+	@mkdir -p $(DIST)/stage
+	sed 's|^storm.local.dir:.*|storm.local.dir: "/var/lib/storm"|' configs/storm.yaml >$(DIST)/stage/storm.yaml
+	@grep -qx 'storm.local.dir: "/var/lib/storm"' $(DIST)/stage/storm.yaml || { echo "package: no storm.local.dir line in configs/storm.yaml"; exit 1; }
+	pids=; for p in deb rpm; do \
+	  PKG_BIN=$(abspath $(PKG_BIN)) PKG_STAGE=$(abspath $(DIST)/stage) PKG_VERSION='$(PKG_VERSION)' PKG_ARCH=$$($(GO) env GOARCH) \
+	    $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@$(NFPM_VERSION) package --config deploy/nfpm.yaml --packager $$p --target $(DIST)/ & \
+	  pids="$$pids $$!"; \
+	done; for pid in $$pids; do wait $$pid || exit 1; done
 
 # Integration tests written without security that run again with it on
 # (NIMBUS_TEST_SECURITY=on: mutual TLS, authorization, ZooKeeper ACLs): the
@@ -127,4 +150,4 @@ bench-roll: test-deps
 	  echo; cat "$$(ls -td $$dir/roll-* | head -1)/roll.md"; exit $$rc
 
 clean:
-	rm -rf bin .quickstart
+	rm -rf bin dist .quickstart

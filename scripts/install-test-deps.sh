@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests run against: Debian's zookeeper package and a Java
 # runtime, Chromium (the web UI's browser test drives it headless), iptables
-# and iproute2's ss (a firewall that resets a leader's connections), and the
+# and iproute2's ss (a firewall that resets a leader's connections), rpm and
+# systemd's systemd-analyze (the packages and units of deploy/), and the
 # Hadoop jars of the HDFS NameNode and DataNode. The tests
 # start their own servers (internal/testkit/testcluster); the zookeeper package ships no
 # service (zookeeperd does), so no system server starts.
@@ -38,6 +39,8 @@ $only_zookeeper || command -v chromium >/dev/null || pkgs+=(chromium)
 $only_zookeeper || command -v iptables >/dev/null || pkgs+=(iptables)
 $only_zookeeper || command -v ss >/dev/null || pkgs+=(iproute2)
 $only_zookeeper || command -v buildah >/dev/null || pkgs+=(buildah)                  # deploy/k8s: the image built
+$only_zookeeper || command -v rpm >/dev/null || pkgs+=(rpm)                          # deploy: the .rpm inspected
+$only_zookeeper || command -v systemd-analyze >/dev/null || pkgs+=(systemd)          # deploy: the units verified
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
