@@ -6,7 +6,7 @@
 //     errors told so that the operator can act on them) and the ZooKeeper
 //     session's configuration (SessionConfig);
 //   - its skeleton once started (Lifecycle: goroutines, stops in reverse,
-//     the ready line and readiness, the fatal error; Register: its
-//     registration in ZooKeeper);
+//     the ready line and readiness, told to systemd with Notify, the fatal
+//     error; Register: its registration in ZooKeeper);
 //   - what its metrics port serves (MetricsHandler, ServeMetrics).
 package daemon
