@@ -12,7 +12,7 @@
 # TLS with client certificates on every gRPC port and client, TLS on the
 # metrics ports, authorization (nimbus.admins, nimbus.users,
 # nimbus.supervisor.users, nimbus.daemon.users), and ZooKeeper digest ACLs with
-# a random password. Workers do not run as their owners' users: that needs a
+# a random password, over TLS to ZooKeeper's secureClientPort (its only port). Workers do not run as their owners' users: that needs a
 # root supervisor and a local user per principal, and the quickstart creates
 # no users.
 #
@@ -20,7 +20,8 @@
 #   storm.yaml              what every daemon shares (no secret in it)
 #   zookeeper-auth          the ZooKeeper digest credentials, user:password (mode 0600);
 #                           the daemons get them as STORM_ZOOKEEPER_AUTH_PAYLOAD
-#   tls/                    ca.pem, ca-key.pem, NAME.pem and NAME-key.pem
+#   tls/                    ca.pem, ca-key.pem, NAME.pem and NAME-key.pem, and for
+#                           ZooKeeper NAME-keystore.pem (key and certificate in one file)
 #   admin.yaml, alice.yaml  stormctl's configuration as the admin and as the second user
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,12 +45,10 @@ zk_classpath() {
   echo "$cp"
 }
 
-zk_mode() { # prints the server's Mode line, if it answers within 2 s
-  exec 3<>"/dev/tcp/127.0.0.1/$ZK_PORT" 2>/dev/null || return 1
-  printf srvr >&3
+zk_mode() { # prints the server's Mode line, if it answers within 2 s (over TLS: its only port)
   # A server still starting may take the command and never answer.
-  timeout 2 grep -m1 '^Mode:' <&3 || true
-  exec 3<&- 3>&-
+  printf srvr | timeout 2 openssl s_client -quiet -connect "127.0.0.1:$ZK_PORT" -CAfile "$TLS/ca.pem" \
+    -cert "$TLS/zookeeper.pem" -key "$TLS/zookeeper-key.pem" 2>/dev/null | grep -m1 '^Mode:' || true
 }
 
 # ours says whether pid is a process this script started: its command line
@@ -105,6 +104,7 @@ start_nimbus() {
     --ui.port "$ui" \
     --storm.local.dir "$DIR/nimbus-$i" \
     --nimbus.grpc.tls.cert.path "$TLS/nimbus-$i.pem" --nimbus.grpc.tls.key.path "$TLS/nimbus-$i-key.pem" \
+    --storm.zookeeper.ssl.keystore.path "$TLS/nimbus-$i-keystore.pem" \
     >>"$DIR/nimbus-$i.log" 2>&1 </dev/null &
   echo $! >"$DIR/nimbus-$i.pid"
 }
@@ -122,6 +122,7 @@ start_supervisor() {
     --storm.local.dir "$DIR/supervisor-$i" --supervisor.metrics.port "$metrics" --supervisor.grpc.port "$code" \
     --logviewer.port "$logviewer" \
     --nimbus.grpc.tls.cert.path "$TLS/supervisor-$i.pem" --nimbus.grpc.tls.key.path "$TLS/supervisor-$i-key.pem" \
+    --storm.zookeeper.ssl.keystore.path "$TLS/supervisor-$i-keystore.pem" \
     >>"$DIR/supervisor-$i.log" 2>&1 </dev/null &
   echo $! >"$DIR/supervisor-$i.pid"
 }
@@ -193,6 +194,13 @@ make_certs() {
     bin/stormctl tls cert create --dir "$TLS" --ca "$TLS/ca.pem" --ca-key "$TLS/ca-key.pem" \
       --name "$name" --client >/dev/null
   done
+  bin/stormctl tls cert create --dir "$TLS" --ca "$TLS/ca.pem" --ca-key "$TLS/ca-key.pem" \
+    --name zookeeper --server --client --host 127.0.0.1 --host localhost >/dev/null
+  # ZooKeeper's PEM keystores (and storm.zookeeper.ssl.keystore.path): the
+  # key and the certificate in one file.
+  for name in nimbus-1 nimbus-2 nimbus-3 supervisor-1 supervisor-2 zookeeper; do
+    (umask 077 && cat "$TLS/$name-key.pem" "$TLS/$name.pem" >"$TLS/$name-keystore.pem")
+  done
 }
 
 # write_configs writes the daemons' shared configuration and one stormctl
@@ -211,6 +219,9 @@ storm.zookeeper.servers: ["127.0.0.1:$ZK_PORT"]
 # for make quickstart-restart DAEMON=supervisor-N to adopt it.
 storm.zookeeper.session.timeout: 20s
 storm.zookeeper.auth.scheme: digest
+# ZooKeeper serves TLS only; each daemon's keystore is a flag.
+storm.zookeeper.ssl.enable: true
+storm.zookeeper.ssl.truststore.path: "$TLS/ca.pem"
 nimbus.seeds: $seeds_yaml
 # A submission is acknowledged once two nimbuses hold its code, so the
 # leader's failure never loses a topology (README: keep it at 2 or more).
@@ -265,12 +276,19 @@ tickTime=500
 initLimit=10
 syncLimit=5
 dataDir=$DIR/zookeeper
-clientPort=$ZK_PORT
-clientPortAddress=127.0.0.1
+secureClientPort=$ZK_PORT
+secureClientPortAddress=127.0.0.1
+serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory
+ssl.keyStore.location=$TLS/zookeeper-keystore.pem
+ssl.keyStore.type=PEM
+ssl.trustStore.location=$TLS/ca.pem
+ssl.trustStore.type=PEM
+ssl.clientAuth=need
+ssl.hostnameVerification=false
 admin.enableServer=false
 4lw.commands.whitelist=*
 CFG
-  echo "quickstart: starting ZooKeeper on 127.0.0.1:$ZK_PORT"
+  echo "quickstart: starting ZooKeeper on 127.0.0.1:$ZK_PORT (TLS only)"
   setsid java -Xmx256m -cp "$(zk_classpath)" org.apache.zookeeper.server.quorum.QuorumPeerMain "$DIR/zoo.cfg" \
     >"$DIR/zookeeper.log" 2>&1 </dev/null &
   echo $! >"$DIR/zookeeper.pid"
@@ -358,7 +376,8 @@ Storm's REST API and the web UI, on every nimbus (here nimbus-1), over TLS as $A
   (a local proxy with $ADMIN's certificate; open the http://127.0.0.1:8001/?token=... it prints).
 Metrics of $metrics_of, over TLS (no client certificate; pprof is off):
   curl --cacert $q/tls/ca.pem https://127.0.0.1:$metrics/metrics
-ZooKeeper: anyone may read under /storm, only the daemons may write (their
+ZooKeeper: TLS only, on 127.0.0.1:$ZK_PORT (client certificates required);
+anyone with one may read under /storm, only the daemons may write (their
 password: $q/zookeeper-auth, mode 0600).
 Workers run as $workers_as, as the supervisors do: supervisor.run.worker.as.user
 is off (README, "Security").
