@@ -34,6 +34,7 @@ hdfs_marker=$hdfs_jars/.fetched # internal/testkit/testcluster/hdfs.go looks for
 pkgs=()
 [[ -f /usr/share/java/zookeeper.jar ]] || pkgs+=(zookeeper)
 java -version >/dev/null 2>&1 || pkgs+=(default-jre-headless)
+command -v openssl >/dev/null || pkgs+=(openssl) # the quickstart asks its TLS-only ZooKeeper for its mode
 $only_zookeeper || [[ -f $hdfs_marker ]] || command -v mvn >/dev/null || pkgs+=(maven)
 $only_zookeeper || command -v chromium >/dev/null || pkgs+=(chromium)
 $only_zookeeper || command -v iptables >/dev/null || pkgs+=(iptables)
