@@ -21,6 +21,7 @@ const (
 	KeyNimbusMetricsPort      = "nimbus.metrics.port"
 	KeyNimbusSeeds            = "nimbus.seeds"
 	KeyUIPort                 = "ui.port"
+	KeyNimbusHealthPort       = "nimbus.health.port" // ours: the gRPC health service alone, plaintext, for probes without TLS
 	KeyUIHost                 = "ui.host"
 	KeyUIActionsEnabled       = "ui.actions.enabled"
 	KeyNimbusDrainTimeout     = "nimbus.drain.timeout.secs"
@@ -251,6 +252,7 @@ type Config struct {
 	NimbusMetricsPort      int           // nimbus.metrics.port: 0 picks a free port, -1 disables
 	NimbusSeeds            []string      // nimbus.seeds: host or host:port; see SeedAddrs
 	UIPort                 int           // ui.port: the REST API and web UI; 0 picks a free port, -1 disables
+	NimbusHealthPort       int           // nimbus.health.port: plaintext gRPC health only; -1 (the default) disables
 	UIHost                 string        // ui.host: the address to bind; empty binds as nimbus.grpc.port does
 	UIActionsEnabled       bool          // ui.actions.enabled: false refuses the REST API's POSTs
 	NimbusDrainTimeout     time.Duration // nimbus.drain.timeout.secs: wait for in-flight RPCs on stop
@@ -336,6 +338,9 @@ type Config struct {
 	// missing from it (every key of a Config built in code) has its
 	// default's source: Settings reports it as FromDefault.
 	Sources map[string]Source
+	// File is the YAML file Load read ("" for none): what a reload
+	// reads again (Reread).
+	File string
 }
 
 // Default returns a Config holding every default. nimbus.host defaults to
@@ -353,6 +358,7 @@ func Default() *Config {
 		NimbusMetricsPort:        DefaultNimbusMetricsPort,
 		NimbusSeeds:              []string{DefaultNimbusSeed},
 		UIPort:                   DefaultUIPort,
+		NimbusHealthPort:         PortDisabled,
 		UIActionsEnabled:         true,
 		NimbusDrainTimeout:       DefaultNimbusDrainTimeout,
 		NimbusMaxArtifactBytes:   DefaultNimbusMaxArtifactBytes,
@@ -436,6 +442,7 @@ var fields = []field{
 	{KeyNimbusMetricsPort, 0, "metrics HTTP port (0 picks a free port, -1 disables)", func(c *Config) any { return &c.NimbusMetricsPort }},
 	{KeyNimbusSeeds, 0, "nimbus addresses, host or host:port, comma-separated", func(c *Config) any { return &c.NimbusSeeds }},
 	{KeyUIPort, 0, "REST API and web UI port (0 picks a free port, -1 disables)", func(c *Config) any { return &c.UIPort }},
+	{KeyNimbusHealthPort, 0, "plaintext port serving only the gRPC health service, for probes that cannot speak TLS (0 picks a free port, -1 disables)", func(c *Config) any { return &c.NimbusHealthPort }},
 	{KeyUIHost, 0, "address the REST API and web UI bind (empty: as the gRPC port)", func(c *Config) any { return &c.UIHost }},
 	{KeyUIActionsEnabled, 0, "allow the REST API's actions (activate, deactivate, rebalance, kill)", func(c *Config) any { return &c.UIActionsEnabled }},
 	{KeyNimbusDrainTimeout, time.Second, "how long a stopping nimbus waits for in-flight RPCs (secs or a duration)", func(c *Config) any { return &c.NimbusDrainTimeout }},
@@ -513,7 +520,7 @@ var fields = []field{
 func NimbusFlagKeys() []string {
 	return []string{
 		KeyZKServers, KeyZKPort, KeyZKRoot, KeyZKSessionTimeout, KeyZKConnectionTimeout, KeyLocalDir,
-		KeyNimbusHost, KeyNimbusGRPCPort, KeyNimbusMetricsPort, KeyUIPort, KeyUIHost, KeyUIActionsEnabled, KeyCodeDistributorClass, KeyLogLevel, KeyLogFormat,
+		KeyNimbusHost, KeyNimbusGRPCPort, KeyNimbusMetricsPort, KeyUIPort, KeyUIHost, KeyUIActionsEnabled, KeyNimbusHealthPort, KeyCodeDistributorClass, KeyLogLevel, KeyLogFormat,
 		KeyMinReplicationCount, KeyMaxReplicationWait, KeyCodeSyncFreq, KeyCodeLostGrace, KeyNimbusMaxArtifactBytes, KeyTopologyMessageTimeout,
 		KeySnapshotInterval, KeySnapshotRetain, KeyMonitorFreq, KeySupervisorTimeout, KeyBittorrentPort, KeyBittorrentTrackerURL,
 		KeyBittorrentMaxUpload, KeyBittorrentMaxDownload, KeyBittorrentSeedPeers,

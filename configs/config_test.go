@@ -398,7 +398,7 @@ func TestSampleIsDefaults(t *testing.T) {
 	if len(warnings) != 0 {
 		t.Errorf("warnings: %q", warnings)
 	}
-	c.Sources = nil // where the values came from is not a value
+	c.Sources, c.File = nil, "" // where the values came from is not a value
 	if !reflect.DeepEqual(c, Default()) {
 		t.Errorf("storm.yaml differs from Default():\n got %+v\nwant %+v", c, Default())
 	}
@@ -529,6 +529,8 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{KeyUIMaxConnections, func(c *Config) { c.UIMaxConnections = 0 }},
 		{KeyNimbusMaxWatches, func(c *Config) { c.NimbusMaxWatches = 0 }},
 		{KeyUIPort, func(c *Config) { c.UIPort = -2 }},
+		{KeyNimbusHealthPort, func(c *Config) { c.NimbusHealthPort = -2 }},
+		{KeyNimbusHealthPort, func(c *Config) { c.NimbusHealthPort = c.NimbusGRPCPort }},
 		{KeyUIPort, func(c *Config) { c.UIPort = c.NimbusGRPCPort }},
 		{KeyUIHost, func(c *Config) { c.UIHost = "nimbus1.example.com" }},
 		{KeyLogviewerPort, func(c *Config) { c.LogviewerPort = -2 }},

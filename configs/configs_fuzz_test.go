@@ -82,8 +82,9 @@ func FuzzLoadFile(f *testing.F) {
 // with all else at its default, an error about key names key or one of
 // these.
 var partners = map[string][]string{
-	KeyNimbusGRPCPort:       {KeyNimbusMetricsPort, KeyNimbusSeeds, KeyUIPort},
-	KeyNimbusMetricsPort:    {KeyUIPort},
+	KeyNimbusGRPCPort:       {KeyNimbusMetricsPort, KeyNimbusSeeds, KeyUIPort, KeyNimbusHealthPort},
+	KeyNimbusMetricsPort:    {KeyUIPort, KeyNimbusHealthPort},
+	KeyUIPort:               {KeyNimbusHealthPort},
 	KeySupervisorHeartbeat:  {KeySupervisorTimeout},
 	KeyCodeDistributorClass: {KeyHDFSNamenodeAddresses},
 	KeyTLSEnable:            {KeyTLSTruststore},

@@ -59,6 +59,12 @@ func (c *Config) Validate() error {
 			add(invalid(KeyUIPort, "%d is also %s", c.UIPort, key))
 		}
 	}
+	add(inRange(KeyNimbusHealthPort, c.NimbusHealthPort, PortDisabled, 65535))
+	for key, port := range map[string]int{KeyNimbusGRPCPort: c.NimbusGRPCPort, KeyNimbusMetricsPort: c.NimbusMetricsPort, KeyUIPort: c.UIPort} {
+		if c.NimbusHealthPort > 0 && c.NimbusHealthPort == port {
+			add(invalid(KeyNimbusHealthPort, "%d is also %s", c.NimbusHealthPort, key))
+		}
+	}
 	if c.UIHost != "" && net.ParseIP(c.UIHost) == nil {
 		add(invalid(KeyUIHost, "%q is not an IP address to bind", c.UIHost))
 	}

@@ -4,17 +4,21 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/nimbusha/nimbus/configs"
 	"github.com/nimbusha/nimbus/internal/testkit/testcluster"
+	nimbusv1 "github.com/nimbusha/nimbus/proto/nimbus/v1"
 )
 
 // A caller holds at most nimbus.grpc.max.watch.streams health Watch
@@ -84,4 +88,33 @@ func TestInProcessWatchAndUIConnectionLimits(t *testing.T) {
 	if _, err := http.ReadResponse(r, nil); err != nil {
 		t.Fatalf("the third connection once one closed: %v", err)
 	}
+}
+
+// The health port answers the health service in plaintext, the same
+// statuses as the gRPC port (readiness included), and nothing else.
+func TestInProcessHealthPort(t *testing.T) {
+	z := testcluster.StartZooKeeper(t)
+	s := startWith(t, z.Addr(), t.TempDir(), func(c *configs.Config) { c.NimbusHealthPort = 0 })
+	awaitLeading(t, s)
+	conn, err := grpc.NewClient(s.healthLn.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	for _, service := range []string{"", nimbusv1.ReadyHealthService, nimbusv1.LeaderHealthService} {
+		testcluster.WaitFor(t, 10*time.Second, "SERVING for "+service, func() error {
+			resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: service})
+			if err != nil {
+				return err
+			}
+			if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+				return fmt.Errorf("%q: %v", service, resp.GetStatus())
+			}
+			return nil
+		})
+	}
+	_, err = nimbusv1.NewNimbusServiceClient(conn).GetLeader(ctx, &nimbusv1.GetLeaderRequest{})
+	checkRefused(t, err, codes.Unimplemented)
 }

@@ -54,6 +54,7 @@ type Server struct {
 	listener  net.Listener
 	metricsLn net.Listener // nil when nimbus.metrics.port is -1
 	uiLn      net.Listener // nil when ui.port is -1
+	healthLn  net.Listener // nil when nimbus.health.port is -1
 	store     *codedistributor.Store
 	blobStore *codedistributor.Store // blobs (docs/ARCHITECTURE.md section 24)
 	blobs     *cluster.BlobCache
@@ -151,6 +152,9 @@ func (s *Server) listen() (err error) {
 			return fmt.Errorf("nimbus: listen on nimbus.metrics.port %d: %w", cfg.NimbusMetricsPort, err)
 		}
 		s.lc.OnClose(func() { s.metricsLn.Close() })
+	}
+	if err := s.listenHealth(bindHost); err != nil {
+		return err
 	}
 	return s.listenUI(bindHost)
 }
@@ -365,6 +369,7 @@ func (s *Server) run() {
 	s.lc.Go(func() { s.announceReady(ctx, registered) })
 	s.serveMetrics()
 	s.serveUI()
+	s.serveHealth()
 	s.serveGRPC()
 	s.joinElection(ctx)
 }
@@ -441,6 +446,9 @@ func (s *Server) announceReady(ctx context.Context, registered <-chan struct{}) 
 		}
 		if s.uiLn != nil {
 			attrs = append(attrs, "ui", s.uiLn.Addr().String())
+		}
+		if s.healthLn != nil {
+			attrs = append(attrs, "health", s.healthLn.Addr().String())
 		}
 		return attrs
 	}, registered, v.Nimbuses.Loaded(), v.Locks.Loaded(), v.Storms.Loaded(), v.Replicas.Distributions.Loaded())

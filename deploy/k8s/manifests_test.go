@@ -99,14 +99,22 @@ func checkNimbusService(t *testing.T, m *manifests, nimbus *appsv1.StatefulSet) 
 }
 
 // checkProbes: startup and readiness ask the readiness service, liveness
-// "", all on nimbus.grpc.port.
+// "", all on nimbus.health.port (plaintext: the kubelet's probes speak no
+// TLS), which the nimbus container exposes.
 func checkProbes(t *testing.T, nimbus *appsv1.StatefulSet, conf map[string]any, ready string) {
 	t.Helper()
-	port, ok := conf["nimbus.grpc.port"].(float64)
-	if !ok {
-		t.Fatalf("storm.yaml: nimbus.grpc.port %v", conf["nimbus.grpc.port"])
+	port, ok := conf["nimbus.health.port"].(float64)
+	if !ok || port <= 0 {
+		t.Fatalf("storm.yaml: nimbus.health.port %v: the probes need it", conf["nimbus.health.port"])
 	}
 	c := nimbus.Spec.Template.Spec.Containers[0]
+	exposed := false
+	for _, p := range c.Ports {
+		exposed = exposed || p.ContainerPort == int32(port)
+	}
+	if !exposed {
+		t.Errorf("the nimbus container does not expose nimbus.health.port %d", int(port))
+	}
 	for _, p := range []struct {
 		name    string
 		probe   *corev1.Probe
@@ -120,7 +128,7 @@ func checkProbes(t *testing.T, nimbus *appsv1.StatefulSet, conf map[string]any, 
 			t.Errorf("%s probe asks service %v: want %q", p.name, got, p.service)
 		}
 		if p.probe.GRPC.Port != int32(port) {
-			t.Errorf("%s probe on port %d: nimbus.grpc.port is %d", p.name, p.probe.GRPC.Port, int(port))
+			t.Errorf("%s probe on port %d: nimbus.health.port is %d", p.name, p.probe.GRPC.Port, int(port))
 		}
 	}
 }
