@@ -16,7 +16,9 @@
 //     unfenced Multi guarded by versions, a supervisor's heartbeat, a
 //     deposition, the BitTorrent swarms);
 //   - the ACL of every node the daemons create (ACL), and ephemeral nodes
-//     kept through session changes (EphemeralNode).
+//     kept through session changes (EphemeralNode);
+//   - how the session reaches ZooKeeper: over TLS on every connection when
+//     SessionConfig.TLS is set, with no plaintext path (TLS).
 //
 // Nothing outside this package and package leader imports go-zookeeper.
 package cluster
