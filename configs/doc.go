@@ -10,7 +10,9 @@
 // duration such as "5s"; lists from the environment or flags are
 // comma-separated.
 //
-// Load remembers where each value came from (Source), and every problem
+// viper (github.com/spf13/viper, its key delimiter "::" since the keys hold
+// dots) merges the layers. Load remembers beside it where each value came
+// from (Source), which viper cannot say, and every problem
 // it reports is a KeyError that says so: the file, line and key, the
 // variable, or the flag (source.go). A key in the file or a STORM_*
 // variable that names nothing but is close to a known name (Closest,

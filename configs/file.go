@@ -13,19 +13,21 @@ import (
 // written as nested YAML: no key has more dots than this.
 const maxNestedDots = 6
 
-// setting is one key's raw value and where it came from.
-type setting struct {
-	raw any
-	src Source
-}
-
-// fileSettings is what a YAML file sets: each known key's value, with its
-// line, the keys that look like typos of known keys (errors), and the
-// other keys nobody reads (warnings).
+// fileSettings is what a YAML file sets, as far as viper cannot say: the
+// line of each known key it gives a value, the keys that look like typos of
+// known keys or are set twice (errors), and the other keys nobody reads
+// (warnings). body is the file as read, which viper parses for the values,
+// so that both passes see the same bytes.
 type fileSettings struct {
+	body     []byte
 	values   map[string]setting // by the field's key
 	typos    []error
 	warnings []string
+}
+
+// setting is where the file sets one key.
+type setting struct {
+	src Source
 }
 
 // readFile reads the YAML at path. Values are decoded as a whole (so merge
@@ -55,7 +57,7 @@ func readFile(path string) (*fileSettings, error) {
 		return src
 	}
 
-	fsets := &fileSettings{values: map[string]setting{}}
+	fsets := &fileSettings{body: b, values: map[string]setting{}}
 	// In the file's order, so that reports read top to bottom.
 	names := make([]string, 0, len(m))
 	for k := range m {
@@ -65,13 +67,27 @@ func readFile(path string) (*fileSettings, error) {
 		li, lj := at(keyNodes[names[i]]).Line, at(keyNodes[names[j]]).Line
 		return li < lj || li == lj && names[i] < names[j]
 	})
+	type spelling struct {
+		key  string
+		line int
+	}
+	written := map[string]spelling{} // by the field's key
 	for _, k := range names {
 		src := at(keyNodes[k])
 		if f, ok := lookupField(k); ok {
+			// viper reads keys without regard to case, and of two
+			// spellings of one key it keeps either: the file must
+			// say which it means.
+			if prev, twice := written[f.key]; twice {
+				fsets.typos = append(fsets.typos, &KeyError{Key: k, Source: src,
+					Err: fmt.Errorf("set again (also as %s at line %d); keys are read without regard to case, keep one", prev.key, prev.line)})
+				continue
+			}
+			written[f.key] = spelling{k, src.Line}
 			// A null is no value, as in Storm's own files
 			// (storm.zookeeper.auth.user: null): the default stays.
 			if m[k] != nil {
-				fsets.values[f.key] = setting{raw: m[k], src: src}
+				fsets.values[f.key] = setting{src: src}
 			}
 			continue
 		}

@@ -1,9 +1,9 @@
 package configs
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"os"
 	"strconv"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
 )
 
 // ConfigFlag names the flag that points at the YAML file.
@@ -83,16 +84,24 @@ func LoadFile(path string) (*Config, []string, error) {
 	return load(path, nil)
 }
 
+// keyDelimiter is viper's path separator: Storm's keys contain dots, so
+// viper must not read "nimbus.grpc.port" as nested maps.
+const keyDelimiter = "::"
+
+// load merges the layers with viper (defaults < file < environment <
+// flags, viper's own precedence) and tracks, beside it, where each value
+// came from: viper can say neither which layer won nor on which line of the
+// file a key was written (readFile's node pass says that).
 func load(path string, fs *pflag.FlagSet) (*Config, []string, error) {
-	// Each layer overrides the one before, key by key, remembering where
-	// each value came from so that an error can send the operator there.
-	settings := map[string]setting{}
+	v := viper.NewWithOptions(viper.KeyDelimiter(keyDelimiter))
 	def := Default()
+	sources := make(map[string]Source, len(fields))
 	for _, f := range fields {
 		// Defaults go in as text, so they take the same conversion
 		// path as environment and flag values.
 		_, text := describe(f.ptr(def))
-		settings[f.key] = setting{raw: text}
+		v.SetDefault(f.key, text)
+		sources[f.key] = Source{}
 	}
 
 	var warnings []string
@@ -102,16 +111,25 @@ func load(path string, fs *pflag.FlagSet) (*Config, []string, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		maps.Copy(settings, file.values)
+		v.SetConfigType("yaml")
+		if err := v.ReadConfig(bytes.NewReader(file.body)); err != nil {
+			return nil, nil, fmt.Errorf("configs: parse %s: %w", path, err)
+		}
+		for key, s := range file.values {
+			sources[key] = s.src
+		}
 		warnings, problems = file.warnings, file.typos
 	}
 
 	problems = append(problems, unknownEnv(os.Environ())...)
 	for _, f := range fields {
-		// An empty variable is unset, so a blank export cannot erase a
-		// file's value.
-		if v := os.Getenv(EnvName(f.key)); v != "" {
-			settings[f.key] = setting{raw: v, src: Source{Kind: FromEnv, Name: EnvName(f.key)}}
+		// viper takes an empty variable as unset (AllowEmptyEnv is
+		// off), so a blank export cannot erase a file's value.
+		if err := v.BindEnv(f.key, EnvName(f.key)); err != nil {
+			return nil, nil, fmt.Errorf("configs: %s: %w", f.key, err)
+		}
+		if os.Getenv(EnvName(f.key)) != "" {
+			sources[f.key] = Source{Kind: FromEnv, Name: EnvName(f.key)}
 		}
 	}
 
@@ -120,34 +138,46 @@ func load(path string, fs *pflag.FlagSet) (*Config, []string, error) {
 		// never hides the environment or the file. Changed, not Visit: a
 		// command framework (cobra) may parse a flag of this set through
 		// another set that shares it, which Visit does not see.
+		var bindErr error
 		fs.VisitAll(func(fl *pflag.Flag) {
-			if f, ok := lookupField(fl.Name); ok && fl.Changed {
-				settings[f.key] = setting{raw: fl.Value.String(), src: Source{Kind: FromFlag, Name: fl.Name}}
+			if f, ok := lookupField(fl.Name); ok && bindErr == nil {
+				bindErr = v.BindFlagValue(f.key, textFlag{fl})
+				if fl.Changed {
+					sources[f.key] = Source{Kind: FromFlag, Name: fl.Name}
+				}
 			}
 		})
+		if bindErr != nil {
+			return nil, nil, fmt.Errorf("configs: %w", bindErr)
+		}
 	}
 
 	c := &Config{}
 	errs := problems
 	for _, f := range fields {
-		s := settings[f.key]
-		if err := decode(f.ptr(c), s.raw, f.unit); err != nil {
-			errs = append(errs, &KeyError{Key: f.key, Source: s.src, Err: err})
+		if err := decode(f.ptr(c), v.Get(f.key), f.unit); err != nil {
+			errs = append(errs, &KeyError{Key: f.key, Source: sources[f.key], Err: err})
 		}
 	}
 	if len(errs) > len(problems) { // a value that did not convert: c is incomplete
 		return nil, warnings, errors.Join(errs...)
 	}
-	sources := make(map[string]Source, len(settings))
-	for key, s := range settings {
-		sources[key] = s.src
-	}
 	if err := errors.Join(append(errs, attribute(c.Validate(), sources))...); err != nil {
 		return nil, warnings, err
 	}
-	c.Sources = sources
+	c.Sources, c.File = sources, path
 	return c, warnings, nil
 }
+
+// textFlag hands viper a flag's text as typed: viper converts a flag by its
+// type name and turns a bad number into 0 without a word, while decode
+// converts it exactly like an environment value and says what is wrong.
+type textFlag struct{ fl *pflag.Flag }
+
+func (t textFlag) HasChanged() bool    { return t.fl.Changed }
+func (t textFlag) Name() string        { return t.fl.Name }
+func (t textFlag) ValueString() string { return t.fl.Value.String() }
+func (t textFlag) ValueType() string   { return "string" }
 
 // describe returns the flag type name and the text form of the field p
 // points to.
