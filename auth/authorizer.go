@@ -5,17 +5,20 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"strings"
+	"sync/atomic"
 
 	"github.com/nimbusha/nimbus/apierr"
 	"github.com/nimbusha/nimbus/configs"
 )
 
-// Authorizer applies the rules with a cluster's configuration. It holds no
-// mutable state and is safe for concurrent use.
+// Authorizer applies the rules with a cluster's configuration. It is safe
+// for concurrent use: its policy is swapped whole (SetPolicy) and read
+// with one atomic load per decision, never under a lock.
 type Authorizer struct {
 	enabled bool   // configs.Config.SecureGRPC
 	field   string // nimbus.grpc.tls.principal
-	policy  Policy
+	policy  atomic.Pointer[Policy]
 	log     *slog.Logger
 }
 
@@ -23,8 +26,9 @@ type Authorizer struct {
 // (!cfg.SecureGRPC()) it allows every call and names no principal. log
 // receives the audit lines and refusals.
 func New(cfg *configs.Config, log *slog.Logger) (*Authorizer, error) {
-	a := &Authorizer{enabled: cfg.SecureGRPC(), field: cfg.TLSPrincipal, policy: PolicyOf(cfg),
-		log: log.With("component", "auth")}
+	a := &Authorizer{enabled: cfg.SecureGRPC(), field: cfg.TLSPrincipal, log: log.With("component", "auth")}
+	p := PolicyOf(cfg)
+	a.policy.Store(&p)
 	if a.field == "" {
 		a.field = configs.DefaultTLSPrincipal
 	}
@@ -33,6 +37,38 @@ func New(cfg *configs.Config, log *slog.Logger) (*Authorizer, error) {
 	}
 	return a, nil
 }
+
+// Policy is the policy in force.
+func (a *Authorizer) Policy() Policy { return *a.policy.Load() }
+
+// SetPolicy puts the policy cfg configures in force for every decision
+// from now on (a configuration reloaded while the daemon runs), and writes
+// its audit line: source (the file the changes came from) as the
+// principal, the changed keys as the target, each key's old and new
+// values (secrets redacted). A decision under way
+// keeps the policy it started with.
+func (a *Authorizer) SetPolicy(cfg *configs.Config, changes []configs.Change, source string) {
+	p := PolicyOf(cfg)
+	a.policy.Store(&p)
+	keys := make([]string, len(changes))
+	for i, c := range changes {
+		keys[i] = c.Key
+	}
+	attrs := []slog.Attr{
+		slog.String("principal", source), // no caller: the file's owner made the change
+		slog.String("action", ActionReloadConfig),
+		slog.String("target", strings.Join(keys, ",")),
+	}
+	for _, c := range changes {
+		attrs = append(attrs, slog.Group(c.Key, slog.String("old", c.Old), slog.String("new", c.New)))
+	}
+	attrs = append(attrs, slog.String("outcome", outcome(nil)))
+	a.log.LogAttrs(context.Background(), slog.LevelInfo, "audit", attrs...)
+}
+
+// ActionReloadConfig names a reload of the configuration in audit lines;
+// no caller takes it, so it has no rule.
+const ActionReloadConfig = "reload-config"
 
 // Enabled reports whether callers are authenticated and authorized.
 func (a *Authorizer) Enabled() bool { return a.enabled }
@@ -64,7 +100,7 @@ func (a *Authorizer) Check(ctx context.Context, act Action, t Target) error {
 	if c != nil {
 		principal = c.principal
 	}
-	if err := Decide(a.policy, principal, act, t); err != nil {
+	if err := Decide(a.Policy(), principal, act, t); err != nil {
 		return err
 	}
 	if c != nil {
@@ -98,7 +134,7 @@ func (a *Authorizer) May(ctx context.Context, act Action, t Target) bool {
 		return true
 	}
 	p, ok := FromContext(ctx)
-	return ok && Decide(a.policy, p, act, t) == nil
+	return ok && Decide(a.Policy(), p, act, t) == nil
 }
 
 // Owner is who owns what the caller of ctx submits: its principal, never

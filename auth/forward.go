@@ -94,7 +94,7 @@ func (a *Authorizer) forwarder(ctx context.Context, principal string) (forwarded
 		return forwarded{actAs: principal}, nil
 	case len(vals) > 1 || vals[0] == "":
 		return forwarded{}, fmt.Errorf("%w: %s: %s must name one principal", apierr.ErrPermissionDenied, principal, forwardedFor)
-	case !slices.Contains(a.policy.Daemons, principal):
+	case !slices.Contains(a.Policy().Daemons, principal):
 		return forwarded{}, fmt.Errorf("%w: %s may not act for %s: only nimbus.daemon.users forward requests",
 			apierr.ErrPermissionDenied, principal, vals[0])
 	}

@@ -92,7 +92,7 @@ func (a *Authorizer) admit(ctx context.Context, fullMethod string) (context.Cont
 		return ctx, c, m, apistatus.ToStatus(fmt.Errorf("%w: %s may not call %s: not a method nimbus authorizes",
 			apierr.ErrPermissionDenied, principal, fullMethod))
 	case m.scope == scopeMethod:
-		return ctx, c, m, apistatus.ToStatus(Decide(a.policy, principal, m.action, Target{}))
+		return ctx, c, m, apistatus.ToStatus(Decide(a.Policy(), principal, m.action, Target{}))
 	}
 	return ctx, c, m, nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/nimbusha/nimbus/apierr"
 	"github.com/nimbusha/nimbus/codedistributor"
@@ -19,15 +20,35 @@ const storeHeadroom = 4 << 20
 
 // uploadGate admits the uploads of this nimbus's submissions (admitUpload).
 type uploadGate struct {
-	slots    chan struct{} // one per upload under way: nimbus.max.concurrent.uploads
-	health   *storeHealth  // whether the store can be written
+	limit    atomic.Int64 // nimbus.max.concurrent.uploads, which a reload may change
+	under    atomic.Int64 // uploads under way
+	health   *storeHealth // whether the store can be written
 	mu       sync.Mutex
 	reserved int64 // declared artifact bytes of the uploads under way
 }
 
 func newUploadGate(maxUploads int, health *storeHealth) *uploadGate {
-	return &uploadGate{slots: make(chan struct{}, maxUploads), health: health}
+	g := &uploadGate{health: health}
+	g.setLimit(maxUploads)
+	return g
 }
+
+// setLimit changes nimbus.max.concurrent.uploads: uploads under way
+// finish; new ones wait for the count to fall below the new limit.
+func (g *uploadGate) setLimit(maxUploads int) { g.limit.Store(int64(maxUploads)) }
+
+// take reserves an upload's place, or says false when limit uploads are
+// under way already.
+func (g *uploadGate) take() (limit int64, ok bool) {
+	limit = g.limit.Load()
+	if g.under.Add(1) > limit {
+		g.under.Add(-1)
+		return limit, false
+	}
+	return limit, true
+}
+
+func (g *uploadGate) release() { g.under.Add(-1) }
 
 // admitUpload lets an upload of declared content bytes (0: not declared;
 // a topology's artifact or a blob, checked against its maximum by the
@@ -44,11 +65,9 @@ func (s *service) admitUpload(declared, specBytes int64) (done func(), err error
 	if _, err := g.health.state(); err != nil {
 		return nil, notStored(fmt.Errorf("the code store failed a write and has not passed a probe since: %w", err))
 	}
-	select {
-	case g.slots <- struct{}{}:
-	default:
+	if limit, ok := g.take(); !ok {
 		return nil, fmt.Errorf("%w: %d submissions are uploading to this nimbus already (%s); nothing was stored, try again later",
-			apierr.ErrResourceExhausted, cap(g.slots), configs.KeyNimbusMaxUploads)
+			apierr.ErrResourceExhausted, limit, configs.KeyNimbusMaxUploads)
 	}
 	free, err := s.store.Free()
 	if err == nil {
@@ -56,17 +75,17 @@ func (s *service) admitUpload(declared, specBytes int64) (done func(), err error
 	}
 	switch {
 	case isStoreFailure(err): // full or read-only: every upload would fail
-		<-g.slots
+		g.release()
 		return nil, s.storeFailed(err)
 	case err != nil:
-		<-g.slots
+		g.release()
 		return nil, fmt.Errorf("%w: %v; nothing was stored", apierr.ErrCodeStoreUnavailable, err)
 	}
 	need := declared + specBytes + storeHeadroom
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if free-g.reserved < need {
-		<-g.slots
+		g.release()
 		return nil, fmt.Errorf("%w: the code store %s has %d bytes free, %d of them promised to uploads under way; "+
 			"this one needs %d (%d of content, %d of spec, %d kept free); nothing was stored",
 			apierr.ErrResourceExhausted, s.store.Root(), free, g.reserved, need, declared, specBytes, storeHeadroom)
@@ -76,7 +95,7 @@ func (s *service) admitUpload(declared, specBytes int64) (done func(), err error
 		g.mu.Lock()
 		g.reserved -= declared
 		g.mu.Unlock()
-		<-g.slots
+		g.release()
 	}, nil
 }
 

@@ -57,7 +57,7 @@ func (s *service) UpdateBlob(stream nimbusv1.NimbusService_UpdateBlobServer) err
 // writeBlobFrom adapts a stream's Recv, with the upload idle timeout, to
 // writeBlob.
 func writeBlobFrom[M blobMsg](s *service, ctx context.Context, recv func() (M, error), create bool) (*nimbusv1.BlobInfo, bool, error) {
-	idle := newIdleReceiver(recv, s.cfg.NimbusUploadIdleTimeout)
+	idle := newIdleReceiver(recv, s.config().NimbusUploadIdleTimeout)
 	defer idle.close()
 	first, err := idle.Recv()
 	if errors.Is(err, io.EOF) {
@@ -87,8 +87,8 @@ func (s *service) writeBlob(ctx context.Context, h *nimbusv1.BlobHeader, next fu
 		return nil, false, err
 	}
 	key := h.GetKey()
-	if h.Size != nil && h.GetSize() > s.cfg.BlobMaxBytes {
-		return nil, false, validate.Invalid("header.size", "%d bytes, larger than %s (%d)", h.GetSize(), configs.KeyBlobMaxBytes, s.cfg.BlobMaxBytes)
+	if maxBytes := s.config().BlobMaxBytes; h.Size != nil && h.GetSize() > maxBytes {
+		return nil, false, validate.Invalid("header.size", "%d bytes, larger than %s (%d)", h.GetSize(), configs.KeyBlobMaxBytes, maxBytes)
 	}
 	// 2. Leadership, before the upload.
 	term, err := s.leaderTerm(ctx)
@@ -298,7 +298,7 @@ func (s *service) receiveBlob(h *nimbusv1.BlobHeader, next func() (uploadPart, e
 		return "", nil, s.storeFailed(err)
 	}
 	content, err := receiveContent(next, filepath.Join(tmp, blobstore.File), contentRules{
-		file: blobstore.File, what: "blob", max: s.cfg.BlobMaxBytes, maxKey: configs.KeyBlobMaxBytes,
+		file: blobstore.File, what: "blob", max: s.config().BlobMaxBytes, maxKey: configs.KeyBlobMaxBytes,
 		declared: h.GetSize(), declaredField: "header.size", allowEmpty: true,
 	})
 	if err != nil {

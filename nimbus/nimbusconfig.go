@@ -10,7 +10,7 @@ import (
 // GetNimbusConfig answers this nimbus's effective configuration
 // (nimbusConfig). The interceptor has already checked read-nimbus-config.
 func (s *service) GetNimbusConfig(context.Context, *nimbusv1.GetNimbusConfigRequest) (*nimbusv1.GetNimbusConfigResponse, error) {
-	return &nimbusv1.GetNimbusConfigResponse{Nimbus: s.self, Entries: nimbusConfig(s.cfg)}, nil
+	return &nimbusv1.GetNimbusConfigResponse{Nimbus: s.self, Entries: nimbusConfig(s.config())}, nil
 }
 
 // nimbusConfig is every key cfg knows, sorted, with its value as text

@@ -48,8 +48,8 @@ func receiveSpec(stream nimbusv1.NimbusService_SubmitTopologyServer) (*nimbusv1.
 // lets the upload in, and frees the upload's slot when it returns.
 func (s *service) receiveBundle(stream nimbusv1.NimbusService_SubmitTopologyServer, spec *nimbusv1.TopologySpec) (string, []*clusterv1.CodeFile, error) {
 	specData := cluster.Encode(spec)
-	if declared := spec.GetArtifactBytes(); declared > s.cfg.NimbusMaxArtifactBytes {
-		return "", nil, validate.Invalid("spec.artifact_bytes", "%d bytes, larger than %s (%d)", declared, configs.KeyNimbusMaxArtifactBytes, s.cfg.NimbusMaxArtifactBytes)
+	if declared, maxBytes := spec.GetArtifactBytes(), s.config().NimbusMaxArtifactBytes; declared > maxBytes {
+		return "", nil, validate.Invalid("spec.artifact_bytes", "%d bytes, larger than %s (%d)", declared, configs.KeyNimbusMaxArtifactBytes, maxBytes)
 	}
 	done, err := s.admitUpload(spec.GetArtifactBytes(), int64(len(specData)))
 	if err != nil {
@@ -99,7 +99,7 @@ func (s *service) receiveArtifactOf(stream nimbusv1.NimbusService_SubmitTopology
 		return uploadPart{}, validate.Invalid("spec", "sent twice, or an empty message, after the artifact started")
 	}
 	return receiveContent(next, path, contentRules{
-		file: codedistributor.ArtifactFile, what: "artifact", max: s.cfg.NimbusMaxArtifactBytes,
+		file: codedistributor.ArtifactFile, what: "artifact", max: s.config().NimbusMaxArtifactBytes,
 		maxKey: configs.KeyNimbusMaxArtifactBytes, declared: declared, declaredField: "spec.artifact_bytes",
 	})
 }

@@ -78,6 +78,7 @@ type Server struct {
 	ui          *http.Server     // the REST API and web UI (ui.go); nil without ui.port
 	sightings   *sightings       // since when no leader, no session (ui.go)
 	deposer     *depose.Deposer  // deposes a leader that is certainly dead
+	reloader    *daemon.Reloader // the configuration file read again (reload.go)
 
 	lc daemon.Lifecycle // what Start started, and how Close stops it
 }
@@ -367,6 +368,7 @@ func (s *Server) run() {
 	s.lc.Go(func() { s.view.RunStats(ctx) })
 	s.lc.Go(func() { s.deposer.Run(ctx) })
 	s.lc.Go(func() { s.announceReady(ctx, registered) })
+	s.reloadConfig(ctx)
 	s.serveMetrics()
 	s.serveUI()
 	s.serveHealth()

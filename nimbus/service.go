@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nimbusha/nimbus/apierr"
@@ -48,6 +49,8 @@ type service struct {
 	// rebalance or a submission that ended.
 	actionsChanged func()
 	uploads        *uploadGate // admits submissions' uploads (admission.go)
+	// live is the configuration a reload put in force (reload.go: config).
+	live atomic.Pointer[configs.Config]
 
 	memory    *clusterid.Memory // the cluster this nimbus belongs to
 	restoring sync.Mutex        // one snapshot restored at a time (snapshot.go)

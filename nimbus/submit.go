@@ -43,7 +43,7 @@ func (s *service) SubmitTopology(stream nimbusv1.NimbusService_SubmitTopologySer
 // DEADLINE_EXCEEDED, its name, upload slot and temporary files freed.
 func (s *service) submit(stream nimbusv1.NimbusService_SubmitTopologyServer) (*nimbusv1.SubmitTopologyResponse, error) {
 	ctx := stream.Context()
-	idle := newIdleStream(stream, s.cfg.NimbusUploadIdleTimeout)
+	idle := newIdleStream(stream, s.config().NimbusUploadIdleTimeout)
 	defer idle.close()
 	stream = idle
 	// 1. The spec, validated before anything else, owned by the caller

@@ -64,6 +64,7 @@ func (s *Supervisor) codeServer() (*grpc.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("supervisor: %w", err)
 	}
+	s.authorizers = append(s.authorizers, a)
 	creds := insecure.NewCredentials()
 	if s.tls != nil {
 		creds = s.tls.ServerCredentials(s.cfg.TLSClientAuthRequired)

@@ -66,6 +66,7 @@ func (s *Supervisor) serveLogs() error {
 	if err != nil {
 		return fmt.Errorf("supervisor: %w", err)
 	}
+	s.authorizers = append(s.authorizers, a)
 	srv := &http.Server{
 		Handler: logviewer.New(logviewer.Config{Root: logviewer.Root(s.cfg.LocalDir), Authz: a, Log: s.base,
 			HostNames: s.logviewerHostNames}),

@@ -16,6 +16,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/nimbusha/nimbus/auth"
 	"github.com/nimbusha/nimbus/blobstore"
 	"github.com/nimbusha/nimbus/certs"
 	"github.com/nimbusha/nimbus/cluster"
@@ -72,6 +73,9 @@ type Supervisor struct {
 	beat chan struct{}
 	lost chan struct{}    // a heartbeat found the node gone
 	lc   daemon.Lifecycle // what Start started, and how Close stops it
+
+	authorizers []*auth.Authorizer // the code port's and the logviewer's: a reload swaps their policy (reload.go)
+	reloader    *daemon.Reloader   // the configuration file read again (reload.go)
 
 	mu      sync.Mutex
 	workers map[int32]*worker // by port
@@ -260,6 +264,7 @@ func (s *Supervisor) run() {
 	if err := s.serveLogviewer(ctx); err != nil {
 		s.lc.Fail(err)
 	}
+	s.reloadConfig(ctx) // after every authorizer is made
 	s.reconcile(ctx)
 }
 
