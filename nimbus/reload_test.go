@@ -31,60 +31,8 @@ import (
 // needing a restart and changes nothing; a file made invalid keeps the
 // last good configuration and says why.
 func TestReloadAdminsWithoutRestart(t *testing.T) {
-	z := testcluster.StartZooKeeper(t)
-	dir := t.TempDir()
-	ca, err := certs.NewCA(filepath.Join(dir, "ca"), "reload test CA", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	issue := func(name string, server bool) *certs.Issued {
-		opts := certs.CertOptions{Client: true, Lifetime: 30 * time.Minute}
-		if server {
-			opts.Server, opts.Hosts = true, []string{"127.0.0.1", "localhost"}
-		}
-		is, err := ca.Issue(filepath.Join(dir, "certs"), name, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return is
-	}
-	self := issue("nimbus", true)
-	path := filepath.Join(dir, "storm.yaml")
-	common := fmt.Sprintf("storm.zookeeper.servers: [%q]\nstorm.zookeeper.session.timeout: 4000\nstorm.local.dir: %q\n"+
-		"nimbus.host: 127.0.0.1\nnimbus.metrics.port: -1\nui.port: -1\nnimbus.drain.timeout.secs: 1\n"+
-		"nimbus.grpc.tls.enable: true\nnimbus.grpc.tls.client.auth.required: true\n"+
-		"nimbus.grpc.tls.cert.path: %q\nnimbus.grpc.tls.key.path: %q\nnimbus.grpc.tls.truststore.path: %q\n",
-		z.Addr(), filepath.Join(dir, "local"), self.Cert, self.Key, self.Truststore)
-	write := func(extra string) {
-		t.Helper()
-		if err := os.WriteFile(path, []byte(common+extra), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("nimbus.grpc.port: 0\nnimbus.admins: [alice]\n")
-
-	cfg, _, err := configs.LoadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logs := &lockedBuffer{}
-	logger, err := logging.New(logs, "info", "json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := New(cfg, logger)
-	if err := s.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	select {
-	case <-s.ReadyNotify():
-	case err := <-s.Err():
-		t.Fatal(err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("nimbus not ready after 30 s")
-	}
-
+	f := startFromFile(t, "nimbus.grpc.port: 0\nnimbus.admins: [alice]\n")
+	s, logs, path, common, write, issue := f.s, f.logs, f.path, f.common, f.write, f.issue
 	alice, bob := callerAs(t, s, issue("alice", false)), callerAs(t, s, issue("bob", false))
 	mayRead := func(api nimbusv1.NimbusServiceClient) error {
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
@@ -127,8 +75,81 @@ func TestReloadAdminsWithoutRestart(t *testing.T) {
 	refused("alice named by an invalid file", alice)
 }
 
+// fileNimbus is a secure nimbus started from a file that the test
+// rewrites.
+type fileNimbus struct {
+	s      *Server
+	logs   *lockedBuffer
+	path   string
+	common string                           // the file's keys that never change
+	write  func(extra string)               // the file: common and extra
+	issue  func(string, bool) *certs.Issued // a certificate of the test's CA (a server's too)
+}
+
+// startFromFile starts a nimbus with TLS and client authentication from a
+// file holding its common keys and extra, logging JSON to a buffer, and
+// stops it when tb ends.
+func startFromFile(tb testing.TB, extra string) *fileNimbus {
+	tb.Helper()
+	t := tb
+	z := testcluster.StartZooKeeper(t)
+	dir := t.TempDir()
+	ca, err := certs.NewCA(filepath.Join(dir, "ca"), "reload test CA", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	issue := func(name string, server bool) *certs.Issued {
+		opts := certs.CertOptions{Client: true, Lifetime: 30 * time.Minute}
+		if server {
+			opts.Server, opts.Hosts = true, []string{"127.0.0.1", "localhost"}
+		}
+		is, err := ca.Issue(filepath.Join(dir, "certs"), name, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return is
+	}
+	self := issue("nimbus", true)
+	path := filepath.Join(dir, "storm.yaml")
+	common := fmt.Sprintf("storm.zookeeper.servers: [%q]\nstorm.zookeeper.session.timeout: 4000\nstorm.local.dir: %q\n"+
+		"nimbus.host: 127.0.0.1\nnimbus.metrics.port: -1\nui.port: -1\nnimbus.drain.timeout.secs: 1\n"+
+		"nimbus.grpc.tls.enable: true\nnimbus.grpc.tls.client.auth.required: true\n"+
+		"nimbus.grpc.tls.cert.path: %q\nnimbus.grpc.tls.key.path: %q\nnimbus.grpc.tls.truststore.path: %q\n",
+		z.Addr(), filepath.Join(dir, "local"), self.Cert, self.Key, self.Truststore)
+	write := func(extra string) {
+		if err := os.WriteFile(path, []byte(common+extra), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(extra)
+
+	cfg, _, err := configs.LoadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &lockedBuffer{}
+	logger, err := logging.New(logs, "info", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(cfg, logger)
+	if err := s.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	select {
+	case <-s.ReadyNotify():
+	case err := <-s.Err():
+		t.Fatal(err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("nimbus not ready after 30 s")
+	}
+
+	return &fileNimbus{s: s, logs: logs, path: path, common: common, write: write, issue: issue}
+}
+
 // callerAs is a NimbusService client of s presenting is.
-func callerAs(t *testing.T, s *Server, is *certs.Issued) nimbusv1.NimbusServiceClient {
+func callerAs(t testing.TB, s *Server, is *certs.Issued) nimbusv1.NimbusServiceClient {
 	t.Helper()
 	pair, err := tls.LoadX509KeyPair(is.Cert, is.Key)
 	if err != nil {
@@ -150,7 +171,7 @@ func callerAs(t *testing.T, s *Server, is *certs.Issued) nimbusv1.NimbusServiceC
 }
 
 // waitLog waits until one line of logs holds every part.
-func waitLog(t *testing.T, logs *lockedBuffer, parts ...string) {
+func waitLog(t testing.TB, logs *lockedBuffer, parts ...string) {
 	t.Helper()
 	testcluster.WaitFor(t, 10*time.Second, fmt.Sprintf("a log line with %q", parts), func() error {
 		for line := range strings.Lines(logs.String()) {
