@@ -153,9 +153,14 @@ func checkConfig(t *testing.T, root string) {
 // verifyUnits runs systemd-analyze verify on the packaged units in the
 // extracted tree (their binaries resolved there), the supervisor with and
 // without its run-as-user drop-in; the host's units (the targets they name)
-// are copied in. Any warning fails, not only errors.
+// are copied in, and the host's kill(1), which ExecReload runs. Any warning
+// fails, not only errors.
 func verifyUnits(t *testing.T, root string) {
 	run(t, "cp", "-an", "/usr/lib/systemd/system/.", filepath.Join(root, "usr/lib/systemd/system"))
+	if err := os.MkdirAll(filepath.Join(root, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run(t, "cp", "-L", "/bin/kill", filepath.Join(root, "bin/kill"))
 	verify := func() {
 		cmd := exec.Command("systemd-analyze", "verify", "--man=no", "--root="+root, "storm-nimbus.service", "storm-supervisor.service")
 		out, err := cmd.CombinedOutput()
@@ -185,6 +190,7 @@ func TestUnitSettings(t *testing.T) {
 			"NoNewPrivileges": "yes", "ProtectSystem": "strict", "ReadWritePaths": "/var/lib/storm",
 			"ProtectHome": "yes", "CapabilityBoundingSet": "", "AmbientCapabilities": "",
 			"ExecStart": "/usr/bin/" + name + " --config /etc/storm/storm.yaml",
+			"ExecReload": "/bin/kill -HUP $MAINPID",
 		}
 		for k, v := range want {
 			if got, ok := u[k]; !ok || got != v {
