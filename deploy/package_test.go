@@ -189,7 +189,7 @@ func TestUnitSettings(t *testing.T) {
 			"Type": "notify", "NotifyAccess": "main", "Restart": "always", "User": "storm",
 			"NoNewPrivileges": "yes", "ProtectSystem": "strict", "ReadWritePaths": "/var/lib/storm",
 			"ProtectHome": "yes", "CapabilityBoundingSet": "", "AmbientCapabilities": "",
-			"ExecStart": "/usr/bin/" + name + " --config /etc/storm/storm.yaml",
+			"ExecStart":  "/usr/bin/" + name + " --config /etc/storm/storm.yaml",
 			"ExecReload": "/bin/kill -HUP $MAINPID",
 		}
 		for k, v := range want {
