@@ -90,8 +90,9 @@ func TestInProcessWatchAndUIConnectionLimits(t *testing.T) {
 	}
 }
 
-// The health port answers the health service in plaintext, the same
-// statuses as the gRPC port (readiness included), and nothing else.
+// The health port answers the probes' health services in plaintext, the
+// same statuses as the gRPC port, and nothing else: not which nimbus leads,
+// not the NimbusService.
 func TestInProcessHealthPort(t *testing.T) {
 	z := testcluster.StartZooKeeper(t)
 	s := startWith(t, z.Addr(), t.TempDir(), func(c *configs.Config) { c.NimbusHealthPort = 0 })
@@ -103,7 +104,7 @@ func TestInProcessHealthPort(t *testing.T) {
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	for _, service := range []string{"", nimbusv1.ReadyHealthService, nimbusv1.LeaderHealthService} {
+	for _, service := range []string{"", nimbusv1.ReadyHealthService, nimbusv1.LiveHealthService} {
 		testcluster.WaitFor(t, 10*time.Second, "SERVING for "+service, func() error {
 			resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: service})
 			if err != nil {
@@ -115,6 +116,8 @@ func TestInProcessHealthPort(t *testing.T) {
 			return nil
 		})
 	}
+	_, err = healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: nimbusv1.LeaderHealthService})
+	checkRefused(t, err, codes.NotFound)
 	_, err = nimbusv1.NewNimbusServiceClient(conn).GetLeader(ctx, &nimbusv1.GetLeaderRequest{})
 	checkRefused(t, err, codes.Unimplemented)
 }

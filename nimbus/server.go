@@ -277,6 +277,7 @@ func (s *Server) build() (err error) {
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	s.health.SetServingStatus(nimbusv1.LeaderHealthService, healthpb.HealthCheckResponse_NOT_SERVING)
 	s.health.SetServingStatus(nimbusv1.ReadyHealthService, healthpb.HealthCheckResponse_NOT_SERVING)
+	s.health.SetServingStatus(nimbusv1.LiveHealthService, healthpb.HealthCheckResponse_SERVING)
 	s.duties = leading.New(leading.Config{Session: s.sess, View: s.view, Dist: s.dist, Pending: s.svc.isPending, SweepBlobs: s.svc.sweepStoredBlobs,
 		Actions: s.actions, Nimbus: cfg, ClusterID: s.memory, Snapshot: s.svc.takeSnapshot,
 		SnapshotDir: filepath.Join(cfg.LocalDir, "nimbus", "snapshots"), Metrics: leading.NewMetrics(s.reg), Logger: s.base})

@@ -2,6 +2,7 @@ package nimbus
 
 import (
 	"fmt"
+	"net"
 	"sync"
 
 	"google.golang.org/grpc"
@@ -17,7 +18,7 @@ import (
 // watchLimit bounds the health Watch streams one caller holds open: each
 // is a goroutine and a stream for as long as the caller likes, and any
 // authenticated principal may open them (nimbus.grpc.max.watch.streams).
-// A caller is its principal, or, without authentication, its address.
+// A caller is its principal, or, without authentication, its host.
 type watchLimit struct {
 	max  int
 	mu   sync.Mutex
@@ -34,8 +35,13 @@ func (l *watchLimit) interceptor(srv any, ss grpc.ServerStream, info *grpc.Strea
 	}
 	caller, ok := auth.FromContext(ss.Context())
 	if !ok {
+		// Without a principal, the host: a new connection (another
+		// source port) must not be a new caller.
 		if p, ok := peer.FromContext(ss.Context()); ok {
 			caller = p.Addr.String()
+			if host, _, err := net.SplitHostPort(caller); err == nil {
+				caller = host
+			}
 		}
 	}
 	if !l.acquire(caller) {

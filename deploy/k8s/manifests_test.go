@@ -13,11 +13,19 @@ import (
 
 // readyService is the value of nimbusv1.ReadyHealthService, read from its
 // declaration (this module does not import the daemons').
-func readyService(t *testing.T) string {
+func readyService(t *testing.T) string { return healthService(t, "ReadyHealthService") }
+
+// liveService is the value of nimbusv1.LiveHealthService, read as
+// readyService is.
+func liveService(t *testing.T) string { return healthService(t, "LiveHealthService") }
+
+// healthService reads the value of a health service constant from
+// proto/nimbus/v1/protocol.go.
+func healthService(t *testing.T, name string) string {
 	t.Helper()
-	m := regexp.MustCompile(`(?m)^const ReadyHealthService = "([^"]+)"`).FindSubmatch(read(t, "../../proto/nimbus/v1/protocol.go"))
+	m := regexp.MustCompile(`(?m)^const ` + name + ` = "([^"]+)"`).FindSubmatch(read(t, "../../proto/nimbus/v1/protocol.go"))
 	if m == nil {
-		t.Fatal("no ReadyHealthService constant in proto/nimbus/v1/protocol.go")
+		t.Fatalf("no %s constant in proto/nimbus/v1/protocol.go", name)
 	}
 	return string(m[1])
 }
@@ -38,7 +46,7 @@ func TestManifests(t *testing.T) {
 			}
 			conf := stormConf(t, m)
 			checkNimbusService(t, m, nimbus)
-			checkProbes(t, nimbus, conf, ready)
+			checkProbes(t, nimbus, conf, ready, liveService(t))
 			checkBudget(t, m, nimbus)
 			checkVolumes(t, &nimbus.Spec.Template.Spec, "nimbus-tls", conf)
 			if len(nimbus.Spec.VolumeClaimTemplates) != 1 || nimbus.Spec.VolumeClaimTemplates[0].Name != "local" {
@@ -99,9 +107,9 @@ func checkNimbusService(t *testing.T, m *manifests, nimbus *appsv1.StatefulSet) 
 }
 
 // checkProbes: startup and readiness ask the readiness service, liveness
-// "", all on nimbus.health.port (plaintext: the kubelet's probes speak no
+// the liveness service, all on nimbus.health.port (plaintext: the kubelet's probes speak no
 // TLS), which the nimbus container exposes.
-func checkProbes(t *testing.T, nimbus *appsv1.StatefulSet, conf map[string]any, ready string) {
+func checkProbes(t *testing.T, nimbus *appsv1.StatefulSet, conf map[string]any, ready, live string) {
 	t.Helper()
 	port, ok := conf["nimbus.health.port"].(float64)
 	if !ok || port <= 0 {
@@ -119,7 +127,7 @@ func checkProbes(t *testing.T, nimbus *appsv1.StatefulSet, conf map[string]any, 
 		name    string
 		probe   *corev1.Probe
 		service string
-	}{{"startup", c.StartupProbe, ready}, {"readiness", c.ReadinessProbe, ready}, {"liveness", c.LivenessProbe, ""}} {
+	}{{"startup", c.StartupProbe, ready}, {"readiness", c.ReadinessProbe, ready}, {"liveness", c.LivenessProbe, live}} {
 		if p.probe == nil || p.probe.GRPC == nil {
 			t.Errorf("%s probe %+v: want a gRPC probe", p.name, p.probe)
 			continue
@@ -164,8 +172,13 @@ func checkVolumes(t *testing.T, pod *corev1.PodSpec, secret string, conf map[str
 	for _, vm := range pod.Containers[0].VolumeMounts {
 		mounts[vm.Name] = vm
 	}
-	if mounts["config"].MountPath != "/etc/storm/storm.yaml" {
-		t.Errorf("storm.yaml mounted at %q", mounts["config"].MountPath)
+	// The ConfigMap as a directory, which the kubelet updates (a subPath
+	// mount would never change: no reload), and the daemon reading it.
+	if cm := mounts["config"]; cm.MountPath != "/etc/storm/conf" || cm.SubPath != "" {
+		t.Errorf("config mount %+v: want the ConfigMap's directory at /etc/storm/conf", cm)
+	}
+	if args := pod.Containers[0].Args; len(args) != 2 || args[0] != "--config" || args[1] != "/etc/storm/conf/storm.yaml" {
+		t.Errorf("args %v: want --config /etc/storm/conf/storm.yaml", args)
 	}
 	if local := conf["storm.local.dir"]; mounts["local"].MountPath != local {
 		t.Errorf("volume local mounted at %q, storm.local.dir is %v", mounts["local"].MountPath, local)

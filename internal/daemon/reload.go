@@ -113,7 +113,7 @@ func (r *Reloader) Run(ctx context.Context) {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 
-	events, stop, err := watchDir(file)
+	events, stop, err := watchDir(file, r.log)
 	if err != nil {
 		r.log.Warn("configuration file not watched; SIGHUP reloads it", "file", file, "err", err)
 	} else {
@@ -141,7 +141,9 @@ func (r *Reloader) Run(ctx context.Context) {
 // file's directory that could be file changes, and a stop that ends the
 // watch. The channel's sender is the watcher's own goroutine, which stop
 // ends and waits for.
-func watchDir(file string) (<-chan struct{}, func(), error) {
+// An error of the watcher is logged; one that says events were lost counts
+// as a change.
+func watchDir(file string, log *slog.Logger) (<-chan struct{}, func(), error) {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return nil, nil, err
@@ -153,6 +155,12 @@ func watchDir(file string) (<-chan struct{}, func(), error) {
 	}
 	out := make(chan struct{}, 1)
 	done := make(chan struct{})
+	changed := func() {
+		select { // one pending signal is enough
+		case out <- struct{}{}:
+		default:
+		}
+	}
 	go func() { // owned by stop
 		defer close(done)
 		for {
@@ -161,16 +169,16 @@ func watchDir(file string) (<-chan struct{}, func(), error) {
 				if !ok {
 					return
 				}
-				if ev.Op == fsnotify.Chmod {
-					continue
+				if ev.Op != fsnotify.Chmod {
+					changed()
 				}
-				select { // one pending signal is enough
-				case out <- struct{}{}:
-				default:
-				}
-			case _, ok := <-w.Errors:
+			case err, ok := <-w.Errors:
 				if !ok {
 					return
+				}
+				log.Warn("watching the configuration file's directory", "dir", dir, "err", err)
+				if errors.Is(err, fsnotify.ErrEventOverflow) {
+					changed()
 				}
 			}
 		}

@@ -32,6 +32,10 @@ func Run(name string, args []string, stdout, stderr io.Writer, keys []string, ne
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	// SIGHUP asks for a reload (Reloader.Run takes it while it runs): it
+	// must never end the daemon, before the reloader starts, after it
+	// stops, or with no file to reload. A full channel drops the signal.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP)
 	d := newDaemon(cfg, logger)
 	if err := d.Start(ctx); err != nil {
 		logger.Error(name+" failed to start", "err", err)

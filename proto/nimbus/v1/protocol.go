@@ -24,3 +24,9 @@ const LeaderHealthService = "nimbus.v1.NimbusService.leader"
 // topology a leader needs: it could lead now. Orchestrators probe it for
 // startup and readiness, and "" for liveness.
 const ReadyHealthService = "nimbus.v1.Ready"
+
+// LiveHealthService is the grpc.health.v1 service that is SERVING from the
+// nimbus's start until its stop: the process answers. A liveness probe asks
+// it, never "" (NOT_SERVING while ZooKeeper is away, which restarting
+// would not cure).
+const LiveHealthService = "nimbus.v1.Live"
