@@ -674,3 +674,21 @@ func TestRegisterFlags(t *testing.T) {
 	}()
 	RegisterFlags(fs, "no.such.key")
 }
+
+// A supervisor with TLS serves its code port only with client
+// authentication, or has it disabled.
+func TestValidateSupervisor(t *testing.T) {
+	c := Default()
+	c.TLSEnable = true
+	if err := c.ValidateSupervisor(); err == nil || !strings.Contains(err.Error(), KeySupervisorGRPCPort) || !strings.Contains(err.Error(), KeyTLSClientAuthRequired) {
+		t.Fatalf("TLS without client authentication: %v", err)
+	}
+	c.TLSClientAuthRequired = true
+	if err := c.ValidateSupervisor(); err != nil {
+		t.Fatalf("with client authentication: %v", err)
+	}
+	c.TLSClientAuthRequired, c.SupervisorGRPCPort = false, PortDisabled
+	if err := c.ValidateSupervisor(); err != nil {
+		t.Fatalf("code port disabled: %v", err)
+	}
+}

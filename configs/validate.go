@@ -178,6 +178,20 @@ func (c *Config) ValidateServer() error {
 	return nil
 }
 
+// ValidateSupervisor checks what a supervisor needs beyond
+// ValidateServer: with TLS on, its code port (specs with their confs,
+// secrets included) is served only to authenticated callers, so it needs
+// nimbus.grpc.tls.client.auth.required, or the port disabled. A supervisor
+// cannot see whether its nimbuses require client certificates; TLS on says
+// the cluster is meant to be secure.
+func (c *Config) ValidateSupervisor() error {
+	if c.TLSEnable && !c.TLSClientAuthRequired && c.SupervisorGRPCPort != PortDisabled {
+		return invalid(KeySupervisorGRPCPort, "with %s on, this supervisor serves topology code (specs with their confs) only to authenticated nimbuses: "+
+			"set %s: true, as on the nimbuses, or disable the code port with %s: -1", KeyTLSEnable, KeyTLSClientAuthRequired, KeySupervisorGRPCPort)
+	}
+	return nil
+}
+
 // validateSecurity checks the security keys: TLS, authorization, ZooKeeper
 // ACLs, workers as users, and the limits that keep a request from taking
 // a nimbus down.

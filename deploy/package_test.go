@@ -33,7 +33,7 @@ var wantContents = map[string]entry{
 	"./usr/share/nimbus-ha/storm-supervisor-run-as-user.conf": {"-rw-r--r--", "root/root"},
 	"./etc/storm/":                                            {"drwxr-xr-x", "root/root"},
 	"./etc/storm/storm.yaml":                                  {"-rw-r-----", "root/storm"},
-	"./var/lib/storm/":                                        {"drwxr-x---", "storm/storm"},
+	"./var/lib/storm/":                                        {"drwx--x--x", "storm/storm"},
 }
 
 // The maintainer scripts: each control file is the script in scripts/.
@@ -268,7 +268,7 @@ func checkRPM(t *testing.T, rpm string) {
 	want := map[string]string{
 		"/usr/bin/nimbus":       "-rwxr-xr-x root/root ",
 		"/etc/storm/storm.yaml": "-rw-r----- root/storm cn", // %config(noreplace)
-		"/var/lib/storm":        "drwxr-x--- storm/storm ",
+		"/var/lib/storm":        "drwx--x--x storm/storm ",
 		"/usr/lib/systemd/system/storm-supervisor.service": "-rw-r--r-- root/root ",
 	}
 	for path, w := range want {

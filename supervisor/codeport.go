@@ -33,10 +33,8 @@ func (s *Supervisor) listenCode() (err error) {
 	if s.cfg.SupervisorGRPCPort == configs.PortDisabled {
 		return nil
 	}
-	if s.tls != nil && !s.cfg.TLSClientAuthRequired {
-		return fmt.Errorf("supervisor: %s: with %s on, this supervisor serves topology code (specs with their confs) only to authenticated nimbuses: "+
-			"set %s: true, as on the nimbuses, or disable the code port with %s: -1",
-			configs.KeySupervisorGRPCPort, configs.KeyTLSEnable, configs.KeyTLSClientAuthRequired, configs.KeySupervisorGRPCPort)
+	if err := s.cfg.ValidateSupervisor(); err != nil { // daemon.Setup checked it already; a Supervisor built in code too
+		return fmt.Errorf("supervisor: %w", err)
 	}
 	bindHost := ""
 	if net.ParseIP(s.cfg.LocalHostname) != nil {

@@ -14,7 +14,7 @@ units="storm-nimbus.service storm-supervisor.service"
 upgrade=false
 case "$1" in
 configure) [ -n "$2" ] && upgrade=true ;;
-2) upgrade=true ;;
+[0-9]*) [ "$1" -ge 2 ] && upgrade=true ;; # rpm: the count of installed versions
 esac
 [ -d /run/systemd/system ] || exit 0 # not booted with systemd (a container, a chroot)
 systemctl daemon-reload || true

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -66,6 +67,9 @@ func Setup(name string, args []string, stdout, stderr io.Writer, keys []string) 
 	cfg, warnings, err := configs.Load(fs)
 	if err == nil {
 		err = cfg.ValidateServer()
+	}
+	if err == nil && slices.Contains(keys, configs.KeySupervisorGRPCPort) { // a supervisor's keys
+		err = cfg.ValidateSupervisor()
 	}
 	if err == nil {
 		err = codedistributor.CheckClass(cfg.CodeDistributorClass) // before anything touches ZooKeeper
