@@ -48,7 +48,8 @@ func receiveSpec(stream nimbusv1.NimbusService_SubmitTopologyServer) (*nimbusv1.
 // lets the upload in, and frees the upload's slot when it returns.
 func (s *service) receiveBundle(stream nimbusv1.NimbusService_SubmitTopologyServer, spec *nimbusv1.TopologySpec) (string, []*clusterv1.CodeFile, error) {
 	specData := cluster.Encode(spec)
-	if declared, maxBytes := spec.GetArtifactBytes(), s.config().NimbusMaxArtifactBytes; declared > maxBytes {
+	maxBytes := s.config().NimbusMaxArtifactBytes // read once: a reload mid-upload changes nothing here
+	if declared := spec.GetArtifactBytes(); declared > maxBytes {
 		return "", nil, validate.Invalid("spec.artifact_bytes", "%d bytes, larger than %s (%d)", declared, configs.KeyNimbusMaxArtifactBytes, maxBytes)
 	}
 	done, err := s.admitUpload(spec.GetArtifactBytes(), int64(len(specData)))
@@ -60,7 +61,7 @@ func (s *service) receiveBundle(stream nimbusv1.NimbusService_SubmitTopologyServ
 	if err != nil {
 		return "", nil, s.storeFailed(err)
 	}
-	artifact, err := s.receiveArtifactOf(stream, filepath.Join(tmp, codedistributor.ArtifactFile), spec.GetArtifactBytes())
+	artifact, err := s.receiveArtifactOf(stream, filepath.Join(tmp, codedistributor.ArtifactFile), spec.GetArtifactBytes(), maxBytes)
 	if err != nil {
 		os.RemoveAll(tmp)
 		return "", nil, s.storeFailed(err)
@@ -77,14 +78,14 @@ func (s *service) receiveBundle(stream nimbusv1.NimbusService_SubmitTopologyServ
 // receiveArtifact is receiveArtifactOf an artifact whose size was not
 // declared.
 func (s *service) receiveArtifact(stream nimbusv1.NimbusService_SubmitTopologyServer, path string) (*clusterv1.CodeFile, error) {
-	return s.receiveArtifactOf(stream, path, 0)
+	return s.receiveArtifactOf(stream, path, 0, s.config().NimbusMaxArtifactBytes)
 }
 
 // receiveArtifactOf writes the artifact chunks to path, hashing as it goes,
 // and checks the trailer and, if declared is not 0, that exactly declared
 // bytes arrived (spec.artifact_bytes). Every failure of the stream is the
 // client's, named by field; a failure to write is returned as it is.
-func (s *service) receiveArtifactOf(stream nimbusv1.NimbusService_SubmitTopologyServer, path string, declared int64) (*clusterv1.CodeFile, error) {
+func (s *service) receiveArtifactOf(stream nimbusv1.NimbusService_SubmitTopologyServer, path string, declared, maxBytes int64) (*clusterv1.CodeFile, error) {
 	next := func() (uploadPart, error) {
 		msg, err := stream.Recv()
 		if err != nil {
@@ -99,7 +100,7 @@ func (s *service) receiveArtifactOf(stream nimbusv1.NimbusService_SubmitTopology
 		return uploadPart{}, validate.Invalid("spec", "sent twice, or an empty message, after the artifact started")
 	}
 	return receiveContent(next, path, contentRules{
-		file: codedistributor.ArtifactFile, what: "artifact", max: s.config().NimbusMaxArtifactBytes,
+		file: codedistributor.ArtifactFile, what: "artifact", max: maxBytes,
 		maxKey: configs.KeyNimbusMaxArtifactBytes, declared: declared, declaredField: "spec.artifact_bytes",
 	})
 }
