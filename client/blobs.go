@@ -143,17 +143,8 @@ func (c *Client) ReadBlob(ctx context.Context, key string, w io.Writer) (*nimbus
 				continue
 			}
 		}
-		if !retryable(ctx, err) {
-			if ctx.Err() != nil {
-				return nil, r.ctxErr(ctx, err)
-			}
-			return nil, err
-		}
-		if addr != "" {
-			c.forgetLeader(addr)
-		}
-		if werr := r.wait(ctx, "ReadBlob", err); werr != nil {
-			return nil, werr
+		if rerr := r.retryAfter(ctx, "ReadBlob", addr, err); rerr != nil {
+			return nil, rerr
 		}
 	}
 }

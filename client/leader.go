@@ -109,6 +109,23 @@ func (r *retrier) wait(ctx context.Context, rpc string, err error) error {
 	}
 }
 
+// retryAfter is what a leader call does with an attempt at addr ("" if no
+// leader was found) that failed with err: an error to return (one that is
+// not worth retrying, or the budget spent), or nil once the leader is
+// forgotten and the backoff waited, to try again.
+func (r *retrier) retryAfter(ctx context.Context, rpc, addr string, err error) error {
+	if !retryable(ctx, err) {
+		if ctx.Err() != nil {
+			return r.ctxErr(ctx, err)
+		}
+		return err
+	}
+	if addr != "" {
+		r.c.forgetLeader(addr)
+	}
+	return r.wait(ctx, rpc, err)
+}
+
 // ctxErr is the error of a call whose context ended while it retried: it
 // wraps the context's error and the last failure, so both errors.Is(err,
 // context.DeadlineExceeded) and status.Code(err) tell what happened.
@@ -162,17 +179,8 @@ func leaderCall[Resp any](ctx context.Context, c *Client, rpc string, call unary
 				continue
 			}
 		}
-		if !retryable(ctx, err) {
-			if ctx.Err() != nil {
-				return zero, r.ctxErr(ctx, err)
-			}
-			return zero, err
-		}
-		if addr != "" {
-			c.forgetLeader(addr)
-		}
-		if werr := r.wait(ctx, rpc, err); werr != nil {
-			return zero, werr
+		if rerr := r.retryAfter(ctx, rpc, addr, err); rerr != nil {
+			return zero, rerr
 		}
 	}
 }

@@ -54,17 +54,8 @@ func uploadToLeader[Req, Resp any](ctx context.Context, c *Client, u upload[Req,
 			stream, cancel, err = openUpload(ctx, c, addr, u)
 		}
 		if err != nil {
-			if !retryable(ctx, err) {
-				if ctx.Err() != nil {
-					return nil, r.ctxErr(ctx, err)
-				}
-				return nil, err
-			}
-			if addr != "" {
-				c.forgetLeader(addr)
-			}
-			if werr := r.wait(ctx, u.rpc, err); werr != nil {
-				return nil, werr
+			if rerr := r.retryAfter(ctx, u.rpc, addr, err); rerr != nil {
+				return nil, rerr
 			}
 			continue
 		}

@@ -57,7 +57,13 @@ func startLogged(t *testing.T, zkAddr, localDir string, edit func(*configs.Confi
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	s := New(cfg, logger)
+	return runServer(t, New(cfg, logger))
+}
+
+// runServer starts s, closes it when the test ends, and waits until it is
+// ready.
+func runServer(t testing.TB, s *Server) *Server {
+	t.Helper()
 	if err := s.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -132,18 +132,7 @@ func startFromFile(tb testing.TB, extra string) *fileNimbus {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(cfg, logger)
-	if err := s.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	select {
-	case <-s.ReadyNotify():
-	case err := <-s.Err():
-		t.Fatal(err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("nimbus not ready after 30 s")
-	}
+	s := runServer(t, New(cfg, logger))
 
 	return &fileNimbus{s: s, logs: logs, path: path, common: common, write: write, issue: issue}
 }
