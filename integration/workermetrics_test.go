@@ -103,9 +103,13 @@ func TestWordcountCountersRiseInTheHeartbeat(t *testing.T) {
 		if spout.GetExecutors() != 1 || split.GetExecutors() != 2 || count.GetExecutors() != 3 {
 			t.Fatalf("executors %d, %d, %d; want 1, 2, 3", spout.GetExecutors(), split.GetExecutors(), count.GetExecutors())
 		}
+		// The worker writes its counters while tuples are in flight, each
+		// counter on its own, so one file may catch a tuple counted by one
+		// component and not yet by the next: the heartbeat is read again
+		// until one was written between two tuples.
 		if spout.GetAcked() != spout.GetEmitted() || split.GetExecuted() != spout.GetEmitted() ||
 			count.GetExecuted() != split.GetEmitted() || count.GetAcked() != count.GetExecuted() {
-			t.Fatalf("counts disagree: sentence %v, split %v, count %v", spout, split, count)
+			return fmt.Errorf("tuples in flight: sentence %v, split %v, count %v", spout, split, count)
 		}
 		first, emitted = m, spout.GetEmitted()
 		return nil
