@@ -68,7 +68,7 @@ func (f *Fetcher) Recover(ctx context.Context, topologyID string, digest []byte)
 		return Source{}, err
 	}
 	src, err := f.fetchFrom(ctx, topologyID, digest, sources)
-	if errors.Is(err, ErrNotHeld) {
+	if errors.Is(err, ErrNotHeld) && src == (Source{}) { // a stalled download is not "held nowhere"
 		return Source{}, fmt.Errorf("%w: %s with meta %s (asked %d supervisors)", ErrHeldNowhere, topologyID, Hex(digest), len(sources))
 	}
 	if err == nil {
@@ -118,7 +118,8 @@ func (f *Fetcher) replicaSources(topologyID string, digest []byte) ([]Source, er
 
 // fetchFrom gets the meta from the first of sources that has it, then the
 // files through the backend, and installs them. The error wraps
-// ErrNotHeld when no source had the meta.
+// ErrNotHeld when no source had the meta (and src is zero), or when the
+// backend found nobody to send the files (src names the meta's source).
 func (f *Fetcher) fetchFrom(ctx context.Context, topologyID string, digest []byte, sources []Source) (Source, error) {
 	src, meta, err := f.firstMeta(ctx, topologyID, digest, sources)
 	if err != nil {
@@ -138,7 +139,7 @@ func (f *Fetcher) fetchFrom(ctx context.Context, topologyID string, digest []byt
 	defer os.RemoveAll(tmp) // a no-op once installed
 	start := time.Now()
 	if err := f.Dist.Download(ctx, tmp, code); err != nil {
-		return Source{}, err
+		return src, fmt.Errorf("codedistributor: download %s (meta from %s): %w", topologyID, src, err)
 	}
 	if _, err := f.Store.Install(tmp, topologyID, code.Meta); err != nil {
 		return Source{}, err

@@ -16,6 +16,11 @@ const (
 	aloneFor = 5 * time.Second
 	// stalledFor: peers are there, but nothing arrives.
 	stalledFor = time.Minute
+	// reconnectAfter: peers are connected, but nothing arrives. Their
+	// connections are closed and dialled again, which starts the requests
+	// afresh: the library (v1.61.0) can leave a connection to a seed with
+	// no request in flight and none to come, waiting on the other side.
+	reconnectAfter = 10 * time.Second
 )
 
 // Download fetches the bundle from the swarm into dir: every piece is
@@ -74,7 +79,7 @@ func (d *distributor) await(ctx context.Context, topologyID string, a *active, w
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	var completed int64
-	progressed, accompanied := time.Now(), time.Now()
+	progressed, accompanied, reconnected := time.Now(), time.Now(), time.Now()
 	for {
 		select {
 		case <-a.t.Complete().On():
@@ -97,7 +102,17 @@ func (d *distributor) await(ctx context.Context, topologyID string, a *active, w
 			case now.Sub(accompanied) >= aloneFor:
 				why = fmt.Sprintf("no other peer in its swarm for %s", aloneFor)
 			case now.Sub(progressed) >= stalledFor:
-				why = fmt.Sprintf("no progress for %s from %d peers", stalledFor, a.others.Load())
+				why = fmt.Sprintf("no progress for %s from %d peers (connected to %v)", stalledFor, a.others.Load(), connectedTo(a))
+			case now.Sub(progressed) >= reconnectAfter && now.Sub(reconnected) >= reconnectAfter:
+				reconnected = now
+				if conns := a.t.PeerConns(); len(conns) > 0 {
+					d.p.Logger.Info("download stalled; reconnecting to its peers", "topology", topologyID,
+						"connected", connectedTo(a), "bytes", completed, "of", a.t.Length())
+					for _, c := range conns {
+						c.Close() // findPeers dials the members again
+					}
+				}
+				continue
 			default:
 				continue
 			}
@@ -107,4 +122,13 @@ func (d *distributor) await(ctx context.Context, topologyID string, a *active, w
 			return fmt.Errorf("%w: %s: %s (%d of %d bytes)", codedistributor.ErrNotHeld, topologyID, why, completed, a.t.Length())
 		}
 	}
+}
+
+// connectedTo lists the addresses of a's connected peers, for logs.
+func connectedTo(a *active) []string {
+	var addrs []string
+	for _, c := range a.t.PeerConns() {
+		addrs = append(addrs, c.RemoteAddr.String())
+	}
+	return addrs
 }

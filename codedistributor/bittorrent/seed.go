@@ -3,6 +3,7 @@ package bittorrent
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"time"
@@ -76,6 +77,10 @@ func (d *distributor) reseed(kind codedistributor.Kind, store *codedistributor.S
 			d.drop(b, a)
 		}
 		switch {
+		case d.ctx.Err() != nil:
+			return // closing
+		case errors.Is(err, codedistributor.ErrNotHeld), errors.Is(err, fs.ErrNotExist):
+			// Removed since the store was listed: gone on the next pass.
 		case errors.Is(err, errOtherBackend):
 			rejected[b] = fp
 		case errors.Is(err, codedistributor.ErrCorrupt):
