@@ -4,8 +4,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"log/slog"
-	"net"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -120,24 +120,13 @@ func startNimbus(t *testing.T, opts ...grpc.ServerOption) string {
 // serveHTTP serves 404s over HTTP/1 (over TLS with cfg) until the test
 // ends, as a metrics or UI port would.
 func serveHTTP(t *testing.T, cfg *tls.Config) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
+	srv := httptest.NewUnstartedServer(http.NotFoundHandler())
+	srv.Config.ErrorLog = slog.NewLogLogger(slog.DiscardHandler, slog.LevelDebug)
+	addr := srv.Listener.Addr().String()
 	if cfg != nil {
-		ln = tls.NewListener(ln, cfg)
+		srv.Listener = tls.NewListener(srv.Listener, cfg) // the daemons' TLS, not httptest's certificate
 	}
-	srv := &http.Server{Handler: http.NotFoundHandler(), ErrorLog: slog.NewLogLogger(slog.DiscardHandler, slog.LevelDebug)}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		srv.Serve(ln)
-	}()
-	t.Cleanup(func() {
-		srv.Close()
-		<-done
-	})
+	srv.Start()
+	t.Cleanup(srv.Close)
 	return addr
 }

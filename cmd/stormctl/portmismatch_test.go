@@ -2,8 +2,8 @@ package main
 
 import (
 	"log/slog"
-	"net"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,22 +13,12 @@ import (
 // one, with where nimbus.seeds came from and TLS's setting, and exits
 // "unavailable" at once rather than after retrying.
 func TestSeedAtHTTPPortSaysWhichKey(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.NotFoundHandler(), ErrorLog: slog.NewLogLogger(slog.DiscardHandler, slog.LevelDebug)}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		srv.Serve(ln)
-	}()
-	t.Cleanup(func() {
-		srv.Close()
-		<-done
-	})
+	srv := httptest.NewUnstartedServer(http.NotFoundHandler())
+	srv.Config.ErrorLog = slog.NewLogLogger(slog.DiscardHandler, slog.LevelDebug)
+	srv.Start()
+	t.Cleanup(srv.Close)
 	dir := t.TempDir()
-	writeConf(t, dir, ln.Addr().String())
+	writeConf(t, dir, srv.Listener.Addr().String())
 	conf := filepath.Join(dir, "storm.yaml")
 
 	for _, cmd := range []string{"leader", "kill"} {
