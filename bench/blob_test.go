@@ -60,10 +60,7 @@ type blobTrial struct {
 }
 
 func benchBlob(b *testing.B, zkAddr, backend string) string {
-	common := []string{"--storm.codedistributor.class", backend}
-	if backend == "bittorrent" {
-		common = append(common, "--bittorrent.port", "0")
-	}
+	common := backendArgs(backend)
 	c := testcluster.New(b, zkAddr, testcluster.WithRoot("/bench-blob-"+backend),
 		testcluster.WithSessionTimeout(20*time.Second), testcluster.WithLogf(discard))
 	var nimbuses []*testcluster.Process

@@ -91,11 +91,17 @@ type distTrial struct {
 	supervisorsNetTotal int64
 }
 
-func benchDistribute(b *testing.B, zkAddr, name, backend string, uplinkMbit int, data []byte) string {
-	common := []string{"--storm.codedistributor.class", backend}
+// backendArgs are the daemons' flags that select backend (a BitTorrent
+// peer of each daemon on a port of its own).
+func backendArgs(backend string) []string {
 	if backend == "bittorrent" {
-		common = append(common, "--bittorrent.port", "0")
+		return []string{"--storm.codedistributor.class", backend, "--bittorrent.port", "0"}
 	}
+	return []string{"--storm.codedistributor.class", backend}
+}
+
+func benchDistribute(b *testing.B, zkAddr, name, backend string, uplinkMbit int, data []byte) string {
+	common := backendArgs(backend)
 	c := testcluster.New(b, zkAddr, testcluster.WithRoot("/bench-distribute-"+name),
 		testcluster.WithSessionTimeout(20*time.Second), testcluster.WithLogf(discard))
 	var nimbuses []*testcluster.Process
